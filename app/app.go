@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// An App is a named set of streams and processors sharing one Redis
+// connection. Create it with New, declare streams on it with
+// stream.Declare, and close it with Close.
+type App struct {
+	cfg        Config
+	client     redis.UniversalClient
+	ownsClient bool
+	keys       keys.Space
+	catalog    *stream.Catalog
+	logger     *slog.Logger
+}
+
+// New validates cfg and returns an App. It does not contact Redis: use Ping
+// to check the connection.
+func New(cfg Config) (*App, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, client: cfg.Client, keys: keys.New(cfg.KeyPrefix, cfg.Name)}
+	if a.client == nil {
+		opt, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("app config: redis URL: %w", err)
+		}
+		a.client = redis.NewClient(opt)
+		a.ownsClient = true
+	}
+	a.logger = cfg.Logger.With("app", cfg.Name)
+	a.catalog = stream.NewCatalog(a.client, a.keys, stream.Defaults{
+		Partitions: cfg.Partitions,
+		Size:       cfg.PartitionSize,
+		Codec:      cfg.Codec,
+		SendBatch:  cfg.SendBatch,
+	}, a.logger)
+	return a, nil
+}
+
+// Name returns the app's name.
+func (a *App) Name() string { return a.cfg.Name }
+
+// Config returns the app's configuration with defaults filled in.
+func (a *App) Config() Config { return a.cfg }
+
+// Client returns the app's Redis client.
+func (a *App) Client() redis.UniversalClient { return a.client }
+
+// Catalog returns the app's stream catalog; it makes *App a stream.Host.
+func (a *App) Catalog() *stream.Catalog { return a.catalog }
+
+// Keys returns the app's Redis key space.
+func (a *App) Keys() keys.Space { return a.keys }
+
+// Logger returns the app's logger.
+func (a *App) Logger() *slog.Logger { return a.logger }
+
+// Ping checks that Redis answers.
+func (a *App) Ping(ctx context.Context) error {
+	if err := a.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// Register writes the definitions of the app's streams to the registry in
+// Redis, so that tools without the app's code can send and inspect.
+func (a *App) Register(ctx context.Context) error { return a.catalog.Register(ctx) }
+
+// Close closes the Redis client if the App created it.
+func (a *App) Close() error {
+	if a.ownsClient {
+		return a.client.Close()
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+// Package redistest starts real redis-server processes for leat's tests.
+//
+// A test package calls [Main] from its TestMain. The first test that asks for
+// a client with [Client] starts one redis-server for the whole package (on a
+// unix socket in a temporary directory, without persistence); Main stops it
+// after the tests ran and then checks for leaked goroutines. Each test gets
+// its own key prefix, so tests of one package run in parallel on one server.
+//
+// When LEAT_TEST_REDIS_URL is set, tests use that server instead and no
+// process is started. When redis-server is missing, tests are skipped with the
+// command that installs it, except under CI=true, where they fail.
+//
+// Tests that restart or stop Redis start a private server with [Start].
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+// InstallHint is the command that installs redis-server on Debian or Ubuntu.
+const InstallHint = "apt-get install -y redis-server"
+
+var (
+	shared     *Server
+	sharedErr  error
+	sharedOnce sync.Once
+	prefixSeq  atomic.Int64
+)
+
+// Main runs the tests of a package, stops the shared server and verifies that
+// no goroutine leaked. Use it as the body of TestMain.
+func Main(m *testing.M, opts ...goleak.Option) {
+	code := m.Run()
+	if shared != nil {
+		shared.Stop()
+	}
+	if code == 0 {
+		opts = append(opts, goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// URL returns the address of the shared server (or LEAT_TEST_REDIS_URL),
+// starting it on first use. It skips or fails tb when no server can be had.
+func URL(tb testing.TB) string {
+	tb.Helper()
+	if u := os.Getenv("LEAT_TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	sharedOnce.Do(func() { shared, sharedErr = startServer() })
+	if sharedErr != nil {
+		unavailable(tb, sharedErr)
+	}
+	return shared.URL
+}
+
+// Prefix returns a key prefix no other test of this process uses.
+func Prefix(tb testing.TB) string {
+	name := strings.NewReplacer("/", ".", " ", "_", ":", "_").Replace(tb.Name())
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	return fmt.Sprintf("t%d-%d.%s", os.Getpid(), prefixSeq.Add(1), name)
+}
+
+// Client returns a client of the shared server and a fresh key prefix. The
+// client is closed when the test ends; the prefix's keys are deleted.
+func Client(tb testing.TB) (*redis.Client, string) {
+	tb.Helper()
+	opt, err := redis.ParseURL(URL(tb))
+	if err != nil {
+		tb.Fatalf("redistest: bad redis URL: %v", err)
+	}
+	c := redis.NewClient(opt)
+	prefix := Prefix(tb)
+	tb.Cleanup(func() {
+		defer c.Close()
+		if tb.Failed() {
+			return // keep keys for inspection
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if len(keys) > 0 {
+			c.Unlink(ctx, keys...)
+		}
+	})
+	return c, prefix
+}
+
+func unavailable(tb testing.TB, err error) {
+	tb.Helper()
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("redistest: %v (CI=true, so this is a failure; install it with: %s)", err, InstallHint)
+	}
+	tb.Skipf("redistest: %v; install it with: %s (or set LEAT_TEST_REDIS_URL)", err, InstallHint)
+}
+
+// Server is a redis-server process owned by a test.
+type Server struct {
+	URL  string
+	Addr string // host:port the server listens on
+	dir  string
+	port int
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+}
+
+// Start starts a private redis-server on a free TCP port for tb and stops it
+// when tb ends. Use it for tests that restart, pause or stop Redis.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := startServer()
+	if err != nil {
+		unavailable(tb, err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+func startServer() (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, errors.New("redis-server not found in PATH")
+	}
+	dir, err := os.MkdirTemp("", "leat-redis-")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &Server{dir: dir, port: port}
+	s.Addr = "127.0.0.1:" + strconv.Itoa(port)
+	s.URL = "redis://" + s.Addr
+	if err := s.launch(bin); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) launch(bin string) error {
+	cmd := exec.Command(bin,
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--dir", s.dir,
+		"--save", "",
+		"--appendonly", "no",
+		"--daemonize", "no",
+		"--loglevel", "warning",
+		"--maxclients", "10000",
+	)
+	var out strings.Builder
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if ping(s.Addr) == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return fmt.Errorf("redis-server did not answer within 10s: %s", out.String())
+}
+
+func ping(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("unexpected reply %q", line)
+	}
+	return nil
+}
+
+// Stop kills the server (without saving) and waits for it to exit.
+func (s *Server) Stop() {
+	s.kill()
+	os.RemoveAll(s.dir)
+}
+
+func (s *Server) kill() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+}
+
+// Restart kills the server and starts a new one on the same port. Data is
+// lost, as after a crash of a server without persistence.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	s.kill()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.launch(bin); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Client returns a client of s closed when tb ends.
+func (s *Server) Client(tb testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}

@@ -1,0 +1,123 @@
+package stream_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/leatdev/leat/stream"
+)
+
+func allCodecs() []stream.Codec {
+	var out []stream.Codec
+	for _, c := range []stream.Codec{stream.MsgPack, stream.JSON} {
+		out = append(out, c, stream.Compressed(c, stream.Gzip), stream.Compressed(c, stream.Zstd))
+	}
+	return out
+}
+
+func TestCodecsRoundTrip(t *testing.T) {
+	in := order{ID: 1<<53 + 1, Customer: "ü-42", Amount: 12.5, Note: strings.Repeat("x", 300)}
+	for _, c := range allCodecs() {
+		t.Run(c.Name(), func(t *testing.T) {
+			b, err := c.Marshal(&in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out order
+			if err := c.Unmarshal(b, &out); err != nil {
+				t.Fatal(err)
+			}
+			if out != in {
+				t.Fatalf("round trip: got %+v, want %+v", out, in)
+			}
+			// The codec is found again by the name written on the entry.
+			c2, err := stream.LookupCodec(c.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out2 order
+			if err := c2.Unmarshal(b, &out2); err != nil || out2 != in {
+				t.Fatalf("lookup %q: got %+v, %v", c.Name(), out2, err)
+			}
+		})
+	}
+}
+
+func TestCompressionShrinks(t *testing.T) {
+	in := order{Note: strings.Repeat("abc", 1000)}
+	plain, _ := stream.MsgPack.Marshal(&in)
+	for _, z := range []stream.Compressor{stream.Gzip, stream.Zstd} {
+		b, err := stream.Compressed(stream.MsgPack, z).Marshal(&in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) >= len(plain)/4 {
+			t.Fatalf("%s: %d bytes compressed, %d plain", z.Name(), len(b), len(plain))
+		}
+	}
+}
+
+func TestLookupCodecUnknown(t *testing.T) {
+	for _, name := range []string{"", "avro", "msgpack+brotli", "json+"} {
+		if _, err := stream.LookupCodec(name); err == nil {
+			t.Fatalf("LookupCodec(%q) succeeded", name)
+		}
+	}
+}
+
+func TestCodecRejectsTrailingData(t *testing.T) {
+	b, _ := stream.MsgPack.Marshal(&order{ID: 1})
+	var o order
+	if err := stream.MsgPack.Unmarshal(append(b, 0x01), &o); err == nil {
+		t.Fatal("msgpack accepted trailing data")
+	}
+	if err := stream.JSON.Unmarshal([]byte(`{"id":1} {"id":2}`), &o); err == nil {
+		t.Fatal("json accepted trailing data")
+	}
+}
+
+// FuzzDecode feeds arbitrary bytes to every decoder: they may fail, never
+// panic, and what they accept re-encodes to an equal value.
+func FuzzDecode(f *testing.F) {
+	for _, c := range allCodecs() {
+		b, _ := c.Marshal(&order{ID: 7, Customer: "c", Amount: 1})
+		f.Add(c.Name(), b)
+	}
+	f.Add("json", []byte(`{"id":"x"}`))
+	f.Add("msgpack+gzip", []byte{0x1f, 0x8b, 0, 0})
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		c, err := stream.LookupCodec(name)
+		if err != nil {
+			return
+		}
+		var o order
+		if err := c.Unmarshal(data, &o); err != nil {
+			return
+		}
+		b, err := c.Marshal(&o)
+		if err != nil {
+			t.Fatalf("re-encode %+v: %v", o, err)
+		}
+		var o2 order
+		if err := c.Unmarshal(b, &o2); err != nil || !reflect.DeepEqual(o, o2) {
+			t.Fatalf("second round trip of %+v: %+v, %v", o, o2, err)
+		}
+	})
+}
+
+// FuzzParseEntry checks that any field map parses or fails cleanly, and that
+// the JSON record decoder never panics.
+func FuzzParseEntry(f *testing.F) {
+	f.Add("key", "k", "codec", "msgpack", []byte(`{"id":1}`))
+	f.Fuzz(func(t *testing.T, f1, v1, f2, v2 string, data []byte) {
+		e, err := stream.ParseEntry("1-1", 0, map[string]any{f1: v1, f2: v2, "data": string(data)})
+		if err == nil && !bytes.Equal(e.Data, data) && f1 != "data" && f2 != "data" {
+			t.Fatalf("data field lost: %q", e.Data)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(data, &m)
+	})
+}

@@ -1,0 +1,95 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/redis/go-redis/v9"
+)
+
+// Definition is what the registry in Redis records about a stream, so that
+// tools without the app's Go code (the leat CLI, programs in other languages)
+// can route and decode its entries.
+type Definition struct {
+	Name       string `json:"name"`
+	Partitions int    `json:"partitions"`
+	// KeyField is the encoded name of the record field holding the partition
+	// key. It is empty when the key is computed by a Go function.
+	KeyField string `json:"key_field,omitempty"`
+	// Size is the approximate maximum length of each partition (XADD MAXLEN ~).
+	Size int64 `json:"size"`
+	// Codec is the codec name written on entries, e.g. "msgpack+zstd".
+	Codec string `json:"codec"`
+}
+
+func (d Definition) routingEqual(o Definition) bool {
+	return d.Partitions == o.Partitions && d.KeyField == o.KeyField
+}
+
+func (d Definition) validate() error {
+	switch {
+	case d.Partitions < 1 || d.Partitions > 65536:
+		return fmt.Errorf("stream %q: partition count %d out of range 1..65536", d.Name, d.Partitions)
+	case d.Size < 1:
+		return fmt.Errorf("stream %q: partition size %d must be positive", d.Name, d.Size)
+	}
+	return nil
+}
+
+// register writes d to the registry hash, failing with ErrConflict when the
+// registry holds a definition of the same stream with other routing.
+func register(ctx context.Context, c redis.UniversalClient, registry string, d Definition) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	conflict, ok, err := scripts.RegisterStream(ctx, c, registry, d.Name, string(b), d.Partitions, d.KeyField)
+	if err != nil {
+		return fmt.Errorf("register stream %q: %w", d.Name, err)
+	}
+	if !ok {
+		var old Definition
+		_ = json.Unmarshal([]byte(conflict), &old)
+		return fmt.Errorf("%w: stream %q is registered with %d partitions and key field %q, declared with %d and %q; "+
+			"changing routing would break per-key order (use a new stream name)",
+			ErrConflict, d.Name, old.Partitions, old.KeyField, d.Partitions, d.KeyField)
+	}
+	return nil
+}
+
+// LoadDefinition reads the definition of stream name from the registry hash.
+// It returns ErrUnknownStream when there is none.
+func LoadDefinition(ctx context.Context, c redis.UniversalClient, registry, name string) (Definition, error) {
+	s, err := c.HGet(ctx, registry, name).Result()
+	if errors.Is(err, redis.Nil) {
+		return Definition{}, fmt.Errorf("%w %q", ErrUnknownStream, name)
+	}
+	if err != nil {
+		return Definition{}, err
+	}
+	var d Definition
+	if err := json.Unmarshal([]byte(s), &d); err != nil {
+		return Definition{}, fmt.Errorf("registry entry of stream %q is not valid JSON: %w", name, err)
+	}
+	return d, nil
+}
+
+// ListDefinitions reads every stream definition of the registry hash.
+func ListDefinitions(ctx context.Context, c redis.UniversalClient, registry string) ([]Definition, error) {
+	m, err := c.HGetAll(ctx, registry).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Definition, 0, len(m))
+	for name, s := range m {
+		var d Definition
+		if err := json.Unmarshal([]byte(s), &d); err != nil {
+			return nil, fmt.Errorf("registry entry of stream %q is not valid JSON: %w", name, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}

@@ -1,0 +1,39 @@
+// Package stream declares partitioned streams of typed records and sends
+// them to Redis.
+//
+// # Streams and partitions
+//
+// A stream is declared on an app (any [Host]) with a record type, a partition
+// key, a partition count (default 16) and a partition size (default 50,000):
+//
+//	orders, err := stream.Declare[Order](a, "orders", stream.KeyField("customer"))
+//
+// Each partition is its own Redis stream. A record goes to partition
+// xxhash64(key) mod partitions, where the key bytes are a string's UTF-8
+// bytes or an integer's decimal digits ([KeyBytes], [PartitionOf]). All
+// records of one key land on one partition, in the order they were sent, and
+// a processor sees them in that order.
+//
+// # Entries
+//
+// A record is encoded by the stream's [Codec] (msgpack by default, JSON, or
+// either compressed with gzip or zstd) and written as one stream entry with
+// the fields "key", "codec", "data" and one "h:NAME" field per header (see
+// [Entry]). The codec name travels with the entry, so readers decode what was
+// written even after the stream's codec changed.
+//
+// # Sending
+//
+// [Stream.Send], [Stream.SendMany] and [Stream.SendMessages] encode every
+// record first, so a record that cannot be encoded fails the call before
+// anything is sent ([ErrEncode]). Then they pipeline XADD ... MAXLEN ~ size,
+// a batch of commands per round trip, and return the entry IDs in order.
+//
+// # Registry
+//
+// Each declared stream's [Definition] is written to a hash in Redis when the
+// app starts or first sends, so tools without the app's Go code (the leat
+// CLI, programs in other languages) route and decode the same way. A
+// definition whose partition count or key field differs from the registered
+// one is refused ([ErrConflict]): changing routing would break per-key order.
+package stream

@@ -1,0 +1,80 @@
+package stream
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Entry layout. Every entry leat writes to a partition stream has these fields,
+// in this order:
+//
+//	key    the partition key as sent (bytes, UTF-8 for string keys)
+//	codec  the codec name, e.g. "msgpack", "json", "msgpack+zstd"
+//	data   the encoded record
+//	h:NAME one field per header, e.g. "h:traceparent"
+//
+// Readers ignore fields they do not know, so the layout can grow.
+const (
+	FieldKey    = "key"
+	FieldCodec  = "codec"
+	FieldData   = "data"
+	HeaderField = "h:"
+)
+
+// Headers are string key/value pairs carried beside a record: trace context,
+// content type, attempt counts. Names are case-sensitive.
+type Headers map[string]string
+
+// Entry is one raw entry of a partition stream: the untyped form of an event.
+type Entry struct {
+	ID        string
+	Partition int
+	Key       []byte
+	Codec     string
+	Data      []byte
+	Headers   Headers
+}
+
+// values returns the XADD field/value list of e.
+func (e *Entry) values() []any {
+	vals := make([]any, 0, 6+2*len(e.Headers))
+	vals = append(vals, FieldKey, e.Key, FieldCodec, e.Codec, FieldData, e.Data)
+	if len(e.Headers) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+			vals = append(vals, HeaderField+k, e.Headers[k])
+		}
+	}
+	return vals
+}
+
+// ParseEntry reads an entry from the field map of a stream message. It fails
+// when the codec or data field is missing.
+func ParseEntry(id string, partition int, fields map[string]any) (Entry, error) {
+	e := Entry{ID: id, Partition: partition}
+	var hasData, hasCodec bool
+	for k, v := range fields {
+		s, ok := v.(string)
+		if !ok {
+			return e, fmt.Errorf("entry %s: field %q is not a string", id, k)
+		}
+		switch {
+		case k == FieldKey:
+			e.Key = []byte(s)
+		case k == FieldCodec:
+			e.Codec, hasCodec = s, true
+		case k == FieldData:
+			e.Data, hasData = []byte(s), true
+		case strings.HasPrefix(k, HeaderField):
+			if e.Headers == nil {
+				e.Headers = Headers{}
+			}
+			e.Headers[k[len(HeaderField):]] = s
+		}
+	}
+	if !hasData || !hasCodec {
+		return e, fmt.Errorf("entry %s: %w (fields %q and %q are required)", id, ErrMalformedEntry, FieldCodec, FieldData)
+	}
+	return e, nil
+}

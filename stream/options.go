@@ -1,0 +1,87 @@
+package stream
+
+import "fmt"
+
+// An Option tweaks one stream declaration.
+type Option interface{ apply(*declConfig) error }
+
+type declConfig struct {
+	partitions int
+	size       int64
+	codec      Codec
+	keyField   string
+	keyFunc    any // func(*T) ([]byte, error) for the stream's T
+	keyFuncFor string
+}
+
+type optionFunc func(*declConfig) error
+
+func (f optionFunc) apply(c *declConfig) error { return f(c) }
+
+// Partitions sets the stream's partition count (default: the app's, 16).
+func Partitions(n int) Option {
+	return optionFunc(func(c *declConfig) error {
+		if n < 1 || n > 65536 {
+			return fmt.Errorf("partition count %d out of range 1..65536", n)
+		}
+		c.partitions = n
+		return nil
+	})
+}
+
+// Size sets the approximate maximum length of each partition, enforced with
+// XADD MAXLEN ~ (default: the app's, 50,000).
+func Size(n int64) Option {
+	return optionFunc(func(c *declConfig) error {
+		if n < 1 {
+			return fmt.Errorf("partition size %d must be positive", n)
+		}
+		c.size = n
+		return nil
+	})
+}
+
+// WithCodec sets the codec records are encoded with (default: the app's,
+// MsgPack). Wrap it with Compressed to compress payloads.
+func WithCodec(c Codec) Option {
+	return optionFunc(func(d *declConfig) error {
+		if c == nil {
+			return fmt.Errorf("codec is nil")
+		}
+		d.codec = c
+		return nil
+	})
+}
+
+// KeyField partitions records by the named field. The name is the field's
+// encoded name: its msgpack tag, else its json tag, else its Go name. The
+// field must hold a string, an integer or a bool. Records of map type are
+// looked up by key.
+func KeyField(name string) Option {
+	return optionFunc(func(c *declConfig) error {
+		if name == "" {
+			return fmt.Errorf("key field name is empty")
+		}
+		c.keyField = name
+		return nil
+	})
+}
+
+// KeyType is what a partition key function may return.
+type KeyType interface {
+	~string | ~[]byte | ~int | ~int8 | ~int16 | ~int32 | ~int64 |
+		~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~bool
+}
+
+// KeyFunc partitions records by the key fn returns. T must be the stream's
+// record type.
+func KeyFunc[T any, K KeyType](fn func(T) K) Option {
+	return optionFunc(func(c *declConfig) error {
+		if fn == nil {
+			return fmt.Errorf("key function is nil")
+		}
+		c.keyFunc = func(r *T) ([]byte, error) { return KeyBytes(fn(*r)) }
+		c.keyFuncFor = fmt.Sprintf("%T", *new(T))
+		return nil
+	})
+}

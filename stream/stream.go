@@ -1,0 +1,168 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/leatdev/leat/internal/keys"
+)
+
+// Stream is a typed, partitioned stream of records of type T. Declare one with
+// Declare; it is safe for concurrent use.
+type Stream[T any] struct {
+	core  *Core
+	keyOf func(*T) ([]byte, error)
+}
+
+// Message is a record with headers, for SendMessages.
+type Message[T any] struct {
+	Record  T
+	Headers Headers
+}
+
+// Declare declares the stream called name, of records of type T, on h (an
+// *app.App or a *Catalog). The partition key is given by KeyField or KeyFunc;
+// one of them is required. Declaring the same name again with the same settings
+// returns an equivalent stream; with other settings it fails with ErrConflict.
+// Declare does no I/O: the definition is written to the registry in Redis
+// when the app starts or on the first send.
+func Declare[T any](h Host, name string, opts ...Option) (*Stream[T], error) {
+	if err := keys.CheckName("stream", name); err != nil {
+		return nil, err
+	}
+	cat := h.Catalog()
+	d := cat.defaults
+	cfg := declConfig{partitions: d.Partitions, size: d.Size, codec: d.Codec}
+	for _, o := range opts {
+		if err := o.apply(&cfg); err != nil {
+			return nil, fmt.Errorf("stream %q: %w", name, err)
+		}
+	}
+	s := &Stream[T]{}
+	typeName := fmt.Sprintf("%T", *new(T))
+	switch {
+	case cfg.keyFunc != nil && cfg.keyField != "":
+		return nil, fmt.Errorf("stream %q: KeyField and KeyFunc are exclusive", name)
+	case cfg.keyFunc != nil:
+		fn, ok := cfg.keyFunc.(func(*T) ([]byte, error))
+		if !ok {
+			return nil, fmt.Errorf("stream %q: KeyFunc takes %s, the stream's records are %s", name, cfg.keyFuncFor, typeName)
+		}
+		s.keyOf = fn
+	case cfg.keyField != "":
+		fn, err := fieldKey[T](cfg.keyField)
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: %w", name, err)
+		}
+		s.keyOf = fn
+	default:
+		return nil, fmt.Errorf("stream %q: no partition key: use stream.KeyField or stream.KeyFunc", name)
+	}
+	core := &Core{
+		def: Definition{
+			Name:       name,
+			Partitions: cfg.partitions,
+			KeyField:   cfg.keyField,
+			Size:       cfg.size,
+			Codec:      cfg.codec.Name(),
+		},
+		codec:      cfg.codec,
+		catalog:    cat,
+		recordType: typeName,
+	}
+	if err := core.def.validate(); err != nil {
+		return nil, err
+	}
+	core.fromJSON = func(b []byte) (Entry, error) {
+		var v T
+		if err := decodeJSONRecord(b, &v); err != nil {
+			return Entry{}, err
+		}
+		var e Entry
+		err := s.encode(&v, nil, &e)
+		return e, err
+	}
+	core, err := cat.add(core)
+	if err != nil {
+		return nil, err
+	}
+	s.core = core
+	return s, nil
+}
+
+// Core returns the untyped stream underneath.
+func (s *Stream[T]) Core() *Core { return s.core }
+
+// Name returns the stream's name.
+func (s *Stream[T]) Name() string { return s.core.def.Name }
+
+// Definition returns the stream's definition.
+func (s *Stream[T]) Definition() Definition { return s.core.def }
+
+// Partition returns the partition record is routed to.
+func (s *Stream[T]) Partition(record T) (int, error) {
+	k, err := s.keyOf(&record)
+	if err != nil {
+		return 0, err
+	}
+	return s.core.PartitionOf(k), nil
+}
+
+// Send sends records, each to its partition, and returns their entry IDs in
+// order. See SendMessages.
+func (s *Stream[T]) Send(ctx context.Context, records ...T) ([]string, error) {
+	return s.SendMany(ctx, records)
+}
+
+// SendMany sends records, each to its partition, and returns their entry IDs
+// in order. See SendMessages.
+func (s *Stream[T]) SendMany(ctx context.Context, records []T) ([]string, error) {
+	entries := make([]Entry, len(records))
+	for i := range records {
+		if err := s.encode(&records[i], nil, &entries[i]); err != nil {
+			return nil, fmt.Errorf("%w: record %d: %w", ErrEncode, i, err)
+		}
+	}
+	return s.core.SendEntries(ctx, entries)
+}
+
+// SendMessages sends records with headers. Every record is encoded before
+// anything is sent, so an encoding error (wrapped in ErrEncode) sends nothing.
+// Records are appended with pipelined XADDs, the app's SendBatch per round
+// trip; records of one partition keep their order. On a Redis error part way,
+// the IDs of the records sent so far are returned with the error.
+func (s *Stream[T]) SendMessages(ctx context.Context, msgs []Message[T]) ([]string, error) {
+	entries := make([]Entry, len(msgs))
+	for i := range msgs {
+		if err := s.encode(&msgs[i].Record, msgs[i].Headers, &entries[i]); err != nil {
+			return nil, fmt.Errorf("%w: record %d: %w", ErrEncode, i, err)
+		}
+	}
+	return s.core.SendEntries(ctx, entries)
+}
+
+func (s *Stream[T]) encode(r *T, h Headers, e *Entry) error {
+	key, err := s.keyOf(r)
+	if err != nil {
+		return err
+	}
+	data, err := s.core.codec.Marshal(r)
+	if err != nil {
+		return err
+	}
+	*e = Entry{Partition: s.core.PartitionOf(key), Key: key, Codec: s.core.codec.Name(), Data: data, Headers: h}
+	return nil
+}
+
+// Decode decodes the record of a raw entry of this stream.
+func (s *Stream[T]) Decode(e *Entry) (T, error) {
+	var v T
+	c, err := s.core.Decoder(e.Codec)
+	if err != nil {
+		return v, err
+	}
+	if err := c.Unmarshal(e.Data, &v); err != nil {
+		return v, fmt.Errorf("decode %s entry %s: %w", e.Codec, e.ID, err)
+	}
+	return v, nil
+}
