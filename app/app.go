@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
+	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -20,6 +22,12 @@ type App struct {
 	keys       keys.Space
 	catalog    *stream.Catalog
 	logger     *slog.Logger
+
+	mu         sync.Mutex
+	processors []*Processor
+	tasks      []*task
+	executors  []*executor.Executor
+	leader     *leadership
 }
 
 // New validates cfg and returns an App. It does not contact Redis: use Ping
@@ -38,13 +46,14 @@ func New(cfg Config) (*App, error) {
 		a.client = redis.NewClient(opt)
 		a.ownsClient = true
 	}
-	a.logger = cfg.Logger.With("app", cfg.Name)
+	a.logger = cfg.Logger.With("app", cfg.Name, "worker", cfg.WorkerID)
 	a.catalog = stream.NewCatalog(a.client, a.keys, stream.Defaults{
 		Partitions: cfg.Partitions,
 		Size:       cfg.PartitionSize,
 		Codec:      cfg.Codec,
 		SendBatch:  cfg.SendBatch,
 	}, a.logger)
+	a.leader = newLeadership(a)
 	return a, nil
 }
 

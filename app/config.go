@@ -4,6 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/leatdev/leat/executor"
 
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/stream"
@@ -13,6 +18,9 @@ import (
 // DefaultRedisURL is the Redis server an App connects to when Config names
 // neither a URL nor a client.
 const DefaultRedisURL = "redis://127.0.0.1:6379"
+
+// DefaultLeaderLease is the leader lease TTL by default.
+const DefaultLeaderLease = 10 * time.Second
 
 // Config configures an App. The zero value of every field except Name means
 // the documented default. Each field maps to a CLI flag and a LEAT_*
@@ -36,12 +44,12 @@ type Config struct {
 	KeyPrefix string
 
 	// Partitions is the partition count of a stream whose declaration does
-	// not set one. Default 16. Flag --partitions, env LEAT_PARTITIONS.
+	// not set one. Default 16.
 	Partitions int
 
 	// PartitionSize is the approximate maximum length of each partition
 	// (XADD MAXLEN ~) of a stream whose declaration does not set one.
-	// Default 50,000. Flag --partition-size, env LEAT_PARTITION_SIZE.
+	// Default 50,000.
 	PartitionSize int64
 
 	// Codec encodes records of streams whose declaration does not set one.
@@ -49,11 +57,33 @@ type Config struct {
 	Codec stream.Codec
 
 	// SendBatch is how many XADDs one pipelined round trip carries.
-	// Default 1,000. Flag --send-batch, env LEAT_SEND_BATCH.
+	// Default 1,000.
 	SendBatch int
 
 	// Logger receives the app's logs. Default slog.Default().
+	// Flag --log-level, env LEAT_LOG_LEVEL (in the CLI).
 	Logger *slog.Logger
+
+	// Processing holds the defaults of every processor's options (lock
+	// expiry, prefetch, read block, grace period, join delay, start
+	// position, failure policy, retry); zero fields take the executor
+	// package's defaults. See executor.Options. Flags of "leat worker":
+	// --lock-expiry, --prefetch, --read-block, --grace, --join-delay,
+	// --start, --on-error, --retries (env LEAT_LOCK_EXPIRY, ...).
+	Processing executor.Options
+
+	// WorkerID names this worker in leadership, logs and inspect.
+	// Default: host name, process ID and a random suffix.
+	// Flag --worker-id, env LEAT_WORKER_ID.
+	WorkerID string
+
+	// LeaderLease is the TTL of the leader lease: a crashed leader is
+	// replaced after at most this long. Default 10s.
+	// Flag --leader-lease, env LEAT_LEADER_LEASE.
+	LeaderLease time.Duration
+
+	// Observer receives runtime events for metrics. Default none.
+	Observer executor.Observer
 }
 
 // validate checks c and returns it with defaults filled in.
@@ -93,6 +123,19 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if _, err := c.Processing.WithDefaults(); err != nil {
+		errs = append(errs, fmt.Errorf("processing: %w", err))
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	switch {
+	case c.LeaderLease == 0:
+		c.LeaderLease = DefaultLeaderLease
+	case c.LeaderLease < 300*time.Millisecond:
+		errs = append(errs, fmt.Errorf("leader lease %s is below 300ms", c.LeaderLease))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("app config: %w", err)

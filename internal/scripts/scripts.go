@@ -7,6 +7,8 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,7 +17,30 @@ var (
 	//go:embed register_stream.lua
 	registerStreamSrc string
 	registerStream    = redis.NewScript(registerStreamSrc)
+
+	//go:embed fetch.lua
+	fetchSrc string
+	fetch    = redis.NewScript(fetchSrc)
+
+	//go:embed heartbeat.lua
+	heartbeatSrc string
+	heartbeat    = redis.NewScript(heartbeatSrc)
+
+	//go:embed live_members.lua
+	liveMembersSrc string
+	liveMembers    = redis.NewScript(liveMembersSrc)
 )
+
+// Load loads the scripts that are run with EVALSHA inside pipelines, after
+// a NOSCRIPT error (a restarted or failed-over server).
+func Load(ctx context.Context, c redis.Scripter) error {
+	return fetch.Load(ctx, c).Err()
+}
+
+// IsNoScript reports whether err says the server does not know a script.
+func IsNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
 
 // RegisterStream writes def (JSON) for stream into the registry hash unless
 // the registry holds a definition with another partition count or key field.
@@ -31,4 +56,126 @@ func RegisterStream(ctx context.Context, c redis.Scripter, registry, stream, def
 		return "", false, err
 	}
 	return v, false, nil
+}
+
+// FetchResult is the outcome of a fenced fetch of one partition.
+type FetchResult struct {
+	Held     bool             // the caller held the lock; false means nothing was read
+	Cursor   string           // next XAUTOCLAIM cursor in recovery, "0-0" when done; "" for new entries
+	Messages []redis.XMessage // entries read, in ID order
+	Counts   []int64          // delivery counts aligned with Messages (recovery only)
+	Deleted  []string         // pending IDs whose entries are gone (recovery only)
+	Last     string           // the stream's last ID, when no new entry was read
+}
+
+// Fetch queues on pipe a fenced read of one partition (see fetch.lua) and
+// returns the command; parse its result with ParseFetch after Exec. cursor ""
+// reads new entries, otherwise it continues recovery from cursor.
+//
+// KEYS: lock, partition. ARGV: token, group, consumer, count, cursor.
+func Fetch(ctx context.Context, pipe redis.Scripter, lock, partition, token, group, consumer string, count int, cursor string) *redis.Cmd {
+	return fetch.EvalSha(ctx, pipe, []string{lock, partition}, token, group, consumer, count, cursor)
+}
+
+// ParseFetch parses the reply of a Fetch command.
+func ParseFetch(cmd *redis.Cmd) (FetchResult, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return FetchResult{}, err
+	}
+	var r FetchResult
+	if len(v) == 0 {
+		return r, fmt.Errorf("fetch: empty reply")
+	}
+	if st, _ := v[0].(int64); st == 0 {
+		return r, nil
+	}
+	if len(v) < 6 {
+		return r, fmt.Errorf("fetch: short reply (%d elements)", len(v))
+	}
+	r.Held = true
+	r.Cursor, _ = v[1].(string)
+	entries, _ := v[2].([]any)
+	r.Messages = make([]redis.XMessage, 0, len(entries))
+	for _, e := range entries {
+		m, err := parseMessage(e)
+		if err != nil {
+			return r, err
+		}
+		r.Messages = append(r.Messages, m)
+	}
+	counts, _ := v[3].([]any)
+	for _, c := range counts {
+		n, _ := c.(int64)
+		r.Counts = append(r.Counts, n)
+	}
+	deleted, _ := v[4].([]any)
+	for _, d := range deleted {
+		if s, ok := d.(string); ok {
+			r.Deleted = append(r.Deleted, s)
+		}
+	}
+	r.Last, _ = v[5].(string)
+	return r, nil
+}
+
+func parseMessage(e any) (redis.XMessage, error) {
+	pair, ok := e.([]any)
+	if !ok || len(pair) != 2 {
+		return redis.XMessage{}, fmt.Errorf("fetch: malformed entry %v", e)
+	}
+	id, _ := pair[0].(string)
+	m := redis.XMessage{ID: id}
+	fields, _ := pair[1].([]any) // nil for an entry deleted since delivery
+	if len(fields) > 0 {
+		m.Values = make(map[string]any, len(fields)/2)
+		for i := 0; i+1 < len(fields); i += 2 {
+			k, _ := fields[i].(string)
+			m.Values[k] = fields[i+1]
+		}
+	}
+	return m, nil
+}
+
+// Heartbeat records that member is alive for ttlMillis more (server time)
+// and returns whether it was a member before, and the members whose
+// heartbeat expired.
+//
+// KEYS: members. ARGV: member, ttl.
+func Heartbeat(ctx context.Context, c redis.Scripter, members, member string, ttlMillis int64) (present bool, expired []string, err error) {
+	v, err := heartbeat.Run(ctx, c, []string{members}, member, ttlMillis).Slice()
+	if err != nil {
+		return false, nil, err
+	}
+	if len(v) != 2 {
+		return false, nil, fmt.Errorf("heartbeat: malformed reply %v", v)
+	}
+	p, _ := v[0].(int64)
+	return p == 1, strings1(v[1]), nil
+}
+
+// LiveMembers removes members whose heartbeat expired and returns the live
+// ones and the removed ones.
+//
+// KEYS: members.
+func LiveMembers(ctx context.Context, c redis.Scripter, members string) (live, removed []string, err error) {
+	v, err := liveMembers.Run(ctx, c, []string{members}).Slice()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(v) != 2 {
+		return nil, nil, fmt.Errorf("live_members: malformed reply %v", v)
+	}
+	return strings1(v[0]), strings1(v[1]), nil
+}
+
+func strings1(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -1,0 +1,107 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/stream"
+)
+
+// Processor is one processor registered on an App.
+type Processor struct {
+	Name    string
+	Stream  *stream.Core
+	Options executor.Options // as given; app defaults are merged at run time
+	handler executor.Handler
+}
+
+// FullName is "stream/processor", unique within an app.
+func (p *Processor) FullName() string { return p.Stream.Name() + "/" + p.Name }
+
+// Process registers fn as the processor called name of stream s. name is the
+// consumer group: unique per stream, and stable across deployments (a new
+// name starts from Options.Start). fn is called with the events of one
+// partition at a time, on its own goroutine per partition; it returns when
+// the events end (the partition moved or the worker stops) or with an error
+// that the failure policy handles. opts, at most one, override the app's
+// processor defaults (zero fields keep them).
+func Process[T any](a *App, s *stream.Stream[T], name string, fn func(ctx context.Context, events *stream.Events[T]) error, opts ...executor.Options) error {
+	if err := keys.CheckName("processor", name); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("processor %q: function is nil", name)
+	}
+	if len(opts) > 1 {
+		return fmt.Errorf("processor %q: at most one executor.Options", name)
+	}
+	var o executor.Options
+	if len(opts) == 1 {
+		o = opts[0]
+	}
+	if _, err := o.Merge(a.cfg.Processing).WithDefaults(); err != nil {
+		return fmt.Errorf("processor %q: %w", name, err)
+	}
+	if own, ok := a.catalog.Lookup(s.Name()); !ok || own != s.Core() {
+		return fmt.Errorf("processor %q: stream %q is not declared on app %q", name, s.Name(), a.cfg.Name)
+	}
+	p := &Processor{
+		Name:    name,
+		Stream:  s.Core(),
+		Options: o,
+		handler: func(ctx context.Context, feed stream.Feed) error {
+			return fn(ctx, stream.NewEvents(feed, s))
+		},
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if slices.ContainsFunc(a.processors, func(q *Processor) bool { return q.FullName() == p.FullName() }) {
+		return fmt.Errorf("processor %q is already registered on stream %q", name, s.Name())
+	}
+	a.processors = append(a.processors, p)
+	return nil
+}
+
+// Processors returns the registered processors in registration order.
+func (a *App) Processors() []*Processor {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.processors)
+}
+
+// selectProcessors returns the processors named in names ("processor" or
+// "stream/processor"); all of them when names is empty.
+func (a *App) selectProcessors(names []string) ([]*Processor, error) {
+	all := a.Processors()
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []*Processor
+	for _, n := range names {
+		var match []*Processor
+		for _, p := range all {
+			if p.FullName() == n || p.Name == n {
+				match = append(match, p)
+			}
+		}
+		switch len(match) {
+		case 0:
+			known := make([]string, len(all))
+			for i, p := range all {
+				known[i] = p.FullName()
+			}
+			return nil, fmt.Errorf("unknown processor %q (known: %s)", n, strings.Join(known, ", "))
+		case 1:
+			if !slices.Contains(out, match[0]) {
+				out = append(out, match[0])
+			}
+		default:
+			return nil, fmt.Errorf("processor name %q is ambiguous: use stream/processor", n)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,47 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/stream"
+)
+
+func collect(r *recorder) func(ctx context.Context, events *stream.Events[event]) error {
+	return func(ctx context.Context, events *stream.Events[event]) error {
+		for e := range events.All() {
+			r.add(e)
+		}
+		return nil
+	}
+}
+
+// Acceptance 1: 10 events with random keys over 2 partitions, 1 worker.
+func TestProcessEachOnce(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(2, nil)
+	r := newRecorder()
+	if err := app.Process(a, s, "p", collect(r)); err != nil {
+		t.Fatal(err)
+	}
+	var sent []event
+	for i := range 10 {
+		sent = append(sent, sendEvents(t, s, []string{fmt.Sprintf("k%d", rand.IntN(1000))}, 1, i)...)
+	}
+	w := startWorker(t, a)
+	waitFor(t, 10*time.Second, "10 events", func() bool { return r.total() >= 10 })
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	r.exactlyOnce(t, sent)
+	for _, e := range r.events {
+		if p, _ := s.Partition(e.Record); p != e.Partition || e.ID == "" || string(e.Key) != e.Record.Key || e.Deliveries != 1 || e.Redelivered() {
+			t.Errorf("event %+v: partition want %d", e, p)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/leatdev/leat/executor"
+)
+
+// Run runs a worker with every registered processor until ctx is done; see
+// RunProcessors.
+func (a *App) Run(ctx context.Context) error { return a.RunProcessors(ctx, nil) }
+
+// RunProcessors runs a worker with the named processors ("processor" or
+// "stream/processor"; all when names is empty) until ctx is done, then shuts
+// down gracefully and returns nil. When a processor's failure policy halts
+// the worker, every executor shuts down gracefully and the error is
+// returned. The worker also takes part in leader election and runs the
+// background tasks.
+//
+// Shutdown order: each executor leaves its membership (survivors rebalance
+// at once), stops fetching, lets in-flight events finish within the grace
+// period, acknowledges, and releases its locks; then background tasks stop
+// and the leader lease is released.
+func (a *App) RunProcessors(ctx context.Context, names []string) error {
+	procs, err := a.selectProcessors(names)
+	if err != nil {
+		return err
+	}
+	if err := a.Ping(ctx); err != nil {
+		return err
+	}
+	if err := a.Register(ctx); err != nil {
+		return err
+	}
+	execs := make([]*executor.Executor, 0, len(procs))
+	for _, p := range procs {
+		opts := p.Options.Merge(a.cfg.Processing)
+		e, err := executor.New(executor.Config{
+			Stream:    p.Stream,
+			Processor: p.Name,
+			Handler:   p.handler,
+			Options:   opts,
+			Worker:    a.cfg.WorkerID,
+			Logger:    a.logger,
+			Observer:  a.cfg.Observer,
+		})
+		if err != nil {
+			return err
+		}
+		if err := a.recordProcessor(ctx, p, e.Options()); err != nil {
+			return err
+		}
+		execs = append(execs, e)
+	}
+	a.mu.Lock()
+	a.executors = execs
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.executors = nil
+		a.mu.Unlock()
+	}()
+
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, e := range execs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.Run(wctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				stop() // halt: the whole worker stops gracefully
+			}
+		}()
+	}
+	var bg sync.WaitGroup
+	bctx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	bg.Add(1)
+	go func() { defer bg.Done(); a.leader.run(bctx) }()
+	for _, t := range a.backgroundTasks() {
+		bg.Add(1)
+		go func() { defer bg.Done(); t.run(bctx, a) }()
+	}
+	a.logger.Info("worker started", "processors", len(execs))
+
+	<-wctx.Done()
+	wg.Wait()
+	stopBg()
+	bg.Wait()
+	a.logger.Info("worker stopped")
+	return errors.Join(errs...)
+}
+
+// Executors returns the executors of the running worker, for status
+// reports; nil when the worker is not running.
+func (a *App) Executors() []*executor.Executor {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*executor.Executor(nil), a.executors...)
+}
+
+// ProcessorDefinition is what the processors hash in Redis records about a
+// processor, for tools without the app's code.
+type ProcessorDefinition struct {
+	Stream     string        `json:"stream"`
+	Processor  string        `json:"processor"`
+	LockExpiry time.Duration `json:"lock_expiry"`
+	Prefetch   int           `json:"prefetch"`
+	Grace      time.Duration `json:"grace"`
+	OnError    string        `json:"on_error"`
+	Retries    int           `json:"retries"`
+}
+
+func (a *App) recordProcessor(ctx context.Context, p *Processor, o executor.Options) error {
+	b, err := json.Marshal(ProcessorDefinition{
+		Stream: p.Stream.Name(), Processor: p.Name, LockExpiry: o.LockExpiry, Prefetch: o.Prefetch,
+		Grace: o.Grace, OnError: o.OnError.String(), Retries: o.Retry.Attempts,
+	})
+	if err != nil {
+		return err
+	}
+	if err := a.client.HSet(ctx, a.keys.Processors(), p.FullName(), b).Err(); err != nil {
+		return fmt.Errorf("register processor %q: %w", p.FullName(), err)
+	}
+	return nil
+}

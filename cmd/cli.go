@@ -1,0 +1,211 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
+	"github.com/urfave/cli/v2"
+)
+
+// Setup builds the user's App from the configuration the CLI assembled from
+// flags and environment; the user declares streams (and later processors) on
+// it. The CLI closes the App when the command ends.
+type Setup func(cfg app.Config) (*app.App, error)
+
+// pingTimeout bounds the first contact with Redis, so that an unreachable
+// server fails a command quickly.
+const pingTimeout = 5 * time.Second
+
+// Names of the global flags.
+const (
+	flagRedis    = "redis"
+	flagApp      = "app"
+	flagPrefix   = "prefix"
+	flagLogLevel = "log-level"
+)
+
+// New returns the CLI; setup nil means the standalone binary (an App with no
+// declarations; streams come from the registry in Redis).
+//
+// The returned cli.App does not print errors: its Run returns them. Use Run
+// or Main to report them as one line and get the exit status.
+func New(setup Setup) *cli.App {
+	return &cli.App{
+		Name:  "leat",
+		Usage: "send records to the partitioned streams of a leat app in Redis",
+		Flags: []cli.Flag{
+			&cli.StringFlag{
+				Name:        flagRedis,
+				Usage:       "Redis server: redis://[user:password@]host:port[/db], rediss:// for TLS, unix:///path",
+				Value:       app.DefaultRedisURL,
+				DefaultText: app.DefaultRedisURL, // help never shows a URL with a password from the environment
+				EnvVars:     []string{"LEAT_REDIS_URL"},
+			},
+			&cli.StringFlag{
+				Name:    flagApp,
+				Usage:   "name of the app whose streams to use (required by commands that touch an app)",
+				EnvVars: []string{"LEAT_APP"},
+			},
+			&cli.StringFlag{
+				Name:    flagPrefix,
+				Usage:   "prefix of the app's Redis keys",
+				Value:   keys.DefaultPrefix,
+				EnvVars: []string{"LEAT_PREFIX"},
+			},
+			&cli.StringFlag{
+				Name:    flagLogLevel,
+				Usage:   "level of the logs written to stderr: debug, info, warn or error",
+				Value:   "warn",
+				EnvVars: []string{"LEAT_LOG_LEVEL"},
+			},
+			helpFlag(),
+		},
+		Commands:     []*cli.Command{sendCommand(setup), sendManyCommand(setup)},
+		Action:       rootAction,
+		OnUsageError: onUsageError,
+		// Run reports errors; urfave/cli must neither print them nor exit.
+		ExitErrHandler: func(*cli.Context, error) {},
+		// Each App and command carries its own help flag: see helpFlag.
+		HideHelp:    true,
+		HideVersion: true,
+		// Header values may contain commas.
+		DisableSliceFlagSeparator: true,
+	}
+}
+
+// Main runs New(setup) on os.Args with a context cancelled by SIGINT or
+// SIGTERM and exits with the command's status. It silences go-redis's
+// process-wide logger, whose retry messages on stderr would repeat the one
+// line the command reports.
+func Main(setup Setup) {
+	redis.SetLogger(&logging.VoidLogger{})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	status := Run(ctx, setup, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(status)
+}
+
+// Run is Main without os.Exit, for tests and embedding: it runs the command
+// of args (which starts with the program name, like os.Args) with the given
+// input and outputs, writes any error to stderr as one line, and returns the
+// exit status: 0 on success, 1 on runtime failures (Redis unreachable or
+// failing), 2 on usage errors and bad input.
+func Run(ctx context.Context, setup Setup, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := New(setup)
+	a.Reader, a.Writer, a.ErrWriter = stdin, stdout, stderr
+	return report(stderr, a.RunContext(ctx, args))
+}
+
+// helpFlag returns a new --help flag. urfave/cli's own, cli.HelpFlag, is one
+// value shared by every App and written to whenever a command parses its
+// flags, a data race when Apps run concurrently (tests, embedding); so App and
+// commands set HideHelp and carry their own. cli still shows the help when a
+// flag named "help" is set.
+func helpFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
+}
+
+// rootAction runs when no command is given: it shows the help, or rejects an
+// unknown command.
+func rootAction(c *cli.Context) error {
+	if c.Args().Present() {
+		return usageErrorf("unknown command %q (see %s --help)", c.Args().First(), c.App.Name)
+	}
+	return cli.ShowAppHelp(c)
+}
+
+// wantArgs checks that the command got exactly the arguments named.
+func wantArgs(c *cli.Context, names ...string) error {
+	if c.NArg() == len(names) {
+		return nil
+	}
+	hint := ""
+	for _, a := range c.Args().Slice() {
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			hint = "; flags go before the arguments"
+			break
+		}
+	}
+	return usageErrorf("%s: want %d arguments, %s, got %d%s (see %s %s --help)",
+		c.Command.Name, len(names), strings.Join(names, " "), c.NArg(), hint, c.App.Name, c.Command.Name)
+}
+
+// config assembles the app configuration from the global flags.
+func config(c *cli.Context) (app.Config, error) {
+	name := c.String(flagApp)
+	if name == "" {
+		return app.Config{}, usageErrorf("no app name: pass --app or set LEAT_APP")
+	}
+	if err := keys.CheckName("app", name); err != nil {
+		return app.Config{}, usageErrorf("--app: %w", err)
+	}
+	prefix := c.String(flagPrefix)
+	if !keys.ValidPrefix(prefix) {
+		return app.Config{}, usageErrorf("--prefix %q is invalid: use 1 to 128 letters, digits, '_', '.', '-' or ':'", prefix)
+	}
+	redisURL := c.String(flagRedis)
+	if _, err := redis.ParseURL(redisURL); err != nil {
+		shown := redactURL(redisURL)
+		if shown != "" {
+			shown = " " + shown
+		}
+		return app.Config{}, usageErrorf("invalid --redis URL%s: %v", shown, urlCause(err))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String(flagLogLevel))); err != nil {
+		return app.Config{}, usageErrorf("--log-level %q is invalid: use debug, info, warn or error", c.String(flagLogLevel))
+	}
+	return app.Config{
+		Name:      name,
+		RedisURL:  redisURL,
+		KeyPrefix: prefix,
+		Logger:    slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})),
+	}, nil
+}
+
+// openApp builds the App from the global flags, with setup when the CLI is
+// embedded, and checks that Redis answers. The caller closes the App.
+func openApp(c *cli.Context, setup Setup) (*app.App, error) {
+	cfg, err := config(c)
+	if err != nil {
+		return nil, err
+	}
+	var a *app.App
+	if setup != nil {
+		a, err = setup(cfg)
+		if err == nil && a == nil {
+			err = errors.New("it returned no app")
+		}
+	} else {
+		a, err = app.New(cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("set up app %q: %w", cfg.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(c.Context, pingTimeout)
+	defer cancel()
+	if err := a.Ping(ctx); err != nil {
+		a.Close()
+		if c.Context.Err() != nil {
+			return nil, c.Context.Err() // interrupted, not unreachable
+		}
+		ce := &connectError{err: err}
+		if a.Config().Client == nil {
+			ce.url = redactURL(a.Config().RedisURL)
+		}
+		return nil, ce
+	}
+	return a, nil
+}

@@ -1,0 +1,134 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+	"github.com/urfave/cli/v2"
+)
+
+// Exit statuses of leat commands.
+const (
+	exitOK      = 0 // the command did what was asked
+	exitFailure = 1 // runtime failure: Redis unreachable, refusing or failing; I/O errors
+	exitUsage   = 2 // the user's mistake: flags, arguments, records, unknown streams, routing conflicts
+)
+
+// usageError marks err as the user's mistake (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// onUsageError turns a flag parsing error of urfave/cli into a usageError, so
+// that it is reported like the others instead of with a help dump.
+func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
+	if isSubcommand {
+		return usageErrorf("%s: %w", c.Command.Name, err)
+	}
+	return usageError{err}
+}
+
+// connectError is a failed first contact with the Redis server at url
+// (without credentials; empty when the app brought its own client).
+type connectError struct {
+	url string
+	err error
+}
+
+func (e *connectError) Error() string { return "connect to Redis: " + e.err.Error() }
+func (e *connectError) Unwrap() error { return e.err }
+
+// report writes err to w as one line starting with "leat: " and returns the
+// exit status for it; a nil err writes nothing and returns 0.
+func report(w io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	msg, status := explain(err)
+	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+	fmt.Fprintf(w, "leat: %s\n", msg)
+	return status
+}
+
+// explain returns the message and exit status of err.
+func explain(err error) (string, int) {
+	var ce *connectError
+	var ue usageError
+	var ec cli.ExitCoder // only urfave/cli's own help errors
+	switch {
+	case redis.IsAuthError(err): // NOAUTH or WRONGPASS
+		return "Redis refused the credentials: " + redisCause(err), exitFailure
+	case errors.As(err, &ce):
+		at := ""
+		if ce.url != "" {
+			at = " at " + ce.url
+		}
+		var re redis.Error
+		if errors.As(ce.err, &re) {
+			return fmt.Sprintf("Redis%s answered PING with an error: %v", at, re), exitFailure
+		}
+		return fmt.Sprintf("cannot reach Redis%s: %s", at, dialCause(ce.err)), exitFailure
+	case errors.As(err, &ue), errors.As(err, &ec),
+		errors.Is(err, stream.ErrUnknownStream), errors.Is(err, stream.ErrConflict), errors.Is(err, stream.ErrEncode):
+		return err.Error(), exitUsage
+	case errors.Is(err, context.Canceled):
+		return "interrupted: " + err.Error(), exitFailure
+	}
+	return err.Error(), exitFailure
+}
+
+// redisCause returns the server's own error text inside err.
+func redisCause(err error) string {
+	var re redis.Error
+	if errors.As(err, &re) {
+		return re.Error()
+	}
+	return err.Error()
+}
+
+// dialCause returns why a connection could not be made, without repeating the
+// address: "connect: connection refused", "lookup x: no such host".
+func dialCause(err error) string {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("no answer within %s", pingTimeout)
+	case errors.As(err, &op) && op.Err != nil:
+		return op.Err.Error()
+	}
+	return err.Error()
+}
+
+// redactURL returns raw without user, password and query (which may carry
+// secrets), for messages: "redis://:secret@host:6379/0" → "redis://host:6379/0".
+// It returns "" when raw does not parse.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// urlCause returns the reason a Redis URL is invalid without the URL itself,
+// which may hold a password.
+func urlCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

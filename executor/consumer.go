@@ -1,0 +1,199 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/leatdev/leat/stream"
+)
+
+// idleBackoff is the pause before calling a processor again when its last
+// call returned without taking any event, so a processor that returns at
+// once does not spin.
+const idleBackoff = 50 * time.Millisecond
+
+// PanicError is a panic recovered from a processor, with its stack.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("processor panic: %v\n%s", e.Value, e.Stack) }
+
+// consume calls the processor over the partition until the partition stops,
+// applying retries and the failure policy. It runs on its own goroutine.
+func (p *partition) consume() {
+	e := p.e
+	for !p.stopping() {
+		p.consumed, p.halted, p.rejected, p.rejectErr = 0, false, p.rejected[:0], nil
+		err := p.call()
+		if p.stopping() {
+			return
+		}
+		var failing []stream.Delivery
+		retryable := true
+		switch {
+		case p.halted && len(p.rejected) == 0:
+			// A configuration error found by the events (stream.ErrBatchConfig).
+			e.halt(p.n, fmt.Errorf("processor %q: %w", e.processor, p.rejectErr))
+			p.park()
+			return
+		case p.halted:
+			failing, err, retryable = p.rejected, p.rejectErr, false
+		case err != nil:
+			failing = p.pending // everything handed out and not done
+		}
+		if err == nil {
+			if p.consumed == 0 {
+				p.sleep(idleBackoff)
+			}
+			continue
+		}
+		e.obs.Failed(e.stream.Name(), e.processor, p.n, err)
+		if retryable && len(failing) > 0 && p.retry(failing[0].ID) {
+			p.log.Info("processor failed; retrying", "error", err, "id", failing[0].ID, "attempt", p.attempts)
+			continue
+		}
+		p.attempts, p.attemptID = 0, ""
+		if !p.applyPolicy(failing, err) {
+			return
+		}
+	}
+}
+
+// call runs the processor once, turning a panic into a *PanicError.
+func (p *partition) call() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return p.e.handler(p.ctx, p)
+}
+
+// retry counts a failed attempt on the entry id and waits for the backoff.
+// It returns false when the retries are used up.
+func (p *partition) retry(id string) bool {
+	r := p.e.opts.Retry
+	if p.attemptID != id {
+		p.attemptID, p.attempts = id, 0
+	}
+	if p.attempts >= r.Attempts {
+		return false
+	}
+	p.attempts++
+	d := r.Backoff << (p.attempts - 1)
+	if d > r.MaxBackoff || d <= 0 {
+		d = r.MaxBackoff
+	}
+	d = d/2 + rand.N(d/2+1) // jitter: [d/2, d]
+	p.sleep(d)
+	return true
+}
+
+// sleep waits for d or until the partition stops.
+func (p *partition) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.stop:
+	case <-p.ctx.Done():
+	}
+}
+
+// park waits until the partition stops: used after halt and quarantine.
+func (p *partition) park() {
+	select {
+	case <-p.stop:
+	case <-p.ctx.Done():
+	}
+}
+
+// applyPolicy applies the failure policy to failing (possibly empty when the
+// processor failed before taking an event). It returns false when the
+// consumer must stop.
+func (p *partition) applyPolicy(failing []stream.Delivery, cause error) bool {
+	e := p.e
+	log := p.log.With("policy", e.opts.OnError.String(), "error", cause)
+	if len(failing) > 0 {
+		log = log.With("id", failing[0].ID, "events", len(failing))
+	}
+	policy := e.opts.OnError
+	if len(failing) == 0 && (policy == Ignore || policy == DeadLetter) {
+		// Nothing to skip: the processor failed outside any event.
+		log.Error("processor failed before taking an event; calling it again")
+		p.sleep(e.opts.Retry.Backoff)
+		return true
+	}
+	switch policy {
+	case Ignore:
+		log.Warn("processor failed; event ignored")
+		p.dropFailing(failing)
+		return true
+	case DeadLetter:
+		if err := e.deadLetter(p, failing, cause); err != nil {
+			// Not acknowledged: the events are offered again.
+			log.Error("dead-letter write failed", "dlq_error", err)
+			p.sleep(e.opts.Retry.Backoff)
+			return true
+		}
+		log.Warn("processor failed; events dead-lettered")
+		p.dropFailing(failing)
+		return true
+	case Quarantine:
+		log.Error("processor failed; partition quarantined")
+		e.quarantine(p, failing, cause)
+		p.park()
+		return false
+	default:
+		log.Error("processor failed; halting the worker")
+		e.halt(p.n, fmt.Errorf("processor %q, partition %d: %w", e.processor, p.n, cause))
+		p.park()
+		return false
+	}
+}
+
+// dropFailing acknowledges failing deliveries that the policy skips. Those
+// still pending are removed from it first.
+func (p *partition) dropFailing(failing []stream.Delivery) {
+	if len(p.pending) > 0 && len(failing) > 0 && p.pending[0].ID == failing[0].ID {
+		p.take(p.pending[:min(len(failing), len(p.pending))])
+	}
+	var ack []stream.Delivery
+	for _, d := range failing {
+		if !errors.Is(d.Err, stream.ErrTrimmed) { // trimmed entries left the pending list already
+			ack = append(ack, d)
+		}
+	}
+	p.ack(ack)
+}
+
+// quarantineReport is what the quarantine hash records for a partition.
+type quarantineReport struct {
+	Executor string    `json:"executor"`
+	Worker   string    `json:"worker,omitempty"`
+	ID       string    `json:"id,omitempty"`
+	Error    string    `json:"error"`
+	Time     time.Time `json:"time"`
+}
+
+func (e *Executor) quarantine(p *partition, failing []stream.Delivery, cause error) {
+	r := quarantineReport{Executor: e.id, Worker: e.worker, Error: cause.Error(), Time: time.Now().UTC()}
+	if len(failing) > 0 {
+		r.ID = failing[0].ID
+	}
+	b, _ := json.Marshal(r)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.client.HSet(ctx, e.keys.Quarantine(e.stream.Name(), e.processor), strconv.Itoa(p.n), b).Err(); err != nil {
+		p.log.Error("quarantine report not written", "error", err)
+	}
+	e.obs.Quarantined(e.stream.Name(), e.processor, p.n, cause)
+}

@@ -1,0 +1,52 @@
+package executor
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// Dead-letter entry fields, besides the original entry's own fields ("key",
+// "codec", "data", "h:*"), which are copied as they were.
+const (
+	DeadStream     = "dead:stream"
+	DeadPartition  = "dead:partition"
+	DeadID         = "dead:id"
+	DeadError      = "dead:error"
+	DeadTime       = "dead:time" // RFC 3339, UTC
+	DeadDeliveries = "dead:deliveries"
+	DeadProcessor  = "dead:processor"
+)
+
+// deadLetter writes failing to the processor's dead-letter stream in one
+// pipelined round trip. The caller acknowledges them afterwards, so a crash
+// in between writes a dead letter twice rather than losing it.
+func (e *Executor) deadLetter(p *partition, failing []stream.Delivery, cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	key := e.keys.DeadLetter(e.stream.Name(), e.processor)
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	pipe := e.client.Pipeline()
+	for _, d := range failing {
+		msg := cause.Error()
+		if d.Err != nil {
+			msg = d.Err.Error()
+		}
+		vals := []any{
+			DeadStream, e.stream.Name(), DeadPartition, strconv.Itoa(p.n), DeadID, d.ID,
+			DeadProcessor, e.processor, DeadError, msg, DeadTime, now, DeadDeliveries, strconv.FormatInt(d.Deliveries, 10),
+		}
+		if d.Codec != "" {
+			vals = append(vals, stream.FieldKey, d.Key, stream.FieldCodec, d.Codec, stream.FieldData, d.Data)
+		}
+		for k, v := range d.Headers {
+			vals = append(vals, stream.HeaderField+k, v)
+		}
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: e.stream.Definition().Size, Approx: true, Values: vals})
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}

@@ -1,0 +1,415 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/google/uuid"
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// Handler runs a processor over the events of one partition. The app wraps
+// typed processors (func(ctx, *stream.Events[T]) error) into a Handler.
+type Handler func(ctx context.Context, feed stream.Feed) error
+
+// Config configures one Executor.
+type Config struct {
+	// Stream is the stream processed. Required.
+	Stream *stream.Core
+	// Processor names the processor: the consumer group. Required.
+	Processor string
+	// Handler processes the events of one partition. Required.
+	Handler Handler
+	// Options of the processor, merged with the package defaults.
+	Options Options
+	// ID identifies the executor. Default: a random UUID.
+	ID string
+	// Worker names the worker running the executor, for logs and reports.
+	Worker string
+	// Logger receives the executor's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Observer receives runtime events for metrics. Default NopObserver.
+	Observer Observer
+}
+
+// Executor runs one processor on one worker: it joins the processor's
+// membership, takes the locks of the partitions assigned to it, fetches and
+// hands their events to the processor, and takes part in rebalancing.
+type Executor struct {
+	id        string
+	worker    string
+	processor string
+	stream    *stream.Core
+	handler   Handler
+	opts      Options
+	client    redis.UniversalClient
+	keys      keys.Space
+	locker    *redislock.Client
+	log       *slog.Logger
+	obs       Observer
+
+	fetch *fetcher
+	acks  *acker
+
+	haltOnce sync.Once
+	haltErr  error
+	halted   chan struct{}
+
+	wake chan struct{} // the assignment may have changed
+
+	mu    sync.Mutex
+	owned map[int]*partition // partitions whose goroutine runs
+	ready map[int]bool       // partitions whose lock is held and whose consumer runs
+}
+
+// New validates cfg and returns an executor.
+func New(cfg Config) (*Executor, error) {
+	if cfg.Stream == nil || cfg.Handler == nil {
+		return nil, errors.New("executor: Stream and Handler are required")
+	}
+	if err := keys.CheckName("processor", cfg.Processor); err != nil {
+		return nil, err
+	}
+	opts, err := cfg.Options.WithDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("processor %q: %w", cfg.Processor, err)
+	}
+	if cfg.ID == "" {
+		cfg.ID = uuid.NewString()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
+	cat := cfg.Stream.Catalog()
+	e := &Executor{
+		id:        cfg.ID,
+		worker:    cfg.Worker,
+		processor: cfg.Processor,
+		stream:    cfg.Stream,
+		handler:   cfg.Handler,
+		opts:      opts,
+		client:    cat.Client(),
+		keys:      cat.Keys(),
+		locker:    redislock.New(cat.Client()),
+		log:       cfg.Logger.With("stream", cfg.Stream.Name(), "processor", cfg.Processor, "executor", cfg.ID),
+		obs:       cfg.Observer,
+		halted:    make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		owned:     map[int]*partition{},
+		ready:     map[int]bool{},
+	}
+	e.fetch = newFetcher(e)
+	e.acks = newAcker(e.client, cfg.Processor)
+	return e, nil
+}
+
+// ID returns the executor's ID.
+func (e *Executor) ID() string { return e.id }
+
+// Options returns the executor's options with defaults filled in.
+func (e *Executor) Options() Options { return e.opts }
+
+// Owned returns the partitions this executor holds the lock of and
+// processes, sorted.
+func (e *Executor) Owned() []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]int, 0, len(e.ready))
+	for p := range e.ready {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// halt records the first halting error and wakes Run.
+func (e *Executor) halt(p int, err error) {
+	e.haltOnce.Do(func() {
+		e.haltErr = err
+		close(e.halted)
+	})
+}
+
+func (e *Executor) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs the executor until ctx is done (it returns nil) or the failure
+// policy halts it (it returns the processor's error). Either way it shuts
+// down in this order: leave the membership and rebalance so the survivors
+// take over at once; stop fetching; let each consumer finish its in-flight
+// event within the grace period; acknowledge; release the locks.
+func (e *Executor) Run(ctx context.Context) error {
+	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopBg()
+	goFn := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(bg) }()
+	}
+
+	if err := e.join(ctx); err != nil {
+		return err
+	}
+	goFn(e.fetch.run)
+	goFn(func(ctx context.Context) {
+		e.acks.run(ctx, func(err error) { e.log.Warn("ack failed; will retry", "error", err) })
+	})
+	goFn(e.heartbeat)
+	goFn(e.listen)
+
+	if e.opts.JoinDelay > 0 {
+		sleepCtx(ctx, e.opts.JoinDelay)
+	}
+	e.requestRebalance(ctx)
+
+	var runErr error
+	var pwg sync.WaitGroup
+	check := time.NewTicker(max(e.opts.LockExpiry/2, 100*time.Millisecond))
+	defer check.Stop()
+	applied := int64(-1)
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-e.halted:
+			runErr = e.haltErr
+			break loop
+		case <-e.wake:
+		case <-check.C:
+			e.maybeRebalance(ctx)
+		}
+		a, err := e.loadAssignment(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("assignment not read", "error", err)
+			}
+			continue
+		}
+		if a.Version != applied || e.missing(a) {
+			applied = a.Version
+			e.apply(bg, a, &pwg)
+		}
+	}
+
+	// Shutdown (see the order above).
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if err := e.leave(lctx); err != nil {
+		e.log.Warn("leave failed; others will rebalance when the heartbeat expires", "error", err)
+	}
+	cancel()
+	e.mu.Lock()
+	for _, p := range e.owned {
+		p.softStop()
+	}
+	e.mu.Unlock()
+	pwg.Wait()
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if err := e.acks.flush(fctx); err != nil {
+		e.log.Warn("final ack failed; events will be delivered again", "error", err)
+	}
+	cancel()
+	return runErr
+}
+
+// missing reports whether a partition assigned to e is not running (for
+// example after its lock was lost), so the assignment must be applied again.
+func (e *Executor) missing(a assignment) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, p := range a.Members[e.id] {
+		if _, ok := e.owned[p]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// apply starts the partitions a assigns to e and releases the others.
+func (e *Executor) apply(ctx context.Context, a assignment, wg *sync.WaitGroup) {
+	mine := a.Members[e.id]
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for n, p := range e.owned {
+		if !slices.Contains(mine, n) {
+			p.softStop()
+		}
+	}
+	for _, n := range mine {
+		if old, ok := e.owned[n]; ok {
+			select {
+			case <-old.stop:
+				// Being released: start again once it is gone (poked then).
+			default:
+				continue
+			}
+			continue
+		}
+		p := e.newPartition(ctx, n)
+		e.owned[n] = p
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.runPartition(p)
+		}()
+	}
+	e.obs.Rebalanced(e.stream.Name(), e.processor, mine)
+	e.log.Info("assignment applied", "version", a.Version, "partitions", fmt.Sprint(mine))
+}
+
+func (e *Executor) newPartition(ctx context.Context, n int) *partition {
+	pctx, cancel := context.WithCancelCause(ctx)
+	return &partition{
+		e:       e,
+		n:       n,
+		key:     e.stream.PartitionKey(n),
+		lockKey: e.keys.Lock(e.stream.Name(), e.processor, n),
+		log:     e.log.With("partition", n),
+		buf:     make(chan stream.Delivery, e.opts.Prefetch),
+		ctx:     pctx,
+		cancel:  cancel,
+		stop:    make(chan struct{}),
+	}
+}
+
+// runPartition acquires p, processes it until it is released or lost, and
+// then drains, acknowledges and unlocks it.
+func (e *Executor) runPartition(p *partition) {
+	defer func() {
+		e.mu.Lock()
+		if e.owned[p.n] == p {
+			delete(e.owned, p.n)
+		}
+		delete(e.ready, p.n)
+		e.mu.Unlock()
+		p.cancel(errReleased)
+		e.poke() // the assignment may want it again (lost lock, quick re-assignment)
+	}()
+	if !e.acquire(p) {
+		return
+	}
+	var wg sync.WaitGroup
+	rctx, stopRefresh := context.WithCancel(context.WithoutCancel(p.ctx))
+	wg.Add(2)
+	go func() { defer wg.Done(); p.refresh(rctx) }()
+	done := make(chan struct{})
+	go func() { defer wg.Done(); defer close(done); p.consume() }()
+	e.fetch.add(p)
+	e.mu.Lock()
+	e.ready[p.n] = true
+	e.mu.Unlock()
+	p.log.Info("partition acquired")
+
+	// Wait for a release (soft stop) or a loss (hard stop).
+	select {
+	case <-p.stop:
+	case <-p.ctx.Done():
+	}
+	e.fetch.remove(p)
+	lost := errors.Is(context.Cause(p.ctx), errLockLost)
+	if !lost {
+		grace := time.NewTimer(e.opts.Grace)
+		select {
+		case <-done:
+		case <-grace.C:
+			p.log.Warn("grace period over; cancelling the processor")
+			p.cancel(errReleased)
+		}
+		grace.Stop()
+	}
+	<-done
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.acks.flush(ctx); err != nil {
+		p.log.Warn("ack before release failed", "error", err)
+	}
+	stopRefresh()
+	wg.Wait()
+	if lost {
+		p.log.Warn("partition lost")
+		return
+	}
+	if err := p.lock.Release(ctx); err != nil && !errors.Is(err, redislock.ErrLockNotHeld) {
+		p.log.Warn("lock release failed; it expires by itself", "error", err)
+	}
+	p.log.Info("partition released")
+}
+
+// acquire takes p's lock, retrying until it is free or expired, and prepares
+// the consumer group. It returns false when p was released meanwhile.
+func (e *Executor) acquire(p *partition) bool {
+	retry := max(min(e.opts.LockExpiry/20, 250*time.Millisecond), 10*time.Millisecond)
+	for {
+		if p.stopping() {
+			return false
+		}
+		start := mono()
+		ctx, cancel := context.WithTimeout(p.ctx, e.opts.LockExpiry)
+		lock, err := e.locker.Obtain(ctx, p.lockKey, e.opts.LockExpiry, &redislock.Options{Token: e.id})
+		cancel()
+		if err == nil {
+			p.lock = lock
+			p.extendTrust(start)
+			if err := e.prepare(p); err != nil {
+				p.log.Warn("partition not prepared; retrying", "error", err)
+				_ = lock.Release(context.WithoutCancel(p.ctx))
+			} else {
+				return true
+			}
+		} else if !errors.Is(err, redislock.ErrNotObtained) && p.ctx.Err() == nil {
+			p.log.Debug("lock not obtained", "error", err)
+		}
+		t := time.NewTimer(retry)
+		select {
+		case <-t.C:
+		case <-p.stop:
+			t.Stop()
+			return false
+		case <-p.ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+}
+
+// prepare creates the consumer group if needed and clears an old quarantine
+// report: the new owner tries the partition again.
+func (e *Executor) prepare(p *partition) error {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	if err := e.ensureGroup(ctx, p.key); err != nil {
+		return err
+	}
+	return e.client.HDel(ctx, e.keys.Quarantine(e.stream.Name(), e.processor), fmt.Sprint(p.n)).Err()
+}
+
+// ensureGroup creates the processor's consumer group on a partition stream
+// (and the stream), starting at the configured position.
+func (e *Executor) ensureGroup(ctx context.Context, key string) error {
+	start := "0"
+	if e.opts.Start == Latest {
+		start = "$"
+	}
+	err := e.client.XGroupCreateMkStream(ctx, key, e.processor, start).Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("create group %q on %s: %w", e.processor, key, err)
+	}
+	return nil
+}

@@ -1,0 +1,448 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// fetcher reads the partitions of one executor into their buffers. One
+// goroutine does all reads:
+//
+//   - a partition whose buffer is at most half full and that may have data
+//     (recovering, or its last read was full) is read with the fenced fetch
+//     script; the reads of all such partitions share one pipelined round trip;
+//   - when no partition may have data, one blocking XREAD over the idle
+//     partitions (from the last ID each has seen) waits for new entries, up
+//     to ReadBlock. XREAD takes nothing into the pending list: only the
+//     fenced read does, and only for the lock holder.
+//
+// A consumer that drains its buffer below the watermark, or a new partition,
+// wakes the fetcher, interrupting the blocking XREAD with CLIENT UNBLOCK.
+type fetcher struct {
+	e   *Executor
+	log *slog.Logger
+
+	mu       sync.Mutex
+	parts    map[int]*fetchState
+	blocking bool
+	blockID  int64 // CLIENT ID of the blocking connection
+	epoch    uint64
+
+	wake    chan struct{}
+	unblock chan struct{}
+}
+
+type fetchState struct {
+	p       *partition
+	cursor  string // XAUTOCLAIM cursor while recovering; "" once reading new entries
+	hasData bool   // the last read was full: read again without waiting
+	last    string // last ID seen, for the blocking XREAD
+	noGroup bool   // the group is missing (stream deleted): create it again
+}
+
+func newFetcher(e *Executor) *fetcher {
+	return &fetcher{
+		e: e, log: e.log, parts: map[int]*fetchState{},
+		wake: make(chan struct{}, 1), unblock: make(chan struct{}, 1),
+	}
+}
+
+// watermark is the free buffer space that makes a partition worth a read.
+func (f *fetcher) watermark() int { return max(1, f.e.opts.Prefetch/2) }
+
+// add starts fetching p: first the group's pending entries (recovery), then
+// new ones.
+func (f *fetcher) add(p *partition) {
+	f.mu.Lock()
+	f.parts[p.n] = &fetchState{p: p, cursor: "0-0"}
+	f.mu.Unlock()
+	f.notify()
+}
+
+// remove stops fetching p. Once it returns, nothing more is put in p's buffer.
+func (f *fetcher) remove(p *partition) {
+	f.mu.Lock()
+	if s, ok := f.parts[p.n]; ok && s.p == p {
+		delete(f.parts, p.n)
+	}
+	f.mu.Unlock()
+}
+
+// drained is called by a consumer that took events from p's buffer, whose
+// length went from before to after: crossing the watermark wakes the fetcher.
+func (f *fetcher) drained(p *partition, before, after int) {
+	limit := cap(p.buf) - f.watermark()
+	if before > limit && after <= limit {
+		f.notify()
+	}
+}
+
+func (f *fetcher) notify() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+	f.mu.Lock()
+	blocking := f.blocking
+	f.mu.Unlock()
+	if blocking {
+		select {
+		case f.unblock <- struct{}{}:
+		default:
+		}
+	}
+}
+
+type fetchWork struct {
+	s      *fetchState
+	count  int
+	cursor string
+	cmd    *redis.Cmd
+}
+
+// run reads until ctx is done.
+func (f *fetcher) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	bctx, stop := context.WithCancel(ctx)
+	defer stop()
+	blocker := newBlocker(f.e.client)
+	defer blocker.close()
+	wg.Add(1)
+	go func() { defer wg.Done(); f.unblocker(bctx, blocker) }()
+
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		work := f.collect()
+		if len(work) > 0 {
+			if err := f.read(ctx, work); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				backoff = min(max(2*backoff, 50*time.Millisecond), 2*time.Second)
+				f.log.Warn("fetch failed", "error", err, "retry_in", backoff)
+				sleepCtx(ctx, backoff)
+				continue
+			}
+			backoff = 0
+			continue
+		}
+		f.waitIdle(ctx, blocker)
+	}
+}
+
+// collect lists the partitions worth reading now.
+func (f *fetcher) collect() []fetchWork {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var work []fetchWork
+	for _, s := range f.parts {
+		free := cap(s.p.buf) - len(s.p.buf)
+		if free < f.watermark() || (s.cursor == "" && !s.hasData) {
+			continue
+		}
+		work = append(work, fetchWork{s: s, count: free, cursor: s.cursor})
+	}
+	return work
+}
+
+// read runs the fenced fetch of every partition in work in one pipeline.
+func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
+	e := f.e
+	for _, w := range work {
+		if w.s.noGroup {
+			if err := e.ensureGroup(ctx, w.s.p.key); err != nil {
+				return err
+			}
+			w.s.noGroup = false
+		}
+	}
+	exec := func() error {
+		pipe := e.client.Pipeline()
+		for i := range work {
+			w := &work[i]
+			w.cmd = scripts.Fetch(ctx, pipe, w.s.p.lockKey, w.s.p.key, w.s.p.lock.Token(), e.processor, e.id, w.count, w.cursor)
+		}
+		_, err := pipe.Exec(ctx)
+		return err
+	}
+	err := exec()
+	if scripts.IsNoScript(err) {
+		if err := scripts.Load(ctx, e.client); err != nil {
+			return err
+		}
+		err = exec()
+	}
+	var firstErr error
+	for _, w := range work {
+		res, err := scripts.ParseFetch(w.cmd)
+		if err != nil {
+			if strings.Contains(err.Error(), "NOGROUP") {
+				w.s.noGroup = true
+				continue
+			}
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		f.deliver(w, res)
+	}
+	if firstErr == nil && err != nil && !strings.Contains(err.Error(), "NOGROUP") {
+		firstErr = err
+	}
+	return firstErr
+}
+
+// deliver puts the entries of one read in the partition's buffer.
+func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := w.s
+	if cur, ok := f.parts[s.p.n]; !ok || cur != s {
+		return // removed meanwhile: the entries stay pending for the next owner
+	}
+	if !res.Held {
+		delete(f.parts, s.p.n)
+		f.log.Warn("partition lock not held at fetch", "partition", s.p.n)
+		s.p.e.obs.LockLost(s.p.e.stream.Name(), s.p.e.processor, s.p.n)
+		s.p.cancel(errLockLost)
+		return
+	}
+	ds := make([]stream.Delivery, 0, len(res.Messages)+len(res.Deleted))
+	for i, m := range res.Messages {
+		d := toDelivery(s.p.n, m)
+		d.Deliveries = 1
+		if i < len(res.Counts) && res.Counts[i] > 0 {
+			d.Deliveries = res.Counts[i]
+		}
+		ds = append(ds, d)
+	}
+	for _, id := range res.Deleted {
+		ds = append(ds, stream.Delivery{Entry: stream.Entry{ID: id, Partition: s.p.n}, Deliveries: 2, Err: stream.ErrTrimmed})
+	}
+	if len(res.Deleted) > 0 {
+		slices.SortFunc(ds, func(a, b stream.Delivery) int { return compareIDs(a.ID, b.ID) })
+	}
+	for _, d := range ds {
+		s.p.buf <- d // never blocks: at most the free space was read
+	}
+	if w.cursor != "" {
+		s.cursor = res.Cursor
+		if s.cursor == "0-0" || s.cursor == "" {
+			s.cursor, s.hasData = "", true // recovery done: read new entries
+		}
+		return
+	}
+	s.hasData = len(res.Messages) >= w.count
+	if n := len(res.Messages); n > 0 {
+		s.last = res.Messages[n-1].ID
+	} else if res.Last != "" {
+		s.last = res.Last
+	}
+}
+
+func toDelivery(p int, m redis.XMessage) stream.Delivery {
+	if len(m.Values) == 0 {
+		return stream.Delivery{Entry: stream.Entry{ID: m.ID, Partition: p}, Err: stream.ErrTrimmed}
+	}
+	e, err := stream.ParseEntry(m.ID, p, m.Values)
+	return stream.Delivery{Entry: e, Err: err}
+}
+
+// waitIdle blocks until an idle partition gets new entries, a consumer or a
+// new partition wakes the fetcher, or ReadBlock passes.
+func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
+	f.mu.Lock()
+	var keys, last []string
+	var states []*fetchState
+	for _, s := range f.parts {
+		if s.cursor == "" && !s.hasData && s.last != "" && cap(s.p.buf)-len(s.p.buf) >= f.watermark() {
+			keys = append(keys, s.p.key)
+			last = append(last, s.last)
+			states = append(states, s)
+		}
+	}
+	select {
+	case <-f.wake: // something changed since collect: look again
+		f.mu.Unlock()
+		return
+	default:
+	}
+	if len(keys) == 0 || !b.ok() {
+		f.mu.Unlock()
+		wait := f.e.opts.ReadBlock
+		if len(keys) > 0 {
+			wait = min(wait, 50*time.Millisecond) // no blocking connection: poll
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-f.wake:
+		case <-t.C:
+			if len(keys) > 0 {
+				f.markAll(states)
+			}
+		}
+		return
+	}
+	f.blocking = true
+	f.epoch++
+	id, err := b.id(ctx)
+	f.blockID = id
+	f.mu.Unlock()
+	var got []string
+	if err == nil {
+		got, err = b.xread(ctx, keys, last, f.e.opts.ReadBlock)
+	}
+	f.mu.Lock()
+	f.blocking = false
+	for _, s := range states {
+		if slices.Contains(got, s.p.key) {
+			s.hasData = true
+		}
+	}
+	f.mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		f.log.Debug("blocking read failed", "error", err)
+		b.reset()
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+}
+
+func (f *fetcher) markAll(states []*fetchState) {
+	f.mu.Lock()
+	for _, s := range states {
+		s.hasData = true
+	}
+	f.mu.Unlock()
+}
+
+// unblocker interrupts the blocking XREAD when the fetcher is woken. A
+// CLIENT UNBLOCK sent before the XREAD reached the server finds nothing to
+// unblock, so it is repeated while the same wait is still on.
+func (f *fetcher) unblocker(ctx context.Context, b *blocker) {
+	for {
+		select {
+		case <-ctx.Done():
+			// Shutdown: end a blocking read at once rather than after ReadBlock.
+			uctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			f.interrupt(uctx)
+			cancel()
+			return
+		case <-f.unblock:
+		}
+		f.interrupt(ctx)
+	}
+}
+
+func (f *fetcher) interrupt(ctx context.Context) {
+	{
+		for range 50 {
+			f.mu.Lock()
+			blocking, id := f.blocking, f.blockID
+			f.mu.Unlock()
+			if !blocking || id == 0 {
+				break
+			}
+			n, err := f.e.client.ClientUnblock(ctx, id).Result()
+			if err != nil || n == 1 {
+				break
+			}
+			sleepCtx(ctx, 2*time.Millisecond)
+		}
+	}
+}
+
+// blocker owns the connection the fetcher blocks on. Only clients with a
+// single connection pool (standalone, Sentinel) have one; others poll.
+type blocker struct {
+	client *redis.Client
+	conn   *redis.Conn
+	cid    int64
+}
+
+func newBlocker(c redis.UniversalClient) *blocker {
+	rc, _ := c.(*redis.Client)
+	return &blocker{client: rc}
+}
+
+func (b *blocker) ok() bool { return b.client != nil }
+
+func (b *blocker) id(ctx context.Context) (int64, error) {
+	if b.conn == nil {
+		b.conn = b.client.Conn()
+		b.cid = 0
+	}
+	if b.cid == 0 {
+		id, err := b.conn.ClientID(ctx).Result()
+		if err != nil {
+			b.reset()
+			return 0, err
+		}
+		b.cid = id
+	}
+	return b.cid, nil
+}
+
+// xread waits up to block for entries after last in any of keys and returns
+// the keys that have some.
+func (b *blocker) xread(ctx context.Context, keys, last []string, block time.Duration) ([]string, error) {
+	res, err := b.conn.XRead(ctx, &redis.XReadArgs{Streams: append(keys, last...), Count: 1, Block: block}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(res))
+	for _, s := range res {
+		out = append(out, s.Stream)
+	}
+	return out, nil
+}
+
+func (b *blocker) reset() {
+	if b.conn != nil {
+		_ = b.conn.Close()
+		b.conn = nil
+	}
+	b.cid = 0
+}
+
+func (b *blocker) close() { b.reset() }
+
+// compareIDs orders stream IDs ("ms-seq").
+func compareIDs(a, b string) int {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	if c := cmp.Compare(len(am), len(bm)); c != 0 {
+		return c
+	}
+	if c := strings.Compare(am, bm); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(len(as), len(bs)); c != 0 {
+		return c
+	}
+	return strings.Compare(as, bs)
+}
+
+// sleepCtx waits for d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

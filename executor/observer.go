@@ -1,0 +1,26 @@
+package executor
+
+// Observer receives the runtime's events, for metrics. Every method must be
+// cheap and safe for concurrent use; embed NopObserver to implement only some.
+type Observer interface {
+	// Processed counts events acknowledged after successful processing.
+	Processed(stream, processor string, partition, events int)
+	// Failed counts processor failures (before retries and policy).
+	Failed(stream, processor string, partition int, err error)
+	// Quarantined reports a partition stopped by the Quarantine policy.
+	Quarantined(stream, processor string, partition int, err error)
+	// LockLost reports a partition whose lock was lost or not trusted.
+	LockLost(stream, processor string, partition int)
+	// Rebalanced reports a new assignment applied by this executor, with
+	// the partitions it now owns.
+	Rebalanced(stream, processor string, owned []int)
+}
+
+// NopObserver ignores everything.
+type NopObserver struct{}
+
+func (NopObserver) Processed(string, string, int, int)     {}
+func (NopObserver) Failed(string, string, int, error)      {}
+func (NopObserver) Quarantined(string, string, int, error) {}
+func (NopObserver) LockLost(string, string, int)           {}
+func (NopObserver) Rebalanced(string, string, []int)       {}

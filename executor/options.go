@@ -1,0 +1,193 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Policy says what happens when a processor fails on an event (or batch)
+// after its retries, or meets an entry it cannot be given (undecodable,
+// trimmed from the stream).
+type Policy int
+
+const (
+	// Halt stops the worker gracefully; app.Run returns the error. The
+	// failing event stays unacknowledged and is delivered again after a
+	// restart. The default.
+	Halt Policy = iota + 1
+	// Quarantine stops the failing partition on this worker: it stays owned
+	// (so nobody else processes it out of order), is reported in Redis and
+	// by inspect, and every other partition goes on.
+	Quarantine
+	// Ignore acknowledges the failing event and goes on.
+	Ignore
+	// DeadLetter writes the failing event, its stream, partition, ID, the
+	// error and the time to the processor's dead-letter stream, then
+	// acknowledges it and goes on.
+	DeadLetter
+)
+
+func (p Policy) String() string {
+	switch p {
+	case Halt:
+		return "halt"
+	case Quarantine:
+		return "quarantine"
+	case Ignore:
+		return "ignore"
+	case DeadLetter:
+		return "dead-letter"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// ParsePolicy parses "halt", "quarantine", "ignore" or "dead-letter".
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range []Policy{Halt, Quarantine, Ignore, DeadLetter} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown failure policy %q (want halt, quarantine, ignore or dead-letter)", s)
+}
+
+// Position is where a new consumer group starts reading a partition.
+type Position int
+
+const (
+	// Earliest starts with the oldest entry still in the partition. The default.
+	Earliest Position = iota + 1
+	// Latest starts with entries added after the group was created.
+	Latest
+)
+
+// Retry retries a failing event in place, so order holds, before the failure
+// policy applies. Backoff doubles from Backoff up to MaxBackoff, with jitter.
+type Retry struct {
+	// Attempts is the number of retries after the first failure. Default 0.
+	Attempts int
+	// Backoff is the wait before the first retry. Default 100ms.
+	Backoff time.Duration
+	// MaxBackoff caps the wait between retries. Default 10s.
+	MaxBackoff time.Duration
+}
+
+// Options configure a processor's runtime. The zero value of each field means
+// its default; app.Config holds app-wide defaults for every processor.
+type Options struct {
+	// LockExpiry is the TTL of partition locks and heartbeats. A crashed
+	// worker's partitions move after at most this long. Default 10s.
+	LockExpiry time.Duration
+	// Prefetch is the number of events buffered per partition. The fetcher
+	// reads a partition again when its buffer is half empty. Default 100.
+	Prefetch int
+	// ReadBlock is how long a read waits for new entries before it checks
+	// again. Default 2s.
+	ReadBlock time.Duration
+	// Grace is how long in-flight work may take to finish when a partition
+	// is released or the worker stops. Default 10s.
+	Grace time.Duration
+	// JoinDelay is a wait after joining before the first rebalance, so that
+	// workers starting together cause one rebalance. Default 0.
+	JoinDelay time.Duration
+	// Start is where a new consumer group starts. Default Earliest.
+	Start Position
+	// OnError is the failure policy. Default Halt.
+	OnError Policy
+	// Retry retries failures in place before OnError applies.
+	Retry Retry
+}
+
+// Defaults.
+const (
+	DefaultLockExpiry = 10 * time.Second
+	DefaultPrefetch   = 100
+	DefaultReadBlock  = 2 * time.Second
+	DefaultGrace      = 10 * time.Second
+)
+
+// Merge returns o with each zero field taken from defaults.
+func (o Options) Merge(defaults Options) Options {
+	if o.LockExpiry == 0 {
+		o.LockExpiry = defaults.LockExpiry
+	}
+	if o.Prefetch == 0 {
+		o.Prefetch = defaults.Prefetch
+	}
+	if o.ReadBlock == 0 {
+		o.ReadBlock = defaults.ReadBlock
+	}
+	if o.Grace == 0 {
+		o.Grace = defaults.Grace
+	}
+	if o.JoinDelay == 0 {
+		o.JoinDelay = defaults.JoinDelay
+	}
+	if o.Start == 0 {
+		o.Start = defaults.Start
+	}
+	if o.OnError == 0 {
+		o.OnError = defaults.OnError
+	}
+	if o.Retry == (Retry{}) {
+		o.Retry = defaults.Retry
+	}
+	return o
+}
+
+// WithDefaults fills zero fields with the package defaults and validates o.
+func (o Options) WithDefaults() (Options, error) {
+	o = o.Merge(Options{
+		LockExpiry: DefaultLockExpiry,
+		Prefetch:   DefaultPrefetch,
+		ReadBlock:  DefaultReadBlock,
+		Grace:      DefaultGrace,
+		Start:      Earliest,
+		OnError:    Halt,
+	})
+	if o.Retry.Backoff == 0 {
+		o.Retry.Backoff = 100 * time.Millisecond
+	}
+	if o.Retry.MaxBackoff == 0 {
+		o.Retry.MaxBackoff = 10 * time.Second
+	}
+	var errs []error
+	if o.LockExpiry < 300*time.Millisecond {
+		errs = append(errs, fmt.Errorf("lock expiry %s is below 300ms", o.LockExpiry))
+	}
+	if o.Prefetch < 1 {
+		errs = append(errs, fmt.Errorf("prefetch %d must be at least 1", o.Prefetch))
+	}
+	if o.ReadBlock < time.Millisecond {
+		errs = append(errs, fmt.Errorf("read block %s is below 1ms", o.ReadBlock))
+	}
+	if o.Grace < 0 {
+		errs = append(errs, fmt.Errorf("grace period %s is negative", o.Grace))
+	}
+	if o.JoinDelay < 0 {
+		errs = append(errs, fmt.Errorf("join delay %s is negative", o.JoinDelay))
+	}
+	if o.Start != Earliest && o.Start != Latest {
+		errs = append(errs, fmt.Errorf("unknown start position %d", o.Start))
+	}
+	if o.OnError < Halt || o.OnError > DeadLetter {
+		errs = append(errs, fmt.Errorf("unknown failure policy %d", o.OnError))
+	}
+	if o.Retry.Attempts < 0 || o.Retry.Backoff < 0 || o.Retry.MaxBackoff < o.Retry.Backoff {
+		errs = append(errs, fmt.Errorf("retry %+v: attempts and backoffs must be positive, max at least backoff", o.Retry))
+	}
+	return o, errors.Join(errs...)
+}
+
+// refreshEvery is how often locks and heartbeats are refreshed: three times
+// per expiry, so two refreshes in a row may fail before trust is lost.
+func (o Options) refreshEvery() time.Duration { return o.LockExpiry / 3 }
+
+// trustMargin is subtracted from the lock expiry when computing how long a
+// lock can be trusted after the start of its last successful refresh: it
+// covers the clock rate difference between this machine and Redis (1%) and
+// scheduling delays between checking trust and handing out an event.
+func (o Options) trustMargin() time.Duration {
+	return o.LockExpiry/100 + min(o.LockExpiry/10, 500*time.Millisecond)
+}

@@ -1,0 +1,236 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/leatdev/leat/stream"
+)
+
+// errLockLost is the cause of a partition's context when its lock was lost
+// or could no longer be trusted.
+var errLockLost = errors.New("executor: partition lock lost")
+
+// errReleased is the cause of a partition's context when the grace period of
+// a release ran out.
+var errReleased = errors.New("executor: partition released")
+
+// partition is one partition owned (or being acquired) by an executor. Its
+// goroutine, run by the executor, acquires the lock, runs the refresher and
+// the consumer, and on release drains, acks and unlocks.
+//
+// The consumer goroutine is the only user of the fields marked "consumer".
+type partition struct {
+	e       *Executor
+	n       int
+	key     string // partition stream
+	lockKey string
+	log     *slog.Logger
+
+	lock *redislock.Lock
+	buf  chan stream.Delivery // filled by the fetcher only
+
+	ctx    context.Context // hard stop: lock lost, grace exceeded, worker gone
+	cancel context.CancelCauseFunc
+
+	stopOnce sync.Once
+	stop     chan struct{} // soft stop: no more events handed out
+
+	trustUntil atomic.Int64 // monotonic nanoseconds, see mono()
+
+	// consumer
+	pending   []stream.Delivery // handed out (or taken from buf) and not done
+	rejected  []stream.Delivery
+	rejectErr error
+	halted    bool // a rejection ends the current processor call
+	consumed  int  // deliveries handed out during the current call
+	attempts  int  // failed attempts at the head of pending
+	attemptID string
+}
+
+var monoStart = time.Now()
+
+// mono returns a monotonic clock reading in nanoseconds.
+func mono() int64 { return int64(time.Since(monoStart)) }
+
+func (p *partition) softStop() { p.stopOnce.Do(func() { close(p.stop) }) }
+
+func (p *partition) stopping() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		return p.ctx.Err() != nil
+	}
+}
+
+// trusted reports whether the lock may still be relied on: until the start
+// of the last successful refresh plus the expiry minus the safety margin.
+func (p *partition) trusted() bool { return mono() < p.trustUntil.Load() }
+
+func (p *partition) extendTrust(refreshStart int64) {
+	o := p.e.opts
+	p.trustUntil.Store(refreshStart + int64(o.LockExpiry-o.trustMargin()))
+}
+
+// refresh keeps the lock alive every LockExpiry/3 until ctx ends. When the
+// lock is gone, or no refresh succeeded for so long that trust ran out, it
+// cancels the partition's work.
+func (p *partition) refresh(ctx context.Context) {
+	o := p.e.opts
+	t := time.NewTimer(o.refreshEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := mono()
+		rctx, cancel := context.WithTimeout(ctx, o.refreshEvery())
+		err := p.lock.Refresh(rctx, o.LockExpiry, nil)
+		cancel()
+		switch {
+		case err == nil:
+			p.extendTrust(start)
+			t.Reset(o.refreshEvery())
+		case errors.Is(err, redislock.ErrNotObtained):
+			p.log.Warn("partition lock lost")
+			p.e.obs.LockLost(p.e.stream.Name(), p.e.processor, p.n)
+			p.cancel(errLockLost)
+			return
+		case ctx.Err() != nil:
+			return
+		default:
+			if !p.trusted() {
+				p.log.Warn("partition lock not refreshed in time", "error", err)
+				p.e.obs.LockLost(p.e.stream.Name(), p.e.processor, p.n)
+				p.cancel(errLockLost)
+				return
+			}
+			p.log.Debug("partition lock refresh failed", "error", err)
+			t.Reset(min(o.refreshEvery()/4, 200*time.Millisecond))
+		}
+	}
+}
+
+// Next implements stream.Feed.
+func (p *partition) Next(n int, within time.Duration) []stream.Delivery {
+	if p.halted || p.stopping() {
+		return nil
+	}
+	if len(p.pending) > 0 {
+		// Left over from an interrupted or failed call: offered again, in
+		// place, so order holds.
+		k := min(n, len(p.pending))
+		for i := range k {
+			p.pending[i].Deliveries++
+		}
+		return p.handOut(p.pending[:k])
+	}
+	var first stream.Delivery
+	select {
+	case first = <-p.buf:
+	case <-p.stop:
+		return nil
+	case <-p.ctx.Done():
+		return nil
+	}
+	before := len(p.buf) + 1
+	p.pending = append(p.pending, first)
+	if n > 1 {
+		p.gather(n, within)
+	}
+	p.e.fetch.drained(p, before, len(p.buf))
+	return p.handOut(p.pending)
+}
+
+// gather adds deliveries to pending until it holds n or within has passed.
+func (p *partition) gather(n int, within time.Duration) {
+	for len(p.pending) < n {
+		select {
+		case d := <-p.buf:
+			p.pending = append(p.pending, d)
+			continue
+		default:
+		}
+		break
+	}
+	if len(p.pending) >= n || within <= 0 {
+		return
+	}
+	t := time.NewTimer(within)
+	defer t.Stop()
+	for len(p.pending) < n {
+		select {
+		case d := <-p.buf:
+			p.pending = append(p.pending, d)
+		case <-t.C:
+			return
+		case <-p.stop:
+			return
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// handOut returns a copy of ds for the processor, or nil when the lock can
+// no longer be trusted (the deliveries stay pending).
+func (p *partition) handOut(ds []stream.Delivery) []stream.Delivery {
+	if !p.trusted() || p.stopping() {
+		return nil
+	}
+	p.consumed += len(ds)
+	out := make([]stream.Delivery, len(ds))
+	copy(out, ds)
+	return out
+}
+
+// take removes ds, which must be the head of pending, from pending.
+func (p *partition) take(ds []stream.Delivery) {
+	if len(ds) > len(p.pending) || (len(ds) > 0 && p.pending[0].ID != ds[0].ID) {
+		panic(fmt.Sprintf("executor: deliveries %v are not the head of pending", ids(ds)))
+	}
+	clear(p.pending[:len(ds)])
+	p.pending = p.pending[len(ds):]
+}
+
+// Done implements stream.Feed: the deliveries are acknowledged.
+func (p *partition) Done(ds []stream.Delivery) {
+	p.take(ds)
+	p.ack(ds)
+	p.e.obs.Processed(p.e.stream.Name(), p.e.processor, p.n, len(ds))
+}
+
+func (p *partition) ack(ds []stream.Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	p.e.acks.add(p.key, ids(ds)...)
+}
+
+// Reject implements stream.Feed.
+func (p *partition) Reject(ds []stream.Delivery, err error) {
+	p.take(ds)
+	p.rejected = append(p.rejected[:0], ds...)
+	p.rejectErr = err
+	p.halted = true
+}
+
+// Grace implements stream.Feed.
+func (p *partition) Grace() time.Duration { return p.e.opts.Grace }
+
+func ids(ds []stream.Delivery) []string {
+	out := make([]string, len(ds))
+	for i := range ds {
+		out[i] = ds[i].ID
+	}
+	return out
+}

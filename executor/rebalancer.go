@@ -1,0 +1,130 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/rebalance"
+	"github.com/redis/go-redis/v9"
+)
+
+// assignment is what the assignment key holds.
+type assignment struct {
+	Version int64                `json:"version"`
+	Members rebalance.Assignment `json:"members"`
+	Time    time.Time            `json:"time"`
+}
+
+// adminTTL bounds how long a crashed rebalancer can block the others.
+const adminTTL = 5 * time.Second
+
+func (e *Executor) assignmentKey() string { return e.keys.Assignment(e.stream.Name(), e.processor) }
+
+func (e *Executor) loadAssignment(ctx context.Context) (assignment, error) {
+	var a assignment
+	b, err := e.client.Get(ctx, e.assignmentKey()).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return a, nil
+	}
+	if err != nil {
+		return a, err
+	}
+	if err := json.Unmarshal(b, &a); err != nil {
+		return a, fmt.Errorf("assignment is not valid JSON: %w", err)
+	}
+	return a, nil
+}
+
+// requestRebalance rebalances, logging a failure: the periodic check tries
+// again.
+func (e *Executor) requestRebalance(ctx context.Context) {
+	if err := e.rebalance(ctx); err != nil && ctx.Err() == nil {
+		e.log.Warn("rebalance failed; will retry", "error", err)
+	}
+	e.poke()
+}
+
+// maybeRebalance rebalances when the live members differ from those of the
+// stored assignment: it covers notices missed and rebalancers that died.
+func (e *Executor) maybeRebalance(ctx context.Context) {
+	live, err := e.client.ZRangeByScore(ctx, e.membersKey(), &redis.ZRangeBy{
+		Min: fmt.Sprint(time.Now().UnixMilli()), Max: "+inf",
+	}).Result()
+	if err != nil {
+		return
+	}
+	a, err := e.loadAssignment(ctx)
+	if err != nil {
+		return
+	}
+	stored := slices.Sorted(maps.Keys(a.Members))
+	slices.Sort(live)
+	if !slices.Equal(stored, live) {
+		e.requestRebalance(ctx)
+	}
+}
+
+// rebalance computes the assignment of the live members under the admin
+// lock, stores it and announces it when it changed. Members whose
+// heartbeat expired are removed and announced as dead.
+func (e *Executor) rebalance(ctx context.Context) error {
+	lctx, cancel := context.WithTimeout(ctx, 2*adminTTL)
+	defer cancel()
+	admin, err := e.locker.Obtain(lctx, e.keys.Admin(e.stream.Name(), e.processor), adminTTL, &redislock.Options{
+		Token:         e.id,
+		RetryStrategy: redislock.LinearBackoff(20 * time.Millisecond),
+	})
+	if err != nil {
+		return fmt.Errorf("admin lock: %w", err)
+	}
+	defer admin.Release(context.WithoutCancel(ctx))
+
+	live, dead, err := scripts.LiveMembers(ctx, e.client, e.membersKey())
+	if err != nil {
+		return err
+	}
+	cur, err := e.loadAssignment(ctx)
+	if err != nil {
+		return err
+	}
+	next := rebalance.Assign(e.stream.Partitions(), live, cur.Members)
+	for _, d := range dead {
+		if err := e.announce(ctx, noticeDead, d, 0); err != nil {
+			return err
+		}
+		e.log.Info("dead executor removed", "dead", d)
+	}
+	if equalAssignments(cur.Members, next) {
+		return nil
+	}
+	a := assignment{Version: cur.Version + 1, Members: next, Time: time.Now().UTC()}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	if err := e.client.Set(ctx, e.assignmentKey(), b, 0).Err(); err != nil {
+		return err
+	}
+	e.log.Info("rebalanced", "version", a.Version, "members", len(live), "moves", cur.Members.Moves(next))
+	return e.announce(ctx, noticeAssigned, e.id, a.Version)
+}
+
+func equalAssignments(a, b rebalance.Assignment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for m, ps := range a {
+		qs, ok := b[m]
+		if !ok || !slices.Equal(ps, qs) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,167 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+)
+
+// ErrBatchConfig is reported when a processor asks for batches the runtime
+// cannot honour: a size below 1, or a wait longer than the grace period
+// (shutdown could then not finish a batch in time). A worker that meets it
+// stops with this error.
+var ErrBatchConfig = errors.New("stream: invalid batch settings")
+
+// ErrTrimmed marks an entry that was delivered but removed from its stream
+// (by MAXLEN retention or XDEL) before it was acknowledged. It goes through
+// the processor's failure policy like any entry that cannot be processed.
+var ErrTrimmed = errors.New("stream: entry trimmed before it was processed")
+
+// Delivery is one raw entry handed to a processor by the runtime.
+type Delivery struct {
+	Entry
+	// Deliveries counts how many times the entry was handed out, this time
+	// included: 1 on first delivery, more after a crash or a retry.
+	Deliveries int64
+	// Err is set for an entry that cannot be processed (ErrTrimmed, a
+	// malformed entry); the processor never sees it and the failure policy
+	// applies to it.
+	Err error
+}
+
+// Feed delivers the entries of one partition to one processor call. The
+// runtime (package executor) implements it; processors use it through
+// Events.
+type Feed interface {
+	// Next blocks until at least one delivery is available and returns up
+	// to n of them, waiting at most within for the batch to fill. It
+	// returns nil when the partition's work ends (shutdown, rebalance or
+	// lock loss).
+	Next(n int, within time.Duration) []Delivery
+	// Done acknowledges deliveries whose processing completed.
+	Done(ds []Delivery)
+	// Reject hands deliveries that cannot be given to the processor, with
+	// the reason, to the failure policy. With no deliveries, err is a
+	// configuration error that stops the worker.
+	Reject(ds []Delivery, err error)
+	// Grace is the processor's grace period.
+	Grace() time.Duration
+}
+
+// Event is one record of a partition, as a processor sees it.
+type Event[T any] struct {
+	Record    T
+	ID        string
+	Partition int
+	Key       []byte
+	Headers   Headers
+	// Deliveries counts deliveries of this entry, this one included.
+	Deliveries int64
+}
+
+// Redelivered reports whether the entry was handed out before, to this or
+// another worker, without being acknowledged.
+func (e *Event[T]) Redelivered() bool { return e.Deliveries > 1 }
+
+// Events is the sequence of events of one partition handed to a processor
+// call. Range over All, Records or Batches. An event (or a batch) is
+// acknowledged when the loop body that received it finishes and asks for
+// the next one; leaving the loop with break, return or a panic leaves it
+// unacknowledged, and a processor error then applies the failure policy to
+// it. The sequences end when the partition's work on this worker ends.
+type Events[T any] struct {
+	feed   Feed
+	stream *Stream[T]
+}
+
+// NewEvents returns the events of feed, decoded as records of s. It is
+// called by the runtime.
+func NewEvents[T any](feed Feed, s *Stream[T]) *Events[T] {
+	return &Events[T]{feed: feed, stream: s}
+}
+
+func (ev *Events[T]) decode(d *Delivery) (*Event[T], error) {
+	if d.Err != nil {
+		return nil, d.Err
+	}
+	rec, err := ev.stream.Decode(&d.Entry)
+	if err != nil {
+		return nil, err
+	}
+	return &Event[T]{Record: rec, ID: d.ID, Partition: d.Partition, Key: d.Key, Headers: d.Headers, Deliveries: d.Deliveries}, nil
+}
+
+// All yields events one at a time.
+func (ev *Events[T]) All() iter.Seq[*Event[T]] {
+	return func(yield func(*Event[T]) bool) {
+		for {
+			ds := ev.feed.Next(1, 0)
+			if len(ds) == 0 {
+				return
+			}
+			e, err := ev.decode(&ds[0])
+			if err != nil {
+				ev.feed.Reject(ds[:1], err)
+				return
+			}
+			if !yield(e) {
+				return
+			}
+			ev.feed.Done(ds[:1])
+		}
+	}
+}
+
+// Records yields the records of All.
+func (ev *Events[T]) Records() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for e := range ev.All() {
+			if !yield(e.Record) {
+				return
+			}
+		}
+	}
+}
+
+// Batches yields batches of at most n events: a batch is handed out as soon
+// as it is full, or when within has passed since its first event arrived.
+// A batch succeeds or fails as a unit. within may not exceed the grace
+// period; otherwise nothing is yielded and the worker stops with
+// ErrBatchConfig.
+func (ev *Events[T]) Batches(n int, within time.Duration) iter.Seq[[]*Event[T]] {
+	return func(yield func([]*Event[T]) bool) {
+		if n < 1 || within < 0 || within > ev.feed.Grace() {
+			ev.feed.Reject(nil, fmt.Errorf("%w: Batches(%d, %s) needs a size of at least 1 and a wait of at most the grace period %s",
+				ErrBatchConfig, n, within, ev.feed.Grace()))
+			return
+		}
+		for {
+			ds := ev.feed.Next(n, within)
+			if len(ds) == 0 {
+				return
+			}
+			batch := make([]*Event[T], 0, len(ds))
+			for i := range ds {
+				e, err := ev.decode(&ds[i])
+				if err != nil {
+					// Hand out what precedes the bad entry as a batch of
+					// its own, then let the policy deal with the bad one.
+					if i > 0 {
+						if !yield(batch) {
+							return
+						}
+						ev.feed.Done(ds[:i])
+					}
+					ev.feed.Reject(ds[i:i+1], err)
+					return
+				}
+				batch = append(batch, e)
+			}
+			if !yield(batch) {
+				return
+			}
+			ev.feed.Done(ds)
+		}
+	}
+}
