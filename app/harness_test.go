@@ -195,3 +195,10 @@ func sendEvents(t *testing.T, s *stream.Stream[event], keys []string, perKey int
 	}
 	return evs
 }
+
+type redisXAdd struct {
+	key  string
+	vals []any
+}
+
+func (x redisXAdd) args() *redis.XAddArgs { return &redis.XAddArgs{Stream: x.key, Values: x.vals} }

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -61,7 +62,10 @@ func (a *acker) flush(ctx context.Context) error {
 	if err != nil {
 		a.mu.Lock()
 		for key, cmd := range cmds {
-			if cmd.Err() != nil {
+			// A reply error (such as a malformed ID) would fail again: only
+			// acks lost to a connection problem are queued again.
+			var reply redis.Error
+			if cmd.Err() != nil && !errors.As(cmd.Err(), &reply) {
 				a.pending[key] = append(batch[key], a.pending[key]...)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -47,7 +48,7 @@ func (p *partition) consume() {
 		case p.halted:
 			failing, err, retryable = p.rejected, p.rejectErr, false
 		case err != nil:
-			failing = p.pending // everything handed out and not done
+			failing = slices.Clone(p.pending) // everything handed out and not done
 		}
 		if err == nil {
 			if p.consumed == 0 {

@@ -75,7 +75,15 @@ func URL(tb testing.TB) string {
 
 // Prefix returns a key prefix no other test of this process uses.
 func Prefix(tb testing.TB) string {
-	name := strings.NewReplacer("/", ".", " ", "_", ":", "_").Replace(tb.Name())
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		case r == '/':
+			return '.'
+		}
+		return '_'
+	}, tb.Name())
 	if len(name) > 60 {
 		name = name[:60]
 	}

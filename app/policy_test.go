@@ -1,0 +1,304 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/stream"
+)
+
+var errBoom = errors.New("boom")
+
+// keysOnDistinctPartitions returns n keys that land on n different partitions.
+func keysOnDistinctPartitions(t *testing.T, s *stream.Stream[event], n int) []string {
+	t.Helper()
+	seen := map[int]bool{}
+	var out []string
+	for i := 0; len(out) < n && i < 10000; i++ {
+		k := fmt.Sprintf("key-%d", i)
+		p, _ := s.Partition(event{Key: k})
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, k)
+		}
+	}
+	if len(out) < n {
+		t.Fatalf("no %d keys on distinct partitions", n)
+	}
+	return out
+}
+
+// failOn processes events, failing on those for which bad returns true.
+func failOn(r *recorder, bad func(event) bool) func(context.Context, *stream.Events[event]) error {
+	return func(ctx context.Context, events *stream.Events[event]) error {
+		for e := range events.All() {
+			if bad(e.Record) {
+				return fmt.Errorf("event %s/%d: %w", e.Record.Key, e.Record.Seq, errBoom)
+			}
+			r.add(e)
+		}
+		return nil
+	}
+}
+
+func pendingCount(t *testing.T, env *env, s *stream.Stream[event], group string) int64 {
+	t.Helper()
+	var n int64
+	for p := range s.Definition().Partitions {
+		res, err := env.client.XPending(context.Background(), s.Core().PartitionKey(p), group).Result()
+		if err == nil {
+			n += res.Count
+		}
+	}
+	return n
+}
+
+func TestPolicyHalt(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(2, nil)
+	r := newRecorder()
+	if err := app.Process(a, s, "p", failOn(r, func(e event) bool { return e.Seq == 5 }), executor.Options{OnError: executor.Halt}); err != nil {
+		t.Fatal(err)
+	}
+	sendEvents(t, s, []string{"a"}, 10, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := a.Run(ctx) // returns by itself: the policy halts the worker
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Run = %v, want the processor's error", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run returned only when the test's deadline passed")
+	}
+	if r.count() != 5 {
+		t.Fatalf("processed %d events before the halt, want 5", r.count())
+	}
+	// The failing event is not acknowledged: it is delivered again on restart.
+	if n := pendingCount(t, env, s, "p"); n < 1 {
+		t.Fatalf("%d pending after halt, want the failing event pending", n)
+	}
+	// The halted worker left: no member, no lock.
+	if n := env.client.ZCard(ctx, a.Keys().Members("events", "p")).Val(); n != 0 {
+		t.Fatalf("%d members after halt", n)
+	}
+}
+
+func TestPolicyQuarantine(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(2, nil)
+	ks := keysOnDistinctPartitions(t, s, 2)
+	bad, good := ks[0], ks[1]
+	r := newRecorder()
+	err := app.Process(a, s, "p", failOn(r, func(e event) bool { return e.Key == bad && e.Seq == 3 }),
+		executor.Options{OnError: executor.Quarantine, Retry: executor.Retry{Attempts: 2, Backoff: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := sendEvents(t, s, []string{bad, good}, 20, 0)
+	w := startWorker(t, a)
+	badP, _ := s.Partition(event{Key: bad})
+	qkey := a.Keys().Quarantine("events", "p")
+	waitFor(t, 10*time.Second, "quarantine report and the good partition done", func() bool {
+		return env.client.HExists(context.Background(), qkey, strconv.Itoa(badP)).Val() && r.count() == 23
+	})
+	// The quarantined partition stays owned by this worker.
+	if owned := a.Executors()[0].Owned(); len(owned) != 2 {
+		t.Fatalf("owned %v, want both partitions (quarantined stays owned)", owned)
+	}
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	var want []event
+	for _, e := range sent {
+		if e.Key == good || e.Seq < 3 {
+			want = append(want, e)
+		}
+	}
+	r.exactlyOnce(t, want)
+	report := env.client.HGet(context.Background(), qkey, strconv.Itoa(badP)).Val()
+	if report == "" || !contains(report, "boom") {
+		t.Fatalf("quarantine report %q", report)
+	}
+}
+
+func TestPolicyIgnore(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(4, nil)
+	r := newRecorder()
+	bad := func(e event) bool { return e.Seq%7 == 3 }
+	if err := app.Process(a, s, "p", failOn(r, bad), executor.Options{OnError: executor.Ignore}); err != nil {
+		t.Fatal(err)
+	}
+	sent := sendEvents(t, s, []string{"a", "b", "c", "d", "e"}, 30, 0)
+	var want []event
+	for _, e := range sent {
+		if !bad(e) {
+			want = append(want, e)
+		}
+	}
+	w := startWorker(t, a)
+	waitFor(t, 10*time.Second, "all good events", func() bool {
+		return r.count() >= len(want) && pendingCount(t, env, s, "p") == 0
+	})
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	r.exactlyOnce(t, want)
+	r.inOrder(t, false)
+}
+
+func TestPolicyDeadLetter(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []int{1, 5} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			t.Parallel()
+			env := newEnv(t)
+			a, s := env.newApp(1, nil)
+			r := newRecorder()
+			fn := func(ctx context.Context, events *stream.Events[event]) error {
+				for b := range events.Batches(batch, 50*time.Millisecond) {
+					for _, e := range b {
+						if e.Record.Seq == 7 {
+							return errBoom
+						}
+					}
+					for _, e := range b {
+						r.add(e)
+					}
+				}
+				return nil
+			}
+			if err := app.Process(a, s, "p", fn, executor.Options{OnError: executor.DeadLetter}); err != nil {
+				t.Fatal(err)
+			}
+			sent := sendEvents(t, s, []string{"k"}, 20, 0)
+			w := startWorker(t, a)
+			dlq := a.Keys().DeadLetter("events", "p")
+			wantDead := 1
+			if batch > 1 {
+				wantDead = batch // seq 5..9 form the failing batch
+			}
+			waitFor(t, 10*time.Second, "all events handled", func() bool {
+				return r.count() == 20-wantDead && env.client.XLen(context.Background(), dlq).Val() == int64(wantDead)
+			})
+			if err := w.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			if n := pendingCount(t, env, s, "p"); n != 0 {
+				t.Fatalf("%d pending after dead-lettering", n)
+			}
+			msgs, err := env.client.XRange(context.Background(), dlq, "-", "+").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqs := map[int]bool{}
+			for _, m := range msgs {
+				if m.Values[executor.DeadError] != "boom" || m.Values[executor.DeadStream] != "events" || m.Values[executor.DeadPartition] != "0" {
+					t.Fatalf("dead letter %v", m.Values)
+				}
+				e, err := stream.ParseEntry(m.Values[executor.DeadID].(string), 0, m.Values)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec, err := s.Decode(&e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seqs[rec.Seq] = true
+			}
+			var want []event
+			for _, e := range sent {
+				if !seqs[e.Seq] {
+					want = append(want, e)
+				}
+			}
+			if !seqs[7] || len(seqs) != wantDead {
+				t.Fatalf("dead-lettered %v, want %d events including 7", seqs, wantDead)
+			}
+			r.exactlyOnce(t, want)
+		})
+	}
+}
+
+// A processor failing on every attempt is retried in place before the policy.
+func TestRetryInPlace(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(1, nil)
+	r := newRecorder()
+	attempts := map[int]int{}
+	fn := func(ctx context.Context, events *stream.Events[event]) error {
+		for e := range events.All() {
+			attempts[e.Record.Seq]++
+			if e.Record.Seq == 2 && attempts[2] < 3 {
+				if e.Deliveries != int64(attempts[2]) {
+					return fmt.Errorf("deliveries %d on attempt %d", e.Deliveries, attempts[2])
+				}
+				return errBoom
+			}
+			r.add(e)
+		}
+		return nil
+	}
+	if err := app.Process(a, s, "p", fn, executor.Options{Retry: executor.Retry{Attempts: 2, Backoff: time.Millisecond}}); err != nil {
+		t.Fatal(err)
+	}
+	sent := sendEvents(t, s, []string{"k"}, 5, 0)
+	w := startWorker(t, a)
+	waitFor(t, 10*time.Second, "5 events", func() bool { return r.count() == 5 })
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	r.exactlyOnce(t, sent)
+	r.inOrder(t, false)
+	if attempts[2] != 3 {
+		t.Fatalf("event 2 attempted %d times, want 3", attempts[2])
+	}
+}
+
+// Undecodable entries go through the policy and never crash the worker.
+func TestPoisonEntry(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(1, nil)
+	r := newRecorder()
+	if err := app.Process(a, s, "p", collect(r), executor.Options{OnError: executor.DeadLetter}); err != nil {
+		t.Fatal(err)
+	}
+	sendEvents(t, s, []string{"k"}, 2, 0)
+	ctx := context.Background()
+	key := s.Core().PartitionKey(0)
+	env.client.XAdd(ctx, redisXAdd{key, []any{"key", "k", "codec", "msgpack", "data", "\xc1garbage"}}.args())
+	env.client.XAdd(ctx, redisXAdd{key, []any{"unrelated", "x"}}.args())
+	env.client.XAdd(ctx, redisXAdd{key, []any{"key", "k", "codec", "avro", "data", "x"}}.args())
+	sendEvents(t, s, []string{"k"}, 2, 2)
+	w := startWorker(t, a)
+	dlq := a.Keys().DeadLetter("events", "p")
+	waitFor(t, 10*time.Second, "good events and 3 dead letters", func() bool {
+		return r.count() == 4 && env.client.XLen(ctx, dlq).Val() == 3
+	})
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	r.inOrder(t, false)
+}
+
+func contains(s, sub string) bool { return len(s) >= len(sub) && (s == sub || len(sub) == 0 || indexOf(s, sub) >= 0) }
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
