@@ -14,7 +14,9 @@ import (
 //
 // The lease is a lock (bsm/redislock) on the app's leader key holding the
 // worker ID, with TTL = LeaderLease. A worker tries to take it every
-// LeaderLease/3; the leader refreshes it as often. The leader trusts its
+// LeaderLease/10; the leader refreshes it every LeaderLease/3. A crashed
+// leader is replaced at most LeaderLease + LeaderLease/10 after its last
+// refresh. The leader trusts its
 // lease until the start of its last successful refresh + LeaderLease − margin
 // (margin = LeaderLease/10, at most 500ms, plus 1% for clock rates), so it
 // stops acting as leader before the key can expire in Redis and another
@@ -112,7 +114,10 @@ func (l *leadership) run(ctx context.Context) {
 			l.set(false)
 		}
 		next := every
-		if err != nil && lock != nil {
+		switch {
+		case lock == nil:
+			next = l.lease / 10 // campaign often: take over soon after the lease expires
+		case err != nil:
 			next = every / 4 // refresh failed for a transient reason: retry soon
 		}
 		t.Reset(next)

@@ -39,11 +39,12 @@ func (e *Executor) leave(ctx context.Context) error {
 
 func (e *Executor) membersKey() string { return e.keys.Members(e.stream.Name(), e.processor) }
 
-// heartbeat refreshes e's membership every LockExpiry/3. It finds members
+// heartbeat refreshes e's membership every heartbeatEvery (LockExpiry/3, at
+// most 1s). It finds members
 // whose heartbeat expired (then it rebalances them away) and notices when e
 // itself was reaped after a stall (then it joins again instead of failing).
 func (e *Executor) heartbeat(ctx context.Context) {
-	t := time.NewTicker(e.opts.refreshEvery())
+	t := time.NewTicker(e.opts.heartbeatEvery())
 	defer t.Stop()
 	for {
 		select {
@@ -51,7 +52,7 @@ func (e *Executor) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		hctx, cancel := context.WithTimeout(ctx, e.opts.refreshEvery())
+		hctx, cancel := context.WithTimeout(ctx, e.opts.heartbeatEvery())
 		present, expired, err := scripts.Heartbeat(hctx, e.client, e.membersKey(), e.id, e.opts.LockExpiry.Milliseconds())
 		cancel()
 		switch {

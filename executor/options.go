@@ -184,6 +184,11 @@ func (o Options) WithDefaults() (Options, error) {
 // per expiry, so two refreshes in a row may fail before trust is lost.
 func (o Options) refreshEvery() time.Duration { return o.LockExpiry / 3 }
 
+// heartbeatEvery is how often an executor refreshes its heartbeat and looks
+// for dead members: at most every second, so a crashed executor is found at
+// most LockExpiry + 1s after its last heartbeat.
+func (o Options) heartbeatEvery() time.Duration { return min(o.LockExpiry/3, time.Second) }
+
 // trustMargin is subtracted from the lock expiry when computing how long a
 // lock can be trusted after the start of its last successful refresh: it
 // covers the clock rate difference between this machine and Redis (1%) and
