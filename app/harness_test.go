@@ -99,9 +99,9 @@ func (w *worker) stop(t *testing.T) error {
 // recorder records what processors saw.
 type recorder struct {
 	mu     sync.Mutex
-	seen   map[string]int     // "key/seq" -> times processed
-	order  map[string][]int   // key -> seqs in processing order
-	parts  map[string]int     // key -> partition
+	seen   map[string]int   // "key/seq" -> times processed
+	order  map[string][]int // key -> seqs in processing order
+	parts  map[string]int   // key -> partition
 	events []*stream.Event[event]
 }
 
