@@ -56,7 +56,9 @@ func (l *leadership) watch() <-chan struct{} {
 	return l.changed
 }
 
-func (l *leadership) set(v bool) {
+// set records whether this worker leads; why, when given, is logged at info
+// level instead of the default messages.
+func (l *leadership) set(v bool, why string) {
 	if l.leader.Swap(v) == v {
 		return
 	}
@@ -64,9 +66,12 @@ func (l *leadership) set(v bool) {
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
-	if v {
+	switch {
+	case why != "":
+		l.a.logger.Info(why)
+	case v:
 		l.a.logger.Info("became leader")
-	} else {
+	default:
 		l.a.logger.Warn("leadership lost")
 	}
 }
@@ -82,7 +87,7 @@ func (l *leadership) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			l.set(false)
+			l.set(false, "leadership released")
 			if lock != nil {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 				_ = lock.Release(rctx)
@@ -109,9 +114,9 @@ func (l *leadership) run(ctx context.Context) {
 		switch {
 		case err == nil:
 			l.trustEnd.Store(start + int64(l.lease-l.margin()))
-			l.set(true)
+			l.set(true, "")
 		case lock == nil || mono() >= l.trustEnd.Load():
-			l.set(false)
+			l.set(false, "")
 		}
 		next := every
 		switch {

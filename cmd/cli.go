@@ -20,8 +20,16 @@ import (
 )
 
 // Setup builds the user's App from the configuration the CLI assembled from
-// flags and environment; the user declares streams (and later processors) on
-// it. The CLI closes the App when the command ends.
+// flags and environment; the user declares streams and registers processors
+// and background tasks on it. The CLI closes the App when the command ends.
+//
+// cfg holds what the flags and environment set, and zero values elsewhere.
+// For "leat worker" that includes cfg.Processing, cfg.WorkerID and
+// cfg.LeaderLease, with zero fields for the flags not given; a Setup that
+// has defaults of its own should fill only the zero fields, so that flags
+// win over them:
+//
+//	cfg.Processing = cfg.Processing.Merge(executor.Options{Grace: 30 * time.Second})
 type Setup func(cfg app.Config) (*app.App, error)
 
 // pingTimeout bounds the first contact with Redis, so that an unreachable
@@ -44,7 +52,7 @@ const (
 func New(setup Setup) *cli.App {
 	return &cli.App{
 		Name:  "leat",
-		Usage: "send records to the partitioned streams of a leat app in Redis",
+		Usage: "run workers of a leat app and send records to its partitioned streams in Redis",
 		Flags: []cli.Flag{
 			&cli.StringFlag{
 				Name:        flagRedis,
@@ -72,7 +80,9 @@ func New(setup Setup) *cli.App {
 			},
 			helpFlag(),
 		},
-		Commands:     []*cli.Command{sendCommand(setup), sendManyCommand(setup)},
+		Commands: []*cli.Command{
+			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup),
+		},
 		Action:       rootAction,
 		OnUsageError: onUsageError,
 		// Run reports errors; urfave/cli must neither print them nor exit.
@@ -138,6 +148,10 @@ func wantArgs(c *cli.Context, names ...string) error {
 			break
 		}
 	}
+	if len(names) == 0 {
+		return usageErrorf("%s: want no arguments, got %d%s (see %s %s --help)",
+			c.Command.Name, c.NArg(), hint, c.App.Name, c.Command.Name)
+	}
 	return usageErrorf("%s: want %d arguments, %s, got %d%s (see %s %s --help)",
 		c.Command.Name, len(names), strings.Join(names, " "), c.NArg(), hint, c.App.Name, c.Command.Name)
 }
@@ -182,7 +196,15 @@ func openApp(c *cli.Context, setup Setup) (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	var a *app.App
+	return openAppWith(c, setup, cfg)
+}
+
+// openAppWith is openApp with the configuration given.
+func openAppWith(c *cli.Context, setup Setup, cfg app.Config) (*app.App, error) {
+	var (
+		a   *app.App
+		err error
+	)
 	if setup != nil {
 		a, err = setup(cfg)
 		if err == nil && a == nil {

@@ -5,6 +5,8 @@
 //
 //	leat [global flags] send [--partitions N] [--key FIELD] [--header NAME=VALUE ...] STREAM JSON
 //	leat [global flags] sendmany [--partitions N] [--key FIELD] [--header NAME=VALUE ...] STREAM FILE|-
+//	leat [global flags] worker [--processors NAME,...] [processing flags]
+//	leat [global flags] reset [--start earliest|latest|ID] [--yes] PROCESSOR
 //
 // send sends one record given as a JSON object and prints its entry ID.
 // sendmany reads one JSON object per line from FILE, or stdin for "-"; it
@@ -12,6 +14,21 @@
 // (reported as "line N: reason") sends nothing. It then sends the records in
 // pipelined batches, with a progress bar when stderr is a terminal, and
 // prints a summary. Flags go before the arguments.
+//
+// worker runs the app's processors (all, or those of --processors, each
+// NAME or STREAM/NAME) and background tasks until the context of Run is
+// cancelled (Main cancels it on SIGINT or SIGTERM); it then shuts down
+// gracefully and exits with status 0. A processor failure that the failure
+// policy turns into a halt stops it the same way, with status 1. It needs
+// the app's code: the standalone binary refuses it with status 2.
+//
+// reset moves a processor's consumer group on every partition of its stream
+// to the oldest entry (--start earliest, the default), past the last one
+// (latest) or to an entry ID, and acknowledges the entries still pending in
+// the group, so that in-flight deliveries are not made again. It prints one
+// line per partition and a summary. It is meant to run while the processor's
+// workers are stopped, and refuses while one of them is alive. It asks for
+// confirmation on stdin unless --yes is given.
 //
 // # Global flags
 //
@@ -21,6 +38,26 @@
 //	--app        LEAT_APP        Config.Name (required)
 //	--prefix     LEAT_PREFIX     Config.KeyPrefix (default "leat")
 //	--log-level  LEAT_LOG_LEVEL  Config.Logger, text logs on stderr (default warn)
+//
+// # Worker flags
+//
+// The worker's flags map to app.Config: each processing flag to a field of
+// Config.Processing (the defaults of every processor; see executor.Options),
+// the others to Config fields. A flag not given leaves its field zero, so
+// the value a Setup puts there applies, else the default; options given to
+// app.Process for one processor win over both.
+//
+//	--processors    LEAT_PROCESSORS    processors to run (default all)
+//	--lock-expiry   LEAT_LOCK_EXPIRY   Processing.LockExpiry (default 10s)
+//	--prefetch      LEAT_PREFETCH      Processing.Prefetch (default 100)
+//	--read-block    LEAT_READ_BLOCK    Processing.ReadBlock (default 2s)
+//	--grace         LEAT_GRACE         Processing.Grace (default 10s)
+//	--join-delay    LEAT_JOIN_DELAY    Processing.JoinDelay (default 0)
+//	--start         LEAT_START         Processing.Start: earliest or latest (default earliest)
+//	--on-error      LEAT_ON_ERROR      Processing.OnError: halt, quarantine, ignore or dead-letter (default halt)
+//	--retries       LEAT_RETRIES       Processing.Retry.Attempts (default 0)
+//	--worker-id     LEAT_WORKER_ID     WorkerID (default host name, process ID and a random suffix)
+//	--leader-lease  LEAT_LEADER_LEASE  LeaderLease (default 10s)
 //
 // # Streams
 //
@@ -43,10 +80,12 @@
 //
 // # Embedding
 //
-// An app's own binary calls Main with a Setup that declares its streams on
-// the App built from the flags. Records given as JSON are then decoded into
-// the app's Go types and routed by its key functions, exactly as the app's
-// own sends are:
+// An app's own binary calls Main with a Setup that declares its streams,
+// and registers its processors and background tasks, on the App built from
+// the flags (see Setup for the configuration it receives). Its worker
+// command then runs those processors, and records given as JSON are decoded
+// into the app's Go types and routed by its key functions, exactly as the
+// app's own sends are:
 //
 //	func main() {
 //		cmd.Main(func(cfg app.Config) (*app.App, error) {

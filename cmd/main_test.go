@@ -47,6 +47,12 @@ func newShop(t *testing.T) shop {
 	}
 }
 
+// quiet is args with the logs turned off, for commands whose stderr a test
+// checks while the runtime logs (a worker).
+func (s shop) quiet(args ...string) []string {
+	return s.args(append([]string{"--log-level", "error+4"}, args...)...)
+}
+
 // args returns the global flags followed by args.
 func (s shop) args(args ...string) []string { return append(append([]string{}, s.global...), args...) }
 

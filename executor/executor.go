@@ -165,14 +165,26 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 
 	if err := e.join(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled while starting
+		}
 		return err
 	}
 	goFn(e.fetch.run)
 	goFn(func(ctx context.Context) {
 		e.acks.run(ctx, func(err error) { e.log.Warn("ack failed; will retry", "error", err) })
 	})
-	goFn(e.heartbeat)
-	goFn(e.listen)
+	// Membership goroutines stop before leaving, so a late heartbeat cannot
+	// bring the executor back as a ghost member; the leave notice also ends
+	// the control listener's blocking read at once.
+	mctx, stopMembership := context.WithCancel(bg)
+	var mwg sync.WaitGroup
+	for _, f := range []func(context.Context){e.heartbeat, e.listen} {
+		mwg.Add(1)
+		go func() { defer mwg.Done(); f(mctx) }()
+	}
+	defer mwg.Wait()
+	defer stopMembership()
 
 	if e.opts.JoinDelay > 0 {
 		sleepCtx(ctx, e.opts.JoinDelay)
@@ -210,6 +222,7 @@ loop:
 	}
 
 	// Shutdown (see the order above).
+	stopMembership()
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	if err := e.leave(lctx); err != nil {
 		e.log.Warn("leave failed; others will rebalance when the heartbeat expires", "error", err)

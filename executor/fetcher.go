@@ -313,10 +313,23 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	}
 	f.mu.Unlock()
 	if err != nil && ctx.Err() == nil {
+		// Read the idle partitions rather than trust a wait that failed.
+		f.markAll(states)
+		if isUnsupported(err) {
+			f.log.Info("server cannot interrupt blocking reads (CLIENT ID/UNBLOCK); polling idle partitions instead", "error", err)
+			b.disable()
+			return
+		}
 		f.log.Debug("blocking read failed", "error", err)
 		b.reset()
 		sleepCtx(ctx, 50*time.Millisecond)
 	}
+}
+
+// isUnsupported reports whether err says the server does not know a command.
+func isUnsupported(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "unknown subcommand") || strings.Contains(msg, "unknown command")
 }
 
 func (f *fetcher) markAll(states []*fetchState) {
@@ -409,6 +422,12 @@ func (b *blocker) xread(ctx context.Context, keys, last []string, block time.Dur
 		out = append(out, s.Stream)
 	}
 	return out, nil
+}
+
+// disable makes the fetcher poll from now on.
+func (b *blocker) disable() {
+	b.reset()
+	b.client = nil
 }
 
 func (b *blocker) reset() {

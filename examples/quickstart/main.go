@@ -67,6 +67,7 @@ func start(ctx context.Context, out io.Writer) error {
 		}
 		c := redis.NewClient(opt)
 		defer c.Close()
+		fmt.Fprintf(out, "using Redis at %s (LEAT_REDIS_URL)\n", opt.Addr)
 		return run(ctx, out, c)
 	}
 	c := redis.NewClient(&redis.Options{Addr: localRedis})
@@ -85,16 +86,11 @@ func start(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("embedded server: %w", err)
 	}
 	defer m.Close()
+	m.ClockTTL(true) // expire keys (locks, leases) as time passes, like Redis
 	mc := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer mc.Close()
 	return run(ctx, out, mc)
 }
-
-// pollingClient hides the *redis.Client type from leat's fetcher, which then
-// polls idle partitions instead of waiting in a blocking XREAD that it
-// interrupts with CLIENT UNBLOCK: the embedded server implements neither
-// CLIENT ID nor CLIENT UNBLOCK.
-type pollingClient struct{ *redis.Client }
 
 // run runs the quickstart on client under a fresh key prefix, writing what
 // happens to out, and deletes the prefix's keys at the end.
@@ -106,12 +102,15 @@ func run(ctx context.Context, out io.Writer, client redis.UniversalClient) error
 		Name:      "quickstart",
 		Client:    client,
 		KeyPrefix: prefix,
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:    logger(),
 	})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	if err := a.Ping(ctx); err != nil {
+		return err
+	}
 
 	// A stream of orders in 4 partitions: all orders of one customer go to
 	// one partition, and are processed there in the order they were sent.
@@ -135,8 +134,10 @@ func run(ctx context.Context, out io.Writer, client redis.UniversalClient) error
 			o := e.Record
 			mu.Lock()
 			fmt.Fprintf(out, "order %2d: customer %s, amount %6.2f, partition %d\n", o.ID, o.Customer, o.Amount, e.Partition)
-			if !seen[e.ID] { // delivery is at least once: count each entry once
-				seen[e.ID] = true
+			// Delivery is at least once: count each entry once. Entry IDs are
+			// unique within a partition only.
+			if id := fmt.Sprintf("%d/%s", e.Partition, e.ID); !seen[id] {
+				seen[id] = true
 				totals[o.Customer] += o.Amount
 				if len(seen) == count {
 					close(all)
@@ -172,7 +173,9 @@ func run(ctx context.Context, out io.Writer, client redis.UniversalClient) error
 	if _, err := orders.Send(ctx, batch...); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
+	mu.Lock()
 	fmt.Fprintf(out, "sent %d orders\n", count)
+	mu.Unlock()
 
 	wait := time.NewTimer(timeout)
 	defer wait.Stop()
@@ -212,6 +215,16 @@ func run(ctx context.Context, out io.Writer, client redis.UniversalClient) error
 		fmt.Fprintf(out, "  %s: %7.2f\n", c, totals[c])
 	}
 	return nil
+}
+
+// logger writes leat's logs to stderr, at the level of LEAT_LOG_LEVEL
+// (debug, info, warn or error; default error).
+func logger() *slog.Logger {
+	level := slog.LevelError
+	if s := os.Getenv("LEAT_LOG_LEVEL"); s != "" {
+		_ = level.UnmarshalText([]byte(s))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
 func randomHex(n int) string {

@@ -1,0 +1,118 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// The processing benchmarks compare a worker running a no-op processor (16
+// partitions, one worker, a pre-filled stream) with a raw go-redis loop of
+// XREADGROUP over the 16 partitions and pipelined XACKs on the same server.
+// Run them with:
+//
+//	go test -run XXX -bench Process -benchtime 200000x ./app
+//
+// and compare the events/s metrics. The leat figure includes decoding every
+// record; the raw loop does not decode.
+
+func benchFill(b *testing.B, n int) (*redis.Client, string, *stream.Stream[event], *app.App) {
+	b.Helper()
+	c, prefix := redistest.Client(b)
+	a, err := app.New(app.Config{Name: "bench", Client: c, KeyPrefix: prefix, Logger: testLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := stream.Declare[event](a, "events", stream.KeyField("key"), stream.Partitions(16), stream.Size(int64(n)+1000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]event, 0, 10000)
+	for i := range n {
+		batch = append(batch, event{Key: fmt.Sprintf("key-%d", i%1000), Seq: i})
+		if len(batch) == cap(batch) || i == n-1 {
+			if _, err := s.SendMany(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	return c, prefix, s, a
+}
+
+func BenchmarkProcess(b *testing.B) {
+	_, _, s, a := benchFill(b, b.N)
+	var done atomic.Int64
+	finished := make(chan struct{})
+	n := int64(b.N)
+	err := app.Process(a, s, "bench", func(ctx context.Context, events *stream.Events[event]) error {
+		for range events.All() {
+			if done.Add(1) == n {
+				close(finished)
+			}
+		}
+		return nil
+	}, executor.Options{ReadBlock: 100 * time.Millisecond, Prefetch: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.ResetTimer()
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(ctx) }()
+	<-finished
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	cancel()
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkProcessRawGoRedis(b *testing.B) {
+	c, prefix, _, _ := benchFill(b, b.N)
+	ctx := context.Background()
+	ks := keys.New(prefix, "bench")
+	streams := make([]string, 0, 32)
+	for p := range 16 {
+		key := ks.Partition("events", p)
+		if err := c.XGroupCreateMkStream(ctx, key, "raw", "0").Err(); err != nil {
+			b.Fatal(err)
+		}
+		streams = append(streams, key)
+	}
+	for range 16 {
+		streams = append(streams, ">")
+	}
+	b.ResetTimer()
+	got := 0
+	for got < b.N {
+		res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "raw", Consumer: "c", Streams: streams, Count: 100, Block: 100 * time.Millisecond}).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		pipe := c.Pipeline()
+		for _, st := range res {
+			ids := make([]string, len(st.Messages))
+			for i, m := range st.Messages {
+				ids[i] = m.ID
+			}
+			got += len(ids)
+			pipe.XAck(ctx, st.Stream, "raw", ids...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
