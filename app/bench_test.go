@@ -61,7 +61,7 @@ func BenchmarkProcess(b *testing.B) {
 			}
 		}
 		return nil
-	}, executor.Options{ReadBlock: 100 * time.Millisecond, Prefetch: 1000})
+	}, executor.Options{ReadBlock: 100 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -40,6 +40,8 @@ type fetcher struct {
 
 	wake    chan struct{}
 	unblock chan struct{}
+
+	tx *txConn // the fetcher goroutine's own connection for fenced reads
 }
 
 type fetchState struct {
@@ -118,6 +120,8 @@ func (f *fetcher) run(ctx context.Context) {
 	defer stop()
 	blocker := newBlocker(f.e.client)
 	defer blocker.close()
+	f.tx = newTxConn(f.e.client)
+	defer f.tx.close()
 	wg.Add(1)
 	go func() { defer wg.Done(); f.unblocker(bctx, blocker) }()
 
@@ -156,17 +160,42 @@ func (f *fetcher) collect() []fetchWork {
 	return work
 }
 
-// read runs the fenced fetch of every partition in work in one pipeline.
+// read reads every partition in work. New entries are read with one
+// transaction when the client has a single connection pool; recovery, and
+// every read on other clients (Cluster), use the fenced fetch script.
 func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 	e := f.e
-	for _, w := range work {
-		if w.s.noGroup {
+	for i := range work {
+		if w := &work[i]; w.s.noGroup {
 			if err := e.ensureGroup(ctx, w.s.p.key); err != nil {
 				return err
 			}
 			w.s.noGroup = false
 		}
 	}
+	if f.tx.ok() {
+		var scripted []fetchWork
+		var fresh []fetchWork
+		for _, w := range work {
+			if w.cursor == "" {
+				fresh = append(fresh, w)
+			} else {
+				scripted = append(scripted, w)
+			}
+		}
+		err := f.readTx(ctx, fresh)
+		if len(scripted) == 0 || err != nil {
+			return err
+		}
+		work = scripted
+	}
+	return f.readScripted(ctx, work)
+}
+
+// readScripted runs the fenced fetch script of every partition in work in
+// one pipeline.
+func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) error {
+	e := f.e
 	exec := func() error {
 		pipe := e.client.Pipeline()
 		for i := range work {
@@ -187,7 +216,7 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 	for _, w := range work {
 		res, err := scripts.ParseFetch(w.cmd)
 		if err != nil {
-			if strings.Contains(err.Error(), "NOGROUP") {
+			if isNoGroup(err) {
 				w.s.noGroup = true
 				continue
 			}
@@ -196,11 +225,13 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 		}
 		f.deliver(w, res)
 	}
-	if firstErr == nil && err != nil && !strings.Contains(err.Error(), "NOGROUP") {
+	if firstErr == nil && err != nil && !isNoGroup(err) {
 		firstErr = err
 	}
 	return firstErr
 }
+
+func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error(), "NOGROUP") }
 
 // deliver puts the entries of one read in the partition's buffer.
 func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {

@@ -46,6 +46,8 @@ type partition struct {
 
 	// consumer
 	pending   []stream.Delivery // handed out (or taken from buf) and not done
+	pendBuf   []stream.Delivery // the start of pending's memory
+	out       []stream.Delivery // what Next returned last; reused
 	rejected  []stream.Delivery
 	rejectErr error
 	halted    bool // a rejection ends the current processor call
@@ -147,6 +149,7 @@ func (p *partition) Next(n int, within time.Duration) []stream.Delivery {
 	if n > 1 {
 		p.gather(n, within)
 	}
+	p.pendBuf = p.pending[:0]
 	p.e.fetch.drained(p, before, len(p.buf))
 	return p.handOut(p.pending)
 }
@@ -182,15 +185,16 @@ func (p *partition) gather(n int, within time.Duration) {
 }
 
 // handOut returns a copy of ds for the processor, or nil when the lock can
-// no longer be trusted (the deliveries stay pending).
+// no longer be trusted (the deliveries stay pending). The copy's memory is
+// reused by the next call: Events is done with a result before it asks for
+// the next one.
 func (p *partition) handOut(ds []stream.Delivery) []stream.Delivery {
 	if !p.trusted() || p.stopping() {
 		return nil
 	}
 	p.consumed += len(ds)
-	out := make([]stream.Delivery, len(ds))
-	copy(out, ds)
-	return out
+	p.out = append(p.out[:0], ds...)
+	return p.out
 }
 
 // take removes ds, which must be the head of pending, from pending.
@@ -200,6 +204,9 @@ func (p *partition) take(ds []stream.Delivery) {
 	}
 	clear(p.pending[:len(ds)])
 	p.pending = p.pending[len(ds):]
+	if len(p.pending) == 0 {
+		p.pending = p.pendBuf[:0] // reuse the memory from its start
+	}
 }
 
 // Done implements stream.Feed: the deliveries are acknowledged.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -43,10 +44,15 @@ func (msgpackCodec) Marshal(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// msgpackReaders pools the byte readers decoders read from.
+var msgpackReaders = sync.Pool{New: func() any { return new(bytes.Reader) }}
+
 func (msgpackCodec) Unmarshal(data []byte, v any) error {
 	dec := msgpack.GetDecoder()
 	defer msgpack.PutDecoder(dec)
-	r := bytes.NewReader(data)
+	r := msgpackReaders.Get().(*bytes.Reader)
+	defer msgpackReaders.Put(r)
+	r.Reset(data)
 	dec.Reset(r)
 	dec.SetCustomStructTag("json")
 	if err := dec.Decode(v); err != nil {

@@ -85,11 +85,11 @@ func (ev *Events[T]) decode(d *Delivery) (*Event[T], error) {
 	if d.Err != nil {
 		return nil, d.Err
 	}
-	rec, err := ev.stream.Decode(&d.Entry)
-	if err != nil {
+	e := &Event[T]{ID: d.ID, Partition: d.Partition, Key: d.Key, Headers: d.Headers, Deliveries: d.Deliveries}
+	if err := ev.stream.decodeInto(&d.Entry, &e.Record); err != nil {
 		return nil, err
 	}
-	return &Event[T]{Record: rec, ID: d.ID, Partition: d.Partition, Key: d.Key, Headers: d.Headers, Deliveries: d.Deliveries}, nil
+	return e, nil
 }
 
 // All yields events one at a time.

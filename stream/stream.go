@@ -157,12 +157,17 @@ func (s *Stream[T]) encode(r *T, h Headers, e *Entry) error {
 // Decode decodes the record of a raw entry of this stream.
 func (s *Stream[T]) Decode(e *Entry) (T, error) {
 	var v T
+	err := s.decodeInto(e, &v)
+	return v, err
+}
+
+func (s *Stream[T]) decodeInto(e *Entry, v *T) error {
 	c, err := s.core.Decoder(e.Codec)
 	if err != nil {
-		return v, err
+		return err
 	}
-	if err := c.Unmarshal(e.Data, &v); err != nil {
-		return v, fmt.Errorf("decode %s entry %s: %w", e.Codec, e.ID, err)
+	if err := c.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("decode %s entry %s: %w", e.Codec, e.ID, err)
 	}
-	return v, nil
+	return nil
 }

@@ -1,0 +1,143 @@
+package executor
+
+import (
+	"context"
+	"errors"
+
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/redis/go-redis/v9"
+)
+
+// Fenced reads without scripts. A script returning entries costs the server
+// about three times what the XREADGROUP in it costs (its reply is converted
+// to Lua and back), so new entries are read with an optimistic transaction
+// on the fetcher's own connection instead, in two round trips:
+//
+//	WATCH lock...; MGET lock...          which locks are still ours?
+//	MULTI; XREADGROUP ... >; ...; EXEC   read the partitions whose lock is ours
+//
+// If any watched lock changed (taken over, expired, or refreshed by us)
+// between the two, EXEC does nothing and the read is tried again, so entries
+// only ever enter the pending list of the executor that holds the lock, as
+// with the script. Keys of different partitions live in different Cluster
+// slots, so Cluster clients use the script instead.
+type txConn struct {
+	client *redis.Client
+	conn   *redis.Conn
+}
+
+func newTxConn(c redis.UniversalClient) *txConn {
+	rc, _ := c.(*redis.Client)
+	return &txConn{client: rc}
+}
+
+func (t *txConn) ok() bool { return t.client != nil }
+
+func (t *txConn) get() *redis.Conn {
+	if t.conn == nil {
+		t.conn = t.client.Conn()
+	}
+	return t.conn
+}
+
+func (t *txConn) reset() {
+	if t.conn != nil {
+		_ = t.conn.Close()
+		t.conn = nil
+	}
+}
+
+func (t *txConn) close() { t.reset() }
+
+// readTx reads new entries of every partition in work (none recovering).
+func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
+	if len(work) == 0 {
+		return nil
+	}
+	e := f.e
+	conn := f.tx.get()
+	locks := make([]string, len(work))
+	watch := make([]any, 0, len(work)+1)
+	watch = append(watch, "WATCH")
+	for i, w := range work {
+		locks[i] = w.s.p.lockKey
+		watch = append(watch, w.s.p.lockKey)
+	}
+	var owners *redis.SliceCmd
+	_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, watch...)
+		owners = p.MGet(ctx, locks...)
+		return nil
+	})
+	if err != nil {
+		f.tx.reset()
+		return err
+	}
+	held := work[:0:0]
+	for i, v := range owners.Val() {
+		w := work[i]
+		if tok, _ := v.(string); tok != w.s.p.lock.Token() {
+			f.lost(w.s)
+			continue
+		}
+		held = append(held, w)
+	}
+	if len(held) == 0 {
+		err := conn.Do(ctx, "UNWATCH").Err()
+		if err != nil {
+			f.tx.reset()
+		}
+		return err
+	}
+	reads := make([]*redis.XStreamSliceCmd, len(held))
+	tails := make([]*redis.XMessageSliceCmd, len(held))
+	_, err = conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, w := range held {
+			reads[i] = p.XReadGroup(ctx, &redis.XReadGroupArgs{
+				Group: e.processor, Consumer: e.id, Streams: []string{w.s.p.key, ">"}, Count: int64(w.count), Block: -1,
+			})
+			if w.s.last == "" {
+				tails[i] = p.XRevRangeN(ctx, w.s.p.key, "+", "-", 1)
+			}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, redis.TxFailedErr):
+		return nil // a lock changed meanwhile: look again
+	case err != nil && !errors.Is(err, redis.Nil) && !isNoGroup(err):
+		f.tx.reset()
+		return err
+	}
+	for i, w := range held {
+		res := scripts.FetchResult{Held: true}
+		streams, err := reads[i].Result()
+		switch {
+		case isNoGroup(err):
+			w.s.noGroup = true
+			continue
+		case err != nil && !errors.Is(err, redis.Nil):
+			return err
+		}
+		if len(streams) > 0 {
+			res.Messages = streams[0].Messages
+		}
+		if len(res.Messages) == 0 {
+			res.Last = "0-0"
+			if tails[i] != nil {
+				if tail := tails[i].Val(); len(tail) > 0 {
+					res.Last = tail[0].ID
+				}
+			} else {
+				res.Last = w.s.last
+			}
+		}
+		f.deliver(w, res)
+	}
+	return nil
+}
+
+// lost drops a partition whose lock is no longer this executor's.
+func (f *fetcher) lost(s *fetchState) {
+	f.deliver(fetchWork{s: s}, scripts.FetchResult{Held: false})
+}
