@@ -268,16 +268,16 @@ func TestSIGKILL(t *testing.T) {
 	_, s := env.newApp(4, nil)
 	keys := crashKeys(s)
 	w1 := startProcess(t, env, "w1", 4, 5*time.Millisecond)
-	sent := sendEvents(t, s, keys, 222/len(keys)+1, 0)[:222]
+	sent := sendEvents(t, s, keys, 222/len(keys)+1, 0) // 228 events
 	waitFor(t, 20*time.Second, "w1 processes part of the events", func() bool { return uniqueProcessed(t, env) >= 60 })
 	w1.signal(t, syscall.SIGKILL)
 	killed := time.Now()
 	_ = w1.cmd.Wait()
 
 	w2 := startProcess(t, env, "w2", 4, 0)
-	more := sendEvents(t, s, keys, 222/len(keys)+1, 1000)[:222]
+	more := sendEvents(t, s, keys, 222/len(keys)+1, 1000)
 	all := append(sent, more...)
-	waitFor(t, 30*time.Second, "all 444 events", func() bool { return uniqueProcessed(t, env) >= len(all) })
+	waitFor(t, 30*time.Second, "all 456 events", func() bool { return uniqueProcessed(t, env) >= len(all) })
 	w2.stop(t)
 	byWorker := checkProcessed(t, env, all)
 	if byWorker["w1"] == 0 || byWorker["w2"] == 0 {

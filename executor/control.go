@@ -39,8 +39,12 @@ func (e *Executor) listen(ctx context.Context) {
 	if msgs, err := e.client.XRevRangeN(ctx, e.controlKey(), "+", "-", 1).Result(); err == nil && len(msgs) > 0 {
 		last = msgs[0].ID
 	}
+	reader := redis.Cmdable(e.client)
+	if e.own != nil {
+		reader = e.own
+	}
 	for ctx.Err() == nil {
-		res, err := e.client.XRead(ctx, &redis.XReadArgs{Streams: []string{e.controlKey(), last}, Count: 100, Block: e.opts.ReadBlock}).Result()
+		res, err := reader.XRead(ctx, &redis.XReadArgs{Streams: []string{e.controlKey(), last}, Count: 100, Block: e.opts.ReadBlock}).Result()
 		if errors.Is(err, redis.Nil) {
 			continue
 		}

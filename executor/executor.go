@@ -52,6 +52,7 @@ type Executor struct {
 	handler   Handler
 	opts      Options
 	client    redis.UniversalClient
+	own       *redis.Client // see ownClient; nil for Cluster clients
 	keys      keys.Space
 	locker    *redislock.Client
 	log       *slog.Logger
@@ -155,6 +156,10 @@ func (e *Executor) poke() {
 // take over at once; stop fetching; let each consumer finish its in-flight
 // event within the grace period; acknowledge; release the locks.
 func (e *Executor) Run(ctx context.Context) error {
+	e.own = ownClient(e.client)
+	if e.own != nil {
+		defer e.own.Close()
+	}
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	defer wg.Wait()

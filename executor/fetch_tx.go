@@ -26,10 +26,7 @@ type txConn struct {
 	conn   *redis.Conn
 }
 
-func newTxConn(c redis.UniversalClient) *txConn {
-	rc, _ := c.(*redis.Client)
-	return &txConn{client: rc}
-}
+func newTxConn(c *redis.Client) *txConn { return &txConn{client: c} }
 
 func (t *txConn) ok() bool { return t.client != nil }
 

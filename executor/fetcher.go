@@ -118,9 +118,9 @@ func (f *fetcher) run(ctx context.Context) {
 	defer wg.Wait()
 	bctx, stop := context.WithCancel(ctx)
 	defer stop()
-	blocker := newBlocker(f.e.client)
+	blocker := newBlocker(f.e.own)
 	defer blocker.close()
-	f.tx = newTxConn(f.e.client)
+	f.tx = newTxConn(f.e.own)
 	defer f.tx.close()
 	wg.Add(1)
 	go func() { defer wg.Done(); f.unblocker(bctx, blocker) }()
@@ -415,9 +415,23 @@ type blocker struct {
 	cid    int64
 }
 
-func newBlocker(c redis.UniversalClient) *blocker {
-	rc, _ := c.(*redis.Client)
-	return &blocker{client: rc}
+func newBlocker(c *redis.Client) *blocker { return &blocker{client: c} }
+
+// ownClient returns a client with three connections to the server of c,
+// when c is a single-pool client (standalone or Sentinel); nil otherwise.
+// The executor's long blocking reads (control stream, idle partitions) and
+// the fetcher's transactions use it, so they never hold connections of the
+// application's pool.
+func ownClient(c redis.UniversalClient) *redis.Client {
+	rc, ok := c.(*redis.Client)
+	if !ok {
+		return nil
+	}
+	opt := *rc.Options()
+	opt.PoolSize = 3
+	opt.MinIdleConns = 0
+	opt.MaxIdleConns = 3
+	return redis.NewClient(&opt)
 }
 
 func (b *blocker) ok() bool { return b.client != nil }
