@@ -1,0 +1,119 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/stream"
+)
+
+// testPartition returns a partition with a trusted lock and n deliveries in
+// its buffer, without Redis.
+func testPartition(t *testing.T, n int) *partition {
+	t.Helper()
+	opts, _ := Options{Prefetch: 64, Grace: time.Second}.WithDefaults()
+	core, err := stream.Open(stream.NewCatalog(nil, keys.New("", "t"), stream.Defaults{}, nil),
+		stream.Definition{Name: "s", Partitions: 1, KeyField: "k", Size: 10, Codec: "msgpack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{stream: core, opts: opts, obs: NopObserver{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e.fetch = newFetcher(e)
+	e.acks = newAcker(nil, "g")
+	p := e.newPartition(context.Background(), 0)
+	t.Cleanup(func() { p.cancel(nil) })
+	p.extendTrust(mono())
+	for i := range n {
+		p.buf <- stream.Delivery{Entry: stream.Entry{ID: fmt.Sprintf("1-%d", i)}, Deliveries: 1}
+	}
+	return p
+}
+
+func idsOf(ds []stream.Delivery) string { return fmt.Sprint(ids(ds)) }
+
+func TestFeedHandsOutInOrderAndAcks(t *testing.T) {
+	p := testPartition(t, 5)
+	for i := range 5 {
+		ds := p.Next(1, 0)
+		if len(ds) != 1 || ds[0].ID != fmt.Sprintf("1-%d", i) {
+			t.Fatalf("Next = %s, want 1-%d", idsOf(ds), i)
+		}
+		p.Done(ds)
+	}
+	if got := p.e.acks.pending[p.key]; len(got) != 5 || got[4] != "1-4" {
+		t.Fatalf("acks queued %v", got)
+	}
+}
+
+func TestFeedReoffersUnfinishedInPlace(t *testing.T) {
+	p := testPartition(t, 5)
+	first := p.Next(3, 0) // a batch that is not done (the processor failed)
+	if idsOf(first) != "[1-0 1-1 1-2]" {
+		t.Fatalf("first batch %s", idsOf(first))
+	}
+	again := p.Next(3, 0)
+	if idsOf(again) != "[1-0 1-1 1-2]" || again[0].Deliveries != 2 {
+		t.Fatalf("re-offered %s (deliveries %d), want the same batch delivered twice", idsOf(again), again[0].Deliveries)
+	}
+	p.Done(again)
+	if rest := p.Next(10, 0); idsOf(rest) != "[1-3 1-4]" {
+		t.Fatalf("rest %s", idsOf(rest))
+	}
+}
+
+func TestFeedBatchWaitsWithin(t *testing.T) {
+	p := testPartition(t, 2)
+	start := time.Now()
+	ds := p.Next(10, 50*time.Millisecond)
+	if len(ds) != 2 {
+		t.Fatalf("batch of %d, want the 2 available", len(ds))
+	}
+	if waited := time.Since(start); waited < 50*time.Millisecond {
+		t.Fatalf("returned after %s, before the batch window", waited)
+	}
+}
+
+func TestFeedStopsWhenLockNotTrusted(t *testing.T) {
+	p := testPartition(t, 3)
+	p.trustUntil.Store(mono() - 1)
+	if ds := p.Next(1, 0); ds != nil {
+		t.Fatalf("handed out %s without a trusted lock", idsOf(ds))
+	}
+	// The delivery stays pending, for this owner if trust comes back.
+	p.extendTrust(mono())
+	if ds := p.Next(1, 0); idsOf(ds) != "[1-0]" {
+		t.Fatalf("after trust is back: %s", idsOf(ds))
+	}
+}
+
+func TestFeedRejectEndsTheCall(t *testing.T) {
+	p := testPartition(t, 3)
+	ds := p.Next(1, 0)
+	p.Reject(ds, stream.ErrTrimmed)
+	if got := p.Next(1, 0); got != nil {
+		t.Fatalf("Next after Reject = %s, want nil until the policy ran", idsOf(got))
+	}
+	if len(p.rejected) != 1 || p.rejected[0].ID != "1-0" {
+		t.Fatalf("rejected %s", idsOf(p.rejected))
+	}
+}
+
+func TestFeedSoftStop(t *testing.T) {
+	p := testPartition(t, 0)
+	done := make(chan []stream.Delivery)
+	go func() { done <- p.Next(1, 0) }()
+	p.softStop()
+	select {
+	case ds := <-done:
+		if ds != nil {
+			t.Fatalf("Next after stop = %s", idsOf(ds))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next did not return on stop")
+	}
+}

@@ -1,0 +1,93 @@
+package executor
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOptionsDefaults(t *testing.T) {
+	o, err := Options{}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Options{LockExpiry: 10 * time.Second, Prefetch: 100, ReadBlock: 2 * time.Second, Grace: 10 * time.Second,
+		Start: Earliest, OnError: Halt, Retry: Retry{Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}}
+	if o != want {
+		t.Fatalf("defaults %+v, want %+v", o, want)
+	}
+	// Per-processor options win over app defaults, field by field.
+	m := Options{Prefetch: 7}.Merge(Options{Prefetch: 50, Grace: time.Second, OnError: Ignore})
+	if m.Prefetch != 7 || m.Grace != time.Second || m.OnError != Ignore {
+		t.Fatalf("merge %+v", m)
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	cases := []struct {
+		o    Options
+		want string
+	}{
+		{Options{LockExpiry: time.Millisecond}, "lock expiry"},
+		{Options{Prefetch: -1}, "prefetch"},
+		{Options{ReadBlock: time.Microsecond}, "read block"},
+		{Options{Grace: -time.Second}, "grace"},
+		{Options{JoinDelay: -time.Second}, "join delay"},
+		{Options{Start: 9}, "start position"},
+		{Options{OnError: 9}, "failure policy"},
+		{Options{Retry: Retry{Attempts: -1}}, "retry"},
+		{Options{Retry: Retry{Backoff: time.Second, MaxBackoff: time.Millisecond}}, "retry"},
+	}
+	for _, tc := range cases {
+		_, err := tc.o.WithDefaults()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want it to mention %q", tc.o, err, tc.want)
+		}
+	}
+}
+
+func TestTrustArithmetic(t *testing.T) {
+	for _, exp := range []time.Duration{300 * time.Millisecond, 2 * time.Second, 10 * time.Second, time.Minute} {
+		o := Options{LockExpiry: exp}
+		// Two refreshes in a row may fail before trust runs out.
+		if trust := exp - o.trustMargin(); trust <= 2*o.refreshEvery() {
+			t.Errorf("expiry %s: trust %s leaves no room for two failed refreshes every %s", exp, trust, o.refreshEvery())
+		}
+		if o.trustMargin() < exp/100 {
+			t.Errorf("expiry %s: margin %s below the clock-rate allowance", exp, o.trustMargin())
+		}
+		if o.heartbeatEvery() > time.Second || o.heartbeatEvery() > exp/3 {
+			t.Errorf("expiry %s: heartbeat every %s", exp, o.heartbeatEvery())
+		}
+	}
+}
+
+func TestParsePolicy(t *testing.T) {
+	for _, p := range []Policy{Halt, Quarantine, Ignore, DeadLetter} {
+		got, err := ParsePolicy(p.String())
+		if err != nil || got != p {
+			t.Errorf("ParsePolicy(%q) = %v, %v", p.String(), got, err)
+		}
+	}
+	if _, err := ParsePolicy("retry"); err == nil {
+		t.Error("ParsePolicy accepted an unknown policy")
+	}
+}
+
+func TestCompareIDs(t *testing.T) {
+	ordered := []string{"0-0", "0-1", "1-0", "9-99", "10-0", "10-2", "10-10", "1700000000000-0", "1700000000000-1"}
+	for i := range ordered {
+		for j := range ordered {
+			got := compareIDs(ordered[i], ordered[j])
+			want := 0
+			if i < j {
+				want = -1
+			} else if i > j {
+				want = 1
+			}
+			if got != want {
+				t.Fatalf("compareIDs(%s, %s) = %d, want %d", ordered[i], ordered[j], got, want)
+			}
+		}
+	}
+}
