@@ -31,6 +31,16 @@ func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// lineError is bad input at a line of a file: reported as "line N: reason",
+// without the program name, so editors and scripts can jump to it.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e lineError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+func (e lineError) Unwrap() error { return e.err }
+
 // onUsageError turns a flag parsing error of urfave/cli into a usageError, so
 // that it is reported like the others instead of with a help dump.
 func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
@@ -58,6 +68,11 @@ func report(w io.Writer, err error) int {
 	}
 	msg, status := explain(err)
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+	var le lineError
+	if errors.As(err, &le) {
+		fmt.Fprintf(w, "%s\n", msg)
+		return status
+	}
 	fmt.Fprintf(w, "leat: %s\n", msg)
 	return status
 }
@@ -66,6 +81,7 @@ func report(w io.Writer, err error) int {
 func explain(err error) (string, int) {
 	var ce *connectError
 	var ue usageError
+	var le lineError
 	var ec cli.ExitCoder // only urfave/cli's own help errors
 	switch {
 	case redis.IsAuthError(err): // NOAUTH or WRONGPASS
@@ -80,6 +96,8 @@ func explain(err error) (string, int) {
 			return fmt.Sprintf("Redis%s answered PING with an error: %v", at, re), exitFailure
 		}
 		return fmt.Sprintf("cannot reach Redis%s: %s", at, dialCause(ce.err)), exitFailure
+	case errors.As(err, &le):
+		return le.Error(), exitUsage
 	case errors.As(err, &ue), errors.As(err, &ec),
 		errors.Is(err, stream.ErrUnknownStream), errors.Is(err, stream.ErrConflict), errors.Is(err, stream.ErrEncode):
 		return err.Error(), exitUsage

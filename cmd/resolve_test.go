@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"testing"
 
 	"github.com/leatdev/leat/stream"
@@ -57,4 +58,13 @@ func TestSendFunctionKeyedStream(t *testing.T) {
 	}
 	r := run(t, nil, "", s.args("send", "orders", `{"id":2,"customer":"c1"}`)...)
 	wantFailure(t, r, exitUsage, `stream "orders" is keyed by a Go function`, "--key FIELD")
+	// Naming the field that holds the key routes the JSON records; the
+	// registry keeps the app's definition.
+	if r := run(t, nil, "", s.args("send", "--key", "customer", "orders", `{"id":3,"customer":"c1"}`)...); r.status != 0 {
+		t.Fatalf("send --key on a function-keyed stream: status %d, stderr %q", r.status, r.stderr)
+	}
+	d, err := stream.LoadDefinition(context.Background(), s.client, s.keys.Registry(), "orders")
+	if err != nil || d.KeyField != "" {
+		t.Fatalf("registry after send --key: %+v, %v", d, err)
+	}
 }

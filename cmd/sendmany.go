@@ -81,7 +81,7 @@ func readEntries(r io.Reader, core *stream.Core, h stream.Headers) ([]stream.Ent
 		if len(bytes.TrimSpace(line)) > 0 {
 			e, err := core.EncodeJSON(line, h)
 			if err != nil {
-				return nil, usageErrorf("line %d: %w", n, err)
+				return nil, lineError{line: n, err: err}
 			}
 			entries = append(entries, e)
 		}

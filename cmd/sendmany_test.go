@@ -114,7 +114,7 @@ func TestSendManyBadLine(t *testing.T) {
 	}{
 		{"invalid JSON", `{"customer":"c7",`, "invalid JSON"},
 		{"missing key", `{"n":7}`, `key field "customer" is missing`},
-		{"not an object", `[1,2]`, "does not fit"},
+		{"not an object", `[1,2]`, "want a JSON object, got array"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -125,9 +125,11 @@ func TestSendManyBadLine(t *testing.T) {
 			lines[6] = tc.line + "\n"
 			path := writeTemp(t, strings.Join(lines, ""))
 			r := run(t, nil, "", s.args("sendmany", "--key", "customer", "orders", path)...)
-			wantFailure(t, r, exitUsage, tc.reason)
-			if !strings.HasPrefix(r.stderr, "leat: line 7: ") {
-				t.Errorf("stderr %q, want it to start with %q", r.stderr, "leat: line 7: ")
+			if r.status != exitUsage {
+				t.Errorf("exit status %d, want %d", r.status, exitUsage)
+			}
+			if !strings.HasPrefix(r.stderr, "line 7: ") || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tc.reason) {
+				t.Errorf("stderr %q, want one line \"line 7: ...%s...\"", r.stderr, tc.reason)
 			}
 			if r.stdout != "" {
 				t.Errorf("stdout %q, want nothing", r.stdout)

@@ -75,6 +75,9 @@ func jsonError(data []byte, err error) error {
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Errorf("want a JSON object, got %s", te.Value)
+		}
 		return fmt.Errorf("field %q: JSON %s does not fit %s", te.Field, te.Value, te.Type)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {

@@ -196,6 +196,7 @@ func (s *Server) launch(bin string) error {
 	var out strings.Builder
 	cmd.Stdout = &out
 	cmd.Stderr = &out
+	bindToParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}

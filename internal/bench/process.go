@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// Settings of the processing variants, the same for leat and raw.
+const (
+	readCount = 100                    // entries per partition and read: XREADGROUP COUNT, leat's default prefetch
+	readBlock = 100 * time.Millisecond // XREADGROUP BLOCK, leat's ReadBlock
+	group     = "bench"                // consumer group, leat's processor name
+)
+
+// Process measures reading and acknowledging cfg.Events records with a leat
+// worker (decoding each), with a raw go-redis XREADGROUP/XACK loop, and with
+// the raw loop decoding each record too. Each run gets a stream filled with
+// the same records beforehand. See the package documentation. Every key it
+// wrote is deleted before it returns.
+func Process(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	sp, err := newSpace(client)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { err = errors.Join(err, sp.drop(ctx)) }()
+
+	recs := records(cfg.Events, cfg.PayloadBytes)
+	vs, err := measure(ctx, cfg, sp, []variant{
+		{VariantLeat, func(ctx context.Context) (time.Duration, error) { return processLeat(ctx, sp, cfg, recs) }},
+		{VariantRaw, func(ctx context.Context) (time.Duration, error) { return processRaw(ctx, sp, cfg, recs, false) }},
+		{VariantRawDecode, func(ctx context.Context) (time.Duration, error) { return processRaw(ctx, sp, cfg, recs, true) }},
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return newResult(BenchmarkProcess, cfg, vs), nil
+}
+
+// fill returns a new App with the benchmark stream declared and holding
+// recs. The partitions are sized so that nothing is trimmed. The caller
+// closes the App.
+func fill(ctx context.Context, sp space, cfg Config, recs []record) (*app.App, *stream.Stream[record], error) {
+	a, err := sp.newApp(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := stream.Declare[record](a, streamName, stream.KeyField("customer"), stream.Size(int64(len(recs))))
+	if err == nil {
+		for i := 0; i < len(recs) && err == nil; i += sendChunk {
+			_, err = s.SendMany(ctx, recs[i:min(i+sendChunk, len(recs))])
+		}
+	}
+	if err != nil {
+		a.Close()
+		return nil, nil, fmt.Errorf("fill stream: %w", err)
+	}
+	return a, s, nil
+}
+
+// processLeat fills a stream with recs, then runs a worker with a processor
+// that counts events until it has seen all of them, and returns the time
+// from starting the worker to the last event. The worker is stopped, and
+// has shut down, before it returns.
+func processLeat(ctx context.Context, sp space, cfg Config, recs []record) (time.Duration, error) {
+	a, s, err := fill(ctx, sp, cfg, recs)
+	if err != nil {
+		return 0, err
+	}
+	defer a.Close()
+	var seen atomic.Int64
+	all := make(chan struct{})
+	want := int64(len(recs))
+	err = app.Process(a, s, group, func(_ context.Context, events *stream.Events[record]) error {
+		for range events.All() {
+			if seen.Add(1) == want {
+				close(all)
+			}
+		}
+		return nil
+	}, executor.Options{Prefetch: readCount, ReadBlock: readBlock})
+	if err != nil {
+		return 0, err
+	}
+
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan error, 1)
+	start := time.Now()
+	go func() { ran <- a.Run(wctx) }()
+	select {
+	case <-all:
+		elapsed := time.Since(start)
+		stop()
+		if err := <-ran; err != nil {
+			return 0, fmt.Errorf("worker: %w", err)
+		}
+		return elapsed, nil
+	case err := <-ran: // failed, or ctx was cancelled
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err == nil {
+			err = fmt.Errorf("worker stopped after %d of %d events", seen.Load(), want)
+		}
+		return 0, fmt.Errorf("worker: %w", err)
+	}
+}
+
+// processRaw fills a stream with recs, creates a consumer group on every
+// partition, then reads and acknowledges every entry with one consumer:
+// XREADGROUP over all partitions, then one pipeline of an XACK per
+// partition read. With decode, it also decodes each record. It returns how
+// long the reading took.
+func processRaw(ctx context.Context, sp space, cfg Config, recs []record, decode bool) (time.Duration, error) {
+	a, s, err := fill(ctx, sp, cfg, recs)
+	if err != nil {
+		return 0, err
+	}
+	a.Close()
+	client := sp.client
+	streams := make([]string, 0, 2*cfg.Partitions)
+	for p := range cfg.Partitions {
+		key := s.Core().PartitionKey(p)
+		if err := client.XGroupCreateMkStream(ctx, key, group, "0").Err(); err != nil {
+			return 0, err
+		}
+		streams = append(streams, key)
+	}
+	for range cfg.Partitions {
+		streams = append(streams, ">")
+	}
+	args := &redis.XReadGroupArgs{Group: group, Consumer: "c", Streams: streams, Count: readCount, Block: readBlock}
+
+	start := time.Now()
+	for got := 0; got < len(recs); {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		res, err := client.XReadGroup(ctx, args).Result()
+		if errors.Is(err, redis.Nil) {
+			continue // nothing within readBlock
+		}
+		if err != nil {
+			return 0, err
+		}
+		pipe := client.Pipeline()
+		for _, st := range res {
+			ids := make([]string, len(st.Messages))
+			for i, m := range st.Messages {
+				ids[i] = m.ID
+				if decode {
+					if err := decodeRecord(m); err != nil {
+						return 0, err
+					}
+				}
+			}
+			got += len(ids)
+			pipe.XAck(ctx, st.Stream, group, ids...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+// decodeRecord decodes the record of m as a leat processor would.
+func decodeRecord(m redis.XMessage) error {
+	data, _ := m.Values[stream.FieldData].(string)
+	var r record
+	if err := stream.MsgPack.Unmarshal([]byte(data), &r); err != nil {
+		return fmt.Errorf("decode entry %s: %w", m.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// sendChunk is how many records one SendMany call of the leat variant
+// carries; SendMany pipelines them in batches of the app's SendBatch.
+const sendChunk = 10_000
+
+// Send measures sending cfg.Events records with leat (SendMany, which
+// encodes and routes) and with raw go-redis pipelines of XADD MAXLEN ~
+// carrying records encoded and routed beforehand. See the package
+// documentation. Every key it wrote is deleted before it returns.
+func Send(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	sp, err := newSpace(client)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { err = errors.Join(err, sp.drop(ctx)) }()
+
+	recs := records(cfg.Events, cfg.PayloadBytes)
+	raw, err := encodeRaw(recs, sp, cfg.Partitions)
+	if err != nil {
+		return Result{}, err
+	}
+	vs, err := measure(ctx, cfg, sp, []variant{
+		{VariantLeat, func(ctx context.Context) (time.Duration, error) { return sendLeat(ctx, sp, cfg, recs) }},
+		{VariantRaw, func(ctx context.Context) (time.Duration, error) { return sendRaw(ctx, client, raw) }},
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return newResult(BenchmarkSend, cfg, vs), nil
+}
+
+// sendLeat sends recs to a new stream with SendMany, sendChunk records per
+// call, and returns how long the sends took. The stream's registry entry is
+// written before the clock starts.
+func sendLeat(ctx context.Context, sp space, cfg Config, recs []record) (time.Duration, error) {
+	a, err := sp.newApp(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer a.Close()
+	s, err := stream.Declare[record](a, streamName, stream.KeyField("customer"))
+	if err != nil {
+		return 0, err
+	}
+	if err := a.Register(ctx); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for i := 0; i < len(recs); i += sendChunk {
+		if _, err := s.SendMany(ctx, recs[i:min(i+sendChunk, len(recs))]); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+// rawEntry is a record encoded and routed for the raw variant: the key of
+// its partition and its XADD field/value list in leat's entry layout.
+type rawEntry struct {
+	key    string
+	values []any
+}
+
+// encodeRaw encodes and routes recs as leat would, for the raw variant.
+func encodeRaw(recs []record, sp space, partitions int) ([]rawEntry, error) {
+	ks := sp.keys()
+	out := make([]rawEntry, len(recs))
+	for i := range recs {
+		data, err := stream.MsgPack.Marshal(&recs[i])
+		if err != nil {
+			return nil, err
+		}
+		key := []byte(recs[i].Customer)
+		out[i] = rawEntry{
+			key:    ks.Partition(streamName, stream.PartitionOf(key, partitions)),
+			values: []any{stream.FieldKey, key, stream.FieldCodec, stream.MsgPack.Name(), stream.FieldData, data},
+		}
+	}
+	return out, nil
+}
+
+// sendRaw sends entries with go-redis pipelines of stream.DefaultSendBatch
+// XADD MAXLEN ~ commands, the partition size leat uses by default, and
+// returns how long it took.
+func sendRaw(ctx context.Context, client redis.UniversalClient, entries []rawEntry) (time.Duration, error) {
+	start := time.Now()
+	for i := 0; i < len(entries); i += stream.DefaultSendBatch {
+		pipe := client.Pipeline()
+		for _, e := range entries[i:min(i+stream.DefaultSendBatch, len(entries))] {
+			pipe.XAdd(ctx, &redis.XAddArgs{Stream: e.key, MaxLen: stream.DefaultSize, Approx: true, Values: e.values})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
