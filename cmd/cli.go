@@ -81,7 +81,7 @@ func New(setup Setup) *cli.App {
 			helpFlag(),
 		},
 		Commands: []*cli.Command{
-			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup),
+			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), benchCommand(),
 		},
 		Action:       rootAction,
 		OnUsageError: onUsageError,

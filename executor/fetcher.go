@@ -50,6 +50,9 @@ type fetchState struct {
 	hasData bool   // the last read was full: read again without waiting
 	last    string // last ID seen, for the blocking XREAD
 	noGroup bool   // the group is missing (stream deleted): create it again
+
+	trimReported int64            // unread trimmed entries already reported (see trim.go)
+	trimNotice   *stream.Delivery // a report to deliver before the next entries
 }
 
 func newFetcher(e *Executor) *fetcher {
@@ -262,6 +265,10 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 	}
 	if len(res.Deleted) > 0 {
 		slices.SortFunc(ds, func(a, b stream.Delivery) int { return compareIDs(a.ID, b.ID) })
+	}
+	if s.trimNotice != nil && len(ds) > 0 && len(ds) < cap(s.p.buf)-len(s.p.buf) {
+		ds = append([]stream.Delivery{*s.trimNotice}, ds...)
+		s.trimNotice = nil
 	}
 	for _, d := range ds {
 		s.p.buf <- d // never blocks: at most the free space was read

@@ -46,11 +46,14 @@ func (e *Executor) membersKey() string { return e.keys.Members(e.stream.Name(), 
 func (e *Executor) heartbeat(ctx context.Context) {
 	t := time.NewTicker(e.opts.heartbeatEvery())
 	defer t.Stop()
-	for {
+	for beat := 1; ; beat++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if beat%trimCheckEvery == 0 {
+			e.checkTrimmed(ctx)
 		}
 		hctx, cancel := context.WithTimeout(ctx, e.opts.heartbeatEvery())
 		present, expired, err := scripts.Heartbeat(hctx, e.client, e.membersKey(), e.id, e.opts.LockExpiry.Milliseconds())

@@ -11,6 +11,9 @@ type Observer interface {
 	Quarantined(stream, processor string, partition int, err error)
 	// LockLost reports a partition whose lock was lost or not trusted.
 	LockLost(stream, processor string, partition int)
+	// Trimmed reports entries removed from a partition by retention before
+	// the processor read them.
+	Trimmed(stream, processor string, partition int, entries int64)
 	// Rebalanced reports a new assignment applied by this executor, with
 	// the partitions it now owns.
 	Rebalanced(stream, processor string, owned []int)
@@ -24,3 +27,4 @@ func (NopObserver) Failed(string, string, int, error)      {}
 func (NopObserver) Quarantined(string, string, int, error) {}
 func (NopObserver) LockLost(string, string, int)           {}
 func (NopObserver) Rebalanced(string, string, []int)       {}
+func (NopObserver) Trimmed(string, string, int, int64)     {}

@@ -1,0 +1,88 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// Trimmed before read. XADD MAXLEN ~ trims the oldest entries whatever the
+// consumer groups did with them, so a processor lagging more than the
+// partition size loses entries without ever seeing them. Redis counts what
+// was added to a stream and what a group read, so the executor checks every
+// few heartbeats, for each partition it owns:
+//
+//	removed = entries-added - length        (trimmed or deleted so far)
+//	unread  = removed - entries-read        (of those, never read by the group)
+//
+// A growth of unread is reported once, as one delivery with ErrTrimmed put
+// before the next entries read, so it reaches the failure policy in order:
+// halt stops the worker, quarantine stops the partition, dead-letter writes
+// a dead letter saying how many entries were lost and before which ID.
+// Entries that were read but trimmed before they were acknowledged come back
+// from XAUTOCLAIM as deleted and reach the policy one by one.
+
+// trimCheckEvery is the number of heartbeats between two checks.
+const trimCheckEvery = 5
+
+// checkTrimmed runs the check on every partition e holds.
+func (e *Executor) checkTrimmed(ctx context.Context) {
+	e.mu.Lock()
+	var parts []*partition
+	for n, p := range e.owned {
+		if e.ready[n] {
+			parts = append(parts, p)
+		}
+	}
+	e.mu.Unlock()
+	if len(parts) == 0 {
+		return
+	}
+	pipe := e.client.Pipeline()
+	infos := make([]*redis.XInfoStreamCmd, len(parts))
+	groups := make([]*redis.XInfoGroupsCmd, len(parts))
+	for i, p := range parts {
+		infos[i] = pipe.XInfoStream(ctx, p.key)
+		groups[i] = pipe.XInfoGroups(ctx, p.key)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return // a stream or group went missing: the fetcher repairs it
+	}
+	for i, p := range parts {
+		info := infos[i].Val()
+		for _, g := range groups[i].Val() {
+			if g.Name != e.processor || g.LastDeliveredID == "0-0" {
+				continue // entries-read is unknown before the first read
+			}
+			unread := info.EntriesAdded - info.Length - g.EntriesRead
+			e.fetch.trimmed(p, unread, info.FirstEntry.ID)
+		}
+	}
+}
+
+// trimmed records that unread entries of p were trimmed before the group
+// read them (before the entry first); a growth since the last report is
+// delivered to the consumer ahead of the next entries.
+func (f *fetcher) trimmed(p *partition, unread int64, first string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.parts[p.n]
+	if !ok || s.p != p {
+		return
+	}
+	if unread <= s.trimReported {
+		s.trimReported = max(unread, 0) // the group read past them: counting starts again
+		return
+	}
+	lost := unread - s.trimReported
+	s.trimReported = unread
+	f.log.Error("entries trimmed before they were read", "partition", p.n, "entries", lost, "before", first)
+	f.e.obs.Trimmed(f.e.stream.Name(), f.e.processor, p.n, lost)
+	s.trimNotice = &stream.Delivery{
+		Entry:      stream.Entry{Partition: p.n},
+		Deliveries: 1,
+		Err:        fmt.Errorf("%w: %d entries before %s were removed from the stream before the processor read them", stream.ErrTrimmed, lost, first),
+	}
+}
