@@ -13,6 +13,7 @@ import (
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // fetcher reads the partitions of one executor into their buffers. One
@@ -435,6 +436,9 @@ func ownClient(c redis.UniversalClient) *redis.Client {
 		return nil
 	}
 	opt := *rc.Options()
+	// The shared client may update its own notification settings while
+	// connecting: give this client settings of its own (it needs none).
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	opt.PoolSize = 3
 	opt.MinIdleConns = 0
 	opt.MaxIdleConns = 3
