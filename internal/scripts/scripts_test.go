@@ -1,0 +1,156 @@
+package scripts_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func fetch(t *testing.T, c *redis.Client, lock, key, token string, count int, cursor string) scripts.FetchResult {
+	t.Helper()
+	ctx := context.Background()
+	if err := scripts.Load(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	pipe := c.Pipeline()
+	cmd := scripts.Fetch(ctx, pipe, lock, key, token, "g", "c1", count, cursor)
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	r, err := scripts.ParseFetch(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestFetchIsFencedByTheLock(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	key, lock := prefix+":s:{p}", prefix+":lock:{p}"
+	for range 5 {
+		c.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"data", "x"}})
+	}
+	c.XGroupCreate(ctx, key, "g", "0")
+
+	if r := fetch(t, c, lock, key, "me", 10, ""); r.Held || len(r.Messages) != 0 {
+		t.Fatalf("read without the lock: %+v", r)
+	}
+	c.Set(ctx, lock, "someone-else", time.Minute)
+	if r := fetch(t, c, lock, key, "me", 10, ""); r.Held {
+		t.Fatalf("read with another's lock: %+v", r)
+	}
+	if n := c.XPending(ctx, key, "g").Val().Count; n != 0 {
+		t.Fatalf("%d entries delivered without the lock", n)
+	}
+	c.Set(ctx, lock, "me", time.Minute)
+	r := fetch(t, c, lock, key, "me", 3, "")
+	if !r.Held || len(r.Messages) != 3 || r.Messages[0].Values["data"] != "x" {
+		t.Fatalf("read with the lock: %+v", r)
+	}
+	r = fetch(t, c, lock, key, "me", 10, "")
+	if len(r.Messages) != 2 {
+		t.Fatalf("second read: %d entries, want 2", len(r.Messages))
+	}
+	r = fetch(t, c, lock, key, "me", 10, "")
+	if len(r.Messages) != 0 || r.Last == "" || r.Last == "0-0" {
+		t.Fatalf("empty read: %+v, want the last ID", r)
+	}
+}
+
+func TestFetchRecoversPendingInOrder(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	key, lock := prefix+":s:{p}", prefix+":lock:{p}"
+	var ids []string
+	for range 6 {
+		ids = append(ids, c.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"data", "x"}}).Val())
+	}
+	c.XGroupCreate(ctx, key, "g", "0")
+	// A previous owner read 5 entries and died; one of them was trimmed since.
+	c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "dead", Streams: []string{key, ">"}, Count: 5})
+	c.XDel(ctx, key, ids[1])
+	c.Set(ctx, lock, "me", time.Minute)
+
+	r := fetch(t, c, lock, key, "me", 2, "0-0")
+	if !r.Held || len(r.Messages) != 1 || r.Messages[0].ID != ids[0] || len(r.Deleted) != 1 || r.Deleted[0] != ids[1] {
+		t.Fatalf("first recovery page: %+v", r)
+	}
+	if r.Counts[0] != 2 {
+		t.Fatalf("delivery count %d, want 2 (the dead owner's and this one)", r.Counts[0])
+	}
+	var got []string
+	for cursor := r.Cursor; cursor != "0-0"; {
+		r = fetch(t, c, lock, key, "me", 2, cursor)
+		for _, m := range r.Messages {
+			got = append(got, m.ID)
+		}
+		cursor = r.Cursor
+	}
+	if len(got) != 3 || got[0] != ids[2] || got[2] != ids[4] {
+		t.Fatalf("recovered %v, want %v in order", got, ids[2:5])
+	}
+	// Then new entries.
+	if r := fetch(t, c, lock, key, "me", 10, ""); len(r.Messages) != 1 || r.Messages[0].ID != ids[5] {
+		t.Fatalf("new entries after recovery: %+v", r)
+	}
+}
+
+func TestHeartbeatAndLiveMembers(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	members := prefix + ":members:{g}"
+	present, expired, err := scripts.Heartbeat(ctx, c, members, "a", 60_000)
+	if err != nil || present || len(expired) != 0 {
+		t.Fatalf("first heartbeat: %v %v %v", present, expired, err)
+	}
+	if present, _, _ := scripts.Heartbeat(ctx, c, members, "a", 60_000); !present {
+		t.Fatal("second heartbeat: not present")
+	}
+	c.ZAdd(ctx, members, redis.Z{Member: "dead", Score: 1})
+	_, expired, _ = scripts.Heartbeat(ctx, c, members, "a", 60_000)
+	if len(expired) != 1 || expired[0] != "dead" {
+		t.Fatalf("expired %v, want [dead]", expired)
+	}
+	live, removed, err := scripts.LiveMembers(ctx, c, members)
+	if err != nil || len(live) != 1 || live[0] != "a" || len(removed) != 1 {
+		t.Fatalf("live %v removed %v %v", live, removed, err)
+	}
+	if n := c.ZCard(ctx, members).Val(); n != 1 {
+		t.Fatalf("%d members after removal", n)
+	}
+}
+
+func TestRegisterStream(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	reg := prefix + ":streams:{app}"
+	def := `{"name":"s","partitions":8,"key_field":"k"}`
+	if _, ok, err := scripts.RegisterStream(ctx, c, reg, "s", def, 8, "k"); !ok || err != nil {
+		t.Fatalf("first registration: %v %v", ok, err)
+	}
+	if cur, ok, _ := scripts.RegisterStream(ctx, c, reg, "s", `{}`, 4, "k"); ok || cur != def {
+		t.Fatalf("other partition count accepted (%v, %q)", ok, cur)
+	}
+	if _, ok, _ := scripts.RegisterStream(ctx, c, reg, "s", `{}`, 8, "other"); ok {
+		t.Fatal("other key field accepted")
+	}
+	fn := `{"name":"f","partitions":8}`
+	scripts.RegisterStream(ctx, c, reg, "f", fn, 8, "")
+	if _, ok, _ := scripts.RegisterStream(ctx, c, reg, "f", `{"x":1}`, 8, "k"); !ok {
+		t.Fatal("a field naming the key of a function-keyed stream refused")
+	}
+	if got := c.HGet(ctx, reg, "f").Val(); got != fn {
+		t.Fatalf("function-keyed definition replaced by %q", got)
+	}
+}
