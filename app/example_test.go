@@ -1,0 +1,70 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/stream"
+)
+
+type Order struct {
+	ID       int64   `msgpack:"id"`
+	Customer string  `msgpack:"customer"`
+	Amount   float64 `msgpack:"amount"`
+}
+
+// A processor keeping running totals per customer: events of one customer
+// arrive in order, on one worker at a time.
+func ExampleProcess() {
+	a, err := app.New(app.Config{Name: "shop", RedisURL: "redis://127.0.0.1:6379"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	orders, err := stream.Declare[Order](a, "orders", stream.KeyField("customer"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	totals := map[string]float64{} // per partition goroutine in real code
+	err = app.Process(a, orders, "totals", func(ctx context.Context, events *stream.Events[Order]) error {
+		for e := range events.All() {
+			totals[e.Record.Customer] += e.Record.Amount
+		}
+		return nil
+	}, executor.Options{OnError: executor.DeadLetter, Retry: executor.Retry{Attempts: 3}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := a.Run(ctx); err != nil { // until ctx ends, then a graceful stop
+		log.Fatal(err)
+	}
+}
+
+// Batches of at most 100 events, waiting at most 50ms for one to fill: a
+// batch is acknowledged as a unit when the loop body returns.
+func ExampleProcess_batches() {
+	a, _ := app.New(app.Config{Name: "shop"})
+	orders, _ := stream.Declare[Order](a, "orders", stream.KeyField("customer"))
+	_ = app.Process(a, orders, "bulk", func(ctx context.Context, events *stream.Events[Order]) error {
+		for batch := range events.Batches(100, 50*time.Millisecond) {
+			fmt.Println(len(batch), "orders")
+		}
+		return nil
+	})
+}
+
+// A leader-only task: it runs on one worker of the app at a time and moves
+// to another when that worker stops or dies.
+func ExampleApp_Background() {
+	a, _ := app.New(app.Config{Name: "shop"})
+	_ = a.Background("report", func(ctx context.Context) error {
+		fmt.Println("only on the leader")
+		return nil
+	}, app.Schedule{Cron: "*/5 * * * *", LeaderOnly: true})
+}
