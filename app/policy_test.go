@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,7 +125,7 @@ func TestPolicyQuarantine(t *testing.T) {
 	}
 	r.exactlyOnce(t, want)
 	report := env.client.HGet(context.Background(), qkey, strconv.Itoa(badP)).Val()
-	if report == "" || !contains(report, "boom") {
+	if report == "" || !strings.Contains(report, "boom") {
 		t.Fatalf("quarantine report %q", report)
 	}
 }
@@ -292,15 +293,28 @@ func TestPoisonEntry(t *testing.T) {
 	r.inOrder(t, false)
 }
 
-func contains(s, sub string) bool {
-	return len(s) >= len(sub) && (s == sub || len(sub) == 0 || indexOf(s, sub) >= 0)
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
+// A batch wait longer than the grace period is a configuration error that
+// stops the worker with a clear error.
+func TestBatchWithinBeyondGrace(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(1, nil)
+	fn := func(ctx context.Context, events *stream.Events[event]) error {
+		for range events.Batches(10, time.Minute) {
 		}
+		return nil
 	}
-	return -1
+	if err := app.Process(a, s, "p", fn, executor.Options{Grace: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	sendEvents(t, s, []string{"k"}, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := a.Run(ctx)
+	if !errors.Is(err, stream.ErrBatchConfig) || !strings.Contains(err.Error(), "grace period 1s") {
+		t.Fatalf("Run = %v, want stream.ErrBatchConfig naming the grace period", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the worker did not stop by itself")
+	}
 }
