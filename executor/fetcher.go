@@ -54,6 +54,26 @@ type fetchState struct {
 
 	trimReported int64            // unread trimmed entries already reported (see trim.go)
 	trimNotice   *stream.Delivery // a report to deliver before the next entries
+
+	overflow []stream.Delivery // read but not yet in the buffer, which was full
+}
+
+// push puts ds, after any earlier overflow, into the partition's buffer
+// without blocking, and keeps what does not fit for later. The caller holds
+// f.mu.
+func (s *fetchState) push(ds []stream.Delivery) {
+	if len(s.overflow) > 0 {
+		ds = append(s.overflow, ds...)
+		s.overflow = nil
+	}
+	for i, d := range ds {
+		select {
+		case s.p.buf <- d:
+		default:
+			s.overflow = append([]stream.Delivery(nil), ds[i:]...)
+			return
+		}
+	}
 }
 
 func newFetcher(e *Executor) *fetcher {
@@ -155,6 +175,10 @@ func (f *fetcher) collect() []fetchWork {
 	defer f.mu.Unlock()
 	var work []fetchWork
 	for _, s := range f.parts {
+		if len(s.overflow) > 0 {
+			s.push(nil) // no read until what was read is in the buffer
+			continue
+		}
 		free := cap(s.p.buf) - len(s.p.buf)
 		if free < f.watermark() || (s.cursor == "" && !s.hasData) {
 			continue
@@ -271,9 +295,7 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 		ds = append([]stream.Delivery{*s.trimNotice}, ds...)
 		s.trimNotice = nil
 	}
-	for _, d := range ds {
-		s.p.buf <- d // never blocks: at most the free space was read
-	}
+	s.push(ds)
 	if w.cursor != "" {
 		s.cursor = res.Cursor
 		if s.cursor == "0-0" || s.cursor == "" {
