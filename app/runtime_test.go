@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -44,4 +45,24 @@ func TestProcessEachOnce(t *testing.T) {
 			t.Errorf("event %+v: partition want %d", e, p)
 		}
 	}
+}
+
+// A new group starting at Latest skips what was sent before it existed.
+func TestStartLatest(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(2, nil)
+	r := newRecorder()
+	if err := app.Process(a, s, "p", collect(r), executor.Options{Start: executor.Latest}); err != nil {
+		t.Fatal(err)
+	}
+	sendEvents(t, s, []string{"a", "b", "c"}, 3, 0)
+	startWorker(t, a)
+	waitFor(t, 10*time.Second, "partitions owned", func() bool {
+		ex := a.Executors()
+		return len(ex) == 1 && len(ex[0].Owned()) == 2
+	})
+	later := sendEvents(t, s, []string{"a", "b", "c"}, 2, 10)
+	waitFor(t, 10*time.Second, "the later events", func() bool { return r.count() >= len(later) })
+	r.exactlyOnce(t, later)
 }
