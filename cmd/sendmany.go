@@ -99,8 +99,14 @@ func sendAll(c *cli.Context, core *stream.Core, entries []stream.Entry) error {
 	sent := 0
 	for start := 0; start < len(entries); start += sendChunk {
 		ids, err := core.SendEntries(c.Context, entries[start:min(start+sendChunk, len(entries))])
-		sent += len(ids)
-		bar.add(len(ids))
+		n := 0
+		for _, id := range ids {
+			if id != "" {
+				n++
+			}
+		}
+		sent += n
+		bar.add(n)
 		if err != nil {
 			return fmt.Errorf("sent %d of %d events, then: %w", sent, len(entries), err)
 		}

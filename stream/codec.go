@@ -64,6 +64,46 @@ func (msgpackCodec) Unmarshal(data []byte, v any) error {
 	return nil
 }
 
+// batchCodec is a codec that encodes many records faster with one reused
+// encoder and buffer than with a Marshal each.
+type batchCodec interface {
+	newBatch() marshalBatch
+}
+
+type marshalBatch interface {
+	marshal(v any) ([]byte, error)
+	close()
+}
+
+func (msgpackCodec) newBatch() marshalBatch {
+	b := &msgpackBatch{enc: msgpack.GetEncoder()}
+	b.enc.Reset(&b.buf)
+	b.enc.SetCustomStructTag("json")
+	b.enc.UseCompactInts(true)
+	return b
+}
+
+// msgpackBatch encodes records one after the other into one buffer; each
+// result is a capacity-limited slice of it, so later records never write
+// into an earlier one (when the buffer grows, earlier results keep the old
+// memory).
+type msgpackBatch struct {
+	enc *msgpack.Encoder
+	buf bytes.Buffer
+}
+
+func (b *msgpackBatch) marshal(v any) ([]byte, error) {
+	start := b.buf.Len()
+	if err := b.enc.Encode(v); err != nil {
+		b.buf.Truncate(start)
+		return nil, err
+	}
+	end := b.buf.Len()
+	return b.buf.Bytes()[start:end:end], nil
+}
+
+func (b *msgpackBatch) close() { msgpack.PutEncoder(b.enc) }
+
 type jsonCodec struct{}
 
 func (jsonCodec) Name() string                  { return "json" }

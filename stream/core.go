@@ -2,7 +2,9 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -65,47 +67,89 @@ func (c *Core) Decoder(name string) (Codec, error) {
 	return LookupCodec(name, c.codec)
 }
 
+// sendLanes is how many pipelines a large send keeps in flight at once, on
+// as many connections: Redis works on one while the next is written and the
+// replies of another are read. Entries are dealt to lanes by partition, so
+// the entries of one partition stay in one lane, in order.
+const sendLanes = 4
+
 // SendEntries sends entries, already encoded and keyed, to their partitions
 // (Entry.Partition) with pipelined XADDs, SendBatch per round trip, and
 // returns their IDs in the same order. Entries of one partition are appended
-// in slice order. When it fails part way, the returned IDs are those of the
-// entries that were sent, a prefix of entries.
+// in slice order. When it fails part way, the returned slice still has one
+// element per entry: the ID of each entry that was sent, "" for the others.
 func (c *Core) SendEntries(ctx context.Context, entries []Entry) ([]string, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
+	for i := range entries {
+		if p := entries[i].Partition; p < 0 || p >= c.def.Partitions {
+			return nil, fmt.Errorf("stream %q: entry %d: partition %d out of range", c.def.Name, i, p)
+		}
+	}
 	if err := c.Register(ctx); err != nil {
 		return nil, err
 	}
+	ids := make([]string, len(entries))
 	batch := c.catalog.defaults.SendBatch
-	ids := make([]string, 0, len(entries))
-	cmds := make([]*redis.StringCmd, 0, min(batch, len(entries)))
-	for start := 0; start < len(entries); start += batch {
-		chunk := entries[start:min(start+batch, len(entries))]
+	_, cluster := c.catalog.client.(*redis.ClusterClient) // its pipelines fan out by node already
+	if len(entries) <= batch || cluster {
+		return ids, c.sendLane(ctx, entries, nil, ids)
+	}
+	lanes := make([][]int, sendLanes)
+	for i := range entries {
+		l := entries[i].Partition % sendLanes
+		lanes[l] = append(lanes[l], i)
+	}
+	errs := make([]error, sendLanes)
+	var wg sync.WaitGroup
+	for l, idx := range lanes {
+		if len(idx) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[l] = c.sendLane(ctx, entries, idx, ids)
+		}()
+	}
+	wg.Wait()
+	return ids, errors.Join(errs...)
+}
+
+// sendLane sends the entries at idx (all of them when idx is nil) in order,
+// a pipeline of SendBatch XADDs at a time, writing their IDs into ids.
+func (c *Core) sendLane(ctx context.Context, entries []Entry, idx []int, ids []string) error {
+	n := len(idx)
+	if idx == nil {
+		n = len(entries)
+	}
+	at := func(k int) int {
+		if idx == nil {
+			return k
+		}
+		return idx[k]
+	}
+	batch := c.catalog.defaults.SendBatch
+	size := strconv.FormatInt(c.def.Size, 10)
+	cmds := make([]*redis.Cmd, 0, min(batch, n))
+	for start := 0; start < n; start += batch {
+		end := min(start+batch, n)
 		cmds = cmds[:0]
 		pipe := c.catalog.client.Pipeline()
-		for i := range chunk {
-			e := &chunk[i]
-			if e.Partition < 0 || e.Partition >= c.def.Partitions {
-				return ids, fmt.Errorf("stream %q: partition %d out of range", c.def.Name, e.Partition)
-			}
-			cmds = append(cmds, pipe.XAdd(ctx, &redis.XAddArgs{
-				Stream: c.PartitionKey(e.Partition),
-				MaxLen: c.def.Size,
-				Approx: true,
-				Values: e.values(),
-			}))
+		for k := start; k < end; k++ {
+			e := &entries[at(k)]
+			cmds = append(cmds, pipe.Do(ctx, e.xaddArgs(c.PartitionKey(e.Partition), size)...))
 		}
 		_, err := pipe.Exec(ctx)
-		for _, cmd := range cmds {
-			if cmd.Err() != nil {
-				break
+		for k, cmd := range cmds {
+			if id, err := cmd.Text(); err == nil {
+				ids[at(start+k)] = id
 			}
-			ids = append(ids, cmd.Val())
 		}
 		if err != nil {
-			return ids, fmt.Errorf("stream %q: send: %w", c.def.Name, err)
+			return fmt.Errorf("stream %q: send: %w", c.def.Name, err)
 		}
 	}
-	return ids, nil
+	return nil
 }

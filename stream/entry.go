@@ -37,10 +37,10 @@ type Entry struct {
 	Headers   Headers
 }
 
-// values returns the XADD field/value list of e.
-func (e *Entry) values() []any {
-	vals := make([]any, 0, 6+2*len(e.Headers))
-	vals = append(vals, FieldKey, e.Key, FieldCodec, e.Codec, FieldData, e.Data)
+// xaddArgs returns the command XADD key MAXLEN ~ size * <fields of e>.
+func (e *Entry) xaddArgs(key, size string) []any {
+	vals := make([]any, 0, 12+2*len(e.Headers))
+	vals = append(vals, "XADD", key, "MAXLEN", "~", size, "*", FieldKey, e.Key, FieldCodec, e.Codec, FieldData, e.Data)
 	if len(e.Headers) > 0 {
 		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 			vals = append(vals, HeaderField+k, e.Headers[k])

@@ -117,11 +117,9 @@ func (s *Stream[T]) Send(ctx context.Context, records ...T) ([]string, error) {
 // SendMany sends records, each to its partition, and returns their entry IDs
 // in order. See SendMessages.
 func (s *Stream[T]) SendMany(ctx context.Context, records []T) ([]string, error) {
-	entries := make([]Entry, len(records))
-	for i := range records {
-		if err := s.encode(&records[i], nil, &entries[i]); err != nil {
-			return nil, fmt.Errorf("%w: record %d: %w", ErrEncode, i, err)
-		}
+	entries, err := s.encodeAll(len(records), func(i int) (*T, Headers) { return &records[i], nil })
+	if err != nil {
+		return nil, err
 	}
 	return s.core.SendEntries(ctx, entries)
 }
@@ -129,16 +127,41 @@ func (s *Stream[T]) SendMany(ctx context.Context, records []T) ([]string, error)
 // SendMessages sends records with headers. Every record is encoded before
 // anything is sent, so an encoding error (wrapped in ErrEncode) sends nothing.
 // Records are appended with pipelined XADDs, the app's SendBatch per round
-// trip; records of one partition keep their order. On a Redis error part way,
-// the IDs of the records sent so far are returned with the error.
+// trip, several round trips in flight for large sends; records of one
+// partition keep their order. On a Redis error part way, the returned slice
+// holds the ID of each record that was sent and "" for the others.
 func (s *Stream[T]) SendMessages(ctx context.Context, msgs []Message[T]) ([]string, error) {
-	entries := make([]Entry, len(msgs))
-	for i := range msgs {
-		if err := s.encode(&msgs[i].Record, msgs[i].Headers, &entries[i]); err != nil {
-			return nil, fmt.Errorf("%w: record %d: %w", ErrEncode, i, err)
-		}
+	entries, err := s.encodeAll(len(msgs), func(i int) (*T, Headers) { return &msgs[i].Record, msgs[i].Headers })
+	if err != nil {
+		return nil, err
 	}
 	return s.core.SendEntries(ctx, entries)
+}
+
+// encodeAll encodes n records given by at into entries, with one reused
+// encoder when the codec offers one.
+func (s *Stream[T]) encodeAll(n int, at func(int) (*T, Headers)) ([]Entry, error) {
+	entries := make([]Entry, n)
+	marshal := s.core.codec.Marshal
+	if bc, ok := s.core.codec.(batchCodec); ok && n > 1 {
+		b := bc.newBatch()
+		defer b.close()
+		marshal = b.marshal
+	}
+	name := s.core.codec.Name()
+	for i := range n {
+		r, h := at(i)
+		key, err := s.keyOf(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: record %d: %w", ErrEncode, i, err)
+		}
+		data, err := marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: record %d: %w", ErrEncode, i, err)
+		}
+		entries[i] = Entry{Partition: s.core.PartitionOf(key), Key: key, Codec: name, Data: data, Headers: h}
+	}
+	return entries, nil
 }
 
 func (s *Stream[T]) encode(r *T, h Headers, e *Entry) error {
