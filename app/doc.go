@@ -1,14 +1,42 @@
-// Package app holds the App: a named set of streams and processors that
-// share one Redis connection and one key space.
+// Package app holds the App: a named set of streams, processors and
+// background tasks that share one Redis connection and one key space, and
+// the worker that runs them.
 //
 //	a, err := app.New(app.Config{Name: "shop", RedisURL: "redis://127.0.0.1:6379"})
 //	if err != nil { ... }
 //	defer a.Close()
 //	orders, err := stream.Declare[Order](a, "orders", stream.KeyField("customer"))
+//	err = app.Process(a, orders, "totals", totals)
+//	err = a.Run(ctx) // a worker, until ctx is cancelled
+//
+// # Configuration
 //
 // [Config] documents every setting and its default; the zero value of a field
 // means its default, and [New] validates the whole configuration, returning
 // one error that names every problem. An App accepts a caller-owned
 // redis.UniversalClient (standalone, Sentinel or Cluster) and never closes a
-// client it did not create.
+// client it did not create. Config.Processing holds the defaults of every
+// processor's executor.Options; [Process] takes per-processor overrides.
+//
+// # Processors and workers
+//
+// [Process] registers a function over the events of one partition of a
+// stream. [App.Run] (or [App.RunProcessors] for a subset) is a worker: it
+// writes the stream and processor definitions to the registry in Redis, runs
+// one executor per processor (package executor: partition locks, fetching,
+// rebalancing, failure policies), takes part in leader election and runs
+// the background tasks. Run any number of workers, in one process or many:
+// the partitions of each processor are spread across them, and move when
+// workers join, leave or die. Run returns nil after a graceful stop when its
+// context is cancelled, or the error of a processor whose failure policy
+// halts the worker. The library never traps signals: the CLI's worker
+// command (package cmd) does.
+//
+// # Leadership and background tasks
+//
+// One worker of an app holds the leader lease (see leader.go for the lease
+// arithmetic); [App.IsLeader] tells. [App.Background] registers a task run
+// once at start, at an interval or on a cron schedule, on every worker or
+// only on the leader; a leader-only task's context is cancelled when the
+// worker loses the lease, and the task starts on the new leader.
 package app

@@ -29,6 +29,16 @@
 // anything is sent ([ErrEncode]). Then they pipeline XADD ... MAXLEN ~ size,
 // a batch of commands per round trip, and return the entry IDs in order.
 //
+// # Events
+//
+// A processor (registered with app.Process) receives an [Events] of one
+// partition and ranges over it with Go iterators: [Events.All] one event at a
+// time, [Events.Records] the records only, [Events.Batches] at most n events
+// waiting at most d. An event or batch is acknowledged when the loop body that
+// received it finishes and asks for the next; leaving the loop with an error
+// applies the processor's failure policy to it. Each [Event] carries its
+// record, entry ID, partition, key, headers and delivery count.
+//
 // # Registry
 //
 // Each declared stream's [Definition] is written to a hash in Redis when the
