@@ -66,3 +66,31 @@ func TestStartLatest(t *testing.T) {
 	waitFor(t, 10*time.Second, "the later events", func() bool { return r.count() >= len(later) })
 	r.exactlyOnce(t, later)
 }
+
+// Two processors of one stream are two consumer groups: each sees every
+// event once, at its own pace.
+func TestTwoProcessorsOneStream(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(4, nil)
+	r1, r2 := newRecorder(), newRecorder()
+	if err := app.Process(a, s, "first", collect(r1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Process(a, s, "second", collect(r2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Process(a, s, "first", collect(r2)); err == nil {
+		t.Fatal("a second processor called first on the same stream was accepted")
+	}
+	sent := sendEvents(t, s, []string{"a", "b", "c", "d"}, 25, 0)
+	w := startWorker(t, a)
+	waitFor(t, 10*time.Second, "both processors", func() bool { return r1.count() == 100 && r2.count() == 100 })
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	r1.exactlyOnce(t, sent)
+	r2.exactlyOnce(t, sent)
+	r1.inOrder(t, false)
+	r2.inOrder(t, false)
+}
