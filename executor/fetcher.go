@@ -37,7 +37,6 @@ type fetcher struct {
 	parts    map[int]*fetchState
 	blocking bool
 	blockID  int64 // CLIENT ID of the blocking connection
-	epoch    uint64
 
 	wake    chan struct{}
 	unblock chan struct{}
@@ -322,6 +321,11 @@ func toDelivery(p int, m redis.XMessage) stream.Delivery {
 // waitIdle blocks until an idle partition gets new entries, a consumer or a
 // new partition wakes the fetcher, or ReadBlock passes.
 func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
+	var id int64
+	var idErr error
+	if b.ok() {
+		id, idErr = b.id(ctx) // a round trip only on a new connection
+	}
 	f.mu.Lock()
 	var keys, last []string
 	var states []*fetchState
@@ -357,11 +361,10 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 		return
 	}
 	f.blocking = true
-	f.epoch++
-	id, err := b.id(ctx)
 	f.blockID = id
 	f.mu.Unlock()
 	var got []string
+	err := idErr
 	if err == nil {
 		got, err = b.xread(ctx, keys, last, f.e.opts.ReadBlock)
 	}
