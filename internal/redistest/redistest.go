@@ -10,13 +10,13 @@
 // process is started. When redis-server is missing, tests are skipped with the
 // command that installs it, except under CI=true, where they fail.
 //
-// Tests that restart or stop Redis start a private server with [Start].
+// Tests that restart or stop Redis start a private server with [Start];
+// [StartCluster] starts a Redis Cluster.
 package redistest
 
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -129,12 +129,13 @@ func unavailable(tb testing.TB, err error) {
 
 // Server is a redis-server process owned by a test.
 type Server struct {
-	URL  string
-	Addr string // host:port the server listens on
-	dir  string
-	port int
-	mu   sync.Mutex
-	cmd  *exec.Cmd
+	URL   string
+	Addr  string // host:port the server listens on
+	dir   string
+	port  int
+	extra []string // more redis-server arguments
+	mu    sync.Mutex
+	cmd   *exec.Cmd
 }
 
 // Start starts a private redis-server on a free TCP port for tb and stops it
@@ -149,29 +150,7 @@ func Start(tb testing.TB) *Server {
 	return s
 }
 
-func startServer() (*Server, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, errors.New("redis-server not found in PATH")
-	}
-	dir, err := os.MkdirTemp("", "leat-redis-")
-	if err != nil {
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	s := &Server{dir: dir, port: port}
-	s.Addr = "127.0.0.1:" + strconv.Itoa(port)
-	s.URL = "redis://" + s.Addr
-	if err := s.launch(bin); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	return s, nil
-}
+func startServer() (*Server, error) { return startServerArgs() }
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -183,7 +162,7 @@ func freePort() (int, error) {
 }
 
 func (s *Server) launch(bin string) error {
-	cmd := exec.Command(bin,
+	args := append([]string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
@@ -192,7 +171,8 @@ func (s *Server) launch(bin string) error {
 		"--daemonize", "no",
 		"--loglevel", "warning",
 		"--maxclients", "10000",
-	)
+	}, s.extra...)
+	cmd := exec.Command(bin, args...)
 	var out strings.Builder
 	cmd.Stdout = &out
 	cmd.Stderr = &out
