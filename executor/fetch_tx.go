@@ -86,13 +86,11 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		}
 		return err
 	}
-	reads := make([]*redis.XStreamSliceCmd, len(held))
+	reads := make([]*redis.Cmd, len(held))
 	tails := make([]*redis.XMessageSliceCmd, len(held))
 	_, err = conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i, w := range held {
-			reads[i] = p.XReadGroup(ctx, &redis.XReadGroupArgs{
-				Group: e.processor, Consumer: e.id, Streams: []string{w.s.p.key, ">"}, Count: int64(w.count), Block: -1,
-			})
+			reads[i] = p.Do(ctx, "XREADGROUP", "GROUP", e.processor, e.id, "COUNT", w.count, "STREAMS", w.s.p.key, ">")
 			if w.s.last == "" {
 				tails[i] = p.XRevRangeN(ctx, w.s.p.key, "+", "-", 1)
 			}
@@ -108,7 +106,7 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 	}
 	for i, w := range held {
 		res := scripts.FetchResult{Held: true}
-		streams, err := reads[i].Result()
+		reply, err := reads[i].Result()
 		switch {
 		case isNoGroup(err):
 			w.s.noGroup = true
@@ -116,8 +114,8 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		case err != nil && !errors.Is(err, redis.Nil):
 			return err
 		}
-		if len(streams) > 0 {
-			res.Messages = streams[0].Messages
+		if res.Messages, err = scripts.ParseStreamReply(reply); err != nil {
+			return err
 		}
 		if len(res.Messages) == 0 {
 			res.Last = "0-0"

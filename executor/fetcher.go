@@ -310,11 +310,11 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 	}
 }
 
-func toDelivery(p int, m redis.XMessage) stream.Delivery {
-	if len(m.Values) == 0 {
+func toDelivery(p int, m scripts.Message) stream.Delivery {
+	if len(m.Fields) == 0 {
 		return stream.Delivery{Entry: stream.Entry{ID: m.ID, Partition: p}, Err: stream.ErrTrimmed}
 	}
-	e, err := stream.ParseEntry(m.ID, p, m.Values)
+	e, err := stream.ParseFields(m.ID, p, m.Fields)
 	return stream.Delivery{Entry: e, Err: err}
 }
 

@@ -117,6 +117,13 @@ func FuzzParseEntry(f *testing.F) {
 		if err == nil && !bytes.Equal(e.Data, data) && f1 != "data" && f2 != "data" {
 			t.Fatalf("data field lost: %q", e.Data)
 		}
+		// The flat field list Redis sends parses to the same entry.
+		flat, err2 := stream.ParseFields("1-1", 0, []any{f1, v1, f2, v2, "data", string(data)})
+		if (err == nil) != (err2 == nil) || (err == nil && (!bytes.Equal(flat.Data, e.Data) || flat.Codec != e.Codec)) {
+			if f1 != f2 { // a map cannot hold a repeated field; a list can
+				t.Fatalf("ParseEntry %+v, %v; ParseFields %+v, %v", e, err, flat, err2)
+			}
+		}
 		var m map[string]any
 		_ = json.Unmarshal(data, &m)
 	})

@@ -52,29 +52,58 @@ func (e *Entry) xaddArgs(key, size string) []any {
 // ParseEntry reads an entry from the field map of a stream message. It fails
 // when the codec or data field is missing.
 func ParseEntry(id string, partition int, fields map[string]any) (Entry, error) {
-	e := Entry{ID: id, Partition: partition}
-	var hasData, hasCodec bool
+	p := entryParser{e: Entry{ID: id, Partition: partition}}
 	for k, v := range fields {
-		s, ok := v.(string)
-		if !ok {
-			return e, fmt.Errorf("entry %s: field %q is not a string", id, k)
-		}
-		switch {
-		case k == FieldKey:
-			e.Key = []byte(s)
-		case k == FieldCodec:
-			e.Codec, hasCodec = s, true
-		case k == FieldData:
-			e.Data, hasData = []byte(s), true
-		case strings.HasPrefix(k, HeaderField):
-			if e.Headers == nil {
-				e.Headers = Headers{}
-			}
-			e.Headers[k[len(HeaderField):]] = s
+		if err := p.field(k, v); err != nil {
+			return p.e, err
 		}
 	}
-	if !hasData || !hasCodec {
-		return e, fmt.Errorf("entry %s: %w (fields %q and %q are required)", id, ErrMalformedEntry, FieldCodec, FieldData)
+	return p.done()
+}
+
+// ParseFields reads an entry from the flat field, value, field, value...
+// list of a stream message, as Redis sends it. It fails when the codec or
+// data field is missing.
+func ParseFields(id string, partition int, fields []any) (Entry, error) {
+	p := entryParser{e: Entry{ID: id, Partition: partition}}
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, _ := fields[i].(string)
+		if err := p.field(k, fields[i+1]); err != nil {
+			return p.e, err
+		}
 	}
-	return e, nil
+	return p.done()
+}
+
+type entryParser struct {
+	e                 Entry
+	hasData, hasCodec bool
+}
+
+func (p *entryParser) field(k string, v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("entry %s: field %q is not a string", p.e.ID, k)
+	}
+	switch {
+	case k == FieldKey:
+		p.e.Key = []byte(s)
+	case k == FieldCodec:
+		p.e.Codec, p.hasCodec = s, true
+	case k == FieldData:
+		p.e.Data, p.hasData = []byte(s), true
+	case strings.HasPrefix(k, HeaderField):
+		if p.e.Headers == nil {
+			p.e.Headers = Headers{}
+		}
+		p.e.Headers[k[len(HeaderField):]] = s
+	}
+	return nil
+}
+
+func (p *entryParser) done() (Entry, error) {
+	if !p.hasData || !p.hasCodec {
+		return p.e, fmt.Errorf("entry %s: %w (fields %q and %q are required)", p.e.ID, ErrMalformedEntry, FieldCodec, FieldData)
+	}
+	return p.e, nil
 }

@@ -60,12 +60,12 @@ func RegisterStream(ctx context.Context, c redis.Scripter, registry, stream, def
 
 // FetchResult is the outcome of a fenced fetch of one partition.
 type FetchResult struct {
-	Held     bool             // the caller held the lock; false means nothing was read
-	Cursor   string           // next XAUTOCLAIM cursor in recovery, "0-0" when done; "" for new entries
-	Messages []redis.XMessage // entries read, in ID order
-	Counts   []int64          // delivery counts aligned with Messages (recovery only)
-	Deleted  []string         // pending IDs whose entries are gone (recovery only)
-	Last     string           // the stream's last ID, when no new entry was read
+	Held     bool      // the caller held the lock; false means nothing was read
+	Cursor   string    // next XAUTOCLAIM cursor in recovery, "0-0" when done; "" for new entries
+	Messages []Message // entries read, in ID order
+	Counts   []int64   // delivery counts aligned with Messages (recovery only)
+	Deleted  []string  // pending IDs whose entries are gone (recovery only)
+	Last     string    // the stream's last ID, when no new entry was read
 }
 
 // Fetch queues on pipe a fenced read of one partition (see fetch.lua) and
@@ -96,7 +96,7 @@ func ParseFetch(cmd *redis.Cmd) (FetchResult, error) {
 	r.Held = true
 	r.Cursor, _ = v[1].(string)
 	entries, _ := v[2].([]any)
-	r.Messages = make([]redis.XMessage, 0, len(entries))
+	r.Messages = make([]Message, 0, len(entries))
 	for _, e := range entries {
 		m, err := parseMessage(e)
 		if err != nil {
@@ -119,22 +119,59 @@ func ParseFetch(cmd *redis.Cmd) (FetchResult, error) {
 	return r, nil
 }
 
-func parseMessage(e any) (redis.XMessage, error) {
+// Message is a stream entry as Redis sends it: its ID and its flat field,
+// value, ... list (empty for an entry deleted since it was delivered).
+// Parsing it into a map, as go-redis does, costs more than the fields are
+// worth here.
+type Message struct {
+	ID     string
+	Fields []any
+}
+
+func parseMessage(e any) (Message, error) {
 	pair, ok := e.([]any)
 	if !ok || len(pair) != 2 {
-		return redis.XMessage{}, fmt.Errorf("fetch: malformed entry %v", e)
+		return Message{}, fmt.Errorf("malformed stream entry %v", e)
 	}
 	id, _ := pair[0].(string)
-	m := redis.XMessage{ID: id}
-	fields, _ := pair[1].([]any) // nil for an entry deleted since delivery
-	if len(fields) > 0 {
-		m.Values = make(map[string]any, len(fields)/2)
-		for i := 0; i+1 < len(fields); i += 2 {
-			k, _ := fields[i].(string)
-			m.Values[k] = fields[i+1]
+	fields, _ := pair[1].([]any)
+	return Message{ID: id, Fields: fields}, nil
+}
+
+// ParseStreamReply parses the reply of XREADGROUP or XREAD on one stream,
+// in RESP2 (an array of [key, entries] pairs) or RESP3 (a map of key to
+// entries). A nil reply (nothing read) gives no messages.
+func ParseStreamReply(v any) ([]Message, error) {
+	var entries any
+	switch r := v.(type) {
+	case nil:
+		return nil, nil
+	case []any:
+		if len(r) == 0 {
+			return nil, nil
 		}
+		pair, ok := r[0].([]any)
+		if !ok || len(pair) != 2 {
+			return nil, fmt.Errorf("malformed stream reply %v", v)
+		}
+		entries = pair[1]
+	case map[any]any:
+		for _, e := range r {
+			entries = e
+		}
+	default:
+		return nil, fmt.Errorf("malformed stream reply %T", v)
 	}
-	return m, nil
+	list, _ := entries.([]any)
+	out := make([]Message, 0, len(list))
+	for _, e := range list {
+		m, err := parseMessage(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // Heartbeat records that member is alive for ttlMillis more (server time)

@@ -52,7 +52,7 @@ func TestFetchIsFencedByTheLock(t *testing.T) {
 	}
 	c.Set(ctx, lock, "me", time.Minute)
 	r := fetch(t, c, lock, key, "me", 3, "")
-	if !r.Held || len(r.Messages) != 3 || r.Messages[0].Values["data"] != "x" {
+	if !r.Held || len(r.Messages) != 3 || len(r.Messages[0].Fields) != 2 || r.Messages[0].Fields[1] != "x" {
 		t.Fatalf("read with the lock: %+v", r)
 	}
 	r = fetch(t, c, lock, key, "me", 10, "")
@@ -152,5 +152,29 @@ func TestRegisterStream(t *testing.T) {
 	}
 	if got := c.HGet(ctx, reg, "f").Val(); got != fn {
 		t.Fatalf("function-keyed definition replaced by %q", got)
+	}
+}
+
+func TestParseStreamReply(t *testing.T) {
+	entries := []any{
+		[]any{"1-1", []any{"data", "a"}},
+		[]any{"1-2", nil}, // deleted since delivery
+	}
+	for name, reply := range map[string]any{
+		"resp2": []any{[]any{"key", entries}},
+		"resp3": map[any]any{"key": entries},
+	} {
+		msgs, err := scripts.ParseStreamReply(reply)
+		if err != nil || len(msgs) != 2 || msgs[0].ID != "1-1" || msgs[0].Fields[1] != "a" || msgs[1].Fields != nil {
+			t.Errorf("%s: %+v, %v", name, msgs, err)
+		}
+	}
+	if msgs, err := scripts.ParseStreamReply(nil); err != nil || msgs != nil {
+		t.Errorf("nil reply: %v, %v", msgs, err)
+	}
+	for _, bad := range []any{"x", []any{"only"}, []any{[]any{"key", []any{"not-a-pair"}}}} {
+		if _, err := scripts.ParseStreamReply(bad); err == nil {
+			t.Errorf("ParseStreamReply(%v) succeeded", bad)
+		}
 	}
 }
