@@ -342,16 +342,20 @@ func (e *Executor) runPartition(p *partition) {
 	}
 	e.fetch.remove(p)
 	lost := errors.Is(context.Cause(p.ctx), errLockLost)
-	if !lost {
-		grace := time.NewTimer(e.opts.Grace)
-		select {
-		case <-done:
-		case <-grace.C:
+	grace := time.NewTimer(e.opts.Grace)
+	select {
+	case <-done:
+	case <-grace.C:
+		if lost {
+			// Nobody else can take the partition over before its lock
+			// expires; a processor still running now ignores its context.
+			p.log.Error("processor still running after its partition lock was lost: it must return when its context is cancelled")
+		} else {
 			p.log.Warn("grace period over; cancelling the processor")
 			p.cancel(errReleased)
 		}
-		grace.Stop()
 	}
+	grace.Stop()
 	<-done
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

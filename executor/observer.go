@@ -1,10 +1,14 @@
 package executor
 
+import "time"
+
 // Observer receives the runtime's events, for metrics. Every method must be
 // cheap and safe for concurrent use; embed NopObserver to implement only some.
 type Observer interface {
-	// Processed counts events acknowledged after successful processing.
-	Processed(stream, processor string, partition, events int)
+	// Processed counts events acknowledged after successful processing;
+	// took is how long the loop body that received them ran (handler
+	// latency, per event or per batch).
+	Processed(stream, processor string, partition, events int, took time.Duration)
 	// Failed counts processor failures (before retries and policy).
 	Failed(stream, processor string, partition int, err error)
 	// Quarantined reports a partition stopped by the Quarantine policy.
@@ -22,9 +26,9 @@ type Observer interface {
 // NopObserver ignores everything.
 type NopObserver struct{}
 
-func (NopObserver) Processed(string, string, int, int)     {}
-func (NopObserver) Failed(string, string, int, error)      {}
-func (NopObserver) Quarantined(string, string, int, error) {}
-func (NopObserver) LockLost(string, string, int)           {}
-func (NopObserver) Rebalanced(string, string, []int)       {}
-func (NopObserver) Trimmed(string, string, int, int64)     {}
+func (NopObserver) Processed(string, string, int, int, time.Duration) {}
+func (NopObserver) Failed(string, string, int, error)                 {}
+func (NopObserver) Quarantined(string, string, int, error)            {}
+func (NopObserver) LockLost(string, string, int)                      {}
+func (NopObserver) Rebalanced(string, string, []int)                  {}
+func (NopObserver) Trimmed(string, string, int, int64)                {}

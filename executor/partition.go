@@ -48,6 +48,7 @@ type partition struct {
 	pending   []stream.Delivery // handed out (or taken from buf) and not done
 	pendBuf   []stream.Delivery // the start of pending's memory
 	out       []stream.Delivery // what Next returned last; reused
+	handedAt  time.Time         // when Next returned it
 	rejected  []stream.Delivery
 	rejectErr error
 	halted    bool // a rejection ends the current processor call
@@ -193,6 +194,7 @@ func (p *partition) handOut(ds []stream.Delivery) []stream.Delivery {
 		return nil
 	}
 	p.consumed += len(ds)
+	p.handedAt = time.Now()
 	p.out = append(p.out[:0], ds...)
 	return p.out
 }
@@ -213,7 +215,7 @@ func (p *partition) take(ds []stream.Delivery) {
 func (p *partition) Done(ds []stream.Delivery) {
 	p.take(ds)
 	p.ack(ds)
-	p.e.obs.Processed(p.e.stream.Name(), p.e.processor, p.n, len(ds))
+	p.e.obs.Processed(p.e.stream.Name(), p.e.processor, p.n, len(ds), time.Since(p.handedAt))
 }
 
 func (p *partition) ack(ds []stream.Delivery) {
