@@ -347,8 +347,8 @@ func (e *Executor) runPartition(p *partition) {
 	case <-done:
 	case <-grace.C:
 		if lost {
-			// Nobody else can take the partition over before its lock
-			// expires; a processor still running now ignores its context.
+			// Another executor may own the partition by now: a processor
+			// still running ignores its context and may overlap with it.
 			p.log.Error("processor still running after its partition lock was lost: it must return when its context is cancelled")
 		} else {
 			p.log.Warn("grace period over; cancelling the processor")
