@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,4 +318,99 @@ func TestBatchWithinBeyondGrace(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatal("the worker did not stop by itself")
 	}
+}
+
+// A halt does not cascade across the fleet: the worker that takes the halted
+// partition over holds it without processing, and goes on with the others;
+// a worker started after the halt tries it again.
+func TestHaltDoesNotCascade(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	r := newRecorder()
+	var s *stream.Stream[event]
+	var bad, good string
+	type member struct {
+		w        *worker
+		a        *app.App
+		attempts *atomic.Int64
+	}
+	start := func() member {
+		a, st := env.newApp(2, nil)
+		s = st
+		if bad == "" {
+			ks := keysOnDistinctPartitions(t, s, 2)
+			bad, good = ks[0], ks[1]
+		}
+		attempts := new(atomic.Int64)
+		fn := func(ctx context.Context, events *stream.Events[event]) error {
+			for e := range events.All() {
+				if e.Record.Key == bad && e.Record.Seq == 3 {
+					attempts.Add(1)
+					return errBoom
+				}
+				r.add(e)
+			}
+			return nil
+		}
+		if err := app.Process(a, st, "p", fn, executor.Options{OnError: executor.Halt}); err != nil {
+			t.Fatal(err)
+		}
+		return member{startWorker(t, a), a, attempts}
+	}
+	m1, m2 := start(), start()
+	waitFor(t, 10*time.Second, "one partition each", func() bool {
+		e1, e2 := m1.a.Executors(), m2.a.Executors()
+		return len(e1) == 1 && len(e2) == 1 && len(e1[0].Owned()) == 1 && len(e2[0].Owned()) == 1
+	})
+	sendEvents(t, s, []string{bad, good}, 10, 0)
+
+	// The owner of the bad partition halts by itself.
+	var halted, survivor member
+	waitFor(t, 10*time.Second, "a worker halts", func() bool {
+		for _, m := range []member{m1, m2} {
+			select {
+			case err := <-m.w.done:
+				m.w.done <- err // keep it for stop
+				halted = m
+				return true
+			default:
+			}
+		}
+		return false
+	})
+	if err := halted.w.stop(t); !errors.Is(err, errBoom) {
+		t.Fatalf("halted worker returned %v", err)
+	}
+	if halted == m1 {
+		survivor = m2
+	} else {
+		survivor = m1
+	}
+	// The survivor takes the halted partition over, holds it, does not try
+	// the failing event, and goes on with the other partition.
+	waitFor(t, 10*time.Second, "the survivor owns both partitions", func() bool {
+		ex := survivor.a.Executors()
+		return len(ex) == 1 && len(ex[0].Owned()) == 2
+	})
+	more := sendEvents(t, s, []string{good}, 5, 100)
+	waitFor(t, 10*time.Second, "the good key's events", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.seen[fmt.Sprintf("%s/%d", good, more[len(more)-1].Seq)] == 1
+	})
+	select {
+	case err := <-survivor.w.done:
+		t.Fatalf("the survivor stopped too: %v", err)
+	default:
+	}
+	if n := survivor.attempts.Load(); n != 0 {
+		t.Fatalf("the survivor tried the failing event %d times", n)
+	}
+	if err := survivor.w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	// A worker started after the halt (a fix deployed) tries again.
+	later := start()
+	waitFor(t, 10*time.Second, "the later worker tries the failing event", func() bool { return later.attempts.Load() > 0 })
 }

@@ -31,6 +31,10 @@ func (e *PanicError) Error() string { return fmt.Sprintf("processor panic: %v\n%
 // applying retries and the failure policy. It runs on its own goroutine.
 func (p *partition) consume() {
 	e := p.e
+	if p.held {
+		p.park()
+		return
+	}
 	for !p.stopping() {
 		p.consumed, p.halted, p.rejected, p.rejectErr = 0, false, p.rejected[:0], nil
 		err := p.call()
@@ -150,11 +154,15 @@ func (p *partition) applyPolicy(failing []stream.Delivery, cause error) bool {
 		return true
 	case Quarantine:
 		log.Error("processor failed; partition quarantined")
-		e.quarantine(p, failing, cause)
+		e.report(p, Quarantine, failing, cause)
 		p.park()
 		return false
 	default:
+		// The report, written before the lock is released, keeps the
+		// workers already running from taking the failure over one after
+		// the other (see Executor.prepare).
 		log.Error("processor failed; halting the worker")
+		e.report(p, Halt, failing, cause)
 		e.halt(p.n, fmt.Errorf("processor %q, partition %d: %w", e.processor, p.n, cause))
 		p.park()
 		return false
@@ -176,8 +184,10 @@ func (p *partition) dropFailing(failing []stream.Delivery) {
 	p.ack(ack)
 }
 
-// quarantineReport is what the quarantine hash records for a partition.
-type quarantineReport struct {
+// stopReport is what the quarantine hash records for a partition stopped by
+// the Quarantine or Halt policy.
+type stopReport struct {
+	Policy   string    `json:"policy"`
 	Executor string    `json:"executor"`
 	Worker   string    `json:"worker,omitempty"`
 	ID       string    `json:"id,omitempty"`
@@ -185,8 +195,9 @@ type quarantineReport struct {
 	Time     time.Time `json:"time"`
 }
 
-func (e *Executor) quarantine(p *partition, failing []stream.Delivery, cause error) {
-	r := quarantineReport{Executor: e.id, Worker: e.worker, Error: cause.Error(), Time: time.Now().UTC()}
+// report records in Redis that policy stopped partition p.
+func (e *Executor) report(p *partition, policy Policy, failing []stream.Delivery, cause error) {
+	r := stopReport{Policy: policy.String(), Executor: e.id, Worker: e.worker, Error: cause.Error(), Time: time.Now().UTC()}
 	if len(failing) > 0 {
 		r.ID = failing[0].ID
 	}
@@ -194,7 +205,9 @@ func (e *Executor) quarantine(p *partition, failing []stream.Delivery, cause err
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.client.HSet(ctx, e.keys.Quarantine(e.stream.Name(), e.processor), strconv.Itoa(p.n), b).Err(); err != nil {
-		p.log.Error("quarantine report not written", "error", err)
+		p.log.Error("stop report not written", "error", err)
 	}
-	e.obs.Quarantined(e.stream.Name(), e.processor, p.n, cause)
+	if policy == Quarantine {
+		e.obs.Quarantined(e.stream.Name(), e.processor, p.n, cause)
+	}
 }

@@ -85,7 +85,11 @@
 // When the processor returns an error, the events handed out and not
 // acknowledged are the failing ones. Retry retries them in place, with
 // exponential backoff and jitter, so order holds; then OnError applies:
-// Halt, Quarantine, Ignore or DeadLetter. Entries the processor cannot be
+// Halt, Quarantine, Ignore or DeadLetter. Halt and Quarantine record a report
+// in the processor's quarantine hash. A halt does not cascade: an executor
+// that acquires a partition halted after it started holds the partition
+// without processing it, since it runs the code that just failed; executors
+// started later try it again. Entries the processor cannot be
 // given (undecodable, trimmed from the stream before they were acknowledged)
 // go straight to OnError. A panic in the processor is recovered and handled
 // as an error carrying its stack.

@@ -2,10 +2,12 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +55,7 @@ type Executor struct {
 	opts      Options
 	client    redis.UniversalClient
 	own       *redis.Client // see ownClient; nil for Cluster clients
+	started   time.Time
 	keys      keys.Space
 	locker    *redislock.Client
 	log       *slog.Logger
@@ -156,6 +159,7 @@ func (e *Executor) poke() {
 // take over at once; stop fetching; let each consumer finish its in-flight
 // event within the grace period; acknowledge; release the locks.
 func (e *Executor) Run(ctx context.Context) error {
+	e.started = time.Now()
 	e.own = ownClient(e.client)
 	if e.own != nil {
 		defer e.own.Close()
@@ -329,7 +333,9 @@ func (e *Executor) runPartition(p *partition) {
 	go func() { defer wg.Done(); p.refresh(rctx) }()
 	done := make(chan struct{})
 	go func() { defer wg.Done(); defer close(done); p.consume() }()
-	e.fetch.add(p)
+	if !p.held {
+		e.fetch.add(p)
+	}
 	e.mu.Lock()
 	e.ready[p.n] = true
 	e.mu.Unlock()
@@ -413,13 +419,34 @@ func (e *Executor) acquire(p *partition) bool {
 
 // prepare creates the consumer group if needed and clears an old quarantine
 // report: the new owner tries the partition again.
+//
+// A partition halted by another worker is different: a worker that was
+// already running when the halt happened runs the same code, and would fail
+// and halt in turn, and so on across the fleet. Such a worker holds the
+// partition without processing it (it is reported, like a quarantine); a
+// worker started after the halt (a fix deployed) tries it again.
 func (e *Executor) prepare(p *partition) error {
 	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
 	defer cancel()
 	if err := e.ensureGroup(ctx, p.key); err != nil {
 		return err
 	}
-	return e.client.HDel(ctx, e.keys.Quarantine(e.stream.Name(), e.processor), fmt.Sprint(p.n)).Err()
+	key, field := e.keys.Quarantine(e.stream.Name(), e.processor), strconv.Itoa(p.n)
+	b, err := e.client.HGet(ctx, key, field).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil
+	case err != nil:
+		return err
+	}
+	var r stopReport
+	if json.Unmarshal(b, &r) == nil && r.Policy == Halt.String() && r.Time.After(e.started) {
+		p.held = true
+		p.log.Error("partition halted by a worker running the same code; holding it without processing until a worker started later takes it",
+			"halted_by", r.Worker, "id", r.ID, "error", r.Error)
+		return nil
+	}
+	return e.client.HDel(ctx, key, field).Err()
 }
 
 // ensureGroup creates the processor's consumer group on a partition stream

@@ -43,6 +43,7 @@ type partition struct {
 	stop     chan struct{} // soft stop: no more events handed out
 
 	trustUntil atomic.Int64 // monotonic nanoseconds, see mono()
+	held       bool         // halted by another worker: owned, not processed (see prepare)
 
 	// consumer
 	pending   []stream.Delivery // handed out (or taken from buf) and not done
