@@ -21,6 +21,9 @@ type Core struct {
 
 	regMu      sync.Mutex
 	registered bool
+
+	keysOnce sync.Once
+	partKeys []string // PartitionKey of every partition
 }
 
 // Definition returns the stream's definition.
@@ -39,7 +42,18 @@ func (c *Core) Codec() Codec { return c.codec }
 func (c *Core) Catalog() *Catalog { return c.catalog }
 
 // PartitionKey returns the Redis key of partition p.
-func (c *Core) PartitionKey(p int) string { return c.catalog.keys.Partition(c.def.Name, p) }
+func (c *Core) PartitionKey(p int) string {
+	c.keysOnce.Do(func() {
+		c.partKeys = make([]string, c.def.Partitions)
+		for i := range c.partKeys {
+			c.partKeys[i] = c.catalog.keys.Partition(c.def.Name, i)
+		}
+	})
+	if p < 0 || p >= len(c.partKeys) {
+		return c.catalog.keys.Partition(c.def.Name, p)
+	}
+	return c.partKeys[p]
+}
 
 // PartitionOf returns the partition of key bytes.
 func (c *Core) PartitionOf(key []byte) int { return PartitionOf(key, c.def.Partitions) }
