@@ -414,3 +414,45 @@ func TestHaltDoesNotCascade(t *testing.T) {
 	later := start()
 	waitFor(t, 10*time.Second, "the later worker tries the failing event", func() bool { return later.attempts.Load() > 0 })
 }
+
+// A panic in a processor is recovered and handled like an error, with its
+// stack: here Ignore skips the event, and Halt stops the worker with it.
+func TestProcessorPanic(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []executor.Policy{executor.Ignore, executor.Halt} {
+		t.Run(policy.String(), func(t *testing.T) {
+			t.Parallel()
+			env := newEnv(t)
+			a, s := env.newApp(1, nil)
+			r := newRecorder()
+			fn := func(ctx context.Context, events *stream.Events[event]) error {
+				for e := range events.All() {
+					if e.Record.Seq == 2 {
+						panic("kaboom")
+					}
+					r.add(e)
+				}
+				return nil
+			}
+			if err := app.Process(a, s, "p", fn, executor.Options{OnError: policy}); err != nil {
+				t.Fatal(err)
+			}
+			sendEvents(t, s, []string{"k"}, 5, 0)
+			if policy == executor.Halt {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				err := a.Run(ctx)
+				var pe *executor.PanicError
+				if !errors.As(err, &pe) || pe.Value != "kaboom" || !strings.Contains(string(pe.Stack), "policy_test.go") {
+					t.Fatalf("Run = %v, want a PanicError with the stack", err)
+				}
+				return
+			}
+			w := startWorker(t, a)
+			waitFor(t, 10*time.Second, "the other events", func() bool { return r.count() == 4 })
+			if err := w.stop(t); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
