@@ -102,6 +102,12 @@ func New(setup Setup) *cli.App {
 func Main(setup Setup) {
 	redis.SetLogger(&logging.VoidLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal starts a graceful stop; restoring the default
+	// handling then lets a second one end the process at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	status := Run(ctx, setup, os.Args, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(status)
