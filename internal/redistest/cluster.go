@@ -3,7 +3,6 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -31,7 +30,14 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	c := &Cluster{}
 	tb.Cleanup(c.stop)
 	for range n {
-		s, err := startServerArgs("--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
+		// The bus port defaults to the port + 10000, which can be taken or
+		// out of range for a free port: pick a free one too.
+		bus, err := freePort()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s, err := startServerArgs("--cluster-enabled", "yes", "--cluster-node-timeout", "2000",
+			"--cluster-port", strconv.Itoa(bus))
 		if err != nil {
 			unavailable(tb, err)
 		}
@@ -74,30 +80,4 @@ func (c *Cluster) stop() {
 	for _, s := range c.servers {
 		s.Stop()
 	}
-}
-
-// startServerArgs starts a redis-server like startServer, with extra
-// arguments.
-func startServerArgs(extra ...string) (*Server, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("redis-server not found in PATH")
-	}
-	dir, err := os.MkdirTemp("", "leat-redis-")
-	if err != nil {
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	s := &Server{dir: dir, port: port, extra: extra}
-	s.Addr = "127.0.0.1:" + strconv.Itoa(port)
-	s.URL = "redis://" + s.Addr
-	if err := s.launch(bin); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	return s, nil
 }

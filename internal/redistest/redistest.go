@@ -129,13 +129,14 @@ func unavailable(tb testing.TB, err error) {
 
 // Server is a redis-server process owned by a test.
 type Server struct {
-	URL   string
-	Addr  string // host:port the server listens on
-	dir   string
-	port  int
-	extra []string // more redis-server arguments
-	mu    sync.Mutex
-	cmd   *exec.Cmd
+	URL    string
+	Addr   string // host:port the server listens on
+	dir    string
+	port   int
+	extra  []string // more redis-server arguments
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
 }
 
 // Start starts a private redis-server on a free TCP port for tb and stops it
@@ -151,6 +152,42 @@ func Start(tb testing.TB) *Server {
 }
 
 func startServer() (*Server, error) { return startServerArgs() }
+
+// startServerArgs starts a redis-server on a free port, with extra
+// arguments. A port found free can be taken by another process before the
+// server binds it, so a failed start is tried again on another port.
+func startServerArgs(extra ...string) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server not found in PATH")
+	}
+	for attempt := 1; ; attempt++ {
+		s, err := startOn(bin, extra)
+		if err == nil || attempt == 3 {
+			return s, err
+		}
+	}
+}
+
+func startOn(bin string, extra []string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "leat-redis-")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &Server{dir: dir, port: port, extra: extra}
+	s.Addr = "127.0.0.1:" + strconv.Itoa(port)
+	s.URL = "redis://" + s.Addr
+	if err := s.launch(bin); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -180,19 +217,35 @@ func (s *Server) launch(bin string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	s.mu.Lock()
-	s.cmd = cmd
+	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
+		select {
+		case <-exited: // for example, the port was taken meanwhile
+			s.forget()
+			return fmt.Errorf("redis-server exited: %s", strings.TrimSpace(out.String()))
+		default:
+		}
 		if ping(s.Addr) == nil {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	s.kill()
 	return fmt.Errorf("redis-server did not answer within 10s: %s", out.String())
+}
+
+func (s *Server) forget() {
+	s.mu.Lock()
+	s.cmd, s.exited = nil, nil
+	s.mu.Unlock()
 }
 
 func ping(addr string) error {
@@ -223,14 +276,14 @@ func (s *Server) Stop() {
 
 func (s *Server) kill() {
 	s.mu.Lock()
-	cmd := s.cmd
-	s.cmd = nil
+	cmd, exited := s.cmd, s.exited
+	s.cmd, s.exited = nil, nil
 	s.mu.Unlock()
 	if cmd == nil {
 		return
 	}
 	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	<-exited
 }
 
 // Restart kills the server and starts a new one on the same port. Data is
