@@ -50,7 +50,6 @@ func Main(m *testing.M, opts ...goleak.Option) {
 		shared.Stop()
 	}
 	if code == 0 {
-		opts = append(opts, goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
 		if err := goleak.Find(opts...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 			code = 1
