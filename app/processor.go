@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,35 +74,67 @@ func (a *App) Processors() []*Processor {
 	return slices.Clone(a.processors)
 }
 
-// selectProcessors returns the processors named in names ("processor" or
+// ErrUnknownProcessor is returned when a processor name matches no
+// processor, or more than one.
+var ErrUnknownProcessor = errors.New("unknown processor")
+
+// SelectProcessors returns the processors named in names ("processor" or
 // "stream/processor"); all of them when names is empty.
-func (a *App) selectProcessors(names []string) ([]*Processor, error) {
+func (a *App) SelectProcessors(names []string) ([]*Processor, error) {
 	all := a.Processors()
 	if len(names) == 0 {
 		return all, nil
 	}
+	byName := make(map[string]*Processor, len(all))
+	known := make([]string, len(all))
+	for i, p := range all {
+		known[i] = p.FullName()
+		byName[known[i]] = p
+	}
 	var out []*Processor
 	for _, n := range names {
-		var match []*Processor
-		for _, p := range all {
-			if p.FullName() == n || p.Name == n {
-				match = append(match, p)
-			}
+		full, err := MatchProcessor(n, known)
+		if err != nil {
+			return nil, err
 		}
-		switch len(match) {
-		case 0:
-			known := make([]string, len(all))
-			for i, p := range all {
-				known[i] = p.FullName()
-			}
-			return nil, fmt.Errorf("unknown processor %q (known: %s)", n, strings.Join(known, ", "))
-		case 1:
-			if !slices.Contains(out, match[0]) {
-				out = append(out, match[0])
-			}
-		default:
-			return nil, fmt.Errorf("processor name %q is ambiguous: use stream/processor", n)
+		if p := byName[full]; !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
 	return out, nil
+}
+
+// MatchProcessor returns the full name among known ("stream/processor"
+// names) that name designates: itself, or the only one whose processor part
+// is name. It fails with ErrUnknownProcessor when there is none, or more
+// than one.
+func MatchProcessor(name string, known []string) (string, error) {
+	if s, p, full := strings.Cut(name, "/"); full {
+		if err := errors.Join(keys.CheckName("stream", s), keys.CheckName("processor", p)); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrUnknownProcessor, err)
+		}
+		if slices.Contains(known, name) {
+			return name, nil
+		}
+	} else {
+		if err := keys.CheckName("processor", name); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrUnknownProcessor, err)
+		}
+		var match []string
+		for _, k := range known {
+			if strings.HasSuffix(k, "/"+name) {
+				match = append(match, k)
+			}
+		}
+		switch {
+		case len(match) == 1:
+			return match[0], nil
+		case len(match) > 1:
+			return "", fmt.Errorf("%w: processor name %q is ambiguous: use STREAM/NAME (%s)", ErrUnknownProcessor, name, strings.Join(match, ", "))
+		}
+	}
+	if len(known) == 0 {
+		return "", fmt.Errorf("%w %q: none is known", ErrUnknownProcessor, name)
+	}
+	return "", fmt.Errorf("%w %q (known: %s)", ErrUnknownProcessor, name, strings.Join(known, ", "))
 }

@@ -27,7 +27,7 @@ func (a *App) Run(ctx context.Context) error { return a.RunProcessors(ctx, nil) 
 // period, acknowledges, and releases its locks; then background tasks stop
 // and the leader lease is released.
 func (a *App) RunProcessors(ctx context.Context, names []string) error {
-	procs, err := a.selectProcessors(names)
+	procs, err := a.SelectProcessors(names)
 	if err != nil {
 		return err
 	}

@@ -139,9 +139,9 @@ func newResetter(ctx context.Context, a *app.App, name string) (*resetter, error
 	if len(known) == 0 {
 		return nil, usageErrorf("unknown processor %q: app %q has none (its workers record their processors when they start)", name, a.Name())
 	}
-	full, err := matchProcessor(name, known)
+	full, err := app.MatchProcessor(name, known)
 	if err != nil {
-		return nil, err
+		return nil, usageError{err}
 	}
 	r := &resetter{a: a}
 	r.stream, r.group, _ = strings.Cut(full, "/")

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/urfave/cli/v2"
 )
 
@@ -247,64 +245,20 @@ func splitList(s string) []string {
 
 // selectProcessors returns the full names (stream/processor) of the
 // processors that names select among those a registers (all when names is
-// empty), or a usage error naming the known ones. It matches like
-// app.RunProcessors.
+// empty), or a usage error naming the known ones.
 func selectProcessors(a *app.App, names []string) ([]string, error) {
-	var known []string
-	for _, p := range a.Processors() {
-		known = append(known, p.FullName())
-	}
-	if len(known) == 0 {
+	if len(a.Processors()) == 0 {
 		return nil, usageErrorf("app %q registers no processors: register them with app.Process in its Setup", a.Name())
 	}
-	if len(names) == 0 {
-		return known, nil
+	procs, err := a.SelectProcessors(names)
+	if err != nil {
+		return nil, usageError{err}
 	}
-	var out []string
-	for _, n := range names {
-		match, err := matchProcessor(n, known)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(out, match) {
-			out = append(out, match)
-		}
+	out := make([]string, len(procs))
+	for i, p := range procs {
+		out[i] = p.FullName()
 	}
 	return out, nil
-}
-
-// matchProcessor returns the full name among known (stream/processor) that
-// name designates: itself, or the only one whose processor part is name.
-func matchProcessor(name string, known []string) (string, error) {
-	if strings.Contains(name, "/") {
-		s, p, _ := strings.Cut(name, "/")
-		if err := errors.Join(keys.CheckName("stream", s), keys.CheckName("processor", p)); err != nil {
-			return "", usageError{err}
-		}
-		if slices.Contains(known, name) {
-			return name, nil
-		}
-	} else {
-		if err := keys.CheckName("processor", name); err != nil {
-			return "", usageError{err}
-		}
-		var match []string
-		for _, k := range known {
-			if strings.HasSuffix(k, "/"+name) {
-				match = append(match, k)
-			}
-		}
-		switch {
-		case len(match) == 1:
-			return match[0], nil
-		case len(match) > 1:
-			return "", usageErrorf("processor name %q is ambiguous: use STREAM/NAME (%s)", name, strings.Join(match, ", "))
-		}
-	}
-	if len(known) == 0 {
-		return "", usageErrorf("unknown processor %q: none is known", name)
-	}
-	return "", usageErrorf("unknown processor %q (known: %s)", name, strings.Join(known, ", "))
 }
 
 // onlyCanceled reports whether err is context.Canceled, or joins only
