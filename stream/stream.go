@@ -78,9 +78,7 @@ func Declare[T any](h Host, name string, opts ...Option) (*Stream[T], error) {
 		if err := decodeJSONRecord(b, &v); err != nil {
 			return Entry{}, err
 		}
-		var e Entry
-		err := s.encode(&v, nil, &e)
-		return e, err
+		return s.encodeOne(&v, nil, s.core.codec.Marshal)
 	}
 	core, err := cat.add(core)
 	if err != nil {
@@ -148,33 +146,28 @@ func (s *Stream[T]) encodeAll(n int, at func(int) (*T, Headers)) ([]Entry, error
 		defer b.close()
 		marshal = b.marshal
 	}
-	name := s.core.codec.Name()
 	for i := range n {
 		r, h := at(i)
-		key, err := s.keyOf(r)
+		e, err := s.encodeOne(r, h, marshal)
 		if err != nil {
 			return nil, fmt.Errorf("%w: record %d: %w", ErrEncode, i, err)
 		}
-		data, err := marshal(r)
-		if err != nil {
-			return nil, fmt.Errorf("%w: record %d: %w", ErrEncode, i, err)
-		}
-		entries[i] = Entry{Partition: s.core.PartitionOf(key), Key: key, Codec: name, Data: data, Headers: h}
+		entries[i] = e
 	}
 	return entries, nil
 }
 
-func (s *Stream[T]) encode(r *T, h Headers, e *Entry) error {
+// encodeOne keys and encodes one record with marshal.
+func (s *Stream[T]) encodeOne(r *T, h Headers, marshal func(any) ([]byte, error)) (Entry, error) {
 	key, err := s.keyOf(r)
 	if err != nil {
-		return err
+		return Entry{}, err
 	}
-	data, err := s.core.codec.Marshal(r)
+	data, err := marshal(r)
 	if err != nil {
-		return err
+		return Entry{}, err
 	}
-	*e = Entry{Partition: s.core.PartitionOf(key), Key: key, Codec: s.core.codec.Name(), Data: data, Headers: h}
-	return nil
+	return Entry{Partition: s.core.PartitionOf(key), Key: key, Codec: s.core.codec.Name(), Data: data, Headers: h}, nil
 }
 
 // Decode decodes the record of a raw entry of this stream.
