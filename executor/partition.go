@@ -156,8 +156,10 @@ func (p *partition) Next(n int, within time.Duration) []stream.Delivery {
 	return p.handOut(p.pending)
 }
 
-// gather adds deliveries to pending until it holds n or within has passed.
+// gather adds deliveries to pending until it holds n, taking what is
+// buffered at once and waiting at most within for more.
 func (p *partition) gather(n int, within time.Duration) {
+	var timeout <-chan time.Time
 	for len(p.pending) < n {
 		select {
 		case d := <-p.buf:
@@ -165,18 +167,18 @@ func (p *partition) gather(n int, within time.Duration) {
 			continue
 		default:
 		}
-		break
-	}
-	if len(p.pending) >= n || within <= 0 {
-		return
-	}
-	t := time.NewTimer(within)
-	defer t.Stop()
-	for len(p.pending) < n {
+		if within <= 0 {
+			return
+		}
+		if timeout == nil {
+			t := time.NewTimer(within)
+			defer t.Stop()
+			timeout = t.C
+		}
 		select {
 		case d := <-p.buf:
 			p.pending = append(p.pending, d)
-		case <-t.C:
+		case <-timeout:
 			return
 		case <-p.stop:
 			return
