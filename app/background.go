@@ -72,8 +72,11 @@ func (a *App) backgroundTasks() []*task {
 	return append([]*task(nil), a.tasks...)
 }
 
-// run runs t until ctx is done. A leader-only task runs its schedule while
-// this worker leads, with a context cancelled when leadership is lost.
+// run runs t until ctx is done. A leader-only task runs its schedule in
+// each term this worker leads, in the term's context: it ends at the exact
+// moment the lease can no longer be trusted, or when the worker stops
+// (RunProcessors resigns before it waits for the tasks), and carries the
+// term number (LeaderTerm).
 func (t *task) run(ctx context.Context, a *App) {
 	if !t.sched.LeaderOnly {
 		t.schedule(ctx, a)
@@ -81,7 +84,8 @@ func (t *task) run(ctx context.Context, a *App) {
 	}
 	for ctx.Err() == nil {
 		changed := a.leader.watch()
-		if !a.leader.isLeader() {
+		cur := a.leader.current()
+		if cur == nil {
 			select {
 			case <-ctx.Done():
 				return
@@ -89,19 +93,7 @@ func (t *task) run(ctx context.Context, a *App) {
 			}
 			continue
 		}
-		lctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			select {
-			case <-changed:
-			case <-lctx.Done():
-			}
-			cancel()
-		}()
-		t.schedule(lctx, a)
-		cancel()
-		<-done
+		t.schedule(cur.trust, a)
 	}
 }
 

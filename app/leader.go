@@ -4,50 +4,82 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/bsm/redislock"
+	"github.com/leatdev/leat/internal/lease"
 )
 
 // leadership keeps the app's leader lease for this worker when it can.
 //
-// The lease is a lock (bsm/redislock) on the app's leader key holding the
-// worker ID, with TTL = LeaderLease. A worker tries to take it every
-// LeaderLease/10; the leader refreshes it every LeaderLease/3. A crashed
-// leader is replaced at most LeaderLease + LeaderLease/10 after its last
-// refresh. The leader trusts its
-// lease until the start of its last successful refresh + LeaderLease − margin
-// (margin = LeaderLease/10, at most 500ms, plus 1% for clock rates), so it
-// stops acting as leader before the key can expire in Redis and another
-// worker can take it. On a graceful stop the lease is released at once.
+// The lease is a lock on the app's leader key (internal/lease), taken with
+// a fresh random value per acquisition (the worker ID is kept beside it for
+// logs and inspect) and TTL = LeaderLease. Each acquisition starts a new
+// term, numbered by the lease's fencing token: terms grow strictly from one
+// leader to the next. A worker tries to take the lease every LeaderLease/10;
+// the leader refreshes it every LeaderLease/3, each attempt bounded by the
+// trust that remains. A crashed leader is replaced at most LeaderLease +
+// LeaderLease/10 after its last refresh.
+//
+// The leader trusts its lease until the start of its last successful
+// acquisition or refresh + LeaderLease − margin (margin = LeaderLease/100 +
+// min(LeaderLease/10, 500ms)), so it stops acting as leader before the key
+// can expire in Redis and another worker can take it. The term's context
+// (lease.Trust), which leader-only tasks run in, ends at that moment
+// exactly, whatever the network does. On a graceful stop the term ends
+// first, leader-only tasks are waited for, and then the lease is released.
 type leadership struct {
-	a        *App
-	lease    time.Duration
-	leader   atomic.Bool
-	trustEnd atomic.Int64 // monotonic ns
+	a     *App
+	lease time.Duration
 
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced on every change
+	mu       sync.Mutex
+	term     *term         // nil when not leading
+	changed  chan struct{} // closed and replaced on every change
+	resigned bool          // no new term: the worker is stopping
 }
 
-var monoStart = time.Now()
+// term is one acquisition of the leader lease.
+type term struct {
+	lock  *lease.Lock
+	trust *lease.Trust // carries the term number (LeaderTerm)
+}
 
-func mono() int64 { return int64(time.Since(monoStart)) }
+// errResigned ends a term on a graceful stop.
+var errResigned = errors.New("app: leadership released on shutdown")
+
+// errLeaseLost ends a term whose lease was found taken or expired.
+var errLeaseLost = errors.New("app: leader lease lost")
+
+type termKey struct{}
+
+// LeaderTerm returns the leader term of a context given to a leader-only
+// background task: a number that grows strictly from one leader to the
+// next (the leader lease's fencing token). Like a partition's fencing token,
+// it lets a store outside Redis refuse writes of a leader that paused past
+// its lease and resumed. ok is false for other contexts.
+func LeaderTerm(ctx context.Context) (term int64, ok bool) {
+	term, ok = ctx.Value(termKey{}).(int64)
+	return term, ok
+}
 
 func newLeadership(a *App) *leadership {
 	return &leadership{a: a, lease: a.cfg.LeaderLease, changed: make(chan struct{})}
 }
 
-func (l *leadership) margin() time.Duration {
-	return l.lease/100 + min(l.lease/10, 500*time.Millisecond)
-}
-
 // IsLeader reports whether this worker holds the app's leader lease and may
 // still trust it.
-func (a *App) IsLeader() bool { return a.leader.isLeader() }
+func (a *App) IsLeader() bool { return a.leader.current() != nil }
 
-func (l *leadership) isLeader() bool { return l.leader.Load() && mono() < l.trustEnd.Load() }
+// current returns the term this worker leads in, nil when it does not lead
+// (or can no longer trust its lease).
+func (l *leadership) current() *term {
+	l.mu.Lock()
+	t := l.term
+	l.mu.Unlock()
+	if t == nil || t.trust.Err() != nil {
+		return nil
+	}
+	return t
+}
 
 // watch returns a channel closed at the next change of leadership.
 func (l *leadership) watch() <-chan struct{} {
@@ -56,74 +88,120 @@ func (l *leadership) watch() <-chan struct{} {
 	return l.changed
 }
 
-// set records whether this worker leads; why, when given, is logged at info
-// level instead of the default messages.
-func (l *leadership) set(v bool, why string) {
-	if l.leader.Swap(v) == v {
-		return
-	}
+// begin records the start of term t; it returns false, and ends t, when
+// the worker resigned meanwhile.
+func (l *leadership) begin(t *term) bool {
 	l.mu.Lock()
+	if l.resigned {
+		l.mu.Unlock()
+		t.trust.Cancel(errResigned)
+		return false
+	}
+	l.term = t
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
-	switch {
-	case why != "":
-		l.a.logger.Info(why)
-	case v:
-		l.a.logger.Info("became leader")
-	default:
-		l.a.logger.Warn("leadership lost")
+	l.a.logger.Info("became leader", "term", t.lock.Token())
+	// The term ends at the exact end of trust (or when cancelled): announce
+	// it then, not at the next refresh attempt.
+	context.AfterFunc(t.trust, func() { l.end(t) })
+	return true
+}
+
+// end records that term t is over, if it is still the current one.
+func (l *leadership) end(t *term) {
+	l.mu.Lock()
+	if l.term != t {
+		l.mu.Unlock()
+		return
+	}
+	l.term = nil
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+	cause := context.Cause(t.trust)
+	if errors.Is(cause, errResigned) {
+		l.a.logger.Info("leadership released", "term", t.lock.Token())
+	} else {
+		l.a.logger.Warn("leadership lost", "term", t.lock.Token(), "cause", cause)
 	}
 }
 
-// run campaigns for and keeps the lease until ctx is done, then releases it.
+// resign ends the current term, if any, and any later one, without
+// releasing the lease: the caller waits for leader-only tasks before run
+// releases it.
+func (l *leadership) resign() {
+	l.mu.Lock()
+	t := l.term
+	l.resigned = true
+	l.mu.Unlock()
+	if t != nil {
+		t.trust.Cancel(errResigned)
+	}
+}
+
+// run campaigns for and keeps the lease until ctx is done, then releases it
+// (after resign and the leader-only tasks, see RunProcessors).
 func (l *leadership) run(ctx context.Context) {
-	locker := redislock.New(l.a.client)
-	key := l.a.keys.Leader()
+	l.mu.Lock()
+	l.resigned = false // a new run of the worker
+	l.mu.Unlock()
+	lockc, closeLockc := lease.Client(l.a.client, 2)
+	defer closeLockc()
+	key, counter := l.a.keys.Leader(), l.a.keys.LeaderTerm()
 	every := l.lease / 3
-	var lock *redislock.Lock
+	var cur *term
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			l.set(false, "leadership released")
-			if lock != nil {
+			if cur != nil {
+				cur.trust.Cancel(errResigned)
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-				_ = lock.Release(rctx)
+				_ = cur.lock.Release(rctx, lockc)
 				cancel()
 			}
 			return
 		case <-t.C:
 		}
-		start := mono()
-		cctx, cancel := context.WithTimeout(ctx, every)
-		var err error
-		if lock == nil {
-			lock, err = locker.Obtain(cctx, key, l.lease, &redislock.Options{Token: l.a.cfg.WorkerID})
-			if err != nil {
-				lock = nil
-			}
-		} else {
-			err = lock.Refresh(cctx, l.lease, nil)
-			if errors.Is(err, redislock.ErrNotObtained) {
-				lock = nil
-			}
-		}
-		cancel()
-		switch {
-		case err == nil:
-			l.trustEnd.Store(start + int64(l.lease-l.margin()))
-			l.set(true, "")
-		case lock == nil || mono() >= l.trustEnd.Load():
-			l.set(false, "")
+		if cur != nil && cur.trust.Err() != nil {
+			cur = nil // trust ended (expired, or resigned): campaign again
 		}
 		next := every
-		switch {
-		case lock == nil:
-			next = l.lease / 10 // campaign often: take over soon after the lease expires
-		case err != nil:
-			next = every / 4 // refresh failed for a transient reason: retry soon
+		if cur == nil {
+			start := lease.Now()
+			cctx, cancel := context.WithTimeout(ctx, every)
+			lock, _, err := lease.Acquire(cctx, lockc, key, counter, l.a.cfg.WorkerID, l.lease)
+			cancel()
+			if err == nil {
+				// Not derived from ctx: on a stop the term ends as resigned
+				// (below), before the lease is released.
+				parent := context.WithValue(context.WithoutCancel(ctx), termKey{}, lock.Token())
+				cur = &term{lock: lock, trust: lease.NewTrust(parent, lease.Until(start, l.lease))}
+				if !l.begin(cur) {
+					rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+					_ = lock.Release(rctx, lockc)
+					cancel()
+					cur = nil
+				}
+			} else {
+				next = l.lease / 10 // campaign often: take over soon after the lease expires
+			}
+		} else {
+			start := lease.Now()
+			rctx, cancel := context.WithTimeout(ctx, max(min(every, cur.trust.Remaining()), time.Millisecond))
+			err := lease.Refresh(rctx, lockc, []*lease.Lock{cur.lock}, l.lease)[0]
+			cancel()
+			switch {
+			case err == nil:
+				cur.trust.Extend(lease.Until(start, l.lease))
+			case errors.Is(err, lease.ErrNotHeld):
+				cur.trust.Cancel(errLeaseLost)
+				cur, next = nil, l.lease/10
+			default:
+				next = every / 4 // a transient failure: retry soon, within the trust left
+			}
 		}
 		t.Reset(next)
 	}

@@ -85,22 +85,54 @@ func (a *App) RunProcessors(ctx context.Context, names []string) error {
 			}
 		}()
 	}
-	var bg sync.WaitGroup
-	bctx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
-	bg.Add(1)
-	go func() { defer bg.Done(); a.leader.run(bctx) }()
+	var leading, tasks sync.WaitGroup
+	lctx, stopLeading := context.WithCancel(context.WithoutCancel(ctx))
+	leading.Add(1)
+	go func() { defer leading.Done(); a.leader.run(lctx) }()
+	tctx, stopTasks := context.WithCancel(context.WithoutCancel(ctx))
 	for _, t := range a.backgroundTasks() {
-		bg.Add(1)
-		go func() { defer bg.Done(); t.run(bctx, a) }()
+		tasks.Add(1)
+		go func() { defer tasks.Done(); t.run(tctx, a) }()
 	}
 	a.logger.Info("worker started", "processors", len(execs))
 
 	<-wctx.Done()
 	wg.Wait()
-	stopBg()
-	bg.Wait()
+	// Background tasks end, and leader-only ones are waited for (within the
+	// grace period), before the leader lease is released: a new leader
+	// never starts a task the old one is still running.
+	stopTasks()
+	a.leader.resign()
+	if !waitGroup(&tasks, a.grace()) {
+		a.logger.Error("background tasks still running after the grace period: they must return when their context ends")
+	}
+	stopLeading()
+	leading.Wait()
 	a.logger.Info("worker stopped")
 	return errors.Join(errs...)
+}
+
+// grace is the processors' default grace period, which background tasks get
+// too.
+func (a *App) grace() time.Duration {
+	if g := a.cfg.Processing.Grace; g > 0 {
+		return g
+	}
+	return executor.DefaultGrace
+}
+
+// waitGroup waits for wg at most d and reports whether it finished.
+func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // Executors returns the executors of the running worker, for status

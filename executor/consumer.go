@@ -79,7 +79,7 @@ func (p *partition) call() (err error) {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return p.e.handler(p.ctx, p)
+	return p.e.handler(p.ctx(), p)
 }
 
 // retry counts a failed attempt on the entry id and waits for the backoff.
@@ -109,7 +109,7 @@ func (p *partition) sleep(d time.Duration) {
 	select {
 	case <-t.C:
 	case <-p.stop:
-	case <-p.ctx.Done():
+	case <-p.ctx().Done():
 	}
 }
 
@@ -117,7 +117,7 @@ func (p *partition) sleep(d time.Duration) {
 func (p *partition) park() {
 	select {
 	case <-p.stop:
-	case <-p.ctx.Done():
+	case <-p.ctx().Done():
 	}
 }
 

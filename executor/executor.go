@@ -15,9 +15,14 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/google/uuid"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
+
+// ErrProcessorStuck is returned by Run when a processor did not return
+// within Grace plus a bounded extra wait after its context was cancelled.
+var ErrProcessorStuck = errors.New("executor: processor ignores its context")
 
 // Handler runs a processor over the events of one partition. The app wraps
 // typed processors (func(ctx, *stream.Events[T]) error) into a Handler.
@@ -57,7 +62,8 @@ type Executor struct {
 	own       *redis.Client // see ownClient; nil for Cluster clients
 	started   time.Time
 	keys      keys.Space
-	locker    *redislock.Client
+	locker    *redislock.Client     // the admin lock
+	lockc     redis.UniversalClient // partition locks (see lease.Client)
 	log       *slog.Logger
 	obs       Observer
 
@@ -164,6 +170,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	if e.own != nil {
 		defer e.own.Close()
 	}
+	var closeLocks func()
+	e.lockc, closeLocks = lease.Client(e.client, 4)
+	defer closeLocks()
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -180,20 +189,25 @@ func (e *Executor) Run(ctx context.Context) error {
 		return err
 	}
 	goFn(e.fetch.run)
+	goFn(e.refreshLocks)
 	goFn(func(ctx context.Context) {
 		e.acks.run(ctx, func(err error) { e.log.Warn("ack failed; will retry", "error", err) })
 	})
-	// Membership goroutines stop before leaving, so a late heartbeat cannot
-	// bring the executor back as a ghost member; the leave notice also ends
-	// the control listener's blocking read at once.
-	mctx, stopMembership := context.WithCancel(bg)
-	var mwg sync.WaitGroup
-	for _, f := range []func(context.Context){e.heartbeat, e.listen} {
-		mwg.Add(1)
-		go func() { defer mwg.Done(); f(mctx) }()
-	}
-	defer mwg.Wait()
-	defer stopMembership()
+	// The heartbeat stops, and is waited for, before the executor leaves,
+	// so that a heartbeat or rebalance in flight cannot add it back as a
+	// ghost member after its ZREM; the listener (which only wakes the main
+	// loop) stops after the leave notice, which ends its blocking read.
+	hctx, stopHeartbeat := context.WithCancel(bg)
+	lctx, stopListener := context.WithCancel(bg)
+	var hwg, lwg sync.WaitGroup
+	hwg.Add(1)
+	go func() { defer hwg.Done(); e.heartbeat(hctx) }()
+	lwg.Add(1)
+	go func() { defer lwg.Done(); e.listen(lctx) }()
+	defer lwg.Wait()
+	defer stopListener()
+	defer hwg.Wait()
+	defer stopHeartbeat()
 
 	if e.opts.JoinDelay > 0 {
 		sleepCtx(ctx, e.opts.JoinDelay)
@@ -231,12 +245,14 @@ loop:
 	}
 
 	// Shutdown (see the order above).
-	stopMembership()
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	if err := e.leave(lctx); err != nil {
+	stopHeartbeat()
+	hwg.Wait()
+	leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if err := e.leave(leaveCtx); err != nil {
 		e.log.Warn("leave failed; others will rebalance when the heartbeat expires", "error", err)
 	}
 	cancel()
+	stopListener()
 	e.mu.Lock()
 	for _, p := range e.owned {
 		p.softStop()
@@ -248,6 +264,12 @@ loop:
 		e.log.Warn("final ack failed; events will be delivered again", "error", err)
 	}
 	cancel()
+	select {
+	case <-e.halted:
+		// A halt during shutdown: a processor abandoned while draining.
+		runErr = e.haltErr
+	default:
+	}
 	return runErr
 }
 
@@ -297,7 +319,7 @@ func (e *Executor) apply(ctx context.Context, a assignment, wg *sync.WaitGroup) 
 }
 
 func (e *Executor) newPartition(ctx context.Context, n int) *partition {
-	pctx, cancel := context.WithCancelCause(ctx)
+	life, cancel := context.WithCancelCause(ctx)
 	return &partition{
 		e:       e,
 		n:       n,
@@ -305,7 +327,7 @@ func (e *Executor) newPartition(ctx context.Context, n int) *partition {
 		lockKey: e.keys.Lock(e.stream.Name(), e.processor, n),
 		log:     e.log.With("partition", n),
 		buf:     make(chan stream.Delivery, e.opts.Prefetch),
-		ctx:     pctx,
+		life:    life,
 		cancel:  cancel,
 		stop:    make(chan struct{}),
 	}
@@ -327,94 +349,80 @@ func (e *Executor) runPartition(p *partition) {
 	if !e.acquire(p) {
 		return
 	}
-	var wg sync.WaitGroup
-	rctx, stopRefresh := context.WithCancel(context.WithoutCancel(p.ctx))
-	wg.Add(2)
-	go func() { defer wg.Done(); p.refresh(rctx) }()
 	done := make(chan struct{})
-	go func() { defer wg.Done(); defer close(done); p.consume() }()
+	go func() { defer close(done); p.consume() }()
 	if !p.held {
 		e.fetch.add(p)
 	}
 	e.mu.Lock()
 	e.ready[p.n] = true
 	e.mu.Unlock()
-	p.log.Info("partition acquired")
+	p.log.Info("partition acquired", "token", p.lock.Token())
 
 	// Wait for a release (soft stop) or a loss (hard stop).
 	select {
 	case <-p.stop:
-	case <-p.ctx.Done():
+	case <-p.trust.Done():
 	}
 	e.fetch.remove(p)
-	lost := errors.Is(context.Cause(p.ctx), errLockLost)
-	grace := time.NewTimer(e.opts.Grace)
-	select {
-	case <-done:
-	case <-grace.C:
-		if lost {
-			// Another executor may own the partition by now: a processor
-			// still running ignores its context and may overlap with it.
-			p.log.Error("processor still running after its partition lock was lost: it must return when its context is cancelled")
-		} else {
-			p.log.Warn("grace period over; cancelling the processor")
-			p.cancel(errReleased)
-		}
+	lost := p.lost()
+	if lost {
+		p.log.Warn("partition lock lost", "cause", context.Cause(p.trust))
+		e.obs.LockLost(e.stream.Name(), e.processor, p.n)
 	}
-	grace.Stop()
-	<-done
+	if !e.drain(p, done, lost) {
+		return // abandoned: the lock expires by itself
+	}
+	e.mu.Lock()
+	delete(e.ready, p.n) // no more refreshes
+	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.acks.flush(ctx); err != nil {
 		p.log.Warn("ack before release failed", "error", err)
 	}
-	stopRefresh()
-	wg.Wait()
 	if lost {
-		p.log.Warn("partition lost")
 		return
 	}
-	if err := p.lock.Release(ctx); err != nil && !errors.Is(err, redislock.ErrLockNotHeld) {
+	if err := p.lock.Release(ctx, e.lockc); err != nil && !errors.Is(err, lease.ErrNotHeld) {
 		p.log.Warn("lock release failed; it expires by itself", "error", err)
 	}
 	p.log.Info("partition released")
 }
 
-// acquire takes p's lock, retrying until it is free or expired, and prepares
-// the consumer group. It returns false when p was released meanwhile.
-func (e *Executor) acquire(p *partition) bool {
-	retry := max(min(e.opts.LockExpiry/20, 250*time.Millisecond), 10*time.Millisecond)
-	for {
-		if p.stopping() {
-			return false
-		}
-		start := mono()
-		ctx, cancel := context.WithTimeout(p.ctx, e.opts.LockExpiry)
-		lock, err := e.locker.Obtain(ctx, p.lockKey, e.opts.LockExpiry, &redislock.Options{Token: e.id})
-		cancel()
-		if err == nil {
-			p.lock = lock
-			p.extendTrust(start)
-			if err := e.prepare(p); err != nil {
-				p.log.Warn("partition not prepared; retrying", "error", err)
-				_ = lock.Release(context.WithoutCancel(p.ctx))
-			} else {
-				return true
-			}
-		} else if !errors.Is(err, redislock.ErrNotObtained) && p.ctx.Err() == nil {
-			p.log.Debug("lock not obtained", "error", err)
-		}
-		t := time.NewTimer(retry)
-		select {
-		case <-t.C:
-		case <-p.stop:
-			t.Stop()
-			return false
-		case <-p.ctx.Done():
-			t.Stop()
-			return false
-		}
+// drain waits for p's consumer (done) to finish its event or batch in
+// flight: Grace at most, then its context is cancelled and it gets up to
+// abandonAfter more. A processor still running then ignores its context: the
+// executor halts with an error naming it, and drain returns false; its
+// unacknowledged entries stay pending for the next owner.
+func (e *Executor) drain(p *partition, done <-chan struct{}, lost bool) bool {
+	grace := time.NewTimer(e.opts.Grace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return true
+	case <-grace.C:
 	}
+	if lost {
+		// Another executor may own the partition by now: a processor
+		// still running ignores its context and may overlap with it.
+		p.log.Error("processor still running after its partition lock was lost: it must return when its context is cancelled")
+	} else {
+		p.log.Warn("grace period over; cancelling the processor")
+		p.cancel(errReleased)
+	}
+	extra := time.NewTimer(e.opts.abandonAfter())
+	defer extra.Stop()
+	select {
+	case <-done:
+		return true
+	case <-extra.C:
+	}
+	err := fmt.Errorf("%w: processor %q, partition %d, still running %s after its context was cancelled",
+		ErrProcessorStuck, e.processor, p.n, e.opts.Grace+e.opts.abandonAfter())
+	p.log.Error("processor abandoned: it ignores its context", "error", err)
+	e.halt(p.n, err)
+	return false
 }
 
 // prepare creates the consumer group if needed and clears an old quarantine
@@ -426,7 +434,7 @@ func (e *Executor) acquire(p *partition) bool {
 // partition without processing it (it is reported, like a quarantine); a
 // worker started after the halt (a fix deployed) tries it again.
 func (e *Executor) prepare(p *partition) error {
-	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx(), 5*time.Second)
 	defer cancel()
 	if err := e.ensureGroup(ctx, p.key); err != nil {
 		return err

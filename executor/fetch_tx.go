@@ -73,7 +73,7 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 	held := work[:0:0]
 	for i, v := range owners.Val() {
 		w := work[i]
-		if tok, _ := v.(string); tok != w.s.p.lock.Token() {
+		if tok, _ := v.(string); tok != w.s.p.lock.Value() {
 			f.lost(w.s)
 			continue
 		}

@@ -227,7 +227,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) error {
 		pipe := e.client.Pipeline()
 		for i := range work {
 			w := &work[i]
-			w.cmd = scripts.Fetch(ctx, pipe, w.s.p.lockKey, w.s.p.key, w.s.p.lock.Token(), e.processor, e.id, w.count, w.cursor)
+			w.cmd = scripts.Fetch(ctx, pipe, w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
 		}
 		_, err := pipe.Exec(ctx)
 		return err
@@ -271,7 +271,6 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 	if !res.Held {
 		delete(f.parts, s.p.n)
 		f.log.Warn("partition lock not held at fetch", "partition", s.p.n)
-		s.p.e.obs.LockLost(s.p.e.stream.Name(), s.p.e.processor, s.p.n)
 		s.p.cancel(errLockLost)
 		return
 	}

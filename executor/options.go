@@ -189,10 +189,7 @@ func (o Options) refreshEvery() time.Duration { return o.LockExpiry / 3 }
 // most LockExpiry + 1s after its last heartbeat.
 func (o Options) heartbeatEvery() time.Duration { return min(o.LockExpiry/3, time.Second) }
 
-// trustMargin is subtracted from the lock expiry when computing how long a
-// lock can be trusted after the start of its last successful refresh: it
-// covers the clock rate difference between this machine and Redis (1%) and
-// scheduling delays between checking trust and handing out an event.
-func (o Options) trustMargin() time.Duration {
-	return o.LockExpiry/100 + min(o.LockExpiry/10, 500*time.Millisecond)
-}
+// abandonAfter is how long a processor may still run after its context was
+// cancelled at the end of the grace period before the executor gives up on
+// it (and halts): as long as the grace period, between 1s and 10s.
+func (o Options) abandonAfter() time.Duration { return min(max(o.Grace, time.Second), 10*time.Second) }

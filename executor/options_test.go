@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"github.com/leatdev/leat/internal/lease"
 	"strings"
 	"testing"
 	"time"
@@ -50,11 +51,11 @@ func TestTrustArithmetic(t *testing.T) {
 	for _, exp := range []time.Duration{300 * time.Millisecond, 2 * time.Second, 10 * time.Second, time.Minute} {
 		o := Options{LockExpiry: exp}
 		// Two refreshes in a row may fail before trust runs out.
-		if trust := exp - o.trustMargin(); trust <= 2*o.refreshEvery() {
+		if trust := exp - lease.Margin(exp); trust <= 2*o.refreshEvery() {
 			t.Errorf("expiry %s: trust %s leaves no room for two failed refreshes every %s", exp, trust, o.refreshEvery())
 		}
-		if o.trustMargin() < exp/100 {
-			t.Errorf("expiry %s: margin %s below the clock-rate allowance", exp, o.trustMargin())
+		if lease.Margin(exp) < exp/100 {
+			t.Errorf("expiry %s: margin %s below the clock-rate allowance", exp, lease.Margin(exp))
 		}
 		if o.heartbeatEvery() > time.Second || o.heartbeatEvery() > exp/3 {
 			t.Errorf("expiry %s: heartbeat every %s", exp, o.heartbeatEvery())

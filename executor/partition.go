@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/bsm/redislock"
+	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -33,17 +32,22 @@ type partition struct {
 	lockKey string
 	log     *slog.Logger
 
-	lock *redislock.Lock
-	buf  chan stream.Delivery // filled by the fetcher only
+	buf chan stream.Delivery // filled by the fetcher only
 
-	ctx    context.Context // hard stop: lock lost, grace exceeded, worker gone
+	// life ends on a hard stop: lock lost, grace exceeded, worker gone.
+	life   context.Context
 	cancel context.CancelCauseFunc
+	// lock and trust are set once the lock is acquired, before the consumer
+	// and the fetcher see the partition. trust, derived from life, ends
+	// when life does or when the lock can no longer be trusted: it is the
+	// processor's context.
+	lock  *lease.Lock
+	trust *lease.Trust
 
 	stopOnce sync.Once
 	stop     chan struct{} // soft stop: no more events handed out
 
-	trustUntil atomic.Int64 // monotonic nanoseconds, see mono()
-	held       bool         // halted by another worker: owned, not processed (see prepare)
+	held bool // halted by another worker: owned, not processed (see prepare)
 
 	// consumer
 	pending   []stream.Delivery // handed out (or taken from buf) and not done
@@ -58,11 +62,6 @@ type partition struct {
 	attemptID string
 }
 
-var monoStart = time.Now()
-
-// mono returns a monotonic clock reading in nanoseconds.
-func mono() int64 { return int64(time.Since(monoStart)) }
-
 func (p *partition) softStop() { p.stopOnce.Do(func() { close(p.stop) }) }
 
 func (p *partition) stopping() bool {
@@ -70,58 +69,24 @@ func (p *partition) stopping() bool {
 	case <-p.stop:
 		return true
 	default:
-		return p.ctx.Err() != nil
+		return p.ctx().Err() != nil
 	}
 }
 
-// trusted reports whether the lock may still be relied on: until the start
-// of the last successful refresh plus the expiry minus the safety margin.
-func (p *partition) trusted() bool { return mono() < p.trustUntil.Load() }
-
-func (p *partition) extendTrust(refreshStart int64) {
-	o := p.e.opts
-	p.trustUntil.Store(refreshStart + int64(o.LockExpiry-o.trustMargin()))
+// ctx is the partition's work context: its trust once the lock is held,
+// its life before.
+func (p *partition) ctx() context.Context {
+	if p.trust != nil {
+		return p.trust
+	}
+	return p.life
 }
 
-// refresh keeps the lock alive every LockExpiry/3 until ctx ends. When the
-// lock is gone, or no refresh succeeded for so long that trust ran out, it
-// cancels the partition's work.
-func (p *partition) refresh(ctx context.Context) {
-	o := p.e.opts
-	t := time.NewTimer(o.refreshEvery())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		start := mono()
-		rctx, cancel := context.WithTimeout(ctx, o.refreshEvery())
-		err := p.lock.Refresh(rctx, o.LockExpiry, nil)
-		cancel()
-		switch {
-		case err == nil:
-			p.extendTrust(start)
-			t.Reset(o.refreshEvery())
-		case errors.Is(err, redislock.ErrNotObtained):
-			p.log.Warn("partition lock lost")
-			p.e.obs.LockLost(p.e.stream.Name(), p.e.processor, p.n)
-			p.cancel(errLockLost)
-			return
-		case ctx.Err() != nil:
-			return
-		default:
-			if !p.trusted() {
-				p.log.Warn("partition lock not refreshed in time", "error", err)
-				p.e.obs.LockLost(p.e.stream.Name(), p.e.processor, p.n)
-				p.cancel(errLockLost)
-				return
-			}
-			p.log.Debug("partition lock refresh failed", "error", err)
-			t.Reset(min(o.refreshEvery()/4, 200*time.Millisecond))
-		}
-	}
+// lost reports whether the partition's work ended because its lock was
+// lost or could no longer be trusted.
+func (p *partition) lost() bool {
+	cause := context.Cause(p.ctx())
+	return errors.Is(cause, errLockLost) || errors.Is(cause, lease.ErrTrustExpired)
 }
 
 // Next implements stream.Feed.
@@ -143,7 +108,7 @@ func (p *partition) Next(n int, within time.Duration) []stream.Delivery {
 	case first = <-p.buf:
 	case <-p.stop:
 		return nil
-	case <-p.ctx.Done():
+	case <-p.ctx().Done():
 		return nil
 	}
 	before := len(p.buf) + 1
@@ -182,7 +147,7 @@ func (p *partition) gather(n int, within time.Duration) {
 			return
 		case <-p.stop:
 			return
-		case <-p.ctx.Done():
+		case <-p.ctx().Done():
 			return
 		}
 	}
@@ -193,7 +158,7 @@ func (p *partition) gather(n int, within time.Duration) {
 // reused by the next call: Events is done with a result before it asks for
 // the next one.
 func (p *partition) handOut(ds []stream.Delivery) []stream.Delivery {
-	if !p.trusted() || p.stopping() {
+	if p.stopping() { // reads the clock: exact even right after a freeze
 		return nil
 	}
 	p.consumed += len(ds)

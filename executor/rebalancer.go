@@ -77,8 +77,14 @@ func (e *Executor) maybeRebalance(ctx context.Context) {
 func (e *Executor) rebalance(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, 2*adminTTL)
 	defer cancel()
-	admin, err := e.locker.Obtain(lctx, e.keys.Admin(e.stream.Name(), e.processor), adminTTL, &redislock.Options{
-		Token:         e.id,
+	// A fresh random token per acquisition (redislock's default); the
+	// executor's ID is metadata, for logs. The assignment is written only
+	// while this acquisition still holds the lock and the stored version is
+	// the one it was computed from, so a rebalancer that stalled while
+	// holding the admin lock cannot overwrite a newer assignment.
+	adminKey := e.keys.Admin(e.stream.Name(), e.processor)
+	admin, err := e.locker.Obtain(lctx, adminKey, adminTTL, &redislock.Options{
+		Metadata:      " " + e.id,
 		RetryStrategy: redislock.LinearBackoff(20 * time.Millisecond),
 	})
 	if err != nil {
@@ -109,11 +115,20 @@ func (e *Executor) rebalance(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := e.client.Set(ctx, e.assignmentKey(), b, 0).Err(); err != nil {
+	if err := e.storeAssignment(ctx, adminKey, admin.Token()+admin.Metadata(), cur.Version, b); err != nil {
 		return err
 	}
 	e.log.Info("rebalanced", "version", a.Version, "members", len(live), "moves", cur.Members.Moves(next))
 	return e.announce(ctx, noticeAssigned, e.id, a.Version)
+}
+
+// storeAssignment writes the assignment b computed from version from, fenced
+// by the admin lock value (see scripts.StoreAssignment).
+func (e *Executor) storeAssignment(ctx context.Context, adminKey, adminValue string, from int64, b []byte) error {
+	if err := scripts.StoreAssignment(ctx, e.client, adminKey, e.assignmentKey(), adminValue, from, b); err != nil {
+		return fmt.Errorf("assignment not stored: %w", err)
+	}
+	return nil
 }
 
 func equalAssignments(a, b rebalance.Assignment) bool {

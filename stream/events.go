@@ -1,10 +1,13 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ErrBatchConfig is reported when a processor asks for batches the runtime
@@ -17,6 +20,11 @@ var ErrBatchConfig = errors.New("stream: invalid batch settings")
 // (by MAXLEN retention or XDEL) before it was acknowledged. It goes through
 // the processor's failure policy like any entry that cannot be processed.
 var ErrTrimmed = errors.New("stream: entry trimmed before it was processed")
+
+// ErrNotOwner is returned by Events.Fenced when this worker no longer holds
+// the partition with the lock acquisition its events came from: the write
+// was not applied. The processor should return (its context is ending too).
+var ErrNotOwner = errors.New("stream: partition no longer owned by this worker; write fenced off")
 
 // Delivery is one raw entry handed to a processor by the runtime.
 type Delivery struct {
@@ -47,6 +55,14 @@ type Feed interface {
 	Reject(ds []Delivery, err error)
 	// Grace is the processor's grace period.
 	Grace() time.Duration
+	// Token is the fencing token of the lock acquisition the deliveries
+	// come from.
+	Token() int64
+	// Fenced runs fn's commands in a transaction that Redis applies only
+	// while the lock acquisition is still held, or returns ErrNotOwner.
+	Fenced(ctx context.Context, fn func(pipe redis.Pipeliner) error) error
+	// LocalKey names a key in the partition's hash slot.
+	LocalKey(name string) string
 }
 
 // Event is one record of a partition, as a processor sees it.
@@ -91,6 +107,33 @@ func (ev *Events[T]) decode(d *Delivery) (*Event[T], error) {
 	}
 	return e, nil
 }
+
+// Token returns the fencing token of this processor call's hold on the
+// partition. Every acquisition of a partition's lock gets a token larger
+// than any earlier one, so a token orders the owners of a partition in
+// time: a store outside Redis that keeps the highest token it has seen with
+// the data and refuses a write carrying a lower one (compare-and-set) can
+// never be overwritten by an owner that paused past its lock expiry and
+// resumed. Tokens are not consecutive.
+func (ev *Events[T]) Token() int64 { return ev.feed.Token() }
+
+// Fenced applies fn's Redis commands atomically, in one MULTI/EXEC
+// transaction, and only if this worker still holds the partition with the
+// lock acquisition these events came from (WATCH on the lock, then a check
+// of its value). Otherwise nothing is applied and it returns ErrNotOwner
+// (the partition's work is ending: return). An owner that paused past its
+// lock expiry (a long GC pause, SIGSTOP) and resumed therefore cannot write
+// over its successor. Commands are queued on pipe; their replies are read
+// after Fenced returns nil. On Redis Cluster every key written must share
+// the partition's hash slot: name them with LocalKey.
+func (ev *Events[T]) Fenced(ctx context.Context, fn func(pipe redis.Pipeliner) error) error {
+	return ev.feed.Fenced(ctx, fn)
+}
+
+// LocalKey returns a Redis key named name in the hash slot of this
+// partition, under the app's prefix (PREFIX:NAME:{APP:STREAM:N}), for state a
+// processor keeps per partition and writes with Fenced on Redis Cluster.
+func (ev *Events[T]) LocalKey(name string) string { return ev.feed.LocalKey(name) }
 
 // All yields events one at a time.
 func (ev *Events[T]) All() iter.Seq[*Event[T]] {

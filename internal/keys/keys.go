@@ -107,14 +107,33 @@ func (s Space) Registry() string { return s.key("streams", s.appTag()) }
 // "stream/processor", value = JSON definition (written on start; no TTL).
 func (s Space) Processors() string { return s.key("processors", s.appTag()) }
 
-// Leader is the app's leader lease (string holding the leader worker ID;
-// PX lease refreshed by the leader).
+// Leader is the app's leader lease (string holding a random token and the
+// leader's worker ID; PX lease refreshed by the leader).
 func (s Space) Leader() string { return s.key("leader", s.appTag()) }
 
+// LeaderTerm is the counter of the app's leader terms (string, the fencing
+// token of the last leader lease acquisition; no TTL).
+func (s Space) LeaderTerm() string { return s.key("term", s.appTag()) }
+
 // Lock is the lock of processor on partition p of stream (string holding the
-// owner's token; PX = lock expiry; refreshed by the owner).
+// owner's random token and identity; PX = lock expiry; refreshed by the
+// owner).
 func (s Space) Lock(stream, processor string, p int) string {
 	return s.key("lock", s.partTag(stream, p)) + ":" + processor
+}
+
+// Fence is the fencing counter of processor on partition p of stream
+// (string, the token of the last acquisition of Lock; no TTL). It shares the
+// lock's hash slot.
+func (s Space) Fence(stream, processor string, p int) string {
+	return s.key("fence", s.partTag(stream, p)) + ":" + processor
+}
+
+// Local is a key named name in the hash slot of partition p of stream, for
+// processors whose writes must share the partition lock's slot (fenced
+// writes on Redis Cluster).
+func (s Space) Local(name, stream string, p int) string {
+	return s.key(name, s.partTag(stream, p))
 }
 
 // Members is the sorted set of live executors of a processor: member =

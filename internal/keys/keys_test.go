@@ -32,8 +32,8 @@ func TestClusterLayout(t *testing.T) {
 			t.Fatalf("partitions share the tag %q", tag(pk))
 		}
 		seen[tag(pk)] = true
-		if tag(s.Lock("orders", "totals", p)) != tag(pk) {
-			t.Fatalf("lock of partition %d is not in its slot", p)
+		if tag(s.Lock("orders", "totals", p)) != tag(pk) || tag(s.Fence("orders", "totals", p)) != tag(pk) || tag(s.Local("totals", "orders", p)) != tag(pk) {
+			t.Fatalf("lock, fence or local key of partition %d is not in its slot", p)
 		}
 	}
 	group := []string{s.Members("orders", "totals"), s.Assignment("orders", "totals"), s.Control("orders", "totals"),
@@ -43,10 +43,10 @@ func TestClusterLayout(t *testing.T) {
 			t.Fatalf("group key %q has tag %q", k, tag(k))
 		}
 	}
-	if tag(s.Registry()) != "shop" || tag(s.Leader()) != "shop" || tag(s.Processors()) != "shop" {
+	if tag(s.Registry()) != "shop" || tag(s.Leader()) != "shop" || tag(s.LeaderTerm()) != "shop" || tag(s.Processors()) != "shop" {
 		t.Fatal("app keys do not share the app tag")
 	}
-	all := append(group, s.Registry(), s.Leader(), s.Processors(), s.Partition("orders", 0), s.Lock("orders", "totals", 0))
+	all := append(group, s.Registry(), s.Leader(), s.Processors(), s.LeaderTerm(), s.Partition("orders", 0), s.Lock("orders", "totals", 0), s.Fence("orders", "totals", 0))
 	uniq := map[string]bool{}
 	for _, k := range all {
 		if uniq[k] || !strings.HasPrefix(k, "leat:") {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,12 +30,33 @@ var (
 	//go:embed live_members.lua
 	liveMembersSrc string
 	liveMembers    = redis.NewScript(liveMembersSrc)
+
+	//go:embed lock_acquire.lua
+	lockAcquireSrc string
+	lockAcquire    = redis.NewScript(lockAcquireSrc)
+
+	//go:embed lock_refresh.lua
+	lockRefreshSrc string
+	lockRefresh    = redis.NewScript(lockRefreshSrc)
+
+	//go:embed lock_release.lua
+	lockReleaseSrc string
+	lockRelease    = redis.NewScript(lockReleaseSrc)
+
+	//go:embed store_assignment.lua
+	storeAssignmentSrc string
+	storeAssignment    = redis.NewScript(storeAssignmentSrc)
 )
 
 // Load loads the scripts that are run with EVALSHA inside pipelines, after
 // a NOSCRIPT error (a restarted or failed-over server).
 func Load(ctx context.Context, c redis.Scripter) error {
-	return fetch.Load(ctx, c).Err()
+	for _, s := range []*redis.Script{fetch, lockRefresh} {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // IsNoScript reports whether err says the server does not know a script.
@@ -215,4 +237,71 @@ func strings1(v any) []string {
 		}
 	}
 	return out
+}
+
+// AcquireLock takes lock, holding value, for ttl, unless another value holds
+// it. On success it returns the new fencing token, which is larger than any
+// token handed out for this lock before (see lock_acquire.lua); otherwise it
+// returns ok false and the value that holds the lock.
+//
+// KEYS: lock, fence. ARGV: value, ttl in ms.
+func AcquireLock(ctx context.Context, c redis.Scripter, lock, fence, value string, ttl time.Duration) (token int64, holder string, ok bool, err error) {
+	v, err := lockAcquire.Run(ctx, c, []string{lock, fence}, value, ttl.Milliseconds()).Slice()
+	if err != nil {
+		return 0, "", false, err
+	}
+	if len(v) != 2 {
+		return 0, "", false, fmt.Errorf("lock_acquire: malformed reply %v", v)
+	}
+	if st, _ := v[0].(int64); st == 1 {
+		token, _ = v[1].(int64)
+		return token, "", true, nil
+	}
+	holder, _ = v[1].(string)
+	return 0, holder, false, nil
+}
+
+// RefreshLock queues on pipe the extension of lock to ttl if it holds value;
+// the command's reply is 1 when extended, 0 when value does not hold it.
+// Load the scripts (Load) and run the pipeline again after a NOSCRIPT error.
+//
+// KEYS: lock. ARGV: value, ttl in ms.
+func RefreshLock(ctx context.Context, pipe redis.Scripter, lock, value string, ttl time.Duration) *redis.Cmd {
+	return lockRefresh.EvalSha(ctx, pipe, []string{lock}, value, ttl.Milliseconds())
+}
+
+// ReleaseLock deletes lock if it holds value, and reports whether it did.
+//
+// KEYS: lock. ARGV: value.
+func ReleaseLock(ctx context.Context, c redis.Scripter, lock, value string) (bool, error) {
+	n, err := lockRelease.Run(ctx, c, []string{lock}, value).Int64()
+	return n == 1, err
+}
+
+// Outcomes of StoreAssignment.
+var (
+	// ErrNotAdmin: the caller no longer holds the admin lock.
+	ErrNotAdmin = errors.New("admin lock no longer held")
+	// ErrStaleAssignment: the stored assignment is not the one the new one
+	// was computed from.
+	ErrStaleAssignment = errors.New("assignment changed meanwhile")
+)
+
+// StoreAssignment writes assignment (JSON, version from+1) if the caller
+// still holds the admin lock with adminValue and the stored assignment's
+// version is still from; otherwise it returns ErrNotAdmin or
+// ErrStaleAssignment and writes nothing.
+//
+// KEYS: admin, assignment. ARGV: admin value, from, assignment.
+func StoreAssignment(ctx context.Context, c redis.Scripter, admin, key, adminValue string, from int64, assignment []byte) error {
+	n, err := storeAssignment.Run(ctx, c, []string{admin, key}, adminValue, from, assignment).Int64()
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
+		return ErrNotAdmin
+	case n < 0:
+		return ErrStaleAssignment
+	}
+	return nil
 }

@@ -1,0 +1,178 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/leatdev/leat/internal/lease"
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// Partition locks (see the package doc for the arithmetic). Each acquisition
+// takes the lock with a fresh random value and gets a fencing token; one
+// refresher per executor extends every lock it holds in one pipelined round
+// trip every LockExpiry/3, and each partition's work runs in a lease.Trust
+// that ends at the exact moment the lock can no longer be trusted, whatever
+// the network does.
+
+// acquire takes p's lock, retrying until it is free or expired, and prepares
+// the consumer group. It returns false when p was released meanwhile. On
+// success p.lock and p.trust are set.
+func (e *Executor) acquire(p *partition) bool {
+	retry := max(min(e.opts.LockExpiry/20, 250*time.Millisecond), 10*time.Millisecond)
+	fence := e.keys.Fence(e.stream.Name(), e.processor, p.n)
+	for {
+		if p.stopping() {
+			return false
+		}
+		start := lease.Now()
+		ctx, cancel := context.WithTimeout(p.life, e.opts.LockExpiry-lease.Margin(e.opts.LockExpiry))
+		lock, holder, err := lease.Acquire(ctx, e.lockc, p.lockKey, fence, e.identity(), e.opts.LockExpiry)
+		cancel()
+		if err == nil {
+			p.lock = lock
+			p.trust = lease.NewTrust(p.life, lease.Until(start, e.opts.LockExpiry))
+			if err := e.prepare(p); err != nil {
+				p.log.Warn("partition not prepared; retrying", "error", err)
+				p.trust.Cancel(errReleased)
+				_ = lock.Release(context.WithoutCancel(p.life), e.lockc)
+				p.lock, p.trust = nil, nil
+			} else {
+				return true
+			}
+		} else if !errors.Is(err, lease.ErrNotObtained) && p.life.Err() == nil {
+			p.log.Debug("lock not obtained", "error", err)
+		} else if holder != "" {
+			p.log.Debug("lock held by another executor", "holder", holder)
+		}
+		t := time.NewTimer(retry)
+		select {
+		case <-t.C:
+		case <-p.stop:
+			t.Stop()
+			return false
+		case <-p.life.Done():
+			t.Stop()
+			return false
+		}
+	}
+}
+
+// identity is what lock values carry besides their random token: the
+// executor and the worker running it.
+func (e *Executor) identity() string {
+	if e.worker == "" {
+		return e.id
+	}
+	return e.id + " " + e.worker
+}
+
+// refreshLocks extends the locks of every partition e holds, together, every
+// LockExpiry/3 until ctx is done. Each attempt is bounded by the trust that
+// remains; a lock found gone ends its partition's work at once, and a lock
+// not refreshed in time ends it when its trust ends (lease.Trust).
+func (e *Executor) refreshLocks(ctx context.Context) {
+	every := e.opts.refreshEvery()
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		parts := e.held()
+		failed := false
+		if len(parts) > 0 {
+			bound := every
+			locks := make([]*lease.Lock, len(parts))
+			for i, p := range parts {
+				locks[i] = p.lock
+				bound = min(bound, p.trust.Remaining())
+			}
+			start := lease.Now()
+			rctx, cancel := context.WithTimeout(ctx, max(bound, time.Millisecond))
+			errs := lease.Refresh(rctx, e.lockc, locks, e.opts.LockExpiry)
+			cancel()
+			for i, p := range parts {
+				switch err := errs[i]; {
+				case err == nil:
+					p.trust.Extend(lease.Until(start, e.opts.LockExpiry))
+				case errors.Is(err, lease.ErrNotHeld):
+					p.cancel(errLockLost)
+				default:
+					failed = true
+					if ctx.Err() == nil {
+						p.log.Debug("partition lock refresh failed", "error", err)
+					}
+				}
+			}
+		}
+		if failed {
+			t.Reset(min(every/4, 200*time.Millisecond)) // retry soon, within the trust left
+		} else {
+			t.Reset(every)
+		}
+	}
+}
+
+// held returns the partitions whose lock e holds and refreshes.
+func (e *Executor) held() []*partition {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*partition, 0, len(e.ready))
+	for n := range e.ready {
+		if p := e.owned[n]; p != nil && p.lock != nil && p.trust.Err() == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// maxFencedTries bounds the optimistic retries of a fenced write whose
+// transaction failed because the lock key changed (our own refresh touches it).
+const maxFencedTries = 5
+
+// Fenced implements stream.Feed: fn's commands run in a MULTI/EXEC
+// transaction that Redis executes only if p's lock still holds this
+// acquisition's value (WATCH on the lock key, GET, then MULTI ... EXEC).
+func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) error {
+	if p.lock == nil {
+		return stream.ErrNotOwner
+	}
+	for try := 1; ; try++ {
+		err := p.e.client.Watch(ctx, func(tx *redis.Tx) error {
+			v, err := tx.Get(ctx, p.lockKey).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			if v != p.lock.Value() {
+				return stream.ErrNotOwner
+			}
+			_, err = tx.TxPipelined(ctx, fn)
+			return err
+		}, p.lockKey)
+		switch {
+		case errors.Is(err, redis.TxFailedErr) && try < maxFencedTries:
+			continue // the lock key changed: a refresh, or a takeover; look again
+		case errors.Is(err, stream.ErrNotOwner):
+			p.cancel(errLockLost)
+		}
+		return err
+	}
+}
+
+// Token implements stream.Feed: the fencing token of this acquisition.
+func (p *partition) Token() int64 {
+	if p.lock == nil {
+		return 0
+	}
+	return p.lock.Token()
+}
+
+// LocalKey implements stream.Feed.
+func (p *partition) LocalKey(name string) string {
+	return p.e.keys.Local(name, p.e.stream.Name(), p.n)
+}

@@ -1,0 +1,143 @@
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// Errors of Acquire and Refresh.
+var (
+	// ErrNotObtained: another holder has the lock.
+	ErrNotObtained = errors.New("lease: lock held by another")
+	// ErrNotHeld: the lock expired or another holder took it.
+	ErrNotHeld = errors.New("lease: lock no longer held")
+)
+
+// Lock is one acquisition of a lock.
+type Lock struct {
+	key   string
+	value string
+	token int64
+}
+
+// Key returns the lock's Redis key.
+func (l *Lock) Key() string { return l.key }
+
+// Value returns the lock's value: this acquisition's random token and the
+// holder's identity. Fenced reads and writes compare it with the key.
+func (l *Lock) Value() string { return l.value }
+
+// Token returns the fencing token of this acquisition.
+func (l *Lock) Token() int64 { return l.token }
+
+// NewValue returns a lock value for identity: 16 random bytes in hex, a
+// space, the identity.
+func NewValue(identity string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:]) + " " + identity
+}
+
+// Holder returns the identity part of a lock value.
+func Holder(value string) string {
+	_, id, _ := strings.Cut(value, " ")
+	return id
+}
+
+// Acquire takes the lock key for identity with the given TTL, and a new
+// fencing token from the counter fenceKey (in key's hash slot). It returns
+// ErrNotObtained, with the current holder's identity, when the lock is taken.
+func Acquire(ctx context.Context, c redis.Scripter, key, fenceKey, identity string, ttl time.Duration) (*Lock, string, error) {
+	value := NewValue(identity)
+	token, holder, ok, err := scripts.AcquireLock(ctx, c, key, fenceKey, value, ttl)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case !ok:
+		return nil, Holder(holder), ErrNotObtained
+	}
+	return &Lock{key: key, value: value, token: token}, "", nil
+}
+
+// Release deletes the lock if this acquisition still holds it.
+func (l *Lock) Release(ctx context.Context, c redis.Scripter) error {
+	ok, err := scripts.ReleaseLock(ctx, c, l.key, l.value)
+	if err == nil && !ok {
+		err = ErrNotHeld
+	}
+	return err
+}
+
+// Refresh extends every lock in locks to ttl in one pipelined round trip and
+// returns one error per lock: nil when extended, ErrNotHeld when the lock is
+// gone, or what went wrong. Bound the call with a context deadline (and a
+// client with ContextTimeoutEnabled) by the trust that remains.
+func Refresh(ctx context.Context, c redis.UniversalClient, locks []*Lock, ttl time.Duration) []error {
+	errs := make([]error, len(locks))
+	if len(locks) == 0 {
+		return errs
+	}
+	run := func() ([]*redis.Cmd, error) {
+		pipe := c.Pipeline()
+		cmds := make([]*redis.Cmd, len(locks))
+		for i, l := range locks {
+			cmds[i] = scripts.RefreshLock(ctx, pipe, l.key, l.value, ttl)
+		}
+		_, err := pipe.Exec(ctx)
+		return cmds, err
+	}
+	cmds, err := run()
+	if scripts.IsNoScript(err) {
+		if lerr := scripts.Load(ctx, c); lerr != nil {
+			for i := range errs {
+				errs[i] = lerr
+			}
+			return errs
+		}
+		cmds, _ = run()
+	}
+	for i, cmd := range cmds {
+		n, err := cmd.Int64()
+		switch {
+		case err != nil:
+			errs[i] = err
+		case n != 1:
+			errs[i] = ErrNotHeld
+		}
+	}
+	return errs
+}
+
+// Client returns a client for lease commands: a copy of c's settings with
+// ContextTimeoutEnabled and a pool of size connections, so that an attempt
+// ends at its context's deadline even when the network is frozen with the
+// socket open (go-redis otherwise waits for its read timeout); and a
+// function that closes it. Clients of other kinds are returned as they are.
+func Client(c redis.UniversalClient, size int) (redis.UniversalClient, func()) {
+	off := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	switch c := c.(type) {
+	case *redis.Client:
+		opt := *c.Options()
+		opt.ContextTimeoutEnabled = true
+		opt.MaintNotificationsConfig = off // settings of its own: the original may update its own
+		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = size, 0, size
+		lc := redis.NewClient(&opt)
+		return lc, func() { _ = lc.Close() }
+	case *redis.ClusterClient:
+		opt := *c.Options()
+		opt.ContextTimeoutEnabled = true
+		opt.MaintNotificationsConfig = off
+		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = size, 0, size
+		lc := redis.NewClusterClient(&opt)
+		return lc, func() { _ = lc.Close() }
+	}
+	return c, func() {}
+}

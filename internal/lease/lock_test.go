@@ -1,0 +1,84 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/redistest"
+)
+
+func TestLockIdentityAndFencing(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	key, fence := prefix+":lock:{x}", prefix+":fence:{x}"
+
+	a, _, err := Acquire(ctx, c, key, fence, "w-1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same identity does not get the lock again: values are per acquisition.
+	if _, holder, err := Acquire(ctx, c, key, fence, "w-1", time.Minute); !errors.Is(err, ErrNotObtained) || holder != "w-1" {
+		t.Fatalf("second acquisition by the same identity: %v (holder %q)", err, holder)
+	}
+	if Holder(a.Value()) != "w-1" || a.Value() == NewValue("w-1") {
+		t.Fatalf("value %q", a.Value())
+	}
+	if errs := Refresh(ctx, c, []*Lock{a, {key: key, value: NewValue("w-1")}}, time.Minute); errs[0] != nil || !errors.Is(errs[1], ErrNotHeld) {
+		t.Fatalf("refresh: %v", errs)
+	}
+	if err := (&Lock{key: key, value: NewValue("w-1")}).Release(ctx, c); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("release by another acquisition: %v", err)
+	}
+	if err := a.Release(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+
+	// Tokens grow strictly from one holder to the next, even when the
+	// counter is lost.
+	last := a.Token()
+	for i := range 4 {
+		if i == 2 {
+			c.Del(ctx, fence)
+		}
+		l, _, err := Acquire(ctx, c, key, fence, "w-2", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Token() <= last {
+			t.Fatalf("token %d after %d", l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Release(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLockExpires(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	key, fence := prefix+":lock:{x}", prefix+":fence:{x}"
+	a, _, err := Acquire(ctx, c, key, fence, "w-1", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var b *Lock
+	for b == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("lock not free after its TTL")
+		}
+		b, _, _ = Acquire(ctx, c, key, fence, "w-2", time.Minute)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if errs := Refresh(ctx, c, []*Lock{a}, time.Minute); !errors.Is(errs[0], ErrNotHeld) {
+		t.Fatalf("refresh of an expired lock: %v", errs[0])
+	}
+	if b.Token() <= a.Token() {
+		t.Fatalf("token %d after %d", b.Token(), a.Token())
+	}
+}

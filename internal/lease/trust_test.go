@@ -1,0 +1,119 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func TestTrustEndsAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	start := Now()
+	tr := NewTrust(context.Background(), start+int64(50*time.Millisecond))
+	child, cancel := context.WithCancel(tr)
+	defer cancel()
+	if tr.Err() != nil {
+		t.Fatal("ended before its deadline")
+	}
+	if d, ok := tr.Deadline(); !ok || time.Until(d) > 50*time.Millisecond || time.Until(d) < 0 {
+		t.Fatalf("deadline %v (in %s), want within 50ms", d, time.Until(d))
+	}
+	select {
+	case <-child.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a derived context did not end when trust ended")
+	}
+	if got := time.Duration(Now() - start); got < 50*time.Millisecond {
+		t.Fatalf("ended after %s, before its deadline", got)
+	}
+	if !errors.Is(context.Cause(tr), ErrTrustExpired) || !errors.Is(tr.Err(), context.Canceled) {
+		t.Fatalf("cause %v, err %v", context.Cause(tr), tr.Err())
+	}
+}
+
+// A process frozen past the deadline resumes before its timer fires: Err and
+// Done must already tell that trust ended.
+func TestTrustIsExactAfterAFreeze(t *testing.T) {
+	t.Parallel()
+	for _, check := range []struct {
+		name  string
+		ended func(*Trust) bool
+	}{
+		{"Err", func(tr *Trust) bool { return tr.Err() != nil }},
+		{"Done", func(tr *Trust) bool {
+			select {
+			case <-tr.Done():
+				return true
+			default:
+				return false
+			}
+		}},
+	} {
+		t.Run(check.name, func(t *testing.T) {
+			tr := NewTrust(context.Background(), Now()+int64(time.Hour))
+			defer tr.Cancel(nil)
+			if check.ended(tr) {
+				t.Fatal("ended early")
+			}
+			tr.until.Store(Now() - 1) // the clock passed the deadline; the timer has not fired
+			if !check.ended(tr) {
+				t.Fatal("trust past its deadline not seen as ended")
+			}
+			if !errors.Is(context.Cause(tr), ErrTrustExpired) {
+				t.Fatalf("cause %v", context.Cause(tr))
+			}
+		})
+	}
+}
+
+func TestTrustExtend(t *testing.T) {
+	t.Parallel()
+	tr := NewTrust(context.Background(), Now()+int64(30*time.Millisecond))
+	defer tr.Cancel(nil)
+	if !tr.Extend(Now() + int64(time.Hour)) {
+		t.Fatal("extend refused")
+	}
+	if tr.Extend(Now()) != true || tr.Remaining() < 59*time.Minute {
+		t.Fatal("an earlier deadline moved trust back")
+	}
+	time.Sleep(60 * time.Millisecond) // past the first deadline: the timer re-arms
+	if tr.Err() != nil {
+		t.Fatal("extended trust ended at its first deadline")
+	}
+	tr.Cancel(errors.New("released"))
+	if tr.Extend(Now()+int64(time.Hour)) || tr.Remaining() != 0 {
+		t.Fatal("an ended trust was extended")
+	}
+	if context.Cause(tr).Error() != "released" {
+		t.Fatalf("cause %v", context.Cause(tr))
+	}
+}
+
+func TestTrustFollowsItsParent(t *testing.T) {
+	t.Parallel()
+	parent, cancel := context.WithCancel(context.Background())
+	tr := NewTrust(parent, Now()+int64(time.Hour))
+	cancel()
+	select {
+	case <-tr.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("trust did not end with its parent")
+	}
+}
+
+func TestMargin(t *testing.T) {
+	for _, c := range []struct{ ttl, want time.Duration }{
+		{10 * time.Second, 600 * time.Millisecond},
+		{2 * time.Second, 220 * time.Millisecond},
+		{time.Minute, 1100 * time.Millisecond},
+	} {
+		if got := Margin(c.ttl); got != c.want {
+			t.Errorf("Margin(%s) = %s, want %s", c.ttl, got, c.want)
+		}
+	}
+}
