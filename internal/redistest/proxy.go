@@ -1,0 +1,156 @@
+package redistest
+
+import (
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Proxy forwards TCP connections to a Redis server and can freeze them:
+// while frozen no byte moves in either direction, yet every socket stays
+// open, as on a network link that stopped carrying traffic (a cable pulled
+// between two switches, a stalled NAT), which a client only notices through
+// its own timeouts. Connections made while frozen are accepted and frozen
+// too.
+type Proxy struct {
+	ln     net.Listener
+	target string // host:port of the server
+
+	mu     sync.Mutex
+	frozen bool
+	thawed chan struct{} // closed on Thaw; replaced on Freeze
+	conns  map[net.Conn]struct{}
+	closed bool
+
+	wg sync.WaitGroup
+}
+
+// NewProxy starts a proxy on a free loopback port in front of the Redis
+// server at url (redis:// only). It is closed when the test ends.
+func NewProxy(tb testing.TB, url string) *Proxy {
+	tb.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		tb.Fatalf("redistest: proxy target: %v", err)
+	}
+	if strings.HasPrefix(opt.Addr, "/") || opt.Network == "unix" {
+		tb.Fatalf("redistest: proxy target must be a TCP address, not %s", opt.Addr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("redistest: proxy: %v", err)
+	}
+	p := &Proxy{ln: ln, target: opt.Addr, thawed: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	close(p.thawed)
+	p.wg.Add(1)
+	go p.accept()
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// URL returns the proxy's address as a redis:// URL.
+func (p *Proxy) URL() string { return "redis://" + p.ln.Addr().String() }
+
+// Freeze stops all traffic through the proxy, keeping connections open.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.frozen {
+		p.frozen = true
+		p.thawed = make(chan struct{})
+	}
+}
+
+// Thaw lets traffic flow again; what was held back is delivered.
+func (p *Proxy) Thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.frozen {
+		p.frozen = false
+		close(p.thawed)
+	}
+}
+
+// Close closes the listener and every connection, and waits for the
+// proxy's goroutines.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	_ = p.ln.Close()
+	p.Thaw()
+	p.wg.Wait()
+}
+
+// gate returns a channel that is closed when traffic may flow.
+func (p *Proxy) gate() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.thawed
+}
+
+func (p *Proxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+		return false
+	}
+	for _, c := range cs {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		if !p.track(client, server) {
+			return
+		}
+		p.wg.Add(2)
+		go p.pipe(server, client)
+		go p.pipe(client, server)
+	}
+}
+
+// pipe copies from src to dst, holding each chunk back while frozen.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			<-p.gate()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return // EOF or closed: the deferred closes end the other direction too
+		}
+	}
+}
