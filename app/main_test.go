@@ -12,5 +12,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(workerModeEnv) != "" {
 		os.Exit(workerProcessMain())
 	}
+	if os.Getenv(ownerModeEnv) != "" {
+		os.Exit(ownerProcessMain())
+	}
 	redistest.Main(m)
 }
