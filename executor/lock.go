@@ -138,8 +138,9 @@ const maxFencedTries = 5
 // Fenced implements stream.Feed: fn's commands run in a MULTI/EXEC
 // transaction that Redis executes only if p's lock still holds this
 // acquisition's value (WATCH on the lock key, GET, then MULTI ... EXEC).
+// Once the executor stopped trusting the lock, nothing is sent.
 func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) error {
-	if p.lock == nil {
+	if p.lock == nil || p.lost() {
 		return stream.ErrNotOwner
 	}
 	for try := 1; ; try++ {

@@ -53,14 +53,15 @@ func setup(cfg app.Config) (*app.App, error) {
 	return a, nil
 }
 
-func declare(a *app.App) error {
+func declare(a *app.App) error { return declareWith(a, newTotals(a)) }
+
+func declareWith(a *app.App, t *totals) error {
 	// All orders of a customer go to one partition (of 16, the default), so
 	// they are processed one at a time and in the order they were sent.
 	orders, err := stream.Declare[Order](a, "orders", stream.KeyField("customer"))
 	if err != nil {
 		return err
 	}
-	t := newTotals(a)
 	if err := app.Process(a, orders, "totals", t.process); err != nil {
 		return err
 	}
@@ -75,14 +76,30 @@ func declare(a *app.App) error {
 }
 
 // totals keeps each customer's running total, in cents, in a hash under the
-// app's key prefix. Delivery is at least once: after a crash or a reset an
-// order may come again. So the hash of last IDs records, per customer, the
-// entry ID of the last order counted, and an order at or below it is
-// skipped. Entry IDs grow within a partition, and all orders of a customer
-// are on one partition, so the comparison is sound.
+// app's key prefix. Two things could count an order twice, and both are
+// ruled out:
+//
+//   - Delivery is at least once: after a crash or a reset an order may come
+//     again. So the hash of last IDs records, per customer, the entry ID of
+//     the last order counted, and an order at or below it is skipped. Entry
+//     IDs grow within a partition, and all orders of a customer are on one
+//     partition, so the comparison is sound.
+//   - A worker that paused past its lock expiry in the middle of an order (a
+//     long GC pause, SIGSTOP) may resume and write after another worker took
+//     its partition over. So the write is fenced (Events.Fenced): Redis
+//     applies it only while this worker still holds the partition.
+//
+// (The two hashes share the app's hash tag. On Redis Cluster, where a fenced
+// write must stay in the partition's slot, keep per-partition hashes named
+// with Events.LocalKey instead.)
 type totals struct {
 	client redis.UniversalClient
 	keys   []string // totals, last IDs: one hash tag, so one script may use both
+
+	// beforeWrite, when set, is called before each order's write and
+	// afterWrite after it; the tests use them to stall a worker mid-event.
+	beforeWrite func(Order)
+	afterWrite  func(Order, error)
 }
 
 func newTotals(a *app.App) *totals {
@@ -111,7 +128,9 @@ var addScript = redis.NewScript(addSrc)
 // process is the processor: it runs for one partition at a time and ranges
 // over its orders. Each order is acknowledged when the loop body returns;
 // an error stops the loop and goes to the failure policy (by default the
-// worker halts, and the order is delivered again after a restart).
+// worker halts, and the order is delivered again after a restart). A write
+// refused because the partition moved (stream.ErrNotOwner) ends the call:
+// the partition's new owner counts the order.
 func (t *totals) process(ctx context.Context, events *stream.Events[Order]) error {
 	for e := range events.All() {
 		o := e.Record
@@ -119,7 +138,16 @@ func (t *totals) process(ctx context.Context, events *stream.Events[Order]) erro
 			return fmt.Errorf("order %d (entry %s): invalid customer or amount", o.ID, e.ID)
 		}
 		cents := int64(math.Round(o.Amount * 100))
-		if err := addScript.Run(ctx, t.client, t.keys, o.Customer, e.ID, cents).Err(); err != nil {
+		if t.beforeWrite != nil {
+			t.beforeWrite(o)
+		}
+		err := events.Fenced(ctx, func(pipe redis.Pipeliner) error {
+			return addScript.Eval(ctx, pipe, t.keys, o.Customer, e.ID, cents).Err()
+		})
+		if t.afterWrite != nil {
+			t.afterWrite(o, err)
+		}
+		if err != nil {
 			return fmt.Errorf("order %d: %w", o.ID, err)
 		}
 	}

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,10 +19,16 @@ import (
 	"github.com/leatdev/leat/cmd"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(stallWorkerEnv) != "" {
+		os.Exit(stallWorkerMain())
+	}
+	redistest.Main(m)
+}
 
 // env is the app "shop" of one test under its own key prefix.
 type env struct {
@@ -237,4 +249,131 @@ func TestAddIdempotent(t *testing.T) {
 	if got := money(-1205); got != "-12.05" {
 		t.Errorf("money(-1205) = %q", got)
 	}
+}
+
+// The stall test's worker process: the orders CLI whose processor announces
+// order stallID on stdout and pauses briefly before writing it, so the test
+// can freeze the process (SIGSTOP) in the middle of the event.
+const (
+	stallWorkerEnv = "ORDERS_TEST_STALL_WORKER"
+	stallID        = 1000
+)
+
+func stallWorkerMain() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	setup := func(cfg app.Config) (*app.App, error) {
+		a, err := app.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		t := newTotals(a)
+		t.beforeWrite = func(o Order) {
+			if o.ID == stallID {
+				fmt.Printf("stalling %d\n", o.ID)
+				time.Sleep(500 * time.Millisecond)
+			}
+		}
+		t.afterWrite = func(o Order, err error) {
+			if o.ID == stallID {
+				fmt.Printf("wrote %d refused=%t\n", o.ID, errors.Is(err, stream.ErrNotOwner))
+			}
+		}
+		return a, declareWith(a, t)
+	}
+	return cmd.Run(ctx, setup, append([]string{"orders"}, os.Args[1:]...), os.Stdin, os.Stdout, os.Stderr)
+}
+
+// A worker frozen past its lock expiry in the middle of an order, and
+// resumed after another worker took its partitions over, cannot write that
+// order again: its fenced write is refused and the totals stay exact.
+func TestTotalsExactAfterAStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	t.Parallel()
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	flags := []string{"worker", "--read-block", "200ms", "--grace", "2s", "--lock-expiry", "2s"}
+	w1 := exec.Command(os.Args[0], append(append([]string{}, e.global...), flags...)...)
+	w1.Env = append(os.Environ(), stallWorkerEnv+"=1")
+	var logs bytes.Buffer // read once the process has exited
+	w1.Stderr = &logs
+	out, err := w1.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w1.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w1.Process.Signal(syscall.SIGCONT)
+		_ = w1.Process.Kill()
+		_ = w1.Wait()
+		if t.Failed() {
+			t.Logf("stalled worker's logs:\n%s", logs.String())
+		}
+	})
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	waitLine := func(prefix string) string {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("worker exited before printing %q", prefix)
+				}
+				if strings.HasPrefix(l, prefix) {
+					return l
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("worker did not print %q", prefix)
+			}
+		}
+	}
+
+	var in strings.Builder
+	want := map[string]int64{}
+	order := func(id int, c string, cents int64) {
+		fmt.Fprintf(&in, `{"id":%d,"customer":%q,"amount":%d.%02d}`+"\n", id, c, cents/100, cents%100)
+		want[c] += cents
+	}
+	for i := range 40 {
+		order(i+1, fmt.Sprintf("c-%d", i%4), int64(100+i))
+	}
+	order(stallID, "c-9", 5000)
+	for i := range 40 {
+		order(stallID+1+i, fmt.Sprintf("c-%d", 5+i%5), int64(200+i))
+	}
+	if r := e.cli(ctx, in.String(), "sendmany", "orders", "-"); r.status != 0 {
+		t.Fatalf("sendmany: %+v", r)
+	}
+	waitLine(fmt.Sprintf("stalling %d", stallID))
+	if err := w1.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stop := e.worker(t) // takes the partitions over once the frozen worker's locks expire
+	e.waitTotals(t, want)
+	if err := w1.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if l := waitLine(fmt.Sprintf("wrote %d", stallID)); l != fmt.Sprintf("wrote %d refused=true", stallID) {
+		t.Fatalf("the resumed worker's write: %q, want it refused", l)
+	}
+	if r := stop(); r.status != 0 {
+		t.Fatalf("worker: %+v", r)
+	}
+	_ = w1.Process.Signal(syscall.SIGTERM)
+	if err := w1.Wait(); err != nil {
+		t.Fatalf("stalled worker: %v", err)
+	}
+	e.waitTotals(t, want)
 }

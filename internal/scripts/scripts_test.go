@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -176,5 +177,35 @@ func TestParseStreamReply(t *testing.T) {
 		if _, err := scripts.ParseStreamReply(bad); err == nil {
 			t.Errorf("ParseStreamReply(%v) succeeded", bad)
 		}
+	}
+}
+
+// The assignment is written only by the holder of the admin lock, and only
+// over the version it was computed from: a rebalancer that stalled while
+// holding the admin lock cannot overwrite a newer assignment.
+func TestStoreAssignmentIsFenced(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	admin, key := prefix+":admin:{g}", prefix+":assignment:{g}"
+	v1 := []byte(`{"version":1,"members":{"a":[0,1]}}`)
+	if err := scripts.StoreAssignment(ctx, c, admin, key, "mine", 0, v1); !errors.Is(err, scripts.ErrNotAdmin) {
+		t.Fatalf("without the admin lock: %v", err)
+	}
+	c.Set(ctx, admin, "mine", time.Minute)
+	if err := scripts.StoreAssignment(ctx, c, admin, key, "mine", 0, v1); err != nil {
+		t.Fatal(err)
+	}
+	// A stalled rebalancer computed from version 0; version 1 is stored.
+	if err := scripts.StoreAssignment(ctx, c, admin, key, "mine", 0, []byte(`{"version":1,"members":{}}`)); !errors.Is(err, scripts.ErrStaleAssignment) {
+		t.Fatalf("over a newer version: %v", err)
+	}
+	// Its admin lock expired and another rebalancer holds it now.
+	c.Set(ctx, admin, "theirs", time.Minute)
+	if err := scripts.StoreAssignment(ctx, c, admin, key, "mine", 1, []byte(`{"version":2,"members":{}}`)); !errors.Is(err, scripts.ErrNotAdmin) {
+		t.Fatalf("with a lost admin lock: %v", err)
+	}
+	if got := c.Get(ctx, key).Val(); got != string(v1) {
+		t.Fatalf("assignment %s, want %s", got, v1)
 	}
 }
