@@ -15,8 +15,10 @@
 //     empty, several partitions per round trip;
 //   - acker: XACKs of every partition, flushed every few milliseconds in one
 //     pipelined round trip;
-//   - per owned partition: a lock refresher and a consumer calling the
-//     processor, so a slow partition never stalls the others.
+//   - refresher: extends the locks of every owned partition together;
+//   - per owned partition: a goroutine that acquires, drains and releases it,
+//     and a consumer calling the processor, so a slow partition never
+//     stalls the others.
 //
 // # Rebalancing
 //
@@ -48,37 +50,79 @@
 //
 // # Lock arithmetic
 //
-// A partition lock is a key holding the executor ID, with TTL LockExpiry,
-// refreshed every LockExpiry/3. The executor trusts the lock until
+// A partition lock is a key holding a random token drawn at each
+// acquisition, followed by the executor's ID and worker name (for logs and
+// inspect); refreshes, releases and fenced reads and writes compare the
+// whole value, so no other acquisition, even one with the same identity, can
+// pass for this one. Its TTL is LockExpiry; one refresher per executor
+// extends all its locks together, in one pipelined round trip, every
+// LockExpiry/3. The executor trusts a lock until
 //
-//	start of the last successful refresh + LockExpiry - margin
+//	start of the last successful acquisition or refresh + LockExpiry - margin
 //	margin = LockExpiry/100 + min(LockExpiry/10, 500ms)
 //
-// The TTL counts from when Redis ran the refresh, which is after it was
-// sent, so the trust window ends before the key can expire; the margin
-// covers clock rate differences (1%) and the delay between checking trust
-// and handing an event out. Events are only handed to the processor while
-// the lock is trusted. When a refresh finds the lock gone, or trust runs out
-// because refreshes keep failing, the partition's context is cancelled: the
-// processor must return, no further event is handed out, and its buffered
-// events are dropped (they stay pending in Redis for the next owner).
+// The TTL counts from when Redis ran the command, which is after it was
+// sent, so trust ends before the key can expire; the margin covers clock
+// rate differences (1%) and the delay between checking trust and handing an
+// event out. Every refresh attempt is bounded by the trust that remains, on
+// a client of its own whose socket deadlines follow the context, so a frozen
+// network cannot hold an attempt past it.
+//
+// The processor's context is the partition's trust (internal/lease.Trust):
+// its Deadline is the end of trust, a timer cancels it at that moment
+// whatever the network does, and its Err and Done read the clock themselves,
+// so a processor that checks ctx.Err() right after its process resumed from
+// a freeze longer than LockExpiry (SIGSTOP, a long GC pause) already sees it
+// cancelled. It is also cancelled when a refresh or a fenced read finds the
+// lock gone, on a release after Grace, and when the worker stops. Once
+// cancelled, no further event is handed out, and the buffered events are
+// dropped (they stay pending in Redis for the next owner). Contexts derived
+// from it end through the timer, a few microseconds later.
 //
 // Reads are fenced: entries enter the consumer group's pending list only for
 // the holder of the lock, checked by Redis in the same atomic step (an
 // optimistic transaction watching the lock keys, or a script on Cluster).
-// An executor that stalled past its lock expiry (a long GC pause, SIGSTOP)
-// therefore never takes entries meant for the new owner, and two executors
-// never process one partition at the same time as long as the processor
-// honours its context. A stalled executor that finds itself reaped joins
-// again instead of failing.
+// An executor that stalled past its lock expiry therefore never takes
+// entries meant for the new owner. A stalled executor that finds itself
+// reaped joins again instead of failing.
+//
+// # Fencing tokens and fenced writes
+//
+// Each acquisition of a partition lock also increments the partition's
+// fencing counter (same hash slot, same script) and hands the processor its
+// value: stream.Events.Token. Tokens grow strictly from one owner to the
+// next (and keep growing if Redis lost the counter, see internal/lease), so
+// a store that keeps the highest token it saw and refuses lower ones cannot
+// be written by an owner that resumed after its successor started.
+// stream.Events.Fenced does this for Redis itself: the processor's commands
+// run in a MULTI/EXEC transaction that Redis applies only while the lock
+// still holds this acquisition's value (WATCH, GET, MULTI, EXEC), else
+// stream.ErrNotOwner, and the partition's work ends.
+//
+// What remains the processor's job: return when its context ends (a
+// processor that keeps running after its lock was lost can overlap with the
+// next owner, for as long as it runs; Run gives up on it after Grace plus
+// min(max(Grace, 1s), 10s), returning ErrProcessorStuck); write through
+// Fenced, or carry the token to external stores, for writes that must not
+// land late; be idempotent, since delivery is at least once.
+//
+// The admin lock (rebalancing) is taken with a fresh random token too, and
+// the assignment is written by a script that checks the admin lock's value
+// and the version it was computed from (compare-and-set), so a rebalancer
+// that stalled while holding the admin lock cannot overwrite a newer
+// assignment.
 //
 // # Shutdown
 //
-// Run returns after this sequence: stop the membership goroutines; leave
+// Run returns after this sequence: stop the heartbeat and wait for it (so a
+// heartbeat in flight cannot add the executor back after it left); leave
 // the membership and store the survivors' assignment (they start taking the
-// partitions over at once); stop handing out events; let each consumer
-// finish its event or batch in flight within Grace; acknowledge; release the
-// locks; stop fetching and acking.
+// partitions over at once); stop the control listener; stop handing out
+// events; let each consumer finish its event or batch in flight within
+// Grace, then cancel it and wait a bounded while more (a processor still
+// running then is abandoned: Run returns ErrProcessorStuck and its entries
+// stay pending); acknowledge; release the locks; stop refreshing, fetching
+// and acking.
 //
 // # Failure policies
 //
