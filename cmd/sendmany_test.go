@@ -114,7 +114,7 @@ func TestSendManyBadLine(t *testing.T) {
 	}{
 		{"invalid JSON", `{"customer":"c7",`, "invalid JSON"},
 		{"missing key", `{"n":7}`, `key field "customer" is missing`},
-		{"not an object", `[1,2]`, "want a JSON object, got array"},
+		{"not an object", `[1,2]`, "want a JSON object, got an array"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
