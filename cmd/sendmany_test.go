@@ -37,7 +37,7 @@ func writeTemp(t *testing.T, content string) string {
 	return path
 }
 
-var summary = regexp.MustCompile(`^sent ([0-9]+) events to orders in [0-9]+\.[0-9]{2}s \([0-9]+ events/s\)\n$`)
+var summary = regexp.MustCompile(`^sent ([0-9]+) events? to orders in [0-9]+\.[0-9]{2}s \([0-9]+ events/s\), checked in [0-9]+\.[0-9]{2}s\n$`)
 
 func TestSendMany(t *testing.T) {
 	t.Parallel()
