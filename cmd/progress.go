@@ -44,7 +44,7 @@ func newProgress(w io.Writer, total int64, description, unit string) progress {
 const (
 	barMinWidth  = 10
 	barMaxWidth  = 40
-	percentWidth = len("100% ||") + 1
+	percentWidth = len("  100% ||  ") + 1
 	bytesWidth   = len(" (1023.9 MB/1023.9 MB, 1023.9 MB/s) ")
 	elapsedWidth = len(" [59m59s]")
 )
@@ -59,7 +59,7 @@ func newProgressWidth(w io.Writer, cols int, total int64, description, unit stri
 	}
 	countWidth := bytesWidth
 	if unit == unitBytes {
-		opts = append(opts, progressbar.OptionShowBytes(true))
+		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionShowCount())
 	} else {
 		d := len(strconv.FormatInt(max(total, 0), 10))
 		countWidth = len(" (/, 123456789 "+unit+"/s) ") + 2*d

@@ -135,9 +135,13 @@ func (in *input) rewind() (io.Reader, error) {
 	return bufio.NewReaderSize(in.file, 256<<10), nil
 }
 
-// chunkSentKey is the context key of a function called after each chunk a
-// sendmany sends, with the count sent so far (tests).
-type chunkSentKey struct{}
+// Context keys through which tests watch and tune sendmany: a func(int)
+// called after each chunk sent with the count sent so far, and an int
+// replacing keepLimit.
+type (
+	chunkSentKey struct{}
+	keepLimitKey struct{}
+)
 
 // sendMany checks every line of in, then sends them to core.
 func sendMany(c *cli.Context, core *stream.Core, in *input, h stream.Headers) error {
@@ -202,7 +206,11 @@ func checkLines(ctx context.Context, c *cli.Context, core *stream.Core, in *inpu
 		kept      []stream.Entry
 		keptBytes int
 		keep      = true
+		limit     = keepLimit
 	)
+	if l, ok := ctx.Value(keepLimitKey{}).(int); ok {
+		limit = l
+	}
 	for {
 		line, err := lr.next()
 		if errors.Is(err, io.EOF) {
@@ -225,7 +233,7 @@ func checkLines(ctx context.Context, c *cli.Context, core *stream.Core, in *inpu
 		count++
 		if keep {
 			keptBytes += len(e.Data) + len(e.Key) + 64
-			if keptBytes > keepLimit {
+			if keptBytes > limit {
 				keep, kept = false, nil
 			} else {
 				kept = append(kept, e)
