@@ -23,7 +23,7 @@ const sendChunk = 10_000
 // checking pass add up to less, they are kept and sent as they are; past it,
 // they are dropped, and the sending pass reads and encodes the input again,
 // a chunk at a time. Either way memory does not grow with the input.
-const keepLimit = 32 << 20
+const keepLimit = 8 << 20
 
 // maxLine is the longest line sendmany reads.
 const maxLine = 64 << 20
@@ -232,7 +232,7 @@ func checkLines(ctx context.Context, c *cli.Context, core *stream.Core, in *inpu
 		}
 		count++
 		if keep {
-			keptBytes += len(e.Data) + len(e.Key) + 64
+			keptBytes += len(e.Data) + len(e.Key) + 160 // with the Entry and its allocations
 			if keptBytes > limit {
 				keep, kept = false, nil
 			} else {
