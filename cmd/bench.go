@@ -134,18 +134,15 @@ func benchConfig(c *cli.Context) (bench.Config, string, error) {
 // The caller closes the client.
 func benchClient(c *cli.Context) (*redis.Client, error) {
 	raw := c.String(flagRedis)
+	if err := checkRedisURL(raw); err != nil {
+		return nil, err
+	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		shown := redactURL(raw)
-		if shown != "" {
-			shown = " " + shown
-		}
-		return nil, usageErrorf("invalid --redis URL%s: %v", shown, urlCause(err))
+		return nil, usageErrorf("invalid --redis URL: %s", scrub(err.Error(), raw))
 	}
 	client := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(c.Context, pingTimeout)
-	defer cancel()
-	if err := client.Ping(ctx).Err(); err != nil {
+	if err := ping(c.Context, raw, func(ctx context.Context) error { return client.Ping(ctx).Err() }); err != nil {
 		client.Close()
 		if c.Context.Err() != nil {
 			return nil, c.Context.Err() // interrupted, not unreachable

@@ -42,6 +42,7 @@ const (
 	flagApp      = "app"
 	flagPrefix   = "prefix"
 	flagLogLevel = "log-level"
+	flagVersion  = "version"
 )
 
 // New returns the CLI; setup nil means the standalone binary (an App with no
@@ -79,6 +80,7 @@ func New(setup Setup) *cli.App {
 				EnvVars: []string{"LEAT_LOG_LEVEL"},
 			},
 			helpFlag(),
+			&cli.BoolFlag{Name: flagVersion, Usage: "print the version and exit", DisableDefaultText: true},
 		},
 		Commands: []*cli.Command{
 			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), benchCommand(),
@@ -135,8 +137,30 @@ func helpFlag() cli.Flag {
 
 // rootAction runs when no command is given: it shows the help, or rejects an
 // unknown command.
+//
+// "leat help [COMMAND]" shows the help of the app or of COMMAND, and
+// "leat --version" the version.
 func rootAction(c *cli.Context) error {
+	if c.Bool(flagVersion) {
+		_, err := fmt.Fprintln(c.App.Writer, c.App.Name, version())
+		return err
+	}
+	if c.Args().First() == "help" {
+		switch name := c.Args().Get(1); {
+		case c.NArg() > 2:
+			return usageErrorf("help: want at most one command, got %d", c.NArg()-1)
+		case name == "":
+			return cli.ShowAppHelp(c)
+		case c.App.Command(name) != nil:
+			return cli.ShowCommandHelp(c, name)
+		default:
+			return usageErrorf("help: unknown command %q (see %s --help)", name, c.App.Name)
+		}
+	}
 	if c.Args().Present() {
+		if isGlobalFlag(c.Args().First()) {
+			return usageErrorf("%s is a global flag: put it with its value before the command", c.Args().First())
+		}
 		return usageErrorf("unknown command %q (see %s --help)", c.Args().First(), c.App.Name)
 	}
 	return cli.ShowAppHelp(c)
@@ -150,6 +174,9 @@ func wantArgs(c *cli.Context, names ...string) error {
 	hint := ""
 	for _, a := range c.Args().Slice() {
 		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			if isGlobalFlag(a) {
+				return globalFlagError(c.App.Name, c.Command.Name, a)
+			}
 			hint = "; flags go before the arguments"
 			break
 		}
@@ -176,12 +203,8 @@ func config(c *cli.Context) (app.Config, error) {
 		return app.Config{}, usageErrorf("--prefix %q is invalid: use 1 to 128 letters, digits, '_', '.', '-' or ':'", prefix)
 	}
 	redisURL := c.String(flagRedis)
-	if _, err := redis.ParseURL(redisURL); err != nil {
-		shown := redactURL(redisURL)
-		if shown != "" {
-			shown = " " + shown
-		}
-		return app.Config{}, usageErrorf("invalid --redis URL%s: %v", shown, urlCause(err))
+	if err := checkRedisURL(redisURL); err != nil {
+		return app.Config{}, err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String(flagLogLevel))); err != nil {
@@ -222,9 +245,11 @@ func openAppWith(c *cli.Context, setup Setup, cfg app.Config) (*app.App, error) 
 	if err != nil {
 		return nil, fmt.Errorf("set up app %q: %w", cfg.Name, err)
 	}
-	ctx, cancel := context.WithTimeout(c.Context, pingTimeout)
-	defer cancel()
-	if err := a.Ping(ctx); err != nil {
+	url := ""
+	if a.Config().Client == nil {
+		url = a.Config().RedisURL
+	}
+	if err := ping(c.Context, url, a.Ping); err != nil {
 		a.Close()
 		if c.Context.Err() != nil {
 			return nil, c.Context.Err() // interrupted, not unreachable

@@ -11,10 +11,17 @@
 //
 // send sends one record given as a JSON object and prints its entry ID.
 // sendmany reads one JSON object per line from FILE, or stdin for "-"; it
-// checks and encodes every line before it sends anything, so a bad line
-// (reported as "line N: reason") sends nothing. It then sends the records in
-// pipelined batches, with a progress bar when stderr is a terminal, and
-// prints a summary. Flags go before the arguments.
+// checks and encodes every line in a first pass before it sends anything, so
+// a bad line (reported as "line N: reason") sends nothing. It then sends the
+// records in pipelined batches, reading the input again a chunk at a time
+// when it is large (stdin that is not a file is copied to a temporary file
+// during the first pass), so memory stays bounded. Progress bars show both
+// passes when stderr is a terminal; the summary gives the sending rate.
+// Command flags go before the arguments; global flags before the command.
+//
+// JSON records name fields as the stream's codec does (for msgpack: the
+// msgpack tag, else the json tag, else the Go name), in the standalone binary
+// and in an app's own alike, so both route and store a line the same way.
 //
 // worker runs the app's processors (all, or those of --processors, each
 // NAME or STREAM/NAME) and background tasks until the context of Run is
@@ -82,16 +89,17 @@
 // exit status: 0 on success, 1 on runtime failures (Redis unreachable,
 // refusing the credentials or failing), 2 on usage errors and bad input (flags,
 // arguments, records, unknown streams, routing conflicts). Messages never show
-// the password of the Redis URL.
+// the user-info of the Redis URL, however malformed it is.
 //
 // # Embedding
 //
 // An app's own binary calls Main with a Setup that declares its streams,
 // and registers its processors and background tasks, on the App built from
 // the flags (see Setup for the configuration it receives). Its worker
-// command then runs those processors, and records given as JSON are decoded
-// into the app's Go types and routed by its key functions, exactly as the
-// app's own sends are:
+// command then runs those processors, and records given as JSON are read
+// strictly into the app's Go types (unknown fields and values that do not
+// fit are refused) and routed by its key functions, exactly as the app's own
+// sends are:
 //
 //	func main() {
 //		cmd.Main(func(cfg app.Config) (*app.App, error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strings"
 
 	"github.com/leatdev/leat/stream"
@@ -43,11 +42,38 @@ func (e lineError) Unwrap() error { return e.err }
 
 // onUsageError turns a flag parsing error of urfave/cli into a usageError, so
 // that it is reported like the others instead of with a help dump.
+//
+// A global flag given after the command is named as such: urfave/cli parses
+// the global flags before the command only.
 func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 	if isSubcommand {
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok && isGlobalFlag(name) {
+			return globalFlagError(c.App.Name, c.Command.Name, name)
+		}
 		return usageErrorf("%s: %w", c.Command.Name, err)
 	}
 	return usageError{err}
+}
+
+// globalFlags are the names of the flags given before the command.
+var globalFlags = []string{flagRedis, flagApp, flagPrefix, flagLogLevel}
+
+func isGlobalFlag(name string) bool {
+	name = strings.TrimLeft(name, "-")
+	name, _, _ = strings.Cut(name, "=")
+	for _, g := range globalFlags {
+		if name == g {
+			return true
+		}
+	}
+	return false
+}
+
+func globalFlagError(program, command, flag string) error {
+	flag = strings.TrimLeft(flag, "-")
+	flag, _, _ = strings.Cut(flag, "=")
+	return usageErrorf("%s: --%s is a global flag: put it before the command, as in %s --%s VALUE %s ...",
+		command, flag, program, flag, command)
 }
 
 // connectError is a failed first contact with the Redis server at url
@@ -91,6 +117,9 @@ func explain(err error) (string, int) {
 		if ce.url != "" {
 			at = " at " + ce.url
 		}
+		if errors.Is(ce.err, errTLSNotEnabled) {
+			return fmt.Sprintf("cannot reach Redis%s: %v", at, ce.err), exitFailure
+		}
 		var re redis.Error
 		if errors.As(ce.err, &re) {
 			return fmt.Sprintf("Redis%s answered PING with an error: %v", at, re), exitFailure
@@ -101,6 +130,8 @@ func explain(err error) (string, int) {
 	case errors.As(err, &ue), errors.As(err, &ec),
 		errors.Is(err, stream.ErrUnknownStream), errors.Is(err, stream.ErrConflict), errors.Is(err, stream.ErrEncode):
 		return err.Error(), exitUsage
+	case errors.As(err, new(*interruptedError)):
+		return err.Error(), exitFailure
 	case errors.Is(err, context.Canceled):
 		return "interrupted: " + err.Error(), exitFailure
 	}
@@ -127,26 +158,4 @@ func dialCause(err error) string {
 		return op.Err.Error()
 	}
 	return err.Error()
-}
-
-// redactURL returns raw without user, password and query (which may carry
-// secrets), for messages: "redis://:secret@host:6379/0" → "redis://host:6379/0".
-// It returns "" when raw does not parse.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
-}
-
-// urlCause returns the reason a Redis URL is invalid without the URL itself,
-// which may hold a password.
-func urlCause(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }

@@ -84,8 +84,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad stream name", s.args("send", "--key", "k", "or:ders", `{"k":1}`), []string{`stream name "or:ders" is invalid`}},
 		{"bad app name", []string{"--app", "a b", "send", "orders", `{"k":1}`}, []string{`--app: app name "a b" is invalid`}},
 		{"bad prefix", []string{"--app", "shop", "--prefix", "a b", "send", "orders", `{"k":1}`}, []string{`--prefix "a b" is invalid`}},
-		{"bad Redis URL", []string{"--app", "shop", "--redis", "http://u:hunter2@host", "send", "orders", `{"k":1}`}, []string{"invalid --redis URL http://host", "scheme"}},
-		{"unparsable Redis URL", []string{"--app", "shop", "--redis", "redis://:hunter 2@host", "send", "orders", `{"k":1}`}, []string{"invalid --redis URL: net/url: invalid userinfo"}},
+		{"bad Redis URL", []string{"--app", "shop", "--redis", "http://u:hunter2@host", "send", "orders", `{"k":1}`}, []string{"invalid --redis URL", `scheme "http" is not supported`}},
+		{"unparsable Redis URL", []string{"--app", "shop", "--redis", "redis://:hunter 2@host", "send", "orders", `{"k":1}`}, []string{"invalid --redis URL: the user name or password holds characters", "percent-encode"}},
 		{"bad log level", []string{"--app", "shop", "--log-level", "loud", "send", "orders", `{"k":1}`}, []string{`--log-level "loud" is invalid`}},
 		{"bad JSON", s.args("send", "--key", "k", "orders", `{"k":`), []string{"record: invalid JSON"}},
 		{"missing key field", s.args("send", "--key", "k", "orders", `{"j":1}`), []string{`record: key field "k" is missing`}},
@@ -129,7 +129,13 @@ func TestRedactURL(t *testing.T) {
 		"rediss://user:secret@host:6380":          "rediss://host:6380",
 		"redis://host?password=secret&db=1":       "redis://host",
 		"unix://user:secret@/tmp/redis.sock?db=2": "unix:///tmp/redis.sock",
-		"redis://host:6379/%zz":                   "",
+		"redis://host:6379/%zz":                   "redis://host:6379/%zz",
+		"default:hunter2@host:6379":               "host:6379",
+		"redis:u:hunter2@host":                    "host",
+		"redis://u:hun#ter2@host:6379":            "redis://host:6379",
+		"redis://u:hun/ter2@host:6379":            "redis://host:6379",
+		"redis://u:hun?ter2@host:6379":            "redis://host:6379",
+		"redis://u:hun@ter2@host:6379":            "redis://host:6379",
 	} {
 		if got := redactURL(in); got != want {
 			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)

@@ -37,7 +37,7 @@ func writeTemp(t *testing.T, content string) string {
 	return path
 }
 
-var summary = regexp.MustCompile(`^sent ([0-9]+) events to orders in [0-9]+\.[0-9]{2}s \([0-9]+ events/s\)\n$`)
+var summary = regexp.MustCompile(`^sent ([0-9]+) events? to orders in [0-9]+\.[0-9]{2}s \([0-9]+ events/s\), checked in [0-9]+\.[0-9]{2}s\n$`)
 
 func TestSendMany(t *testing.T) {
 	t.Parallel()
@@ -114,7 +114,7 @@ func TestSendManyBadLine(t *testing.T) {
 	}{
 		{"invalid JSON", `{"customer":"c7",`, "invalid JSON"},
 		{"missing key", `{"n":7}`, `key field "customer" is missing`},
-		{"not an object", `[1,2]`, "want a JSON object, got array"},
+		{"not an object", `[1,2]`, "want a JSON object, got an array"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

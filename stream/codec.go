@@ -31,6 +31,8 @@ type msgpackCodec struct{}
 
 func (msgpackCodec) Name() string { return "msgpack" }
 
+func (msgpackCodec) structTags() []string { return msgpackTags }
+
 func (msgpackCodec) Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := msgpack.GetEncoder()
@@ -107,6 +109,7 @@ func (b *msgpackBatch) close() { msgpack.PutEncoder(b.enc) }
 type jsonCodec struct{}
 
 func (jsonCodec) Name() string                  { return "json" }
+func (jsonCodec) structTags() []string          { return jsonTags }
 func (jsonCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
 func (jsonCodec) Unmarshal(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -136,6 +139,8 @@ type compressedCodec struct {
 }
 
 func (cc compressedCodec) Name() string { return cc.name }
+
+func (cc compressedCodec) structTags() []string { return tagsOf(cc.c) }
 
 func (cc compressedCodec) Marshal(v any) ([]byte, error) {
 	b, err := cc.c.Marshal(v)

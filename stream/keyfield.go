@@ -7,8 +7,8 @@ import (
 )
 
 // fieldKey returns a function reading the partition key from the field of T
-// whose encoded name is name.
-func fieldKey[T any](name string) (func(*T) ([]byte, error), error) {
+// whose encoded name, under the struct tags of the stream's codec, is name.
+func fieldKey[T any](name string, tags []string) (func(*T) ([]byte, error), error) {
 	t := reflect.TypeFor[T]()
 	if t.Kind() == reflect.Map {
 		if t.Key().Kind() != reflect.String {
@@ -19,6 +19,14 @@ func fieldKey[T any](name string) (func(*T) ([]byte, error), error) {
 			v := reflect.ValueOf(r).Elem().MapIndex(mk)
 			if !v.IsValid() {
 				return nil, fmt.Errorf("key field %q is missing", name)
+			}
+			switch x := v.Interface(); x.(type) {
+			case nil:
+				return nil, fmt.Errorf("key field %q is null", name)
+			case float32, float64:
+				return nil, fmt.Errorf("key field %q holds a number with a fraction or an exponent: use a string or an integer", name)
+			case map[string]any, []any:
+				return nil, fmt.Errorf("key field %q holds an object or an array: use a string, an integer or a bool", name)
 			}
 			k, err := KeyBytes(v.Interface())
 			if err != nil {
@@ -35,11 +43,12 @@ func fieldKey[T any](name string) (func(*T) ([]byte, error), error) {
 	if st.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("key field %q: records of type %s have no fields (use KeyFunc)", name, t)
 	}
-	idx, ok := findField(st, name)
+	f, ok := fieldsOf(st, tags).lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("key field %q: type %s has no such field (matched against msgpack tag, json tag, then Go name)", name, t)
+		return nil, fmt.Errorf("key field %q: type %s has no field encoded with that name (fields are named by %s)",
+			name, t, describeTags(tags))
 	}
-	ft := st.FieldByIndex(idx).Type
+	idx, ft := f.index, f.typ
 	switch ft.Kind() {
 	case reflect.String, reflect.Bool,
 		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -68,27 +77,12 @@ func fieldKey[T any](name string) (func(*T) ([]byte, error), error) {
 	}, nil
 }
 
-// findField finds the exported field of st encoded as name, looking at
-// msgpack tags, then json tags, then Go names (promoted fields included).
-func findField(st reflect.Type, name string) ([]int, bool) {
-	fields := reflect.VisibleFields(st)
-	for _, tag := range []string{"msgpack", "json", ""} {
-		for _, f := range fields {
-			if !f.IsExported() || f.Anonymous {
-				continue
-			}
-			n := f.Name
-			if tag != "" {
-				tv, ok := f.Tag.Lookup(tag)
-				if !ok {
-					continue
-				}
-				n, _, _ = strings.Cut(tv, ",")
-			}
-			if n == name {
-				return f.Index, true
-			}
-		}
+// describeTags says how fields are named under tags: "the msgpack tag, else
+// the json tag, else the Go name".
+func describeTags(tags []string) string {
+	var b strings.Builder
+	for _, t := range tags {
+		fmt.Fprintf(&b, "the %s tag, else ", t)
 	}
-	return nil, false
+	return b.String() + "the Go name"
 }

@@ -54,9 +54,11 @@ func WithCodec(c Codec) Option {
 }
 
 // KeyField partitions records by the named field. The name is the field's
-// encoded name: its msgpack tag, else its json tag, else its Go name. The
-// field must hold a string, an integer or a bool. Records of map type are
-// looked up by key.
+// encoded name under the stream's codec: for msgpack (the default) its
+// msgpack tag, else its json tag, else its Go name; for JSON its json tag,
+// else its Go name. JSON records sent by the CLI name fields the same way.
+// The field must hold a string, an integer or a bool. Records of map type
+// are looked up by key.
 func KeyField(name string) Option {
 	return optionFunc(func(c *declConfig) error {
 		if name == "" {

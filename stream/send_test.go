@@ -175,7 +175,9 @@ func TestDeclare(t *testing.T) {
 	}{
 		{"orders", []stream.Option{stream.KeyField("customer"), stream.Partitions(8)}, stream.ErrConflict},
 		{"orders", []stream.Option{stream.KeyField("id")}, stream.ErrConflict},
-		{"orders", []stream.Option{stream.KeyField("customer"), stream.WithCodec(stream.JSON)}, stream.ErrConflict},
+		// The JSON codec names order's fields by their Go names.
+		{"orders", []stream.Option{stream.KeyField("Customer"), stream.WithCodec(stream.JSON)}, stream.ErrConflict},
+		{"x", []stream.Option{stream.KeyField("customer"), stream.WithCodec(stream.JSON)}, nil},
 		{"bad name", []stream.Option{stream.KeyField("customer")}, nil},
 		{"x", nil, nil},
 		{"x", []stream.Option{stream.KeyField("nope")}, nil},

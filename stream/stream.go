@@ -50,7 +50,7 @@ func Declare[T any](h Host, name string, opts ...Option) (*Stream[T], error) {
 		}
 		s.keyOf = fn
 	case cfg.keyField != "":
-		fn, err := fieldKey[T](cfg.keyField)
+		fn, err := fieldKey[T](cfg.keyField, tagsOf(cfg.codec))
 		if err != nil {
 			return nil, fmt.Errorf("stream %q: %w", name, err)
 		}
@@ -73,12 +73,23 @@ func Declare[T any](h Host, name string, opts ...Option) (*Stream[T], error) {
 	if err := core.def.validate(); err != nil {
 		return nil, err
 	}
+	readJSON := jsonRecordReader[T](tagsOf(cfg.codec), cfg.keyField)
 	core.fromJSON = func(b []byte) (Entry, error) {
 		var v T
-		if err := decodeJSONRecord(b, &v); err != nil {
+		if err := readJSON(b, &v); err != nil {
 			return Entry{}, err
 		}
-		return s.encodeOne(&v, nil, s.core.codec.Marshal)
+		e, err := s.encodeOne(&v, nil, s.core.codec.Marshal)
+		if err != nil {
+			return Entry{}, err
+		}
+		// Decode what was encoded: an entry accepted here is one the
+		// stream's processors can read.
+		var back T
+		if err := s.core.codec.Unmarshal(e.Data, &back); err != nil {
+			return Entry{}, fmt.Errorf("the record, encoded with %s, does not decode again into the stream's record type", s.core.codec.Name())
+		}
+		return e, nil
 	}
 	core, err := cat.add(core)
 	if err != nil {

@@ -1,0 +1,66 @@
+package cmd
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/leatdev/leat/internal/redistest"
+)
+
+// TestRedisURLNeverShowsPasswords gives malformed Redis URLs holding a
+// password: each is refused before any connection, with a message that shows
+// no part of the user-info and says what to write instead.
+func TestRedisURLNeverShowsPasswords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		url  string
+		want []string
+	}{
+		// Without a scheme, url.Parse takes "default" for one and the rest
+		// for an opaque part.
+		{"default:hunter2@127.0.0.1:6379", []string{"no scheme; write redis://USER:PASSWORD@127.0.0.1:6379"}},
+		{"127.0.0.1:6379", []string{"no scheme; write redis://127.0.0.1:6379"}},
+		// go-redis reads "redis:u:pw@host" as a URL without a host and would
+		// connect to 127.0.0.1:6379.
+		{"redis:u:hunter2@db.example", []string{"write redis:// with two slashes"}},
+		{"rediss:u:hunter2@db.example", []string{"write rediss:// with two slashes"}},
+		{"redis://u:hunter2@", []string{"no host; write redis://HOST:PORT"}},
+		{"redis://u:hunter2@/0", []string{"no host"}},
+		{"unix://u:hunter2@", []string{"no socket path"}},
+		// Unescaped '#', '/' and '?' cut the URL inside the password.
+		{"redis://u:hun#ter2@db.example:6379", []string{"'/', '?' or '#'", "percent-encode", "%23"}},
+		{"redis://u:hun/ter2@db.example:6379", []string{"'/', '?' or '#'", "%2F"}},
+		{"redis://u:hun?ter2@db.example:6379", []string{"'/', '?' or '#'", "%3F"}},
+		{"redis://u:hunter2%zz@db.example:6379", []string{"percent-encode them"}},
+		{"redis://u:hun ter2@db.example:6379", []string{"percent-encode them"}},
+		{"redis://u:hunter2@db.example:63x9", []string{"the port is not a number"}},
+		{"redis://:hunter2", []string{"the port is not a number"}},
+		{"http://u:hunter2@db.example", []string{`scheme "http" is not supported`}},
+		{"default:hunter2@db.example://x", []string{"no scheme"}},
+		{"redis://u:hunter2@db.example:6379/x", []string{"invalid database number"}},
+		{"", []string{"it is empty"}},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			t.Parallel()
+			r := run(t, nil, "", "--app", "shop", "--redis", tc.url, "send", "--key", "k", "orders", `{"k":1}`)
+			wantFailure(t, r, exitUsage, append([]string{"invalid --redis URL: "}, tc.want...)...)
+			for _, secret := range []string{"hunter2", "hun", "ter2", "u:"} {
+				if strings.Contains(r.stderr, secret) {
+					t.Errorf("stderr %q shows %q", r.stderr, secret)
+				}
+			}
+		})
+	}
+}
+
+// TestTLSAgainstPlainServer connects with rediss:// to a server without TLS:
+// the message says so instead of timing out.
+func TestTLSAgainstPlainServer(t *testing.T) {
+	t.Parallel()
+	addr := strings.TrimPrefix(redistest.URL(t), "redis://")
+	r := run(t, nil, "", "--app", "shop", "--redis", "rediss://u:hunter2@"+addr, "send", "--key", "k", "orders", `{"k":1}`)
+	wantFailure(t, r, exitFailure, "cannot reach Redis at rediss://"+addr, "it looks like TLS is not enabled there", "redis://")
+	if strings.Contains(r.stderr, "hunter2") {
+		t.Errorf("stderr %q shows the password", r.stderr)
+	}
+}

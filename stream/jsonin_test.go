@@ -1,0 +1,182 @@
+package stream_test
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/stream"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// payment names its fields differently for msgpack and for encoding/json,
+// as a user's type may.
+type payment struct {
+	CustomerID string            `msgpack:"customer_id" json:"customerId"`
+	Cents      int64             `msgpack:"cents" json:"cents"`
+	Qty        uint8             `msgpack:"qty"`
+	Rate       float32           `msgpack:"rate"`
+	Tags       []string          `msgpack:"tags"`
+	Extra      map[string]any    `msgpack:"extra"`
+	Labels     map[string]string `msgpack:"labels"`
+	At         time.Time         `msgpack:"at"`
+	Ref        *int64            `msgpack:"ref"`
+	Address    struct {
+		Zip string `msgpack:"zip"`
+	} `msgpack:"address"`
+}
+
+// Typed and untyped streams read JSON with the codec's field names, so both
+// route a record by the same key and store the same record.
+func TestEncodeJSONUsesCodecNames(t *testing.T) {
+	t.Parallel()
+	for _, codec := range []stream.Codec{stream.MsgPack, stream.Compressed(stream.MsgPack, stream.Zstd)} {
+		cat, _ := newCatalog(t, stream.Defaults{})
+		typed, err := stream.Declare[payment](cat, "payments", stream.KeyField("customer_id"), stream.WithCodec(codec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := stream.Open(stream.NewCatalog(cat.Client(), cat.Keys(), stream.Defaults{}, nil), typed.Definition())
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := `{"customer_id":"c-1","cents":1250,"qty":3,"rate":0.5,"tags":["a"],"extra":{"n":18446744073709551615},` +
+			`"labels":{"x":"y"},"at":"2024-05-01T10:00:00Z","ref":7,"address":{"zip":"75001"}}`
+		te, err := typed.Core().EncodeJSON([]byte(in), nil)
+		if err != nil {
+			t.Fatalf("%s: typed: %v", codec.Name(), err)
+		}
+		re, err := raw.EncodeJSON([]byte(in), nil)
+		if err != nil {
+			t.Fatalf("%s: untyped: %v", codec.Name(), err)
+		}
+		if string(te.Key) != "c-1" || string(re.Key) != "c-1" || te.Partition != re.Partition {
+			t.Fatalf("%s: typed key %q partition %d, untyped key %q partition %d", codec.Name(), te.Key, te.Partition, re.Key, re.Partition)
+		}
+		got, err := typed.Decode(&te)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CustomerID != "c-1" || got.Cents != 1250 || got.Qty != 3 || got.Extra["n"] != uint64(math.MaxUint64) ||
+			got.Address.Zip != "75001" || got.Ref == nil || *got.Ref != 7 || !got.At.Equal(time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)) {
+			t.Fatalf("%s: typed entry decodes to %+v", codec.Name(), got)
+		}
+	}
+}
+
+func TestEncodeJSONRefusesBadRecords(t *testing.T) {
+	t.Parallel()
+	cat, _ := newCatalog(t, stream.Defaults{})
+	typed, err := stream.Declare[payment](cat, "payments", stream.KeyField("customer_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := stream.Open(cat, stream.Definition{Name: "raw", Partitions: 4, KeyField: "k", Size: 10, Codec: "msgpack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		core *stream.Core
+		in   string
+		want string
+	}{
+		// The json tag is not the codec's name of the field.
+		{typed.Core(), `{"customerId":"c-1"}`, `key field "customer_id" is missing`},
+		{typed.Core(), `{"customer_id":"c-1","customerId":"c-1"}`, `field "customerId": unknown field; did you mean "customer_id"?`},
+		{typed.Core(), `{"customer_id":"c-1","custmer":1}`, `field "custmer": unknown field (the record's fields are customer_id, cents,`},
+		{typed.Core(), `{"customer_id":"c-1","address":{"zap":"1"}}`, `field "address.zap": unknown field; did you mean "zip"?`},
+		{typed.Core(), `{"customer_id":"c-1","cents":1.5}`, `field "cents": 1.5 is not an integer`},
+		{typed.Core(), `{"customer_id":"c-1","cents":9223372036854775808}`, `field "cents": 9223372036854775808 is out of range (-9223372036854775808 to 9223372036854775807)`},
+		{typed.Core(), `{"customer_id":"c-1","qty":256}`, `field "qty": 256 is out of range (0 to 255)`},
+		{typed.Core(), `{"customer_id":"c-1","qty":-1}`, `field "qty": -1 is out of range (0 to 255)`},
+		{typed.Core(), `{"customer_id":"c-1","rate":1e39}`, `field "rate": 1e39 is out of range`},
+		{typed.Core(), `{"customer_id":7}`, `field "customer_id": want a string, got a number`},
+		{typed.Core(), `{"customer_id":"c-1","cents":"12"}`, `field "cents": want an integer, got a string`},
+		{typed.Core(), `{"customer_id":"c-1","tags":"a"}`, `field "tags": want an array, got a string`},
+		{typed.Core(), `{"customer_id":"c-1","tags":[1]}`, `field "tags[0]": want a string, got a number`},
+		{typed.Core(), `{"customer_id":"c-1","extra":{"n":18446744073709551616}}`, `field "extra.n": integer 18446744073709551616 does not fit in 64 bits`},
+		{typed.Core(), `{"customer_id":"c-1","at":"yesterday"}`, `field "at": invalid value`},
+		{typed.Core(), `[1]`, `want a JSON object, got an array`},
+		{typed.Core(), `{"customer_id":"c-1"} {}`, `more after the object`},
+		{typed.Core(), `{"customer_id":"c-1"}}`, `more after the object`},
+		{typed.Core(), `{"customer_id":"c-1"`, `the record ends too early`},
+		{typed.Core(), "{\"customer_id\":\"c-\xff\"}", `invalid UTF-8 at byte 19`},
+		{typed.Core(), `{"customer_id":"c-\ud800"}`, `\ud800 is half of a UTF-16 surrogate pair`},
+		{raw, `{"k":18446744073709551616}`, `field "k": integer 18446744073709551616 does not fit in 64 bits`},
+		{raw, `{"k":-9223372036854775809}`, `does not fit in 64 bits`},
+		{raw, `{"k":"a","n":1e999}`, `field "n": number 1e999 is out of range`},
+		{raw, `{"k":1.5}`, `key field "k" holds a number with a fraction or an exponent`},
+		{raw, `{"k":{}}`, `key field "k" holds an object or an array`},
+		{raw, `{"k":null}`, `key field "k" is missing`},
+		{raw, `{"a":1}`, `key field "k" is missing`},
+		{raw, ``, `empty record`},
+		{raw, `null`, `want a JSON object, got null`},
+		{raw, "{\"k\":\"\xe9t\xe9\"}", `invalid UTF-8 at byte 7`},
+	}
+	for _, tc := range cases {
+		_, err := tc.core.EncodeJSON([]byte(tc.in), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("EncodeJSON(%s) = %v, want an error containing %q", tc.in, err, tc.want)
+			continue
+		}
+		for _, goName := range []string{"int64", "uint8", "float", "interface", "map[", "[]", "stream_test", "time.Time", "json:"} {
+			if strings.Contains(err.Error(), goName) {
+				t.Errorf("EncodeJSON(%s): error %q names Go type %q", tc.in, err, goName)
+			}
+		}
+	}
+
+	// Exact values that are accepted.
+	ok := []struct {
+		in   string
+		want payment
+	}{
+		{`{"customer_id":"c","cents":1e3,"qty":255}`, payment{CustomerID: "c", Cents: 1000, Qty: 255}},
+		{`{"customer_id":"c","cents":-12.0,"tags":null}`, payment{CustomerID: "c", Cents: -12}},
+		{`{"customer_id":"c","cents":-9223372036854775808}`, payment{CustomerID: "c", Cents: math.MinInt64}},
+	}
+	for _, tc := range ok {
+		e, err := typed.Core().EncodeJSON([]byte(tc.in), nil)
+		if err != nil {
+			t.Errorf("EncodeJSON(%s): %v", tc.in, err)
+			continue
+		}
+		if got, err := typed.Decode(&e); err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("EncodeJSON(%s) decodes to %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// lopsided encodes itself as a string but decodes only from an integer: a
+// record holding one encodes, but no processor could decode it.
+type lopsided int
+
+func (l lopsided) EncodeMsgpack(enc *msgpack.Encoder) error { return enc.EncodeString("x") }
+func (l *lopsided) DecodeMsgpack(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeInt()
+	*l = lopsided(n)
+	return err
+}
+
+// EncodeJSON decodes each entry it encoded, so a record that would make the
+// stream's processors fail is refused before it is sent.
+func TestEncodeJSONDecodesWhatItEncodes(t *testing.T) {
+	t.Parallel()
+	type rec struct {
+		K string   `msgpack:"k"`
+		L lopsided `msgpack:"l"`
+	}
+	cat, _ := newCatalog(t, stream.Defaults{})
+	s, err := stream.Declare[rec](cat, "lop", stream.KeyField("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Core().EncodeJSON([]byte(`{"k":"a","l":1}`), nil); err == nil || !strings.Contains(err.Error(), "does not decode again") {
+		t.Fatalf("EncodeJSON = %v, want a refusal", err)
+	}
+	if _, err := s.Core().EncodeJSON([]byte(`{"k":"a"}`), nil); err == nil {
+		t.Fatal("a zero lopsided encodes as a string too: want a refusal")
+	}
+}
