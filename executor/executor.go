@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -447,18 +446,4 @@ func (e *Executor) prepare(p *partition) error {
 		return nil
 	}
 	return e.client.HDel(ctx, key, field).Err()
-}
-
-// ensureGroup creates the processor's consumer group on a partition stream
-// (and the stream), starting at the configured position.
-func (e *Executor) ensureGroup(ctx context.Context, key string) error {
-	start := "0"
-	if e.opts.Start == Latest {
-		start = "$"
-	}
-	err := e.client.XGroupCreateMkStream(ctx, key, e.processor, start).Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-		return fmt.Errorf("create group %q on %s: %w", e.processor, key, err)
-	}
-	return nil
 }

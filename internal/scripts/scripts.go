@@ -29,12 +29,21 @@ var (
 	//go:embed live_members.lua
 	liveMembersSrc string
 	liveMembers    = redis.NewScript(liveMembersSrc)
+
+	//go:embed set_group.lua
+	setGroupSrc string
+	setGroup    = redis.NewScript(setGroupSrc)
 )
 
 // Load loads the scripts that are run with EVALSHA inside pipelines, after
 // a NOSCRIPT error (a restarted or failed-over server).
 func Load(ctx context.Context, c redis.Scripter) error {
-	return fetch.Load(ctx, c).Err()
+	for _, s := range []*redis.Script{fetch, setGroup} {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // IsNoScript reports whether err says the server does not know a script.
@@ -56,6 +65,32 @@ func RegisterStream(ctx context.Context, c redis.Scripter, registry, stream, def
 		return "", false, err
 	}
 	return v, false, nil
+}
+
+// Group outcomes of SetGroup.
+const (
+	GroupExisted = 0 // the group existed and was left alone
+	GroupCreated = 1 // the group (and maybe the stream) was created
+	GroupMoved   = 2 // the existing group was moved
+)
+
+// SetGroup creates group on a partition stream (and the stream) at start:
+// "0", "$" or an entry ID. An existing group is moved there when move is
+// set, left alone otherwise. The group's entries-read counter is set to the
+// number of entries up to start (see set_group.lua). On a pipeline, load the
+// scripts first (Load).
+//
+// KEYS: partition. ARGV: group, start, "create" or "move".
+// Returns GroupExisted, GroupCreated or GroupMoved.
+func SetGroup(ctx context.Context, c redis.Scripter, partition, group, start string, move bool) *redis.Cmd {
+	mode := "create"
+	if move {
+		mode = "move"
+	}
+	if _, ok := c.(redis.Pipeliner); ok {
+		return setGroup.EvalSha(ctx, c, []string{partition}, group, start, mode)
+	}
+	return setGroup.Run(ctx, c, []string{partition}, group, start, mode)
 }
 
 // FetchResult is the outcome of a fenced fetch of one partition.
