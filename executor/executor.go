@@ -54,7 +54,9 @@ type Executor struct {
 	opts      Options
 	client    redis.UniversalClient
 	own       *redis.Client // see ownClient; nil for Cluster clients
-	started   time.Time
+	started   time.Time     // local, for its monotonic reading; see startedOnServer
+	startedMu sync.Mutex
+	startedAt time.Time // Run's start on the server's clock, once known
 	keys      keys.Space
 	locker    *redislock.Client
 	log       *slog.Logger
@@ -439,7 +441,14 @@ func (e *Executor) prepare(p *partition) error {
 		return err
 	}
 	var r stopReport
-	if json.Unmarshal(b, &r) == nil && r.Policy == Halt.String() && r.Time.After(e.started) {
+	if json.Unmarshal(b, &r) != nil || r.Policy != Halt.String() {
+		return e.client.HDel(ctx, key, field).Err()
+	}
+	started, err := e.startedOnServer(ctx)
+	if err != nil {
+		return err
+	}
+	if r.Time.After(started) {
 		p.held = true
 		p.log.Error("partition halted by a worker running the same code; holding it without processing until a worker started later takes it",
 			"halted_by", r.Worker, "id", r.ID, "error", r.Error)

@@ -30,6 +30,10 @@ var (
 	liveMembersSrc string
 	liveMembers    = redis.NewScript(liveMembersSrc)
 
+	//go:embed alive.lua
+	aliveSrc string
+	alive    = redis.NewScript(aliveSrc)
+
 	//go:embed set_group.lua
 	setGroupSrc string
 	setGroup    = redis.NewScript(setGroupSrc)
@@ -239,6 +243,18 @@ func LiveMembers(ctx context.Context, c redis.Scripter, members string) (live, r
 		return nil, nil, fmt.Errorf("live_members: malformed reply %v", v)
 	}
 	return strings1(v[0]), strings1(v[1]), nil
+}
+
+// Alive returns the members whose heartbeat deadline has not passed on the
+// server's clock; it removes nothing.
+//
+// KEYS: members.
+func Alive(ctx context.Context, c redis.Scripter, members string) ([]string, error) {
+	v, err := alive.Run(ctx, c, []string{members}).Slice()
+	if err != nil {
+		return nil, err
+	}
+	return strings1(v), nil
 }
 
 func strings1(v any) []string {
