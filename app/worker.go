@@ -89,6 +89,8 @@ func (a *App) RunProcessors(ctx context.Context, names []string) error {
 	bctx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	bg.Add(1)
 	go func() { defer bg.Done(); a.leader.run(bctx) }()
+	bg.Add(1)
+	go func() { defer bg.Done(); a.janitor(bctx) }()
 	for _, t := range a.backgroundTasks() {
 		bg.Add(1)
 		go func() { defer bg.Done(); t.run(bctx, a) }()

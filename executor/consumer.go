@@ -30,6 +30,7 @@ func (e *PanicError) Error() string { return fmt.Sprintf("processor panic: %v\n%
 // consume calls the processor over the partition until the partition stops,
 // applying retries and the failure policy. It runs on its own goroutine.
 func (p *partition) consume() {
+	defer p.settle()
 	e := p.e
 	if p.held {
 		p.park()

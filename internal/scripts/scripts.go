@@ -34,6 +34,10 @@ var (
 	aliveSrc string
 	alive    = redis.NewScript(aliveSrc)
 
+	//go:embed delete_consumers.lua
+	deleteConsumersSrc string
+	deleteConsumers    = redis.NewScript(deleteConsumersSrc)
+
 	//go:embed set_group.lua
 	setGroupSrc string
 	setGroup    = redis.NewScript(setGroupSrc)
@@ -42,7 +46,7 @@ var (
 // Load loads the scripts that are run with EVALSHA inside pipelines, after
 // a NOSCRIPT error (a restarted or failed-over server).
 func Load(ctx context.Context, c redis.Scripter) error {
-	for _, s := range []*redis.Script{fetch, setGroup} {
+	for _, s := range []*redis.Script{fetch, setGroup, deleteConsumers} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
@@ -95,6 +99,24 @@ func SetGroup(ctx context.Context, c redis.Scripter, partition, group, start str
 		return setGroup.EvalSha(ctx, c, []string{partition}, group, start, mode)
 	}
 	return setGroup.Run(ctx, c, []string{partition}, group, start, mode)
+}
+
+// DeleteConsumers deletes those of consumers of group on a partition stream
+// that have nothing pending, checking and deleting in one atomic step (see
+// delete_consumers.lua). The command's value is the number deleted. On a
+// pipeline, load the scripts first (Load).
+//
+// KEYS: partition. ARGV: group, consumers...
+func DeleteConsumers(ctx context.Context, c redis.Scripter, partition, group string, consumers ...string) *redis.Cmd {
+	args := make([]any, 0, 1+len(consumers))
+	args = append(args, group)
+	for _, name := range consumers {
+		args = append(args, name)
+	}
+	if _, ok := c.(redis.Pipeliner); ok {
+		return deleteConsumers.EvalSha(ctx, c, []string{partition}, args...)
+	}
+	return deleteConsumers.Run(ctx, c, []string{partition}, args...)
 }
 
 // FetchResult is the outcome of a fenced fetch of one partition.
