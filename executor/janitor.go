@@ -100,8 +100,9 @@ func cleanPartitions(ctx context.Context, client redis.UniversalClient, space ke
 func isNoKey(err error) bool { return err != nil && err.Error() == "ERR no such key" }
 
 // settle runs when p's consumer stops, before the lock is released: unless
-// the lock was lost, it stops fetching, sends the acknowledgements and
-// deletes e's consumer on p if it has nothing pending.
+// the lock was lost, it stops fetching, sets the delivery counters of what
+// stays pending (see uncount), sends the acknowledgements and deletes e's
+// consumer on p if it has nothing pending.
 func (p *partition) settle() {
 	if errors.Is(context.Cause(p.ctx), errLockLost) {
 		return
@@ -109,7 +110,7 @@ func (p *partition) settle() {
 	e := p.e
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), 5*time.Second)
 	defer cancel()
-	e.fetch.remove(p)
+	p.uncount(ctx, e.fetch.unhanded(p))
 	if err := e.acks.flush(ctx); err != nil {
 		return // runPartition tries again; the janitor deletes the consumer later
 	}

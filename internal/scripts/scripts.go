@@ -38,6 +38,10 @@ var (
 	deleteConsumersSrc string
 	deleteConsumers    = redis.NewScript(deleteConsumersSrc)
 
+	//go:embed set_deliveries.lua
+	setDeliveriesSrc string
+	setDeliveries    = redis.NewScript(setDeliveriesSrc)
+
 	//go:embed set_group.lua
 	setGroupSrc string
 	setGroup    = redis.NewScript(setGroupSrc)
@@ -117,6 +121,20 @@ func DeleteConsumers(ctx context.Context, c redis.Scripter, partition, group str
 		return deleteConsumers.EvalSha(ctx, c, []string{partition}, args...)
 	}
 	return deleteConsumers.Run(ctx, c, []string{partition}, args...)
+}
+
+// SetDeliveries sets the delivery counters of pending entries of a
+// partition (counts maps entry IDs to counts), when the caller holds the
+// partition's lock (see set_deliveries.lua). It returns how many it set.
+//
+// KEYS: lock, partition. ARGV: token, group, consumer, (id, count)...
+func SetDeliveries(ctx context.Context, c redis.Scripter, lock, partition, token, group, consumer string, counts map[string]int64) (int64, error) {
+	args := make([]any, 0, 3+2*len(counts))
+	args = append(args, token, group, consumer)
+	for id, n := range counts {
+		args = append(args, id, n)
+	}
+	return setDeliveries.Run(ctx, c, []string{lock, partition}, args...).Int64()
 }
 
 // FetchResult is the outcome of a fenced fetch of one partition.
