@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/keys"
@@ -28,6 +29,8 @@ type App struct {
 	tasks      []*task
 	executors  []*executor.Executor
 	leader     *leadership
+
+	janitorEvery time.Duration // default janitorEvery; tests set it
 }
 
 // New validates cfg and returns an App. It does not contact Redis: use Ping

@@ -89,6 +89,8 @@ func (a *App) RunProcessors(ctx context.Context, names []string) error {
 	lctx, stopLeading := context.WithCancel(context.WithoutCancel(ctx))
 	leading.Add(1)
 	go func() { defer leading.Done(); a.leader.run(lctx) }()
+	leading.Add(1)
+	go func() { defer leading.Done(); a.janitor(lctx) }()
 	tctx, stopTasks := context.WithCancel(context.WithoutCancel(ctx))
 	for _, t := range a.backgroundTasks() {
 		tasks.Add(1)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
@@ -222,51 +223,37 @@ func (r *resetter) reset(c *cli.Context, start string) error {
 	return err
 }
 
-// setID runs XGROUP SETID on keys in one pipeline, then creates the group
-// (and the stream) where it is missing.
+// setID moves the group to start on keys (creating it, and the stream,
+// where missing) in one pipeline, with its entries-read counter set to the
+// entries before start, so the workers' trim check never takes the entries
+// skipped for entries lost (see internal/scripts/set_group.lua).
 func (r *resetter) setID(ctx context.Context, keys []string, start string) error {
 	client := r.a.Client()
-	pipe := client.Pipeline()
-	cmds := make([]*redis.StatusCmd, len(keys))
-	for i, k := range keys {
-		cmds[i] = pipe.XGroupSetID(ctx, k, r.group, start)
+	run := func() ([]*redis.Cmd, error) {
+		pipe := client.Pipeline()
+		cmds := make([]*redis.Cmd, len(keys))
+		for i, k := range keys {
+			cmds[i] = scripts.SetGroup(ctx, pipe, k, r.group, start, true)
+		}
+		_, err := pipe.Exec(ctx) // errors are read per command
+		return cmds, err
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command
-	var missing []string
+	if err := scripts.Load(ctx, client); err != nil {
+		return fmt.Errorf("load scripts: %w", err)
+	}
+	cmds, err := run()
+	if scripts.IsNoScript(err) { // the server restarted meanwhile
+		if err := scripts.Load(ctx, client); err != nil {
+			return fmt.Errorf("load scripts: %w", err)
+		}
+		cmds, _ = run()
+	}
 	for i, cmd := range cmds {
-		switch err := cmd.Err(); {
-		case err == nil:
-		case isNoGroup(err):
-			missing = append(missing, keys[i])
-		default:
+		if err := cmd.Err(); err != nil {
 			return fmt.Errorf("XGROUP SETID %s %s %s: %w", keys[i], r.group, start, err)
 		}
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	pipe = client.Pipeline()
-	created := make([]*redis.StatusCmd, len(missing))
-	for i, k := range missing {
-		created[i] = pipe.XGroupCreateMkStream(ctx, k, r.group, start)
-	}
-	_, _ = pipe.Exec(ctx)
-	for i, cmd := range created {
-		err := cmd.Err()
-		if err != nil && strings.HasPrefix(err.Error(), "BUSYGROUP") {
-			err = client.XGroupSetID(ctx, missing[i], r.group, start).Err() // created meanwhile
-		}
-		if err != nil {
-			return fmt.Errorf("XGROUP CREATE %s %s %s MKSTREAM: %w", missing[i], r.group, start, err)
-		}
-	}
 	return nil
-}
-
-// isNoGroup reports whether err says the group or its stream is missing.
-func isNoGroup(err error) bool {
-	s := err.Error()
-	return strings.HasPrefix(s, "NOGROUP") || strings.Contains(s, "requires the key to exist")
 }
 
 // dropPending acknowledges every pending entry of the group on keys, a page

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -262,5 +263,72 @@ func TestResetUsageErrors(t *testing.T) {
 			r := run(t, nil, "", tc.args...)
 			wantFailure(t, r, exitUsage, tc.want...)
 		})
+	}
+}
+
+// entriesRead returns group's entries-read counter on partition p of ticks,
+// and whether Redis knows it.
+func (s shop) entriesRead(t *testing.T, p int, group string) (int64, bool) {
+	t.Helper()
+	v, err := s.client.Do(context.Background(), "XINFO", "GROUPS", s.keys.Partition("ticks", p)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := scripts.ParseGroups(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gs {
+		if g.Name == group {
+			return g.EntriesRead, g.EntriesReadOK
+		}
+	}
+	t.Fatalf("partition %d has no group %q", p, group)
+	return 0, false
+}
+
+// After a reset of a stream trimmed by retention, the group's entries-read
+// counter counts the entries before its new position, trimmed ones
+// included: the workers' trim check has nothing to report.
+func TestResetSetsEntriesRead(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	ta := &ticksApp{}
+	processTicks(t, s, ta, 40)
+	if r := run(t, nil, ticks(200), s.args("sendmany", "ticks", "-")...); r.status != 0 {
+		t.Fatalf("sendmany: %+v", r)
+	}
+	ctx := context.Background()
+	added := make([]int64, 4)
+	for p := range 4 {
+		key := s.keys.Partition("ticks", p)
+		if err := s.client.XTrimMaxLen(ctx, key, 5).Err(); err != nil { // retention
+			t.Fatal(err)
+		}
+		added[p] = s.client.XInfoStream(ctx, key).Val().EntriesAdded
+	}
+
+	r := run(t, nil, "", s.args("reset", "--yes", "--start", "latest", "count")...)
+	checkReset(t, s, r, "", 0)
+	for p := range 4 {
+		if n, ok := s.entriesRead(t, p, "count"); !ok || n != added[p] {
+			t.Errorf("partition %d after reset to latest: entries-read %d (known %v), want %d", p, n, ok, added[p])
+		}
+	}
+
+	// To an ID: two entries of partition 0 follow it.
+	msgs := s.client.XRevRangeN(ctx, s.keys.Partition("ticks", 0), "+", "-", 3).Val()
+	id := msgs[2].ID
+	r = run(t, nil, "", s.args("reset", "--yes", "--start", id, "count")...)
+	checkReset(t, s, r, id, 0)
+	if n, ok := s.entriesRead(t, 0, "count"); !ok || n != added[0]-2 {
+		t.Errorf("after reset to %s: entries-read %d (known %v), want %d", id, n, ok, added[0]-2)
+	}
+
+	// Earliest: the trimmed entries count as read, the 5 kept ones not.
+	r = run(t, nil, "", s.args("reset", "--yes", "--start", "earliest", "count")...)
+	checkReset(t, s, r, "0-0", 0)
+	if n, ok := s.entriesRead(t, 0, "count"); !ok || n != added[0]-5 {
+		t.Errorf("after reset to earliest: entries-read %d (known %v), want %d", n, ok, added[0]-5)
 	}
 }

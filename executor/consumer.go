@@ -30,6 +30,7 @@ func (e *PanicError) Error() string { return fmt.Sprintf("processor panic: %v\n%
 // consume calls the processor over the partition until the partition stops,
 // applying retries and the failure policy. It runs on its own goroutine.
 func (p *partition) consume() {
+	defer p.settle()
 	e := p.e
 	if p.held {
 		p.park()
@@ -192,18 +193,24 @@ type stopReport struct {
 	Worker   string    `json:"worker,omitempty"`
 	ID       string    `json:"id,omitempty"`
 	Error    string    `json:"error"`
-	Time     time.Time `json:"time"`
+	Time     time.Time `json:"time"` // server time
 }
 
-// report records in Redis that policy stopped partition p.
+// report records in Redis that policy stopped partition p. Its time is the
+// server's, the clock every executor compares it with (see prepare).
 func (e *Executor) report(p *partition, policy Policy, failing []stream.Delivery, cause error) {
-	r := stopReport{Policy: policy.String(), Executor: e.id, Worker: e.worker, Error: cause.Error(), Time: time.Now().UTC()}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	now, err := e.client.Time(ctx).Result()
+	if err != nil {
+		p.log.Error("stop report not written", "error", err)
+		return
+	}
+	r := stopReport{Policy: policy.String(), Executor: e.id, Worker: e.worker, Error: cause.Error(), Time: now.UTC()}
 	if len(failing) > 0 {
 		r.ID = failing[0].ID
 	}
 	b, _ := json.Marshal(r)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	if err := e.client.HSet(ctx, e.keys.Quarantine(e.stream.Name(), e.processor), strconv.Itoa(p.n), b).Err(); err != nil {
 		p.log.Error("stop report not written", "error", err)
 	}

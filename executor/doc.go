@@ -124,6 +124,13 @@
 // stay pending); acknowledge; release the locks; stop refreshing, fetching
 // and acking.
 //
+// Each executor is a consumer of the group under its own ID, fresh on every
+// run. On releasing a partition, after acknowledging, it deletes its consumer
+// there if nothing is pending; CleanConsumers, run by the app's leader every
+// minute, deletes the consumers of executors that are not live members once
+// their pending entries were claimed. A script checks the pending count and
+// deletes in one step, so no pending entry is lost with a consumer.
+//
 // # Failure policies
 //
 // When the processor returns an error, the events handed out and not

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,7 +59,9 @@ type Executor struct {
 	opts      Options
 	client    redis.UniversalClient
 	own       *redis.Client // see ownClient; nil for Cluster clients
-	started   time.Time
+	started   time.Time     // local, for its monotonic reading; see startedOnServer
+	startedMu sync.Mutex
+	startedAt time.Time // Run's start on the server's clock, once known
 	keys      keys.Space
 	locker    *redislock.Client     // the admin lock
 	lockc     redis.UniversalClient // partition locks (see lease.Client)
@@ -448,25 +449,18 @@ func (e *Executor) prepare(p *partition) error {
 		return err
 	}
 	var r stopReport
-	if json.Unmarshal(b, &r) == nil && r.Policy == Halt.String() && r.Time.After(e.started) {
+	if json.Unmarshal(b, &r) != nil || r.Policy != Halt.String() {
+		return e.client.HDel(ctx, key, field).Err()
+	}
+	started, err := e.startedOnServer(ctx)
+	if err != nil {
+		return err
+	}
+	if r.Time.After(started) {
 		p.held = true
 		p.log.Error("partition halted by a worker running the same code; holding it without processing until a worker started later takes it",
 			"halted_by", r.Worker, "id", r.ID, "error", r.Error)
 		return nil
 	}
 	return e.client.HDel(ctx, key, field).Err()
-}
-
-// ensureGroup creates the processor's consumer group on a partition stream
-// (and the stream), starting at the configured position.
-func (e *Executor) ensureGroup(ctx context.Context, key string) error {
-	start := "0"
-	if e.opts.Start == Latest {
-		start = "$"
-	}
-	err := e.client.XGroupCreateMkStream(ctx, key, e.processor, start).Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-		return fmt.Errorf("create group %q on %s: %w", e.processor, key, err)
-	}
-	return nil
 }

@@ -94,13 +94,37 @@ func (f *fetcher) add(p *partition) {
 	f.notify()
 }
 
-// remove stops fetching p. Once it returns, nothing more is put in p's buffer.
+// remove stops fetching p. Once it returns, nothing more is put in p's
+// buffer; what was read but did not fit is kept in p.leftover.
 func (f *fetcher) remove(p *partition) {
 	f.mu.Lock()
 	if s, ok := f.parts[p.n]; ok && s.p == p {
 		delete(f.parts, p.n)
+		p.leftover = s.overflow
 	}
 	f.mu.Unlock()
+}
+
+// unhanded removes p from the fetcher and returns what was read for p and
+// never taken by its consumer: its buffer and the overflow. The consumer
+// calls it when it stops.
+func (f *fetcher) unhanded(p *partition) []stream.Delivery {
+	f.remove(p)
+	var out []stream.Delivery
+	for {
+		select {
+		case d := <-p.buf:
+			out = append(out, d)
+			continue
+		default:
+		}
+		break
+	}
+	f.mu.Lock()
+	out = append(out, p.leftover...)
+	p.leftover = nil
+	f.mu.Unlock()
+	return out
 }
 
 // drained is called by a consumer that took events from p's buffer, whose

@@ -3,7 +3,9 @@ package executor
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/leatdev/leat/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests against a redis-server of their own and checks
+// for leaked goroutines.
+func TestMain(m *testing.M) { redistest.Main(m) }

@@ -47,10 +47,12 @@ type partition struct {
 	stopOnce sync.Once
 	stop     chan struct{} // soft stop: no more events handed out
 
-	held bool // halted by another worker: owned, not processed (see prepare)
+	held     bool              // halted by another worker: owned, not processed (see prepare)
+	leftover []stream.Delivery // read but never buffered when fetching stopped; guarded by the fetcher's mu
 
 	// consumer
 	pending   []stream.Delivery // handed out (or taken from buf) and not done
+	handed    int               // pending[:handed] were given to the processor, with their Deliveries
 	pendBuf   []stream.Delivery // the start of pending's memory
 	out       []stream.Delivery // what Next returned last; reused
 	handedAt  time.Time         // when Next returned it
@@ -97,11 +99,7 @@ func (p *partition) Next(n int, within time.Duration) []stream.Delivery {
 	if len(p.pending) > 0 {
 		// Left over from an interrupted or failed call: offered again, in
 		// place, so order holds.
-		k := min(n, len(p.pending))
-		for i := range k {
-			p.pending[i].Deliveries++
-		}
-		return p.handOut(p.pending[:k])
+		return p.handOut(p.pending[:min(n, len(p.pending))])
 	}
 	var first stream.Delivery
 	select {
@@ -157,10 +155,18 @@ func (p *partition) gather(n int, within time.Duration) {
 // no longer be trusted (the deliveries stay pending). The copy's memory is
 // reused by the next call: Events is done with a result before it asks for
 // the next one.
+//
+// ds is the head of pending. Deliveries counts the times the processor was
+// given an entry: those given before (pending[:handed]) count one more, the
+// others were counted when they were read.
 func (p *partition) handOut(ds []stream.Delivery) []stream.Delivery {
 	if p.stopping() { // reads the clock: exact even right after a freeze
 		return nil
 	}
+	for i := range min(p.handed, len(ds)) {
+		ds[i].Deliveries++
+	}
+	p.handed = max(p.handed, len(ds))
 	p.consumed += len(ds)
 	p.handedAt = time.Now()
 	p.out = append(p.out[:0], ds...)
@@ -174,6 +180,7 @@ func (p *partition) take(ds []stream.Delivery) {
 	}
 	clear(p.pending[:len(ds)])
 	p.pending = p.pending[len(ds):]
+	p.handed = max(p.handed-len(ds), 0)
 	if len(p.pending) == 0 {
 		p.pending = p.pendBuf[:0] // reuse the memory from its start
 	}
@@ -194,8 +201,12 @@ func (p *partition) ack(ds []stream.Delivery) {
 }
 
 // Reject implements stream.Feed.
+//
+// The events handed out after ds were not given to the processor: the call
+// ends at the rejection.
 func (p *partition) Reject(ds []stream.Delivery, err error) {
 	p.take(ds)
+	p.handed = 0
 	p.rejected = append(p.rejected[:0], ds...)
 	p.rejectErr = err
 	p.halted = true

@@ -53,10 +53,9 @@ func (e *Executor) requestRebalance(ctx context.Context) {
 
 // maybeRebalance rebalances when the live members differ from those of the
 // stored assignment: it covers notices missed and rebalancers that died.
+// Live members are found on the server's clock, which their deadlines use.
 func (e *Executor) maybeRebalance(ctx context.Context) {
-	live, err := e.client.ZRangeByScore(ctx, e.membersKey(), &redis.ZRangeBy{
-		Min: fmt.Sprint(time.Now().UnixMilli()), Max: "+inf",
-	}).Result()
+	live, err := scripts.Alive(ctx, e.client, e.membersKey())
 	if err != nil {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
@@ -16,6 +17,10 @@ import (
 //
 //	removed = entries-added - length        (trimmed or deleted so far)
 //	unread  = removed - entries-read        (of those, never read by the group)
+//
+// Both counters must be known: a group is created or moved (by leat reset)
+// with its entries-read set to the entries before its position (set_group.lua),
+// and a counter Redis reports as unknown (nil) is skipped, never read as 0.
 //
 // A growth of unread is reported once, as one delivery with ErrTrimmed put
 // before the next entries read, so it reaches the failure policy in order:
@@ -42,19 +47,27 @@ func (e *Executor) checkTrimmed(ctx context.Context) {
 	}
 	pipe := e.client.Pipeline()
 	infos := make([]*redis.XInfoStreamCmd, len(parts))
-	groups := make([]*redis.XInfoGroupsCmd, len(parts))
+	groups := make([]*redis.Cmd, len(parts))
 	for i, p := range parts {
 		infos[i] = pipe.XInfoStream(ctx, p.key)
-		groups[i] = pipe.XInfoGroups(ctx, p.key)
+		groups[i] = pipe.Do(ctx, "XINFO", "GROUPS", p.key)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return // a stream or group went missing: the fetcher repairs it
 	}
 	for i, p := range parts {
 		info := infos[i].Val()
-		for _, g := range groups[i].Val() {
-			if g.Name != e.processor || g.LastDeliveredID == "0-0" {
-				continue // entries-read is unknown before the first read
+		gs, err := scripts.ParseGroups(groups[i].Val())
+		if err != nil {
+			e.log.Warn("trim check: XINFO GROUPS not understood", "partition", p.n, "error", err)
+			continue
+		}
+		for _, g := range gs {
+			if g.Name != e.processor || g.LastDeliveredID == "0-0" || !g.EntriesReadOK {
+				// Redis does not know the counter (before the first read,
+				// after a move without one, after XDEL in between): nothing
+				// can be told until it does again.
+				continue
 			}
 			unread := info.EntriesAdded - info.Length - g.EntriesRead
 			e.fetch.trimmed(p, unread, info.FirstEntry.ID)

@@ -29,8 +29,11 @@ var ErrNotOwner = errors.New("stream: partition no longer owned by this worker; 
 // Delivery is one raw entry handed to a processor by the runtime.
 type Delivery struct {
 	Entry
-	// Deliveries counts how many times the entry was handed out, this time
-	// included: 1 on first delivery, more after a crash or a retry.
+	// Deliveries counts how many times a processor was given the entry,
+	// this time included: 1 on first delivery, more after a retry, a
+	// release or a crash. Entries read but never given to a processor do
+	// not count, except those a crashed worker had read (Redis' delivery
+	// counter cannot tell them apart).
 	Deliveries int64
 	// Err is set for an entry that cannot be processed (ErrTrimmed, a
 	// malformed entry); the processor never sees it and the failure policy

@@ -46,12 +46,28 @@ var (
 	//go:embed store_assignment.lua
 	storeAssignmentSrc string
 	storeAssignment    = redis.NewScript(storeAssignmentSrc)
+
+	//go:embed alive.lua
+	aliveSrc string
+	alive    = redis.NewScript(aliveSrc)
+
+	//go:embed delete_consumers.lua
+	deleteConsumersSrc string
+	deleteConsumers    = redis.NewScript(deleteConsumersSrc)
+
+	//go:embed set_deliveries.lua
+	setDeliveriesSrc string
+	setDeliveries    = redis.NewScript(setDeliveriesSrc)
+
+	//go:embed set_group.lua
+	setGroupSrc string
+	setGroup    = redis.NewScript(setGroupSrc)
 )
 
 // Load loads the scripts that are run with EVALSHA inside pipelines, after
 // a NOSCRIPT error (a restarted or failed-over server).
 func Load(ctx context.Context, c redis.Scripter) error {
-	for _, s := range []*redis.Script{fetch, lockRefresh} {
+	for _, s := range []*redis.Script{fetch, lockRefresh, setGroup, deleteConsumers} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
@@ -78,6 +94,64 @@ func RegisterStream(ctx context.Context, c redis.Scripter, registry, stream, def
 		return "", false, err
 	}
 	return v, false, nil
+}
+
+// Group outcomes of SetGroup.
+const (
+	GroupExisted = 0 // the group existed and was left alone
+	GroupCreated = 1 // the group (and maybe the stream) was created
+	GroupMoved   = 2 // the existing group was moved
+)
+
+// SetGroup creates group on a partition stream (and the stream) at start:
+// "0", "$" or an entry ID. An existing group is moved there when move is
+// set, left alone otherwise. The group's entries-read counter is set to the
+// number of entries up to start (see set_group.lua). On a pipeline, load the
+// scripts first (Load).
+//
+// KEYS: partition. ARGV: group, start, "create" or "move".
+// Returns GroupExisted, GroupCreated or GroupMoved.
+func SetGroup(ctx context.Context, c redis.Scripter, partition, group, start string, move bool) *redis.Cmd {
+	mode := "create"
+	if move {
+		mode = "move"
+	}
+	if _, ok := c.(redis.Pipeliner); ok {
+		return setGroup.EvalSha(ctx, c, []string{partition}, group, start, mode)
+	}
+	return setGroup.Run(ctx, c, []string{partition}, group, start, mode)
+}
+
+// DeleteConsumers deletes those of consumers of group on a partition stream
+// that have nothing pending, checking and deleting in one atomic step (see
+// delete_consumers.lua). The command's value is the number deleted. On a
+// pipeline, load the scripts first (Load).
+//
+// KEYS: partition. ARGV: group, consumers...
+func DeleteConsumers(ctx context.Context, c redis.Scripter, partition, group string, consumers ...string) *redis.Cmd {
+	args := make([]any, 0, 1+len(consumers))
+	args = append(args, group)
+	for _, name := range consumers {
+		args = append(args, name)
+	}
+	if _, ok := c.(redis.Pipeliner); ok {
+		return deleteConsumers.EvalSha(ctx, c, []string{partition}, args...)
+	}
+	return deleteConsumers.Run(ctx, c, []string{partition}, args...)
+}
+
+// SetDeliveries sets the delivery counters of pending entries of a
+// partition (counts maps entry IDs to counts), when the caller holds the
+// partition's lock (see set_deliveries.lua). It returns how many it set.
+//
+// KEYS: lock, partition. ARGV: token, group, consumer, (id, count)...
+func SetDeliveries(ctx context.Context, c redis.Scripter, lock, partition, token, group, consumer string, counts map[string]int64) (int64, error) {
+	args := make([]any, 0, 3+2*len(counts))
+	args = append(args, token, group, consumer)
+	for id, n := range counts {
+		args = append(args, id, n)
+	}
+	return setDeliveries.Run(ctx, c, []string{lock, partition}, args...).Int64()
 }
 
 // FetchResult is the outcome of a fenced fetch of one partition.
@@ -226,6 +300,18 @@ func LiveMembers(ctx context.Context, c redis.Scripter, members string) (live, r
 		return nil, nil, fmt.Errorf("live_members: malformed reply %v", v)
 	}
 	return strings1(v[0]), strings1(v[1]), nil
+}
+
+// Alive returns the members whose heartbeat deadline has not passed on the
+// server's clock; it removes nothing.
+//
+// KEYS: members.
+func Alive(ctx context.Context, c redis.Scripter, members string) ([]string, error) {
+	v, err := alive.Run(ctx, c, []string{members}).Slice()
+	if err != nil {
+		return nil, err
+	}
+	return strings1(v), nil
 }
 
 func strings1(v any) []string {

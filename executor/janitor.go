@@ -1,0 +1,119 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// Dead consumers. Every executor is a consumer of its processor's group on
+// the partitions it reads, under its own ID, fresh on each run, so each
+// deploy would add a consumer to every group for good. A consumer is
+// deleted once it has nothing pending, by a script that checks and deletes
+// in one step, so no pending entry is ever lost with it:
+//
+//   - an executor deletes its own consumer on a partition it releases, after
+//     acknowledging (entries it fetched but never handed out stay pending
+//     there until the next owner claims them);
+//   - CleanConsumers, run by the app's leader every minute, deletes the
+//     consumers of executors that are not live members (crashed, or left
+//     with entries pending that the next owner claimed since).
+
+// cleanBatch is how many partitions one pipelined round trip covers.
+const cleanBatch = 1000
+
+// CleanConsumers deletes, on every partition of s, the consumers of
+// processor's group whose executor is not a live member of the processor
+// and that have nothing pending. It returns how many it deleted. Its cost
+// is two pipelined commands per partition.
+func CleanConsumers(ctx context.Context, s *stream.Core, processor string) (int, error) {
+	client, space := s.Catalog().Client(), s.Catalog().Keys()
+	live, err := scripts.Alive(ctx, client, space.Members(s.Name(), processor))
+	if err != nil {
+		return 0, fmt.Errorf("processor %q: live members: %w", processor, err)
+	}
+	deleted := 0
+	for from := 0; from < s.Partitions(); from += cleanBatch {
+		n, err := cleanPartitions(ctx, client, space, s, processor, live, from, min(from+cleanBatch, s.Partitions()))
+		deleted += n
+		if err != nil {
+			return deleted, fmt.Errorf("processor %q: clean consumers: %w", processor, err)
+		}
+	}
+	return deleted, nil
+}
+
+// cleanPartitions cleans partitions [from, to) in two round trips: list the
+// consumers, then delete the dead ones without pending entries.
+func cleanPartitions(ctx context.Context, client redis.UniversalClient, space keys.Space, s *stream.Core,
+	processor string, live []string, from, to int) (int, error) {
+	pipe := client.Pipeline()
+	infos := make([]*redis.XInfoConsumersCmd, 0, to-from)
+	for p := from; p < to; p++ {
+		infos = append(infos, pipe.XInfoConsumers(ctx, space.Partition(s.Name(), p), processor))
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command: a missing group is no error
+	pipe = client.Pipeline()
+	var dels []*redis.Cmd
+	for i, cmd := range infos {
+		if err := cmd.Err(); err != nil {
+			if isNoGroup(err) || isNoKey(err) {
+				continue
+			}
+			return 0, err
+		}
+		var dead []string
+		for _, c := range cmd.Val() {
+			if c.Pending == 0 && !slices.Contains(live, c.Name) {
+				dead = append(dead, c.Name)
+			}
+		}
+		if len(dead) > 0 {
+			dels = append(dels, scripts.DeleteConsumers(ctx, pipe, space.Partition(s.Name(), from+i), processor, dead...))
+		}
+	}
+	if len(dels) == 0 {
+		return 0, nil
+	}
+	if err := scripts.Load(ctx, client); err != nil {
+		return 0, err
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, cmd := range dels {
+		n, _ := cmd.Int()
+		deleted += n
+	}
+	return deleted, nil
+}
+
+// isNoKey reports whether err says the stream is missing.
+func isNoKey(err error) bool { return err != nil && err.Error() == "ERR no such key" }
+
+// settle runs when p's consumer stops, before the lock is released: unless
+// the lock was lost, it stops fetching, sets the delivery counters of what
+// stays pending (see uncount), sends the acknowledgements and deletes e's
+// consumer on p if it has nothing pending.
+func (p *partition) settle() {
+	if p.lost() {
+		return
+	}
+	e := p.e
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx()), 5*time.Second)
+	defer cancel()
+	p.uncount(ctx, e.fetch.unhanded(p))
+	if err := e.acks.flush(ctx); err != nil {
+		return // runPartition tries again; the janitor deletes the consumer later
+	}
+	if err := scripts.DeleteConsumers(ctx, e.client, p.key, e.processor, e.id).Err(); err != nil {
+		p.log.Debug("consumer not deleted; the leader's janitor will", "error", err)
+	}
+}
