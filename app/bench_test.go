@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
@@ -61,7 +60,7 @@ func BenchmarkProcess(b *testing.B) {
 			}
 		}
 		return nil
-	}, executor.Options{ReadBlock: 100 * time.Millisecond})
+	}, app.ReadBlock(100*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}

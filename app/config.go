@@ -82,8 +82,10 @@ type Config struct {
 	// Flag --leader-lease, env LEAT_LEADER_LEASE.
 	LeaderLease time.Duration
 
-	// Observer receives runtime events for metrics. Default none.
-	Observer executor.Observer
+	// Hooks receive the runtime's events, for metrics: each value implements
+	// any of executor's Hook* interfaces (HookEventsProcessed,
+	// HookProcessorFailed, HookLockLost, ...). Default none.
+	Hooks []executor.Hook
 }
 
 // validate checks c and returns it with defaults filled in.

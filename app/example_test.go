@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -18,7 +17,9 @@ type Order struct {
 }
 
 // A processor keeping running totals per customer: events of one customer
-// arrive in order, on one worker at a time.
+// arrive in order, on one worker at a time. Each call of the processor
+// serves one partition from its own goroutine, so state kept inside the
+// call needs no lock; state shared across partitions would.
 func ExampleProcess() {
 	a, err := app.New(app.Config{Name: "shop", RedisURL: "redis://127.0.0.1:6379"})
 	if err != nil {
@@ -29,13 +30,13 @@ func ExampleProcess() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	totals := map[string]float64{} // per partition goroutine in real code
 	err = app.Process(a, orders, "totals", func(ctx context.Context, events *stream.Events[Order]) error {
+		totals := map[string]float64{} // this partition's customers only
 		for e := range events.All() {
 			totals[e.Record.Customer] += e.Record.Amount
 		}
 		return nil
-	}, executor.Options{OnError: executor.DeadLetter, Retry: executor.Retry{Attempts: 3}})
+	}, app.OnError(app.DeadLetter), app.Retries(3))
 	if err != nil {
 		log.Fatal(err)
 	}

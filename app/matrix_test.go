@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -56,7 +55,7 @@ func runMatrixCase(t *testing.T, parts, prefetch, batch, workers int) {
 				return nil
 			}
 		}
-		if err := app.Process(a, s, "p", fn, executor.Options{}); err != nil {
+		if err := app.Process(a, s, "p", fn); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {

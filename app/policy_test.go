@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,15 +67,15 @@ func TestPolicyHalt(t *testing.T) {
 	env := newEnv(t)
 	a, s := env.newApp(2, nil)
 	r := newRecorder()
-	if err := app.Process(a, s, "p", failOn(r, func(e event) bool { return e.Seq == 5 }), executor.Options{OnError: executor.Halt}); err != nil {
+	if err := app.Process(a, s, "p", failOn(r, func(e event) bool { return e.Seq == 5 }), app.OnError(app.Halt)); err != nil {
 		t.Fatal(err)
 	}
 	sendEvents(t, s, []string{"a"}, 10, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := a.Run(ctx) // returns by itself: the policy halts the worker
-	if !errors.Is(err, errBoom) {
-		t.Fatalf("Run = %v, want the processor's error", err)
+	if !errors.Is(err, errBoom) || !errors.Is(err, app.ErrHalted) {
+		t.Fatalf("Run = %v, want app.ErrHalted wrapping the processor's error", err)
 	}
 	if ctx.Err() != nil {
 		t.Fatal("Run returned only when the test's deadline passed")
@@ -100,7 +101,7 @@ func TestPolicyQuarantine(t *testing.T) {
 	bad, good := ks[0], ks[1]
 	r := newRecorder()
 	err := app.Process(a, s, "p", failOn(r, func(e event) bool { return e.Key == bad && e.Seq == 3 }),
-		executor.Options{OnError: executor.Quarantine, Retry: executor.Retry{Attempts: 2, Backoff: time.Millisecond}})
+		app.OnError(app.Quarantine), app.Retries(2), app.Backoff(time.Millisecond, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestPolicyIgnore(t *testing.T) {
 	a, s := env.newApp(4, nil)
 	r := newRecorder()
 	bad := func(e event) bool { return e.Seq%7 == 3 }
-	if err := app.Process(a, s, "p", failOn(r, bad), executor.Options{OnError: executor.Ignore}); err != nil {
+	if err := app.Process(a, s, "p", failOn(r, bad), app.OnError(app.Ignore)); err != nil {
 		t.Fatal(err)
 	}
 	sent := sendEvents(t, s, []string{"a", "b", "c", "d", "e"}, 30, 0)
@@ -179,7 +180,7 @@ func TestPolicyDeadLetter(t *testing.T) {
 				}
 				return nil
 			}
-			if err := app.Process(a, s, "p", fn, executor.Options{OnError: executor.DeadLetter}); err != nil {
+			if err := app.Process(a, s, "p", fn, app.OnError(app.DeadLetter)); err != nil {
 				t.Fatal(err)
 			}
 			sent := sendEvents(t, s, []string{"k"}, 20, 0)
@@ -251,7 +252,7 @@ func TestRetryInPlace(t *testing.T) {
 		}
 		return nil
 	}
-	if err := app.Process(a, s, "p", fn, executor.Options{Retry: executor.Retry{Attempts: 2, Backoff: time.Millisecond}}); err != nil {
+	if err := app.Process(a, s, "p", fn, app.Retries(2), app.Backoff(time.Millisecond, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	sent := sendEvents(t, s, []string{"k"}, 5, 0)
@@ -273,7 +274,7 @@ func TestPoisonEntry(t *testing.T) {
 	env := newEnv(t)
 	a, s := env.newApp(1, nil)
 	r := newRecorder()
-	if err := app.Process(a, s, "p", collect(r), executor.Options{OnError: executor.DeadLetter}); err != nil {
+	if err := app.Process(a, s, "p", collect(r), app.OnError(app.DeadLetter)); err != nil {
 		t.Fatal(err)
 	}
 	sendEvents(t, s, []string{"k"}, 2, 0)
@@ -294,29 +295,122 @@ func TestPoisonEntry(t *testing.T) {
 	r.inOrder(t, false)
 }
 
-// A batch wait longer than the grace period is a configuration error that
-// stops the worker with a clear error.
+// A batch wait longer than the grace period is fine: a batch still gathering
+// when the worker stops is not handed out, and stays pending for the next
+// owner, so the stop takes no longer than the grace period.
 func TestBatchWithinBeyondGrace(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	a, s := env.newApp(1, nil)
+	gathering := make(chan struct{}, 1)
+	var handed atomic.Int64
 	fn := func(ctx context.Context, events *stream.Events[event]) error {
-		for range events.Batches(10, time.Minute) {
+		select {
+		case gathering <- struct{}{}:
+		default:
+		}
+		for batch := range events.Batches(10, time.Minute) {
+			handed.Add(int64(len(batch)))
 		}
 		return nil
 	}
-	if err := app.Process(a, s, "p", fn, executor.Options{Grace: time.Second}); err != nil {
+	if err := app.Process(a, s, "p", fn, app.Grace(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	sendEvents(t, s, []string{"k"}, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := a.Run(ctx)
-	if !errors.Is(err, stream.ErrBatchConfig) || !strings.Contains(err.Error(), "grace period 1s") {
-		t.Fatalf("Run = %v, want stream.ErrBatchConfig naming the grace period", err)
+	sendEvents(t, s, []string{"k"}, 3, 0)
+	w := startWorker(t, a)
+	<-gathering
+	waitFor(t, 10*time.Second, "the events delivered to the worker", func() bool { return pendingCount(t, env, s, "p") == 3 })
+	start := time.Now()
+	if err := w.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
 	}
-	if ctx.Err() != nil {
-		t.Fatal("the worker did not stop by itself")
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("stop took %s with a batch gathering", d)
+	}
+	if handed.Load() != 0 {
+		t.Fatalf("%d events handed out in a batch cut short", handed.Load())
+	}
+	if n := pendingCount(t, env, s, "p"); n != 3 {
+		t.Fatalf("%d events pending after the stop, want 3 for the next owner", n)
+	}
+}
+
+// Per-processor options override the app's defaults, zero included, and
+// settings that cannot work are refused at registration.
+func TestProcessorOptions(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(1, func(c *app.Config) {
+		c.Processing.Retry = executor.Retry{Attempts: 5}
+		c.Processing.Grace = 7 * time.Second
+	})
+	nop := func(ctx context.Context, events *stream.Events[event]) error { return nil }
+	if err := app.Process(a, s, "zero", nop, app.Retries(0), app.Grace(0), app.OnError(app.Ignore)); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Process(a, s, "defaults", nop); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]executor.Options{}
+	for _, p := range a.Processors() {
+		got[p.Name] = p.Options
+	}
+	if o := got["zero"]; o.Retry.Attempts != 0 || o.Grace != 0 || o.OnError != app.Ignore || o.LockExpiry != 2*time.Second {
+		t.Errorf("explicit zeros: %+v", o)
+	}
+	if o := got["defaults"]; o.Retry.Attempts != 5 || o.Grace != 7*time.Second || o.OnError != app.Halt || o.Prefetch != executor.DefaultPrefetch {
+		t.Errorf("app defaults: %+v", o)
+	}
+	for _, bad := range []app.ProcessorOption{app.LockExpiry(10 * time.Millisecond), app.Prefetch(0), app.Grace(-time.Second), app.Retries(-1), app.Backoff(time.Second, time.Millisecond)} {
+		if err := app.Process(a, s, "bad", nop, bad); err == nil || !strings.Contains(err.Error(), `processor "bad"`) {
+			t.Errorf("option refused at registration: %v", err)
+		}
+	}
+}
+
+// SkipRetry goes to the policy at once; RetryAfter waits as long as asked.
+func TestSkipRetryAndRetryAfter(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(1, nil)
+	var mu sync.Mutex
+	attempts := map[int][]time.Time{}
+	fn := func(ctx context.Context, events *stream.Events[event]) error {
+		for e := range events.All() {
+			mu.Lock()
+			attempts[e.Record.Seq] = append(attempts[e.Record.Seq], time.Now())
+			n := len(attempts[e.Record.Seq])
+			mu.Unlock()
+			switch {
+			case e.Record.Seq == 0:
+				return app.SkipRetry(errBoom)
+			case e.Record.Seq == 1 && n == 1:
+				return app.RetryAfter(300*time.Millisecond, errBoom)
+			}
+		}
+		return nil
+	}
+	if err := app.Process(a, s, "p", fn, app.Retries(3), app.Backoff(time.Millisecond, time.Millisecond), app.OnError(app.Ignore)); err != nil {
+		t.Fatal(err)
+	}
+	sendEvents(t, s, []string{"k"}, 2, 0)
+	w := startWorker(t, a)
+	waitFor(t, 10*time.Second, "both events done", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(attempts[1]) == 2
+	})
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(attempts[0]); n != 1 {
+		t.Errorf("SkipRetry: attempted %d times, want 1 (no retries)", n)
+	}
+	if d := attempts[1][1].Sub(attempts[1][0]); d < 300*time.Millisecond {
+		t.Errorf("RetryAfter(300ms): retried after %s", d)
 	}
 }
 
@@ -352,7 +446,7 @@ func TestHaltDoesNotCascade(t *testing.T) {
 			}
 			return nil
 		}
-		if err := app.Process(a, st, "p", fn, executor.Options{OnError: executor.Halt}); err != nil {
+		if err := app.Process(a, st, "p", fn, app.OnError(app.Halt)); err != nil {
 			t.Fatal(err)
 		}
 		return member{startWorker(t, a), a, attempts}
@@ -434,7 +528,7 @@ func TestProcessorPanic(t *testing.T) {
 				}
 				return nil
 			}
-			if err := app.Process(a, s, "p", fn, executor.Options{OnError: policy}); err != nil {
+			if err := app.Process(a, s, "p", fn, app.OnError(policy)); err != nil {
 				t.Fatal(err)
 			}
 			sendEvents(t, s, []string{"k"}, 5, 0)

@@ -16,7 +16,7 @@ import (
 type Processor struct {
 	Name    string
 	Stream  *stream.Core
-	Options executor.Options // as given; app defaults are merged at run time
+	Options executor.Options // the app's defaults with the processor's options applied
 	handler executor.Handler
 }
 
@@ -28,23 +28,21 @@ func (p *Processor) FullName() string { return p.Stream.Name() + "/" + p.Name }
 // name starts from Options.Start). fn is called with the events of one
 // partition at a time, on its own goroutine per partition; it returns when
 // the events end (the partition moved or the worker stops) or with an error
-// that the failure policy handles. opts, at most one, override the app's
-// processor defaults (zero fields keep them).
-func Process[T any](a *App, s *stream.Stream[T], name string, fn func(ctx context.Context, events *stream.Events[T]) error, opts ...executor.Options) error {
+// that the failure policy handles. opts override the app's processor
+// defaults (Config.Processing) for this processor:
+//
+//	app.Process(a, orders, "totals", fn, app.OnError(app.DeadLetter), app.Retries(3), app.Grace(0))
+//
+// Settings that cannot work are refused here, not when the worker runs.
+func Process[T any](a *App, s *stream.Stream[T], name string, fn func(ctx context.Context, events *stream.Events[T]) error, opts ...ProcessorOption) error {
 	if err := keys.CheckName("processor", name); err != nil {
 		return err
 	}
 	if fn == nil {
 		return fmt.Errorf("processor %q: function is nil", name)
 	}
-	if len(opts) > 1 {
-		return fmt.Errorf("processor %q: at most one executor.Options", name)
-	}
-	var o executor.Options
-	if len(opts) == 1 {
-		o = opts[0]
-	}
-	if _, err := o.Merge(a.cfg.Processing).WithDefaults(); err != nil {
+	o, err := a.processorOptions(opts)
+	if err != nil {
 		return fmt.Errorf("processor %q: %w", name, err)
 	}
 	if own, ok := a.catalog.Lookup(s.Name()); !ok || own != s.Core() {

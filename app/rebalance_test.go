@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -132,7 +131,7 @@ func TestStress(t *testing.T) {
 			}
 			return nil
 		}
-		if err := app.Process(a, st, "p", fn, executor.Options{LockExpiry: 5 * time.Second, Grace: 5 * time.Second}); err != nil {
+		if err := app.Process(a, st, "p", fn, app.LockExpiry(5*time.Second), app.Grace(5*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		ws = append(ws, startWorker(t, a))

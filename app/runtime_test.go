@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -53,7 +52,7 @@ func TestStartLatest(t *testing.T) {
 	env := newEnv(t)
 	a, s := env.newApp(2, nil)
 	r := newRecorder()
-	if err := app.Process(a, s, "p", collect(r), executor.Options{Start: executor.Latest}); err != nil {
+	if err := app.Process(a, s, "p", collect(r), app.StartFrom(app.Latest)); err != nil {
 		t.Fatal(err)
 	}
 	sendEvents(t, s, []string{"a", "b", "c"}, 3, 0)

@@ -19,7 +19,7 @@ func TestTrimmedBeforeRead(t *testing.T) {
 	trimmed := make(chan int64, 1)
 	cfg := func(c *app.Config) {
 		c.Processing.LockExpiry = 900 * time.Millisecond
-		c.Observer = trimObserver{ch: trimmed}
+		c.Hooks = []executor.Hook{trimObserver{ch: trimmed}}
 	}
 	a, _ := env.newApp(1, cfg)
 	s, err := stream.Declare[event](a, "small", stream.KeyField("key"), stream.Partitions(1), stream.Size(10))
@@ -40,7 +40,7 @@ func TestTrimmedBeforeRead(t *testing.T) {
 			r.add(e)
 		}
 		return nil
-	}, executor.Options{OnError: executor.DeadLetter, Prefetch: 10})
+	}, app.OnError(app.DeadLetter), app.Prefetch(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +79,10 @@ func TestTrimmedBeforeRead(t *testing.T) {
 }
 
 type trimObserver struct {
-	executor.NopObserver
 	ch chan int64
 }
 
-func (o trimObserver) Trimmed(_, _ string, _ int, n int64) {
+func (o trimObserver) OnEntriesTrimmed(_, _ string, _ int, n int64) {
 	select {
 	case o.ch <- n:
 	default:

@@ -39,7 +39,7 @@ func (a *App) RunProcessors(ctx context.Context, names []string) error {
 	}
 	execs := make([]*executor.Executor, 0, len(procs))
 	for _, p := range procs {
-		opts := p.Options.Merge(a.cfg.Processing)
+		opts := p.Options
 		e, err := executor.New(executor.Config{
 			Stream:    p.Stream,
 			Processor: p.Name,
@@ -47,7 +47,7 @@ func (a *App) RunProcessors(ctx context.Context, names []string) error {
 			Options:   opts,
 			Worker:    a.cfg.WorkerID,
 			Logger:    a.logger,
-			Observer:  a.cfg.Observer,
+			Hooks:     a.cfg.Hooks,
 		})
 		if err != nil {
 			return err

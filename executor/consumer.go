@@ -54,6 +54,7 @@ func (p *partition) consume() {
 			failing, err, retryable = p.rejected, p.rejectErr, false
 		case err != nil:
 			failing = slices.Clone(p.pending) // everything handed out and not done
+			retryable = !errors.Is(err, ErrSkipRetry)
 		}
 		if err == nil {
 			if p.consumed == 0 {
@@ -62,7 +63,7 @@ func (p *partition) consume() {
 			continue
 		}
 		e.obs.Failed(e.stream.Name(), e.processor, p.n, err)
-		if retryable && len(failing) > 0 && p.retry(failing[0].ID) {
+		if retryable && len(failing) > 0 && p.retry(failing[0].ID, err) {
 			p.log.Info("processor failed; retrying", "error", err, "id", failing[0].ID, "attempt", p.attempts)
 			continue
 		}
@@ -83,9 +84,10 @@ func (p *partition) call() (err error) {
 	return p.e.handler(p.ctx(), p)
 }
 
-// retry counts a failed attempt on the entry id and waits for the backoff.
-// It returns false when the retries are used up.
-func (p *partition) retry(id string) bool {
+// retry counts a failed attempt on the entry id and waits for the backoff
+// (or the delay err asks for with RetryAfter). It returns false when the
+// retries are used up.
+func (p *partition) retry(id string, err error) bool {
 	r := p.e.opts.Retry
 	if p.attemptID != id {
 		p.attemptID, p.attempts = id, 0
@@ -99,6 +101,9 @@ func (p *partition) retry(id string) bool {
 		d = r.MaxBackoff
 	}
 	d = d/2 + rand.N(d/2+1) // jitter: [d/2, d]
+	if after, ok := retryDelay(err); ok {
+		d = after
+	}
 	p.sleep(d)
 	return true
 }
@@ -164,7 +169,7 @@ func (p *partition) applyPolicy(failing []stream.Delivery, cause error) bool {
 		// the other (see Executor.prepare).
 		log.Error("processor failed; halting the worker")
 		e.report(p, Halt, failing, cause)
-		e.halt(p.n, fmt.Errorf("processor %q, partition %d: %w", e.processor, p.n, cause))
+		e.halt(p.n, fmt.Errorf("%w: processor %q, partition %d: %w", ErrHalted, e.processor, p.n, cause))
 		p.park()
 		return false
 	}

@@ -43,8 +43,8 @@ type Config struct {
 	Worker string
 	// Logger receives the executor's logs. Default slog.Default().
 	Logger *slog.Logger
-	// Observer receives runtime events for metrics. Default NopObserver.
-	Observer Observer
+	// Hooks receive runtime events, for metrics (see Hook).
+	Hooks []Hook
 }
 
 // Executor runs one processor on one worker: it joins the processor's
@@ -66,7 +66,7 @@ type Executor struct {
 	locker    *redislock.Client     // the admin lock
 	lockc     redis.UniversalClient // partition locks (see lease.Client)
 	log       *slog.Logger
-	obs       Observer
+	obs       hooks
 
 	fetch *fetcher
 	acks  *acker
@@ -100,9 +100,6 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Observer == nil {
-		cfg.Observer = NopObserver{}
-	}
 	cat := cfg.Stream.Catalog()
 	e := &Executor{
 		id:        cfg.ID,
@@ -115,7 +112,7 @@ func New(cfg Config) (*Executor, error) {
 		keys:      cat.Keys(),
 		locker:    redislock.New(cat.Client()),
 		log:       cfg.Logger.With("stream", cfg.Stream.Name(), "processor", cfg.Processor, "executor", cfg.ID),
-		obs:       cfg.Observer,
+		obs:       newHooks(cfg.Hooks),
 		halted:    make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		owned:     map[int]*partition{},

@@ -23,7 +23,7 @@ func testPartition(t *testing.T, n int) *partition {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Executor{stream: core, opts: opts, obs: NopObserver{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e := &Executor{stream: core, opts: opts, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	e.fetch = newFetcher(e)
 	e.acks = newAcker(nil, "g")
 	p := e.newPartition(context.Background(), 0)

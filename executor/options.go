@@ -86,7 +86,8 @@ type Options struct {
 	// again. Default 2s.
 	ReadBlock time.Duration
 	// Grace is how long in-flight work may take to finish when a partition
-	// is released or the worker stops. Default 10s.
+	// is released or the worker stops. Zero is no grace period; the app
+	// layer defaults it to 10s (DefaultGrace).
 	Grace time.Duration
 	// JoinDelay is a wait after joining before the first rebalance, so that
 	// workers starting together cause one rebalance. Default 0.
@@ -130,28 +131,43 @@ func (o Options) Merge(defaults Options) Options {
 	if o.OnError == 0 {
 		o.OnError = defaults.OnError
 	}
-	if o.Retry == (Retry{}) {
-		o.Retry = defaults.Retry
+	if o.Retry.Attempts == 0 {
+		o.Retry.Attempts = defaults.Retry.Attempts
+	}
+	if o.Retry.Backoff == 0 {
+		o.Retry.Backoff = defaults.Retry.Backoff
+	}
+	if o.Retry.MaxBackoff == 0 {
+		o.Retry.MaxBackoff = defaults.Retry.MaxBackoff
 	}
 	return o
 }
 
-// WithDefaults fills zero fields with the package defaults and validates o.
-func (o Options) WithDefaults() (Options, error) {
-	o = o.Merge(Options{
+// DefaultOptions returns the package defaults of every option.
+func DefaultOptions() Options {
+	return Options{
 		LockExpiry: DefaultLockExpiry,
 		Prefetch:   DefaultPrefetch,
 		ReadBlock:  DefaultReadBlock,
 		Grace:      DefaultGrace,
 		Start:      Earliest,
 		OnError:    Halt,
-	})
-	if o.Retry.Backoff == 0 {
-		o.Retry.Backoff = 100 * time.Millisecond
+		Retry:      Retry{Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
 	}
-	if o.Retry.MaxBackoff == 0 {
-		o.Retry.MaxBackoff = 10 * time.Second
-	}
+}
+
+// WithDefaults fills the zero fields for which zero is not a valid value
+// (all but Grace, JoinDelay and Retry.Attempts) with the package defaults,
+// and validates o. Merge with DefaultOptions first to take every default.
+func (o Options) WithDefaults() (Options, error) {
+	d := DefaultOptions()
+	d.Grace = 0
+	o = o.Merge(d)
+	return o, o.Validate()
+}
+
+// Validate reports every option that cannot work, in one error.
+func (o Options) Validate() error {
 	var errs []error
 	if o.LockExpiry < 300*time.Millisecond {
 		errs = append(errs, fmt.Errorf("lock expiry %s is below 300ms", o.LockExpiry))
@@ -177,7 +193,7 @@ func (o Options) WithDefaults() (Options, error) {
 	if o.Retry.Attempts < 0 || o.Retry.Backoff < 0 || o.Retry.MaxBackoff < o.Retry.Backoff {
 		errs = append(errs, fmt.Errorf("retry %+v: attempts and backoffs must be positive, max at least backoff", o.Retry))
 	}
-	return o, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // refreshEvery is how often locks and heartbeats are refreshed: three times

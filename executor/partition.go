@@ -212,8 +212,6 @@ func (p *partition) Reject(ds []stream.Delivery, err error) {
 	p.halted = true
 }
 
-// Grace implements stream.Feed.
-func (p *partition) Grace() time.Duration { return p.e.opts.Grace }
 
 func ids(ds []stream.Delivery) []string {
 	out := make([]string, len(ds))

@@ -10,10 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrBatchConfig is reported when a processor asks for batches the runtime
-// cannot honour: a size below 1, or a wait longer than the grace period
-// (shutdown could then not finish a batch in time). A worker that meets it
-// stops with this error.
+// ErrBatchConfig is reported when a processor asks for batches with a size
+// below 1 or a negative wait. A worker that meets it stops with this error.
 var ErrBatchConfig = errors.New("stream: invalid batch settings")
 
 // ErrTrimmed marks an entry that was delivered but removed from its stream
@@ -56,8 +54,6 @@ type Feed interface {
 	// the reason, to the failure policy. With no deliveries, err is a
 	// configuration error that stops the worker.
 	Reject(ds []Delivery, err error)
-	// Grace is the processor's grace period.
-	Grace() time.Duration
 	// Token is the fencing token of the lock acquisition the deliveries
 	// come from.
 	Token() int64
@@ -172,14 +168,15 @@ func (ev *Events[T]) Records() iter.Seq[T] {
 
 // Batches yields batches of at most n events: a batch is handed out as soon
 // as it is full, or when within has passed since its first event arrived.
-// A batch succeeds or fails as a unit. within may not exceed the grace
-// period; otherwise nothing is yielded and the worker stops with
-// ErrBatchConfig.
+// A batch succeeds or fails as a unit. A batch still gathering when the
+// partition is released or the worker stops is not handed out: its events
+// stay pending for the next owner, so the wait never holds up a shutdown.
+// A size below 1 or a negative wait stops the worker with ErrBatchConfig.
 func (ev *Events[T]) Batches(n int, within time.Duration) iter.Seq[[]*Event[T]] {
 	return func(yield func([]*Event[T]) bool) {
-		if n < 1 || within < 0 || within > ev.feed.Grace() {
-			ev.feed.Reject(nil, fmt.Errorf("%w: Batches(%d, %s) needs a size of at least 1 and a wait of at most the grace period %s",
-				ErrBatchConfig, n, within, ev.feed.Grace()))
+		if n < 1 || within < 0 {
+			ev.feed.Reject(nil, fmt.Errorf("%w: Batches(%d, %s) needs a size of at least 1 and a wait of at least 0",
+				ErrBatchConfig, n, within))
 			return
 		}
 		for {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
@@ -89,7 +88,7 @@ func processLeat(ctx context.Context, sp space, cfg Config, recs []record) (time
 			}
 		}
 		return nil
-	}, executor.Options{Prefetch: readCount, ReadBlock: readBlock})
+	}, app.Prefetch(readCount), app.ReadBlock(readBlock))
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,124 @@
+package app
+
+import (
+	"time"
+
+	"github.com/leatdev/leat/executor"
+)
+
+// A ProcessorOption overrides one of the app's processor defaults
+// (Config.Processing) for one processor; see Process. Unlike the Config
+// fields, where zero means the default, an option sets exactly the value
+// given, zero included: Grace(0) is no grace period, Retries(0) no retries.
+type ProcessorOption interface {
+	apply(*executor.Options)
+}
+
+type optionFunc func(*executor.Options)
+
+func (f optionFunc) apply(o *executor.Options) { f(o) }
+
+// LockExpiry sets the TTL of the processor's partition locks: a crashed
+// worker's partitions move after at most about this long. At least 300ms.
+func LockExpiry(d time.Duration) ProcessorOption {
+	return optionFunc(func(o *executor.Options) { o.LockExpiry = d })
+}
+
+// Prefetch sets how many events are buffered per partition. At least 1.
+func Prefetch(n int) ProcessorOption {
+	return optionFunc(func(o *executor.Options) { o.Prefetch = n })
+}
+
+// ReadBlock sets how long a read waits for new entries before it looks
+// again. At least 1ms.
+func ReadBlock(d time.Duration) ProcessorOption {
+	return optionFunc(func(o *executor.Options) { o.ReadBlock = d })
+}
+
+// Grace sets how long in-flight work may take to finish when a partition is
+// released or the worker stops, before its context is cancelled.
+func Grace(d time.Duration) ProcessorOption {
+	return optionFunc(func(o *executor.Options) { o.Grace = d })
+}
+
+// JoinDelay sets a wait after joining before the first rebalance.
+func JoinDelay(d time.Duration) ProcessorOption {
+	return optionFunc(func(o *executor.Options) { o.JoinDelay = d })
+}
+
+// StartFrom sets where the processor's consumer group starts when it is
+// created: Earliest or Latest.
+func StartFrom(p Position) ProcessorOption {
+	return optionFunc(func(o *executor.Options) { o.Start = p })
+}
+
+// OnError sets the failure policy: Halt, Quarantine, Ignore or DeadLetter.
+func OnError(p Policy) ProcessorOption {
+	return optionFunc(func(o *executor.Options) { o.OnError = p })
+}
+
+// Retries sets how many times a failing event (or batch) is retried in
+// place, in order, before the failure policy applies.
+func Retries(n int) ProcessorOption {
+	return optionFunc(func(o *executor.Options) { o.Retry.Attempts = n })
+}
+
+// Backoff sets the wait before the first retry and its cap: it doubles from
+// first up to max, with jitter.
+func Backoff(first, max time.Duration) ProcessorOption {
+	return optionFunc(func(o *executor.Options) { o.Retry.Backoff, o.Retry.MaxBackoff = first, max })
+}
+
+// Policy says what happens when a processor fails on an event after its
+// retries; see executor.Policy.
+type Policy = executor.Policy
+
+// Failure policies (see executor.Policy).
+const (
+	Halt       = executor.Halt
+	Quarantine = executor.Quarantine
+	Ignore     = executor.Ignore
+	DeadLetter = executor.DeadLetter
+)
+
+// Position is where a new consumer group starts; see executor.Position.
+type Position = executor.Position
+
+// Start positions.
+const (
+	Earliest = executor.Earliest
+	Latest   = executor.Latest
+)
+
+// Processor outcomes, matched with errors.Is (see package executor).
+var (
+	// ErrHalted: Run stopped because a processor's failure policy halted
+	// the worker; the error wraps the processor's error too.
+	ErrHalted = executor.ErrHalted
+	// ErrSkipRetry: an error from SkipRetry.
+	ErrSkipRetry = executor.ErrSkipRetry
+	// ErrProcessorStuck: a processor did not return after its context was
+	// cancelled at the end of the grace period (and a bounded extra wait).
+	ErrProcessorStuck = executor.ErrProcessorStuck
+)
+
+// SkipRetry marks a processor's error as not worth retrying: the failure
+// policy applies at once.
+func SkipRetry(err error) error { return executor.SkipRetry(err) }
+
+// RetryAfter asks for the next retry in place after d rather than the
+// backoff; it counts as an attempt.
+func RetryAfter(d time.Duration, err error) error { return executor.RetryAfter(d, err) }
+
+// processorOptions returns the options of a processor: the app's defaults
+// (Config.Processing, zero fields taking the package defaults), then opts
+// applied in order, validated.
+func (a *App) processorOptions(opts []ProcessorOption) (executor.Options, error) {
+	o := a.cfg.Processing.Merge(executor.DefaultOptions())
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	return o, o.Validate()
+}
