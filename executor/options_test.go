@@ -1,10 +1,11 @@
 package executor
 
 import (
-	"github.com/leatdev/leat/internal/lease"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leatdev/leat/internal/lease"
 )
 
 func TestOptionsDefaults(t *testing.T) {
@@ -12,10 +13,15 @@ func TestOptionsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Options{LockExpiry: 10 * time.Second, Prefetch: 100, ReadBlock: 2 * time.Second, Grace: 10 * time.Second,
+	// Zero is a valid grace period: only DefaultOptions has one.
+	want := Options{LockExpiry: 10 * time.Second, Prefetch: 100, ReadBlock: 2 * time.Second,
 		Start: Earliest, OnError: Halt, Retry: Retry{Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}}
 	if o != want {
 		t.Fatalf("defaults %+v, want %+v", o, want)
+	}
+	want.Grace = DefaultGrace
+	if d := DefaultOptions(); d != want {
+		t.Fatalf("DefaultOptions %+v, want %+v", d, want)
 	}
 	// Per-processor options win over app defaults, field by field.
 	m := Options{Prefetch: 7}.Merge(Options{Prefetch: 50, Grace: time.Second, OnError: Ignore})
