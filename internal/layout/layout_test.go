@@ -1,0 +1,58 @@
+package layout
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+const module = "github.com/leatdev/leat"
+
+// deps returns the packages of this module (and the CLI library) that pkg
+// depends on, directly or not.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"/"+pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	var ds []string
+	for _, d := range strings.Fields(string(out)) {
+		if d != module+"/"+pkg && (strings.HasPrefix(d, module+"/") || strings.HasPrefix(d, "github.com/urfave/cli")) {
+			ds = append(ds, strings.TrimPrefix(d, module+"/"))
+		}
+	}
+	return ds
+}
+
+func TestImportsFlowOneWay(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	// Each package may depend on the ones before it in this order (and on
+	// internal packages), never on the ones after it.
+	order := []string{"stream", "rebalance", "executor", "app", "cmd"}
+	for i, pkg := range order {
+		ds := deps(t, pkg)
+		for _, later := range order[i+1:] {
+			if slices.Contains(ds, later) {
+				t.Errorf("%s depends on %s", pkg, later)
+			}
+		}
+		if pkg != "cmd" && slices.ContainsFunc(ds, func(d string) bool { return strings.HasPrefix(d, "github.com/urfave/cli") }) {
+			t.Errorf("library package %s depends on the CLI library", pkg)
+		}
+	}
+	for _, pkg := range []string{"internal/keys", "internal/scripts", "internal/lease", "internal/redistest"} {
+		for _, d := range deps(t, pkg) {
+			if !strings.HasPrefix(d, "internal/") {
+				t.Errorf("%s depends on %s", pkg, d)
+			}
+		}
+	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
