@@ -38,14 +38,14 @@ func TestCluster(t *testing.T) {
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
 	sent := sendEvents(t, s, keys, 10, 0)
 	w2 := newWorker()
-	waitFor(t, 20*time.Second, "the first events", func() bool { return r.count() == len(sent) })
+	redistest.Eventually(t, 20*time.Second, "the first events", func() bool { return r.count() == len(sent) })
 	sent = append(sent, sendEvents(t, s, keys, 10, 100)...)
-	waitFor(t, 20*time.Second, "events sent with two workers", func() bool { return r.count() == len(sent) })
+	redistest.Eventually(t, 20*time.Second, "events sent with two workers", func() bool { return r.count() == len(sent) })
 	if err := w2.stop(t); err != nil {
 		t.Fatal(err)
 	}
 	sent = append(sent, sendEvents(t, s, keys, 10, 200)...)
-	waitFor(t, 20*time.Second, "events after a leave", func() bool { return r.count() == len(sent) })
+	redistest.Eventually(t, 20*time.Second, "events after a leave", func() bool { return r.count() == len(sent) })
 	if err := w1.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -269,7 +269,7 @@ func TestSIGKILL(t *testing.T) {
 	keys := crashKeys(s)
 	w1 := startProcess(t, env, "w1", 4, 5*time.Millisecond)
 	sent := sendEvents(t, s, keys, 222/len(keys)+1, 0) // 228 events
-	waitFor(t, 20*time.Second, "w1 processes part of the events", func() bool { return uniqueProcessed(t, env) >= 60 })
+	redistest.Eventually(t, 20*time.Second, "w1 processes part of the events", func() bool { return uniqueProcessed(t, env) >= 60 })
 	w1.signal(t, syscall.SIGKILL)
 	killed := time.Now()
 	_ = w1.cmd.Wait()
@@ -277,7 +277,7 @@ func TestSIGKILL(t *testing.T) {
 	w2 := startProcess(t, env, "w2", 4, 0)
 	more := sendEvents(t, s, keys, 222/len(keys)+1, 1000)
 	all := append(sent, more...)
-	waitFor(t, 30*time.Second, "all 456 events", func() bool { return uniqueProcessed(t, env) >= len(all) })
+	redistest.Eventually(t, 30*time.Second, "all 456 events", func() bool { return uniqueProcessed(t, env) >= len(all) })
 	w2.stop(t)
 	byWorker := checkProcessed(t, env, all)
 	if byWorker["w1"] == 0 || byWorker["w2"] == 0 {
@@ -359,29 +359,29 @@ func TestStallPastLockExpiry(t *testing.T) {
 	w2 := startProcess(t, env, "w2", 4, 2*time.Millisecond)
 	start := time.Now()
 	stop := flow(t, s, keys, 0)
-	waitFor(t, 20*time.Second, "both workers processing", func() bool {
+	redistest.Eventually(t, 20*time.Second, "both workers processing", func() bool {
 		return len(partitionsBy(t, env, "w1", start)) > 0 && len(partitionsBy(t, env, "w2", start)) > 0
 	})
 	settled := time.Now()
-	waitFor(t, 20*time.Second, "two partitions each", func() bool {
+	redistest.Eventually(t, 20*time.Second, "two partitions each", func() bool {
 		return len(partitionsBy(t, env, "w1", settled)) == 2 && len(partitionsBy(t, env, "w2", settled)) == 2
 	})
 	sent := stop()
-	waitFor(t, 20*time.Second, "the first flow processed", func() bool { return uniqueProcessed(t, env) >= len(sent) })
+	redistest.Eventually(t, 20*time.Second, "the first flow processed", func() bool { return uniqueProcessed(t, env) >= len(sent) })
 
 	w1.signal(t, syscall.SIGSTOP)
 	stalled := time.Now()
 	stop = flow(t, s, keys, 100000)
-	waitFor(t, 20*time.Second, "w2 takes over every partition", func() bool {
+	redistest.Eventually(t, 20*time.Second, "w2 takes over every partition", func() bool {
 		return len(partitionsBy(t, env, "w2", stalled)) == 4 && time.Since(stalled) > 3*time.Second
 	})
 	w1.signal(t, syscall.SIGCONT)
 	resumed := time.Now()
-	waitFor(t, 20*time.Second, "w1 rejoins and processes again", func() bool {
+	redistest.Eventually(t, 20*time.Second, "w1 rejoins and processes again", func() bool {
 		return len(partitionsBy(t, env, "w1", resumed)) > 0
 	})
 	sent = append(sent, stop()...)
-	waitFor(t, 20*time.Second, "everything processed", func() bool { return uniqueProcessed(t, env) >= len(sent) })
+	redistest.Eventually(t, 20*time.Second, "everything processed", func() bool { return uniqueProcessed(t, env) >= len(sent) })
 	w1.stop(t)
 	w2.stop(t)
 	noViolations(t, env)
@@ -413,7 +413,7 @@ func TestLeaderFailover(t *testing.T) {
 	for _, id := range ids {
 		procs[id] = startProcess(t, env, id, 4, 0)
 	}
-	waitFor(t, 10*time.Second, "a leader", func() bool { return len(leaders(t, env, ids...)) == 1 })
+	redistest.Eventually(t, 10*time.Second, "a leader", func() bool { return len(leaders(t, env, ids...)) == 1 })
 	for range 40 { // 2s: never two leaders
 		if l := leaders(t, env, ids...); len(l) > 1 {
 			t.Fatalf("leaders %v", l)
@@ -427,7 +427,7 @@ func TestLeaderFailover(t *testing.T) {
 	procs[old[0]].signal(t, syscall.SIGKILL)
 	killed := time.Now()
 	var next []string
-	waitFor(t, 5*time.Second, "a new leader", func() bool {
+	redistest.Eventually(t, 5*time.Second, "a new leader", func() bool {
 		next = leaders(t, env, ids...)
 		return len(next) == 1 && next[0] != old[0]
 	})

@@ -168,18 +168,6 @@ func (r *recorder) inOrder(t *testing.T, dedup bool) {
 	}
 }
 
-// waitFor polls cond every 10ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func sendEvents(t *testing.T, s *stream.Stream[event], keys []string, perKey int, seqBase int) []event {
 	t.Helper()
 	var evs []event

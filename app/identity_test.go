@@ -9,6 +9,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/lease"
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -34,7 +35,7 @@ func TestWorkersSharingAnIDNeverBothLeadOrOwn(t *testing.T) {
 				apps = append(apps, a)
 				startWorker(t, a)
 				if len(apps) == 1 {
-					waitFor(t, 10*time.Second, "the first worker leads", a.IsLeader)
+					redistest.Eventually(t, 10*time.Second, "the first worker leads", a.IsLeader)
 				}
 			}
 			owned := func(a *app.App) []int {
@@ -44,7 +45,7 @@ func TestWorkersSharingAnIDNeverBothLeadOrOwn(t *testing.T) {
 				}
 				return out
 			}
-			waitFor(t, 10*time.Second, "both workers own partitions", func() bool {
+			redistest.Eventually(t, 10*time.Second, "both workers own partitions", func() bool {
 				return len(owned(apps[0])) > 0 && len(owned(apps[1])) > 0
 			})
 			for range 40 { // two lease refresh rounds
@@ -106,11 +107,11 @@ func TestLeaderTermAndHandOver(t *testing.T) {
 		}
 		ws = append(ws, startWorker(t, a))
 		if i == 0 {
-			waitFor(t, 10*time.Second, "the first term", func() bool { mu.Lock(); defer mu.Unlock(); return len(terms) == 1 })
+			redistest.Eventually(t, 10*time.Second, "the first term", func() bool { mu.Lock(); defer mu.Unlock(); return len(terms) == 1 })
 		}
 	}
 	ws[0].stop(t)
-	waitFor(t, 10*time.Second, "the second term", func() bool { mu.Lock(); defer mu.Unlock(); return len(terms) == 2 })
+	redistest.Eventually(t, 10*time.Second, "the second term", func() bool { mu.Lock(); defer mu.Unlock(); return len(terms) == 2 })
 	mu.Lock()
 	defer mu.Unlock()
 	if overlap {

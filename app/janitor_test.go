@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
@@ -39,8 +40,8 @@ func TestJanitorDeletesDeadConsumers(t *testing.T) {
 		return env.client.XInfoConsumers(ctx, s.Core().PartitionKey(n), "p").Val()
 	}
 	w := startWorker(t, a)
-	waitFor(t, 20*time.Second, "every event processed", func() bool { return r.count() == len(sent) })
-	waitFor(t, 10*time.Second, "the crashed consumer deleted", func() bool {
+	redistest.Eventually(t, 20*time.Second, "every event processed", func() bool { return r.count() == len(sent) })
+	redistest.Eventually(t, 10*time.Second, "the crashed consumer deleted", func() bool {
 		for n := range 2 {
 			for _, c := range consumers(n) {
 				if c.Name == "crashed" {

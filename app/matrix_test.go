@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -65,7 +66,7 @@ func runMatrixCase(t *testing.T, parts, prefetch, batch, workers int) {
 		}
 		ws = append(ws, startWorker(t, a))
 	}
-	waitFor(t, 30*time.Second, "333 events", func() bool { return r.count() >= len(sent) })
+	redistest.Eventually(t, 30*time.Second, "333 events", func() bool { return r.count() >= len(sent) })
 	for _, w := range ws {
 		if err := w.stop(t); err != nil {
 			t.Fatal(err)

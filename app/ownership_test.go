@@ -187,7 +187,7 @@ func probe(t *testing.T, env *env, prefix string) [][]string {
 func waitProbe(t *testing.T, env *env, d time.Duration, prefix string) []string {
 	t.Helper()
 	var got [][]string
-	waitFor(t, d, prefix, func() bool { got = probe(t, env, prefix); return len(got) > 0 })
+	redistest.Eventually(t, d, prefix, func() bool { got = probe(t, env, prefix); return len(got) > 0 })
 	return got[0]
 }
 

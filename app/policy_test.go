@@ -13,6 +13,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -109,7 +110,7 @@ func TestPolicyQuarantine(t *testing.T) {
 	w := startWorker(t, a)
 	badP, _ := s.Partition(event{Key: bad})
 	qkey := a.Keys().Quarantine("events", "p")
-	waitFor(t, 10*time.Second, "quarantine report and the good partition done", func() bool {
+	redistest.Eventually(t, 10*time.Second, "quarantine report and the good partition done", func() bool {
 		return env.client.HExists(context.Background(), qkey, strconv.Itoa(badP)).Val() && r.count() == 23
 	})
 	// The quarantined partition stays owned by this worker.
@@ -149,7 +150,7 @@ func TestPolicyIgnore(t *testing.T) {
 		}
 	}
 	w := startWorker(t, a)
-	waitFor(t, 10*time.Second, "all good events", func() bool {
+	redistest.Eventually(t, 10*time.Second, "all good events", func() bool {
 		return r.count() >= len(want) && pendingCount(t, env, s, "p") == 0
 	})
 	if err := w.stop(t); err != nil {
@@ -190,7 +191,7 @@ func TestPolicyDeadLetter(t *testing.T) {
 			if batch > 1 {
 				wantDead = batch // seq 5..9 form the failing batch
 			}
-			waitFor(t, 10*time.Second, "all events handled", func() bool {
+			redistest.Eventually(t, 10*time.Second, "all events handled", func() bool {
 				return r.count() == 20-wantDead && env.client.XLen(context.Background(), dlq).Val() == int64(wantDead)
 			})
 			if err := w.stop(t); err != nil {
@@ -257,7 +258,7 @@ func TestRetryInPlace(t *testing.T) {
 	}
 	sent := sendEvents(t, s, []string{"k"}, 5, 0)
 	w := startWorker(t, a)
-	waitFor(t, 10*time.Second, "5 events", func() bool { return r.count() == 5 })
+	redistest.Eventually(t, 10*time.Second, "5 events", func() bool { return r.count() == 5 })
 	if err := w.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestPoisonEntry(t *testing.T) {
 	sendEvents(t, s, []string{"k"}, 2, 2)
 	w := startWorker(t, a)
 	dlq := a.Keys().DeadLetter("events", "p")
-	waitFor(t, 10*time.Second, "good events and 3 dead letters", func() bool {
+	redistest.Eventually(t, 10*time.Second, "good events and 3 dead letters", func() bool {
 		return r.count() == 4 && env.client.XLen(ctx, dlq).Val() == 3
 	})
 	if err := w.stop(t); err != nil {
@@ -320,7 +321,7 @@ func TestBatchWithinBeyondGrace(t *testing.T) {
 	sendEvents(t, s, []string{"k"}, 3, 0)
 	w := startWorker(t, a)
 	<-gathering
-	waitFor(t, 10*time.Second, "the events delivered to the worker", func() bool { return pendingCount(t, env, s, "p") == 3 })
+	redistest.Eventually(t, 10*time.Second, "the events delivered to the worker", func() bool { return pendingCount(t, env, s, "p") == 3 })
 	start := time.Now()
 	if err := w.stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
@@ -396,7 +397,7 @@ func TestSkipRetryAndRetryAfter(t *testing.T) {
 	}
 	sendEvents(t, s, []string{"k"}, 2, 0)
 	w := startWorker(t, a)
-	waitFor(t, 10*time.Second, "both events done", func() bool {
+	redistest.Eventually(t, 10*time.Second, "both events done", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(attempts[1]) == 2
@@ -452,7 +453,7 @@ func TestHaltDoesNotCascade(t *testing.T) {
 		return member{startWorker(t, a), a, attempts}
 	}
 	m1, m2 := start(), start()
-	waitFor(t, 10*time.Second, "one partition each", func() bool {
+	redistest.Eventually(t, 10*time.Second, "one partition each", func() bool {
 		e1, e2 := m1.a.Executors(), m2.a.Executors()
 		return len(e1) == 1 && len(e2) == 1 && len(e1[0].Owned()) == 1 && len(e2[0].Owned()) == 1
 	})
@@ -460,7 +461,7 @@ func TestHaltDoesNotCascade(t *testing.T) {
 
 	// The owner of the bad partition halts by itself.
 	var halted, survivor member
-	waitFor(t, 10*time.Second, "a worker halts", func() bool {
+	redistest.Eventually(t, 10*time.Second, "a worker halts", func() bool {
 		for _, m := range []member{m1, m2} {
 			select {
 			case err := <-m.w.done:
@@ -482,12 +483,12 @@ func TestHaltDoesNotCascade(t *testing.T) {
 	}
 	// The survivor takes the halted partition over, holds it, does not try
 	// the failing event, and goes on with the other partition.
-	waitFor(t, 10*time.Second, "the survivor owns both partitions", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the survivor owns both partitions", func() bool {
 		ex := survivor.a.Executors()
 		return len(ex) == 1 && len(ex[0].Owned()) == 2
 	})
 	more := sendEvents(t, s, []string{good}, 5, 100)
-	waitFor(t, 10*time.Second, "the good key's events", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the good key's events", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.seen[fmt.Sprintf("%s/%d", good, more[len(more)-1].Seq)] == 1
@@ -506,7 +507,7 @@ func TestHaltDoesNotCascade(t *testing.T) {
 
 	// A worker started after the halt (a fix deployed) tries again.
 	later := start()
-	waitFor(t, 10*time.Second, "the later worker tries the failing event", func() bool { return later.attempts.Load() > 0 })
+	redistest.Eventually(t, 10*time.Second, "the later worker tries the failing event", func() bool { return later.attempts.Load() > 0 })
 }
 
 // A panic in a processor is recovered and handled like an error, with its
@@ -543,7 +544,7 @@ func TestProcessorPanic(t *testing.T) {
 				return
 			}
 			w := startWorker(t, a)
-			waitFor(t, 10*time.Second, "the other events", func() bool { return r.count() == 4 })
+			redistest.Eventually(t, 10*time.Second, "the other events", func() bool { return r.count() == 4 })
 			if err := w.stop(t); err != nil {
 				t.Fatal(err)
 			}

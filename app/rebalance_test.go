@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -39,7 +40,7 @@ func TestSlowPartitionDoesNotStallOthers(t *testing.T) {
 	sendEvents(t, s, []string{slow}, 3, 0)
 	w := startWorker(t, a)
 	sendEvents(t, s, []string{fast}, 50, 0)
-	waitFor(t, 4*time.Second, "50 events of the fast key", func() bool { return r.count() == 50 })
+	redistest.Eventually(t, 4*time.Second, "50 events of the fast key", func() bool { return r.count() == 50 })
 	w.stop(t)
 }
 
@@ -80,25 +81,25 @@ func TestSequentialJoinLeave(t *testing.T) {
 		}
 	}
 	w1 := newWorker()
-	waitFor(t, 10*time.Second, "w1 owns 3", balanced(1))
+	redistest.Eventually(t, 10*time.Second, "w1 owns 3", balanced(1))
 	w2 := newWorker()
-	waitFor(t, 10*time.Second, "w1, w2 balanced", balanced(2))
+	redistest.Eventually(t, 10*time.Second, "w1, w2 balanced", balanced(2))
 	w3 := newWorker()
-	waitFor(t, 10*time.Second, "w1..w3 balanced", balanced(3))
+	redistest.Eventually(t, 10*time.Second, "w1..w3 balanced", balanced(3))
 	sent := sendEvents(t, s, keys, 3, 0)
 	sent = append(sent, sendEvents(t, s, keys[:3], 1, 3)...)
-	waitFor(t, 10*time.Second, "33 events", func() bool { return r.count() == 33 })
+	redistest.Eventually(t, 10*time.Second, "33 events", func() bool { return r.count() == 33 })
 	if err := w3.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "w1, w2 balanced after w3 left", balanced(2))
+	redistest.Eventually(t, 10*time.Second, "w1, w2 balanced after w3 left", balanced(2))
 	if err := w2.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "w1 owns 3 again", balanced(1))
+	redistest.Eventually(t, 10*time.Second, "w1 owns 3 again", balanced(1))
 	sent = append(sent, sendEvents(t, s, keys, 3, 10)...)
 	sent = append(sent, sendEvents(t, s, keys[:3], 1, 13)...)
-	waitFor(t, 10*time.Second, "66 events", func() bool { return r.count() == 66 })
+	redistest.Eventually(t, 10*time.Second, "66 events", func() bool { return r.count() == 66 })
 	if err := w1.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestStress(t *testing.T) {
 	if _, err := s.SendMany(ctx, sent); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "1024 events", func() bool { return r.count() >= 1024 })
+	redistest.Eventually(t, 60*time.Second, "1024 events", func() bool { return r.count() >= 1024 })
 	var wg sync.WaitGroup
 	for _, w := range ws {
 		wg.Add(1)
@@ -181,7 +182,7 @@ func TestJoinDoesNotPauseUnmovedPartitions(t *testing.T) {
 	_, s := env.newApp(4, nil)
 	keys := keysOnDistinctPartitions(t, s, 4)
 	startWorker(t, a1)
-	waitFor(t, 10*time.Second, "w1 owns 4", func() bool { ex := a1.Executors(); return len(ex) == 1 && len(ex[0].Owned()) == 4 })
+	redistest.Eventually(t, 10*time.Second, "w1 owns 4", func() bool { ex := a1.Executors(); return len(ex) == 1 && len(ex[0].Owned()) == 4 })
 
 	// A steady flow on every partition.
 	ctx, stopSending := context.WithCancel(context.Background())
@@ -204,13 +205,13 @@ func TestJoinDoesNotPauseUnmovedPartitions(t *testing.T) {
 		defer mu.Unlock()
 		return len(times[p])
 	}
-	waitFor(t, 10*time.Second, "the flow on every partition", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the flow on every partition", func() bool {
 		return processed(0) > 5 && processed(1) > 5 && processed(2) > 5 && processed(3) > 5
 	})
 	joinAt := time.Now()
 	a2 := newApp()
 	startWorker(t, a2)
-	waitFor(t, 10*time.Second, "2 partitions each", func() bool {
+	redistest.Eventually(t, 10*time.Second, "2 partitions each", func() bool {
 		ex1, ex2 := a1.Executors(), a2.Executors()
 		return len(ex2) == 1 && len(ex1[0].Owned()) == 2 && len(ex2[0].Owned()) == 2
 	})
@@ -219,7 +220,7 @@ func TestJoinDoesNotPauseUnmovedPartitions(t *testing.T) {
 	for _, p := range kept {
 		base[p] = processed(p)
 	}
-	waitFor(t, 10*time.Second, "more events on the kept partitions", func() bool {
+	redistest.Eventually(t, 10*time.Second, "more events on the kept partitions", func() bool {
 		return processed(kept[0]) > base[kept[0]]+10 && processed(kept[1]) > base[kept[1]]+10
 	})
 	stopSending()
@@ -266,7 +267,7 @@ func TestLeadership(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, 10*time.Second, "one leader", func() bool { return len(leaders()) == 1 })
+	redistest.Eventually(t, 10*time.Second, "one leader", func() bool { return len(leaders()) == 1 })
 	// Stable: still exactly one after a few refresh rounds.
 	for range 20 {
 		if l := leaders(); len(l) > 1 {
@@ -278,5 +279,5 @@ func TestLeadership(t *testing.T) {
 	ws[old].stop(t)
 	// A graceful stop releases the lease: the next leader does not wait for
 	// it to expire (2s).
-	waitFor(t, time.Second, "a new leader", func() bool { l := leaders(); return len(l) == 1 && l[0] != old })
+	redistest.Eventually(t, time.Second, "a new leader", func() bool { l := leaders(); return len(l) == 1 && l[0] != old })
 }

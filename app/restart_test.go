@@ -33,12 +33,12 @@ func TestRedisRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	before := sendEvents(t, s, []string{"a", "b", "c", "d", "e"}, 4, 0)
-	waitFor(t, 10*time.Second, "events before the restart", func() bool { return r.count() == len(before) })
+	redistest.Eventually(t, 10*time.Second, "events before the restart", func() bool { return r.count() == len(before) })
 
 	srv.Restart(t)
 	// Sends fail until the server is back.
 	var after []event
-	waitFor(t, 20*time.Second, "a send after the restart", func() bool {
+	redistest.Eventually(t, 20*time.Second, "a send after the restart", func() bool {
 		evs := []event{{Key: "a", Seq: 100}, {Key: "b", Seq: 100}, {Key: "c", Seq: 100}, {Key: "d", Seq: 100}}
 		if _, err := s.SendMany(ctx, evs); err != nil {
 			return false
@@ -46,7 +46,7 @@ func TestRedisRestart(t *testing.T) {
 		after = evs
 		return true
 	})
-	waitFor(t, 20*time.Second, "events after the restart", func() bool { return r.count() == len(before)+len(after) })
+	redistest.Eventually(t, 20*time.Second, "events after the restart", func() bool { return r.count() == len(before)+len(after) })
 	if err := w.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -34,7 +35,7 @@ func TestProcessEachOnce(t *testing.T) {
 		sent = append(sent, sendEvents(t, s, []string{fmt.Sprintf("k%d", rand.IntN(1000))}, 1, i)...)
 	}
 	w := startWorker(t, a)
-	waitFor(t, 10*time.Second, "10 events", func() bool { return r.total() >= 10 })
+	redistest.Eventually(t, 10*time.Second, "10 events", func() bool { return r.total() >= 10 })
 	if err := w.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +58,12 @@ func TestStartLatest(t *testing.T) {
 	}
 	sendEvents(t, s, []string{"a", "b", "c"}, 3, 0)
 	startWorker(t, a)
-	waitFor(t, 10*time.Second, "partitions owned", func() bool {
+	redistest.Eventually(t, 10*time.Second, "partitions owned", func() bool {
 		ex := a.Executors()
 		return len(ex) == 1 && len(ex[0].Owned()) == 2
 	})
 	later := sendEvents(t, s, []string{"a", "b", "c"}, 2, 10)
-	waitFor(t, 10*time.Second, "the later events", func() bool { return r.count() >= len(later) })
+	redistest.Eventually(t, 10*time.Second, "the later events", func() bool { return r.count() >= len(later) })
 	r.exactlyOnce(t, later)
 }
 
@@ -84,7 +85,7 @@ func TestTwoProcessorsOneStream(t *testing.T) {
 	}
 	sent := sendEvents(t, s, []string{"a", "b", "c", "d"}, 25, 0)
 	w := startWorker(t, a)
-	waitFor(t, 10*time.Second, "both processors", func() bool { return r1.count() == 100 && r2.count() == 100 })
+	redistest.Eventually(t, 10*time.Second, "both processors", func() bool { return r1.count() == 100 && r2.count() == 100 })
 	if err := w.stop(t); err != nil {
 		t.Fatal(err)
 	}

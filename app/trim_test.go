@@ -8,6 +8,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -46,7 +47,7 @@ func TestTrimmedBeforeRead(t *testing.T) {
 	}
 	sendEvents(t, s, []string{"k"}, 1, 0)
 	startWorker(t, a)
-	waitFor(t, 10*time.Second, "the processor stalls", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the processor stalls", func() bool {
 		n, _ := env.client.XInfoGroups(context.Background(), s.Core().PartitionKey(0)).Result()
 		return len(n) == 1 && n[0].EntriesRead >= 1
 	})
@@ -63,7 +64,7 @@ func TestTrimmedBeforeRead(t *testing.T) {
 		t.Fatal("no trim reported")
 	}
 	close(release)
-	waitFor(t, 20*time.Second, "a dead letter for the trimmed entries", func() bool {
+	redistest.Eventually(t, 20*time.Second, "a dead letter for the trimmed entries", func() bool {
 		return env.client.XLen(context.Background(), dlq).Val() == 1
 	})
 	m := env.client.XRange(context.Background(), dlq, "-", "+").Val()[0]
@@ -71,7 +72,7 @@ func TestTrimmedBeforeRead(t *testing.T) {
 	if !strings.Contains(msg, "removed from the stream before the processor read them") {
 		t.Fatalf("dead letter %v", m.Values)
 	}
-	waitFor(t, 10*time.Second, "the newest event", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the newest event", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.seen["k/1000"] == 1 && r.seen["k/0"] == 1

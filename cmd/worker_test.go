@@ -12,6 +12,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -157,16 +158,12 @@ func (b *background) ended() bool {
 // command b ends first.
 func waitUntil(t *testing.T, b *background, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
+	redistest.Eventually(t, 20*time.Second, what, func() bool {
 		if b != nil && b.ended() {
 			t.Fatalf("command ended while waiting for %s: %+v", what, b.res)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return cond()
+	})
 }
 
 func TestWorker(t *testing.T) {

@@ -3,9 +3,11 @@ package executor
 import (
 	"context"
 	"errors"
-	"github.com/leatdev/leat/internal/lease"
 	"testing"
 	"time"
+
+	"github.com/leatdev/leat/internal/lease"
+	"github.com/leatdev/leat/internal/redistest"
 
 	"github.com/leatdev/leat/stream"
 )
@@ -75,7 +77,7 @@ func TestReleaseKeepsDeliveryCounts(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no event handed out")
 	}
-	waitFor(t, 10*time.Second, "the buffer filled", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the buffer filled", func() bool {
 		return r.consumers(0, "p")[a.ID()] >= 9
 	})
 	if err := stopA(); err != nil {

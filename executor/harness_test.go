@@ -99,22 +99,10 @@ func (r *rig) run(e *Executor) (stop func() error) {
 	return stop
 }
 
-// waitFor polls cond every 10ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // owns waits until e holds exactly the partitions ps.
 func owns(t *testing.T, e *Executor, ps ...int) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("executor owning %v", ps), func() bool {
+	redistest.Eventually(t, 10*time.Second, fmt.Sprintf("executor owning %v", ps), func() bool {
 		return fmt.Sprint(e.Owned()) == fmt.Sprint(ps)
 	})
 }

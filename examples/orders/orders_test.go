@@ -88,9 +88,8 @@ func (e *env) worker(t *testing.T) (stop func() result) {
 func (e *env) waitTotals(t *testing.T, want map[string]int64) {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := map[string]int64{}
+	got := map[string]int64{}
+	redistest.Eventually(t, 20*time.Second, fmt.Sprintf("totals %v", want), func() bool {
 		for c := range want {
 			n, err := e.totals.total(ctx, c)
 			if err != nil {
@@ -98,14 +97,8 @@ func (e *env) waitTotals(t *testing.T, want map[string]int64) {
 			}
 			got[c] = n
 		}
-		if fmt.Sprint(got) == fmt.Sprint(want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("totals %v, want %v", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	})
 }
 
 func TestOrders(t *testing.T) {
@@ -167,8 +160,7 @@ func TestOrders(t *testing.T) {
 // waitNoMembers polls until processor "totals" has no live executor.
 func (e *env) waitNoMembers(t *testing.T, ctx context.Context) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	redistest.Eventually(t, 20*time.Second, "the stopped worker's membership to end", func() bool {
 		now, err := e.client.Time(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -177,22 +169,15 @@ func (e *env) waitNoMembers(t *testing.T, ctx context.Context) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the stopped worker still counts as alive after 20s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n == 0
+	})
 }
 
 // waitProcessed polls until processor "totals" delivered and acknowledged
 // every entry of every partition of "orders".
 func (e *env) waitProcessed(t *testing.T, ctx context.Context) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	redistest.Eventually(t, 20*time.Second, "every order processed again", func() bool {
 		done := true
 		for p := range 16 {
 			key := e.keys.Partition("orders", p)
@@ -213,14 +198,8 @@ func (e *env) waitProcessed(t *testing.T, ctx context.Context) {
 				}
 			}
 		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("orders not all processed again within 20s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return done
+	})
 }
 
 func TestAddIdempotent(t *testing.T) {

@@ -38,11 +38,5 @@ func TestProxyFreezesTrafficWithSocketsOpen(t *testing.T) {
 	}
 
 	px.Thaw()
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Ping(ctx).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("no traffic after thaw")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	redistest.Eventually(t, 5*time.Second, "traffic after thaw", func() bool { return c.Ping(ctx).Err() == nil })
 }
