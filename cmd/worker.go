@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
@@ -84,119 +85,122 @@ func workerCommand(setup Setup) *cli.Command {
 	}
 }
 
+// processingFlag is one worker flag that sets a field of
+// app.Config.Processing: its definition and how its value is applied.
+type processingFlag struct {
+	flag  cli.Flag
+	apply func(c *cli.Context, o *executor.Options) error // a zero value leaves the default
+}
+
+func durationOption(name, usage, def string, set func(*executor.Options, time.Duration)) processingFlag {
+	return processingFlag{
+		flag: &cli.DurationFlag{Name: name, Usage: usage, EnvVars: []string{envName(name)}, DefaultText: def},
+		apply: func(c *cli.Context, o *executor.Options) error {
+			set(o, c.Duration(name))
+			return nil
+		},
+	}
+}
+
+func intOption(name, usage, def string, set func(*executor.Options, int)) processingFlag {
+	return processingFlag{
+		flag: &cli.IntFlag{Name: name, Usage: usage, EnvVars: []string{envName(name)}, DefaultText: def},
+		apply: func(c *cli.Context, o *executor.Options) error {
+			set(o, c.Int(name))
+			return nil
+		},
+	}
+}
+
+func choiceOption(name, usage, def string, set func(*executor.Options, string) error) processingFlag {
+	return processingFlag{
+		flag: &cli.StringFlag{Name: name, Usage: usage, EnvVars: []string{envName(name)}, DefaultText: def},
+		apply: func(c *cli.Context, o *executor.Options) error {
+			if v := c.String(name); v != "" {
+				return set(o, v)
+			}
+			return nil
+		},
+	}
+}
+
+// envName is the environment variable of a flag: LEAT_ and the flag's name
+// in capitals, '-' as '_'.
+func envName(flag string) string {
+	return "LEAT_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// processingFlags returns the worker flags of app.Config.Processing, one row
+// each. (Fresh values every time: urfave/cli flags keep state.)
+func processingFlags() []processingFlag {
+	return []processingFlag{
+		durationOption(flagLockExpiry, "`DURATION` of partition locks and heartbeats (TTL): a crashed worker's partitions move after at most this long",
+			executor.DefaultLockExpiry.String(), func(o *executor.Options, d time.Duration) { o.LockExpiry = d }),
+		intOption(flagPrefetch, "`N` events buffered per partition",
+			fmt.Sprint(executor.DefaultPrefetch), func(o *executor.Options, n int) { o.Prefetch = n }),
+		durationOption(flagReadBlock, "`DURATION` a read waits for new entries before it checks again",
+			executor.DefaultReadBlock.String(), func(o *executor.Options, d time.Duration) { o.ReadBlock = d }),
+		durationOption(flagGrace, "`DURATION` in-flight events may take to finish when a partition moves or the worker stops",
+			executor.DefaultGrace.String(), func(o *executor.Options, d time.Duration) { o.Grace = d }),
+		durationOption(flagJoinDelay, "`DURATION` to wait after joining before the first rebalance, so that workers starting together rebalance once",
+			"0s", func(o *executor.Options, d time.Duration) { o.JoinDelay = d }),
+		choiceOption(flagStart, "`POSITION` where a processor's new consumer group starts: earliest or latest",
+			"earliest", func(o *executor.Options, v string) (err error) { o.Start, err = parsePosition(v); return err }),
+		choiceOption(flagOnError, "failure `POLICY`: halt, quarantine, ignore or dead-letter",
+			executor.Halt.String(), func(o *executor.Options, v string) (err error) { o.OnError, err = executor.ParsePolicy(v); return err }),
+		intOption(flagRetries, "`N` retries of a failing event, in place and with backoff, before the failure policy applies",
+			"0", func(o *executor.Options, n int) { o.Retry.Attempts = n }),
+	}
+}
+
 func workerFlags() []cli.Flag {
-	return []cli.Flag{
+	flags := []cli.Flag{
 		&cli.StringFlag{
 			Name:        flagProcessors,
 			Usage:       "comma-separated processors to run, each `NAME` or STREAM/NAME",
-			EnvVars:     []string{"LEAT_PROCESSORS"},
+			EnvVars:     []string{envName(flagProcessors)},
 			DefaultText: "all the app registers",
 		},
-		&cli.DurationFlag{
-			Name:        flagLockExpiry,
-			Usage:       "`DURATION` of partition locks and heartbeats (TTL): a crashed worker's partitions move after at most this long",
-			EnvVars:     []string{"LEAT_LOCK_EXPIRY"},
-			DefaultText: executor.DefaultLockExpiry.String(),
-		},
-		&cli.IntFlag{
-			Name:        flagPrefetch,
-			Usage:       "`N` events buffered per partition",
-			EnvVars:     []string{"LEAT_PREFETCH"},
-			DefaultText: fmt.Sprint(executor.DefaultPrefetch),
-		},
-		&cli.DurationFlag{
-			Name:        flagReadBlock,
-			Usage:       "`DURATION` a read waits for new entries before it checks again",
-			EnvVars:     []string{"LEAT_READ_BLOCK"},
-			DefaultText: executor.DefaultReadBlock.String(),
-		},
-		&cli.DurationFlag{
-			Name:        flagGrace,
-			Usage:       "`DURATION` in-flight events may take to finish when a partition moves or the worker stops",
-			EnvVars:     []string{"LEAT_GRACE"},
-			DefaultText: executor.DefaultGrace.String(),
-		},
-		&cli.DurationFlag{
-			Name:        flagJoinDelay,
-			Usage:       "`DURATION` to wait after joining before the first rebalance, so that workers starting together rebalance once",
-			EnvVars:     []string{"LEAT_JOIN_DELAY"},
-			DefaultText: "0s",
-		},
-		&cli.StringFlag{
-			Name:        flagStart,
-			Usage:       "`POSITION` where a processor's new consumer group starts: earliest or latest",
-			EnvVars:     []string{"LEAT_START"},
-			DefaultText: "earliest",
-		},
-		&cli.StringFlag{
-			Name:        flagOnError,
-			Usage:       "failure `POLICY`: halt, quarantine, ignore or dead-letter",
-			EnvVars:     []string{"LEAT_ON_ERROR"},
-			DefaultText: executor.Halt.String(),
-		},
-		&cli.IntFlag{
-			Name:        flagRetries,
-			Usage:       "`N` retries of a failing event, in place and with backoff, before the failure policy applies",
-			EnvVars:     []string{"LEAT_RETRIES"},
-			DefaultText: "0",
-		},
+	}
+	for _, f := range processingFlags() {
+		flags = append(flags, f.flag)
+	}
+	return append(flags,
 		&cli.StringFlag{
 			Name:        flagWorkerID,
 			Usage:       "`ID` naming this worker in leadership, logs and inspect",
-			EnvVars:     []string{"LEAT_WORKER_ID"},
+			EnvVars:     []string{envName(flagWorkerID)},
 			DefaultText: "host name, process ID and a random suffix",
 		},
 		&cli.DurationFlag{
 			Name:        flagLeaderLease,
 			Usage:       "`DURATION` of the leader lease (TTL): a crashed leader is replaced after at most this long",
-			EnvVars:     []string{"LEAT_LEADER_LEASE"},
+			EnvVars:     []string{envName(flagLeaderLease)},
 			DefaultText: app.DefaultLeaderLease.String(),
 		},
 		helpFlag(),
-	}
+	)
 }
 
 // workerConfig sets the fields of cfg that the worker's flags map to. A flag
-// not given (or given as zero) leaves its field zero: the default.
+// not given (or given as zero) leaves its field zero: the default. Each flag
+// is checked on its own with the executor's validation, so an error names
+// the flag.
 func workerConfig(c *cli.Context, cfg *app.Config) error {
 	var o executor.Options
-	// Each flag is checked on its own with the executor's own validation,
-	// so that an error names the flag.
-	check := func(flag string, set func(*executor.Options)) error {
-		var one executor.Options
-		set(&one)
-		if _, err := one.WithDefaults(); err != nil {
-			return usageErrorf("--%s: %w", flag, err)
-		}
-		set(&o)
-		return nil
-	}
 	var errs []error
-	errs = append(errs,
-		check(flagLockExpiry, func(o *executor.Options) { o.LockExpiry = c.Duration(flagLockExpiry) }),
-		check(flagPrefetch, func(o *executor.Options) { o.Prefetch = c.Int(flagPrefetch) }),
-		check(flagReadBlock, func(o *executor.Options) { o.ReadBlock = c.Duration(flagReadBlock) }),
-		check(flagGrace, func(o *executor.Options) { o.Grace = c.Duration(flagGrace) }),
-		check(flagJoinDelay, func(o *executor.Options) { o.JoinDelay = c.Duration(flagJoinDelay) }),
-	)
-	if s := c.String(flagStart); s != "" {
-		p, err := parsePosition(s)
-		if err != nil {
-			errs = append(errs, usageErrorf("--%s: %w", flagStart, err))
+	for _, f := range processingFlags() {
+		name := f.flag.Names()[0]
+		var one executor.Options
+		err := f.apply(c, &one)
+		if err == nil {
+			_, err = one.WithDefaults()
 		}
-		o.Start = p
-	}
-	if s := c.String(flagOnError); s != "" {
-		p, err := executor.ParsePolicy(s)
 		if err != nil {
-			errs = append(errs, usageErrorf("--%s: %w", flagOnError, err))
+			errs = append(errs, usageErrorf("--%s: %w", name, err))
+			continue
 		}
-		o.OnError = p
-	}
-	if n := c.Int(flagRetries); n < 0 {
-		errs = append(errs, usageErrorf("--%s %d: want 0 or more", flagRetries, n))
-	} else {
-		o.Retry.Attempts = n
+		_ = f.apply(c, &o)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return usageError{err}

@@ -314,7 +314,7 @@ func TestWorkerUsageErrors(t *testing.T) {
 		{"short lock expiry", ta.setup, s.args("worker", "--lock-expiry", "100ms"), []string{"--lock-expiry: lock expiry 100ms is below 300ms"}},
 		{"negative prefetch", ta.setup, s.args("worker", "--prefetch", "-1"), []string{"--prefetch: prefetch -1 must be at least 1"}},
 		{"negative grace", ta.setup, s.args("worker", "--grace", "-1s"), []string{"--grace: grace period -1s is negative"}},
-		{"negative retries", ta.setup, s.args("worker", "--retries", "-2"), []string{"--retries -2: want 0 or more"}},
+		{"negative retries", ta.setup, s.args("worker", "--retries", "-2"), []string{"--retries: retries -2: want 0 or more"}},
 		{"short lease", ta.setup, s.args("worker", "--leader-lease", "10ms"), []string{"--leader-lease:", "leader lease 10ms is below 300ms"}},
 		{"two errors", ta.setup, s.args("worker", "--on-error", "x", "--start", "y"), []string{"--on-error", "--start"}},
 		{"bad duration", ta.setup, s.args("worker", "--grace", "soon"), []string{"worker: invalid value"}},

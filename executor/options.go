@@ -190,8 +190,11 @@ func (o Options) Validate() error {
 	if o.OnError < Halt || o.OnError > DeadLetter {
 		errs = append(errs, fmt.Errorf("unknown failure policy %d", o.OnError))
 	}
-	if o.Retry.Attempts < 0 || o.Retry.Backoff < 0 || o.Retry.MaxBackoff < o.Retry.Backoff {
-		errs = append(errs, fmt.Errorf("retry %+v: attempts and backoffs must be positive, max at least backoff", o.Retry))
+	if o.Retry.Attempts < 0 {
+		errs = append(errs, fmt.Errorf("retries %d: want 0 or more", o.Retry.Attempts))
+	}
+	if o.Retry.Backoff < 0 || o.Retry.MaxBackoff < o.Retry.Backoff {
+		errs = append(errs, fmt.Errorf("backoff %s up to %s: want a first wait of 0 or more and a maximum at least as long", o.Retry.Backoff, o.Retry.MaxBackoff))
 	}
 	return errors.Join(errs...)
 }

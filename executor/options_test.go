@@ -42,8 +42,8 @@ func TestOptionsValidation(t *testing.T) {
 		{Options{JoinDelay: -time.Second}, "join delay"},
 		{Options{Start: 9}, "start position"},
 		{Options{OnError: 9}, "failure policy"},
-		{Options{Retry: Retry{Attempts: -1}}, "retry"},
-		{Options{Retry: Retry{Backoff: time.Second, MaxBackoff: time.Millisecond}}, "retry"},
+		{Options{Retry: Retry{Attempts: -1}}, "retries -1: want 0 or more"},
+		{Options{Retry: Retry{Backoff: time.Second, MaxBackoff: time.Millisecond}}, "backoff 1s up to 1ms"},
 	}
 	for _, tc := range cases {
 		_, err := tc.o.WithDefaults()
