@@ -15,7 +15,10 @@
 //     empty, several partitions per round trip;
 //   - acker: XACKs of every partition, flushed every few milliseconds in one
 //     pipelined round trip;
-//   - refresher: extends the locks of every owned partition together;
+//   - refresher: extends the locks of every owned partition together
+//     (lock.go);
+//   - trim checker: looks for entries trimmed before they were read, every
+//     few heartbeat periods (trim.go);
 //   - per owned partition: a goroutine that acquires, drains and releases it,
 //     and a consumer calling the processor, so a slow partition never
 //     stalls the others.

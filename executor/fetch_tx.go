@@ -21,30 +21,6 @@ import (
 // only ever enter the pending list of the executor that holds the lock, as
 // with the script. Keys of different partitions live in different Cluster
 // slots, so Cluster clients use the script instead.
-type txConn struct {
-	client *redis.Client
-	conn   *redis.Conn
-}
-
-func newTxConn(c *redis.Client) *txConn { return &txConn{client: c} }
-
-func (t *txConn) ok() bool { return t.client != nil }
-
-func (t *txConn) get() *redis.Conn {
-	if t.conn == nil {
-		t.conn = t.client.Conn()
-	}
-	return t.conn
-}
-
-func (t *txConn) reset() {
-	if t.conn != nil {
-		_ = t.conn.Close()
-		t.conn = nil
-	}
-}
-
-func (t *txConn) close() { t.reset() }
 
 // readTx reads new entries of every partition in work (none recovering).
 func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {

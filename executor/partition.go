@@ -212,7 +212,6 @@ func (p *partition) Reject(ds []stream.Delivery, err error) {
 	p.halted = true
 }
 
-
 func ids(ds []stream.Delivery) []string {
 	out := make([]string, len(ds))
 	for i := range ds {

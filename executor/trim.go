@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/stream"
@@ -22,15 +23,30 @@ import (
 // with its entries-read set to the entries before its position (set_group.lua),
 // and a counter Redis reports as unknown (nil) is skipped, never read as 0.
 //
-// A growth of unread is reported once, as one delivery with ErrTrimmed put
+// Every few heartbeat periods (its own ticker). A growth of unread is reported once, as one delivery with ErrTrimmed put
 // before the next entries read, so it reaches the failure policy in order:
 // halt stops the worker, quarantine stops the partition, dead-letter writes
 // a dead letter saying how many entries were lost and before which ID.
 // Entries that were read but trimmed before they were acknowledged come back
 // from XAUTOCLAIM as deleted and reach the policy one by one.
 
-// trimCheckEvery is the number of heartbeats between two checks.
+// trimCheckEvery is the number of heartbeat periods between two checks.
 const trimCheckEvery = 5
+
+// trimChecker runs checkTrimmed every trimCheckEvery heartbeat periods
+// until ctx is done.
+func (e *Executor) trimChecker(ctx context.Context) {
+	t := time.NewTicker(trimCheckEvery * e.opts.heartbeatEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.checkTrimmed(ctx)
+		}
+	}
+}
 
 // checkTrimmed runs the check on every partition e holds.
 func (e *Executor) checkTrimmed(ctx context.Context) {
