@@ -14,7 +14,8 @@ import (
 // consumer groups did with them, so a processor lagging more than the
 // partition size loses entries without ever seeing them. Redis counts what
 // was added to a stream and what a group read, so the executor checks every
-// few heartbeats, for each partition it owns:
+// few heartbeat periods (on a ticker of its own), for each partition it
+// owns:
 //
 //	removed = entries-added - length        (trimmed or deleted so far)
 //	unread  = removed - entries-read        (of those, never read by the group)
@@ -23,7 +24,7 @@ import (
 // with its entries-read set to the entries before its position (set_group.lua),
 // and a counter Redis reports as unknown (nil) is skipped, never read as 0.
 //
-// Every few heartbeat periods (its own ticker). A growth of unread is reported once, as one delivery with ErrTrimmed put
+// A growth of unread is reported once, as one delivery with ErrTrimmed put
 // before the next entries read, so it reaches the failure policy in order:
 // halt stops the worker, quarantine stops the partition, dead-letter writes
 // a dead letter saying how many entries were lost and before which ID.
