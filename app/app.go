@@ -72,9 +72,6 @@ func (a *App) Client() redis.UniversalClient { return a.client }
 // Catalog returns the app's stream catalog; it makes *App a stream.Host.
 func (a *App) Catalog() *stream.Catalog { return a.catalog }
 
-// Keys returns the app's Redis key space.
-func (a *App) Keys() keys.Space { return a.keys }
-
 // Logger returns the app's logger.
 func (a *App) Logger() *slog.Logger { return a.logger }
 

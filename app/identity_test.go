@@ -61,7 +61,7 @@ func TestWorkersSharingAnIDNeverBothLeadOrOwn(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			// The lease names its holder for inspect and logs.
-			v, err := env.client.Get(context.Background(), apps[0].Keys().Leader()).Result()
+			v, err := env.client.Get(context.Background(), app.Keys(apps[0]).Leader()).Result()
 			if err != nil || lease.Holder(v) != ids[0] {
 				t.Fatalf("leader lease %q (%v), want held by %s", v, err, ids[0])
 			}

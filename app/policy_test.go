@@ -89,7 +89,7 @@ func TestPolicyHalt(t *testing.T) {
 		t.Fatalf("%d pending after halt, want the failing event pending", n)
 	}
 	// The halted worker left: no member, no lock.
-	if n := env.client.ZCard(ctx, a.Keys().Members("events", "p")).Val(); n != 0 {
+	if n := env.client.ZCard(ctx, app.Keys(a).Members("events", "p")).Val(); n != 0 {
 		t.Fatalf("%d members after halt", n)
 	}
 }
@@ -109,7 +109,7 @@ func TestPolicyQuarantine(t *testing.T) {
 	sent := sendEvents(t, s, []string{bad, good}, 20, 0)
 	w := startWorker(t, a)
 	badP, _ := s.Partition(event{Key: bad})
-	qkey := a.Keys().Quarantine("events", "p")
+	qkey := app.Keys(a).Quarantine("events", "p")
 	redistest.Eventually(t, 10*time.Second, "quarantine report and the good partition done", func() bool {
 		return env.client.HExists(context.Background(), qkey, strconv.Itoa(badP)).Val() && r.count() == 23
 	})
@@ -186,7 +186,7 @@ func TestPolicyDeadLetter(t *testing.T) {
 			}
 			sent := sendEvents(t, s, []string{"k"}, 20, 0)
 			w := startWorker(t, a)
-			dlq := a.Keys().DeadLetter("events", "p")
+			dlq := app.Keys(a).DeadLetter("events", "p")
 			wantDead := 1
 			if batch > 1 {
 				wantDead = batch // seq 5..9 form the failing batch
@@ -286,7 +286,7 @@ func TestPoisonEntry(t *testing.T) {
 	env.client.XAdd(ctx, redisXAdd{key, []any{"key", "k", "codec", "avro", "data", "x"}}.args())
 	sendEvents(t, s, []string{"k"}, 2, 2)
 	w := startWorker(t, a)
-	dlq := a.Keys().DeadLetter("events", "p")
+	dlq := app.Keys(a).DeadLetter("events", "p")
 	redistest.Eventually(t, 10*time.Second, "good events and 3 dead letters", func() bool {
 		return r.count() == 4 && env.client.XLen(ctx, dlq).Val() == 3
 	})

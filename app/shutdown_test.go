@@ -50,7 +50,7 @@ func TestRunReturnsWhenAProcessorIgnoresItsContext(t *testing.T) {
 	if !errors.Is(err, executor.ErrProcessorStuck) || !strings.Contains(err.Error(), `processor "stuck", partition 0`) {
 		t.Fatalf("Run returned %v, want executor.ErrProcessorStuck naming the processor and partition", err)
 	}
-	key := a.Keys().Partition("events", 0)
+	key := app.Keys(a).Partition("events", 0)
 	if n := env.client.XPending(context.Background(), key, "stuck").Val().Count; n != 1 {
 		t.Fatalf("%d entries pending, want the abandoned one", n)
 	}

@@ -52,7 +52,7 @@ func TestTrimmedBeforeRead(t *testing.T) {
 		return len(n) == 1 && n[0].EntriesRead >= 1
 	})
 	sendEvents(t, s, []string{"k"}, 1000, 1)
-	dlq := a.Keys().DeadLetter("small", "p")
+	dlq := app.Keys(a).DeadLetter("small", "p")
 	// The check runs every 5 heartbeats (300ms here); the report reaches the
 	// policy ahead of the next entries read, once the processor goes on.
 	select {

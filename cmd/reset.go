@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -126,7 +127,7 @@ type resetter struct {
 // registry in Redis records and those the app's code registers, and its
 // stream's partition count.
 func newResetter(ctx context.Context, a *app.App, name string) (*resetter, error) {
-	recorded, err := a.Client().HKeys(ctx, a.Keys().Processors()).Result()
+	recorded, err := a.Client().HKeys(ctx, appKeys(a).Processors()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read the processor registry: %w", err)
 	}
@@ -140,7 +141,7 @@ func newResetter(ctx context.Context, a *app.App, name string) (*resetter, error
 	if len(known) == 0 {
 		return nil, usageErrorf("unknown processor %q: app %q has none (its workers record their processors when they start)", name, a.Name())
 	}
-	full, err := app.MatchProcessor(name, known)
+	full, err := keys.MatchProcessor(name, known)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -150,7 +151,7 @@ func newResetter(ctx context.Context, a *app.App, name string) (*resetter, error
 		r.partitions = core.Partitions()
 		return r, nil
 	}
-	def, err := stream.LoadDefinition(ctx, a.Client(), a.Keys().Registry(), r.stream)
+	def, err := stream.LoadDefinition(ctx, a.Client(), appKeys(a).Registry(), r.stream)
 	if errors.Is(err, stream.ErrUnknownStream) {
 		return nil, usageErrorf("processor %s: its stream %q is not in the registry of app %q", full, r.stream, a.Name())
 	}
@@ -170,7 +171,7 @@ func (r *resetter) checkStopped(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the server time: %w", err)
 	}
-	n, err := r.a.Client().ZCount(ctx, r.a.Keys().Members(r.stream, r.group), strconv.FormatInt(now.UnixMilli(), 10), "+inf").Result()
+	n, err := r.a.Client().ZCount(ctx, appKeys(r.a).Members(r.stream, r.group), strconv.FormatInt(now.UnixMilli(), 10), "+inf").Result()
 	if err != nil {
 		return fmt.Errorf("read the members of processor %s: %w", r.fullName(), err)
 	}
@@ -185,7 +186,7 @@ func (r *resetter) checkStopped(ctx context.Context) error {
 func (r *resetter) partitionKeys(from, to int) []string {
 	out := make([]string, 0, to-from)
 	for p := from; p < to; p++ {
-		out = append(out, r.a.Keys().Partition(r.stream, p))
+		out = append(out, appKeys(r.a).Partition(r.stream, p))
 	}
 	return out
 }

@@ -54,7 +54,7 @@ func resolveStream(ctx context.Context, a *app.App, name string, r routing) (*st
 		}
 		return core, nil
 	}
-	def, err := stream.LoadDefinition(ctx, a.Client(), a.Keys().Registry(), name)
+	def, err := stream.LoadDefinition(ctx, a.Client(), appKeys(a).Registry(), name)
 	switch {
 	case errors.Is(err, stream.ErrUnknownStream):
 		d := a.Catalog().Defaults()
@@ -115,3 +115,6 @@ func (r routing) checkKey(def stream.Definition, where string) error {
 	return usageErrorf("stream %q is %s with key field %q, not %q: changing the key "+
 		"would break per-key order (use a new stream name)", def.Name, where, def.KeyField, r.keyField)
 }
+
+// appKeys returns the Redis key space of a.
+func appKeys(a *app.App) keys.Space { return keys.New(a.Config().KeyPrefix, a.Name()) }
