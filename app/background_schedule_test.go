@@ -57,9 +57,14 @@ func TestCronNextRuns(t *testing.T) {
 		{"a time skipped by the spring change", "CRON_TZ=Europe/Paris 30 2 * * *", time.Date(2025, 3, 29, 12, 0, 0, 0, paris), []time.Time{
 			time.Date(2025, 3, 31, 2, 30, 0, 0, paris)}},
 		// 2 November 2025: New York goes from 02:00 EDT back to 01:00 EST;
-		// 01:30 happens twice, an hour apart, and runs twice.
+		// 01:30 happens twice, an hour apart, and runs the first time only.
 		{"a time repeated by the autumn change", "CRON_TZ=America/New_York 30 1 * * *", time.Date(2025, 11, 1, 12, 0, 0, 0, ny), []time.Time{
-			time.Date(2025, 11, 2, 5, 30, 0, 0, utc), time.Date(2025, 11, 2, 6, 30, 0, 0, utc), time.Date(2025, 11, 3, 6, 30, 0, 0, utc)}},
+			time.Date(2025, 11, 2, 5, 30, 0, 0, utc), time.Date(2025, 11, 3, 6, 30, 0, 0, utc)}},
+		{"times repeated by the autumn change", "CRON_TZ=America/New_York 0 */30 1 * * *", time.Date(2025, 11, 2, 0, 0, 0, 0, ny), []time.Time{
+			time.Date(2025, 11, 2, 5, 0, 0, 0, utc), time.Date(2025, 11, 2, 5, 30, 0, 0, utc), time.Date(2025, 11, 3, 6, 0, 0, 0, utc)}},
+		// Hourly runs follow real hours: both 01:30s run.
+		{"hourly over the autumn change", "CRON_TZ=America/New_York 0 30 * * * *", time.Date(2025, 11, 2, 0, 45, 0, 0, ny), []time.Time{
+			time.Date(2025, 11, 2, 5, 30, 0, 0, utc), time.Date(2025, 11, 2, 6, 30, 0, 0, utc), time.Date(2025, 11, 2, 7, 30, 0, 0, utc)}},
 		{"daily over the autumn change", "CRON_TZ=Europe/Paris 0 12 * * *", time.Date(2025, 10, 25, 13, 0, 0, 0, paris), []time.Time{
 			time.Date(2025, 10, 26, 11, 0, 0, 0, utc), time.Date(2025, 10, 27, 11, 0, 0, 0, utc)}},
 	} {

@@ -45,7 +45,7 @@ func (c cadence) periodic() bool { return c.every > 0 || c.cron != nil }
 // interval (the task runs at start), the first cron time after now.
 func (c cadence) first(now time.Time) time.Time {
 	if c.cron != nil {
-		return c.cron.Next(now)
+		return cronAfter(c.cron, now)
 	}
 	return now
 }
@@ -53,9 +53,37 @@ func (c cadence) first(now time.Time) time.Time {
 // after returns the tick that follows tick.
 func (c cadence) after(tick time.Time) time.Time {
 	if c.cron != nil {
-		return c.cron.Next(tick)
+		return cronAfter(c.cron, tick)
 	}
 	return tick.Add(c.every)
+}
+
+// allHours is the hour field of a cron schedule that names every hour.
+const allHours = 1<<24 - 1
+
+// cronAfter returns the first time of s after t. A schedule that names its
+// hours (not "*") runs at most once per time of day: when clocks go back
+// in autumn, the repeated times of day do not run again (01:30 runs once
+// on the day New York goes from 02:00 EDT back to 01:00 EST), while hourly
+// schedules follow real hours and run in both.
+func cronAfter(s cron.Schedule, t time.Time) time.Time {
+	n := s.Next(t)
+	spec, ok := s.(*cron.SpecSchedule)
+	if !ok || spec.Hour&allHours == allHours {
+		return n
+	}
+	for !n.IsZero() && !wall(n, spec.Location).After(wall(t, spec.Location)) {
+		n = s.Next(n)
+	}
+	return n
+}
+
+// wall returns the time of day and date t shows in loc, as a UTC time, to
+// compare what clocks show.
+func wall(t time.Time, loc *time.Location) time.Time {
+	y, mo, d := t.In(loc).Date()
+	h, mi, sec := t.In(loc).Clock()
+	return time.Date(y, mo, d, h, mi, sec, t.Nanosecond(), time.UTC)
 }
 
 // next returns the tick to run after last (a tick that was run), as of now:
@@ -73,7 +101,7 @@ func (c cadence) next(last, now time.Time) (tick time.Time, missed int) {
 		return tick.Add(time.Duration(n) * c.every), n
 	}
 	for {
-		n := c.cron.Next(tick)
+		n := cronAfter(c.cron, tick)
 		if n.After(now) || n.IsZero() {
 			return tick, missed
 		}
