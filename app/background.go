@@ -11,7 +11,6 @@ import (
 
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/scripts"
-	"github.com/redis/go-redis/v9"
 )
 
 // Schedule says when a background task runs. The zero value runs it once
@@ -290,7 +289,7 @@ func (t *task) readRecord(ctx context.Context, a *App, key string) (r record, ok
 // ends, so that it outlives this term by recordTTL.
 func (t *task) keep(ctx context.Context, a *App, key string) {
 	for sleepUntil(ctx, time.Now().Add(a.cfg.LeaderLease/3)) {
-		if err := a.client.PExpire(ctx, key, a.recordTTL()).Err(); err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
+		if err := a.client.PExpire(ctx, key, a.recordTTL()).Err(); err != nil && ctx.Err() == nil {
 			a.logger.Debug("background task record not kept alive", "task", t.name, "error", err)
 		}
 	}
