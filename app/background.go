@@ -5,31 +5,46 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/leatdev/leat/internal/keys"
-	"github.com/robfig/cron/v3"
+	"github.com/leatdev/leat/internal/scripts"
 )
 
 // Schedule says when a background task runs. The zero value runs it once
-// when the worker starts (or, if LeaderOnly, each time this worker becomes
-// leader).
+// when the worker starts (or, if LeaderOnly, once on the app's leader: see
+// LeaderOnly).
 type Schedule struct {
-	// Every runs the task at this interval, the first time at start.
+	// Every runs the task at this interval, the first time at start. The
+	// ticks keep to one grid: start, start + Every, ...
 	Every time.Duration
-	// Cron runs the task on a cron schedule: five fields (minute, hour,
-	// day of month, month, day of week) or a descriptor such as "@hourly".
+	// Cron runs the task on a cron schedule: five fields (minute, hour, day
+	// of month, month, day of week), six fields (a second first: "*/10 * *
+	// * * *"), or a descriptor ("@hourly", "@daily", "@every 90s"), in the
+	// worker's local time zone unless prefixed with CRON_TZ=ZONE or TZ=ZONE
+	// ("CRON_TZ=Europe/Paris 0 30 8 * * MON-FRI"). An invalid expression,
+	// or one that matches no time, is refused by Background.
 	Cron string
 	// LeaderOnly runs the task only on the app's leader; it moves to the
-	// new leader on failover, and its context is cancelled on the old one.
+	// new leader on failover, and its context ends on the old one at the
+	// end of its trust in the lease. The leader records in Redis the last
+	// tick run (or, for a task run once, that it completed), so a new
+	// leader resumes after it: see the package doc.
 	LeaderOnly bool
+	// Overlap lets a run start at its tick while the previous run of the
+	// task is still going. By default runs never overlap: a run that
+	// outlasts its interval delays the next one, which then stands for
+	// every tick due meanwhile (the overrun is logged).
+	Overlap bool
 }
 
 type task struct {
 	name  string
 	fn    func(ctx context.Context) error
 	sched Schedule
-	cron  cron.Schedule
+	cad   cadence
 }
 
 // Background registers fn to run on every worker (or only on the leader) on
@@ -42,18 +57,20 @@ func (a *App) Background(name string, fn func(ctx context.Context) error, s Sche
 	if fn == nil {
 		return fmt.Errorf("background task %q: function is nil", name)
 	}
-	t := &task{name: name, fn: fn, sched: s}
+	t := &task{name: name, fn: fn, sched: s, cad: cadence{every: s.Every}}
 	switch {
 	case s.Every < 0:
 		return fmt.Errorf("background task %q: negative interval", name)
 	case s.Every > 0 && s.Cron != "":
 		return fmt.Errorf("background task %q: Every and Cron are exclusive", name)
+	case s.Overlap && !t.cad.periodic() && s.Cron == "":
+		return fmt.Errorf("background task %q: Overlap needs Every or Cron", name)
 	case s.Cron != "":
-		c, err := cron.ParseStandard(s.Cron)
+		c, err := parseCron(s.Cron)
 		if err != nil {
 			return fmt.Errorf("background task %q: cron %q: %w", name, s.Cron, err)
 		}
-		t.cron = c
+		t.cad.cron = c
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -72,6 +89,17 @@ func (a *App) backgroundTasks() []*task {
 	return append([]*task(nil), a.tasks...)
 }
 
+type tickKey struct{}
+
+// ScheduledTime returns the tick a run of a periodic background task (Every
+// or Cron) stands for: the time it was due. A run that starts late (after
+// an overrun or a failover) stands for every tick due since the previous
+// run, and carries the latest. ok is false for other contexts.
+func ScheduledTime(ctx context.Context) (tick time.Time, ok bool) {
+	tick, ok = ctx.Value(tickKey{}).(time.Time)
+	return tick, ok
+}
+
 // run runs t until ctx is done. A leader-only task runs its schedule in
 // each term this worker leads, in the term's context: it ends at the exact
 // moment the lease can no longer be trusted, or when the worker stops
@@ -79,7 +107,11 @@ func (a *App) backgroundTasks() []*task {
 // term number (LeaderTerm).
 func (t *task) run(ctx context.Context, a *App) {
 	if !t.sched.LeaderOnly {
-		t.schedule(ctx, a)
+		if !t.cad.periodic() {
+			t.call(ctx, a, time.Time{})
+			return
+		}
+		t.loop(ctx, a, time.Time{}, func(time.Time) {})
 		return
 	}
 	for ctx.Err() == nil {
@@ -93,46 +125,172 @@ func (t *task) run(ctx context.Context, a *App) {
 			}
 			continue
 		}
-		t.schedule(cur.trust, a)
+		t.lead(cur, a)
 	}
 }
 
-// schedule runs t at its times until ctx is done.
-func (t *task) schedule(ctx context.Context, a *App) {
-	next := time.Now()
+// loop runs a periodic task at its ticks, from the tick after last (none
+// run when zero), until ctx is done; done is called with the tick of each
+// run that completed. Runs do not overlap unless the schedule allows it.
+func (t *task) loop(ctx context.Context, a *App, last time.Time, done func(tick time.Time)) {
+	var runs sync.WaitGroup // overlapping runs
+	defer runs.Wait()
+	var next time.Time
+	missed := 0
+	if last.IsZero() {
+		// In microseconds, as recorded in Redis: a new leader keeps the grid.
+		next = t.cad.first(time.Now()).Truncate(time.Microsecond)
+	} else {
+		next, missed = t.cad.next(last, time.Now())
+	}
 	for {
-		if t.cron != nil {
-			next = t.cron.Next(time.Now())
-		}
-		timer := time.NewTimer(time.Until(next))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if next.IsZero() || !sleepUntil(ctx, next) {
+			<-ctx.Done() // a cron schedule that matches no more times
 			return
-		case <-timer.C:
 		}
-		t.once(ctx, a)
-		switch {
-		case t.sched.Every > 0:
-			next = next.Add(t.sched.Every)
-			if now := time.Now(); next.Before(now) {
-				next = now // overran: run again now, do not pile up
-			}
-		case t.cron == nil:
-			<-ctx.Done() // once
+		if missed > 0 {
+			a.logger.Info("background task runs once for the ticks it missed", "task", t.name, "missed", missed, "scheduled", next)
+		}
+		tick := next
+		if t.sched.Overlap {
+			runs.Add(1)
+			go func() {
+				defer runs.Done()
+				if t.call(ctx, a, tick) {
+					done(tick)
+				}
+			}()
+			next, missed = t.cad.next(tick, time.Now())
+			continue
+		}
+		start := time.Now()
+		if t.call(ctx, a, tick) {
+			done(tick)
+		}
+		if ctx.Err() != nil {
 			return
+		}
+		now := time.Now()
+		next, missed = t.cad.next(tick, now)
+		if d := t.cad.after(tick); !d.IsZero() && !d.After(now) {
+			a.logger.Warn("background task overran its schedule", "task", t.name, "duration", now.Sub(start),
+				"scheduled", tick, "missed", missed)
+			missed = 0
 		}
 	}
 }
 
-func (t *task) once(ctx context.Context, a *App) {
+// sleepUntil waits until the wall clock reaches at, and reports false if
+// ctx ended first.
+func sleepUntil(ctx context.Context, at time.Time) bool {
+	timer := time.NewTimer(time.Until(at))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// call runs fn once, at tick (zero for a task run once), and reports
+// whether the run completed: fn returned, with or without an error, before
+// ctx ended. A panic is recovered and logged, and counts as completed.
+func (t *task) call(ctx context.Context, a *App, tick time.Time) (completed bool) {
 	log := a.logger.With("task", t.name)
+	if !tick.IsZero() {
+		ctx = context.WithValue(ctx, tickKey{}, tick)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("background task panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
+		completed = ctx.Err() == nil
 	}()
 	if err := t.fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("background task failed", "error", err)
+	}
+	return
+}
+
+// recordTTL is how long the record of a leader-only task outlives the last
+// leader that kept it alive.
+func (a *App) recordTTL() time.Duration { return 3 * a.cfg.LeaderLease }
+
+// lead runs a leader-only task in term tm, until the term ends. It reads
+// the task's record first: a task run once runs unless a leader completed
+// it; a periodic one resumes after the last tick run. Completed runs are
+// recorded by a script that checks that tm still holds the lease, and the
+// record is kept alive while tm lasts.
+func (t *task) lead(tm *term, a *App) {
+	ctx := tm.trust
+	key := a.keys.Background(t.name)
+	var keeper sync.WaitGroup
+	keeper.Add(1)
+	go func() { defer keeper.Done(); t.keep(ctx, a, key) }()
+	defer keeper.Wait()
+
+	rec, ok := t.readRecord(ctx, a, key)
+	if !ok {
+		return
+	}
+	token := tm.lock.Token()
+	write := func(field string, value int64) {
+		err := scripts.RecordBackground(ctx, a.client, a.keys.Leader(), key, tm.lock.Value(), token, field, value, a.recordTTL())
+		if err != nil && ctx.Err() == nil {
+			a.logger.Warn("background task run not recorded", "task", t.name, "term", token, "error", err)
+		}
+	}
+	if !t.cad.periodic() {
+		if rec.done != 0 {
+			a.logger.Info("background task already completed", "task", t.name, "term", rec.done)
+		} else if t.call(ctx, a, time.Time{}) {
+			write(scripts.RecordDone, token)
+		}
+		<-ctx.Done() // once per term at most
+		return
+	}
+	t.loop(ctx, a, rec.tick, func(tick time.Time) { write(scripts.RecordTick, tick.UnixMicro()) })
+}
+
+// record is what Redis holds about a leader-only task.
+type record struct {
+	tick time.Time // last tick run; zero when none
+	done int64     // term that completed a task run once; 0 when none
+}
+
+// readRecord reads the record at key, trying again until ctx ends; ok is
+// false when it ended first.
+func (t *task) readRecord(ctx context.Context, a *App, key string) (r record, ok bool) {
+	for {
+		v, err := a.client.HMGet(ctx, key, scripts.RecordTick, scripts.RecordDone).Result()
+		if err == nil {
+			if s, ok := v[0].(string); ok {
+				if us, err := strconv.ParseInt(s, 10, 64); err == nil {
+					r.tick = time.UnixMicro(us)
+				}
+			}
+			if s, ok := v[1].(string); ok {
+				r.done, _ = strconv.ParseInt(s, 10, 64)
+			}
+			return r, true
+		}
+		if ctx.Err() != nil {
+			return r, false
+		}
+		a.logger.Warn("background task record unreadable", "task", t.name, "error", err)
+		if !sleepUntil(ctx, time.Now().Add(a.cfg.LeaderLease/10)) {
+			return r, false
+		}
+	}
+}
+
+// keep extends the TTL of the record at key every LeaderLease/3 until ctx
+// ends, so that it outlives this term by recordTTL.
+func (t *task) keep(ctx context.Context, a *App, key string) {
+	for sleepUntil(ctx, time.Now().Add(a.cfg.LeaderLease/3)) {
+		if err := a.client.PExpire(ctx, key, a.recordTTL()).Err(); err != nil && ctx.Err() == nil {
+			a.logger.Debug("background task record not kept alive", "task", t.name, "error", err)
+		}
 	}
 }

@@ -36,7 +36,24 @@
 //
 // One worker of an app holds the leader lease (see leader.go for the lease
 // arithmetic); [App.IsLeader] tells. [App.Background] registers a task run
-// once at start, at an interval or on a cron schedule, on every worker or
-// only on the leader; a leader-only task's context is cancelled when the
-// worker loses the lease, and the task starts on the new leader.
+// once at start, at an interval or on a cron schedule (five fields, six
+// with seconds, descriptors, CRON_TZ= or TZ= time zones), on every worker
+// or only on the leader. Runs of one task never overlap unless
+// [Schedule].Overlap says so: a run that outlasts its interval delays the
+// next one, which stands for every tick due meanwhile, and the overrun is
+// logged. [ScheduledTime] gives a run's tick.
+//
+// A leader-only task's context ends when the worker stops trusting its
+// lease, and the task moves to the new leader. The leader records each
+// completed run in Redis (key P:bg:{APP}:NAME), with a script that writes
+// only while its own acquisition holds the lease: the tick it ran, or for a
+// task run once that it completed. A new leader resumes after the last tick
+// run, on the same grid; ticks that fell due during the failover gap run
+// at once, as one run at the latest of them. A task run once runs again on
+// a new leader only if no leader completed it. A run cut short by the end
+// of its leader's trust (a crash, a freeze, a lost connection, a graceful
+// stop) is not recorded and runs again on the next leader: the one case in
+// which a tick runs twice. The record lives while the app has a leader
+// (TTL 3 × LeaderLease, extended by each leader) and expires once every
+// worker has been stopped that long. README.md states the guarantees.
 package app

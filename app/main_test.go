@@ -15,5 +15,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(ownerModeEnv) != "" {
 		os.Exit(ownerProcessMain())
 	}
+	if os.Getenv(bgModeEnv) != "" {
+		os.Exit(bgProcessMain())
+	}
 	redistest.Main(m)
 }
