@@ -186,7 +186,7 @@ func startBgWorkers(t *testing.T, env *env, mode string) (map[string]*proc, time
 func beatsOfOthers(t *testing.T, env *env, dead string, n int64) string {
 	t.Helper()
 	var leader string
-	waitFor(t, 10*time.Second, "a new leader", func() bool {
+	redistest.Eventually(t, 10*time.Second, "a new leader", func() bool {
 		for _, id := range []string{"w1", "w2", "w3"} {
 			if id != dead && bgCount(t, env, "beats:"+id) >= n {
 				leader = id
@@ -216,7 +216,7 @@ func TestLeaderOnceRunsOnce(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	procs, ready := startBgWorkers(t, env, "once")
-	waitFor(t, 5*time.Second, "the task completes", func() bool { return bgCount(t, env, "completions") == 1 })
+	redistest.Eventually(t, 5*time.Second, "the task completes", func() bool { return bgCount(t, env, "completions") == 1 })
 	starts := bgRuns(t, env, "start")
 	if len(starts) != 1 {
 		t.Fatalf("runs %v, want one", starts)
@@ -262,7 +262,7 @@ func TestLeaderOnceKilledMidRun(t *testing.T) {
 	procs[leader].signal(t, syscall.SIGKILL)
 	killed := time.Now()
 	_ = procs[leader].cmd.Wait()
-	waitFor(t, 5*time.Second, "the task completes on the next leader", func() bool { return bgCount(t, env, "completions") == 1 })
+	redistest.Eventually(t, 5*time.Second, "the task completes on the next leader", func() bool { return bgCount(t, env, "completions") == 1 })
 	done := bgRuns(t, env, "done")
 	if len(done) != 1 || done[0][1] == leader {
 		t.Fatalf("completed runs %v, want one, not by the killed %s", done, leader)
@@ -285,7 +285,7 @@ func TestLeaderOnceKilledMidRun(t *testing.T) {
 func waitProbeRuns(t *testing.T, env *env, kind string) []string {
 	t.Helper()
 	var got [][]string
-	waitFor(t, 10*time.Second, kind, func() bool { got = bgRuns(t, env, kind); return len(got) > 0 })
+	redistest.Eventually(t, 10*time.Second, kind, func() bool { got = bgRuns(t, env, kind); return len(got) > 0 })
 	return got[0]
 }
 
@@ -302,7 +302,7 @@ func TestLeaderTicksAcrossFailover(t *testing.T) {
 	env := newEnv(t)
 	ctx := context.Background()
 	procs, _ := startBgWorkers(t, env, "tick")
-	waitFor(t, 10*time.Second, "8 ticks", func() bool { return len(bgRuns(t, env, "done")) >= 8 })
+	redistest.Eventually(t, 10*time.Second, "8 ticks", func() bool { return len(bgRuns(t, env, "done")) >= 8 })
 	env.client.Set(ctx, bgKey(env.prefix, "block"), "1", 0)
 	blocked := waitProbeRuns(t, env, "blocked")
 	leader, cut := blocked[2], atoi64(t, blocked[1])
@@ -319,7 +319,7 @@ func TestLeaderTicksAcrossFailover(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, 10*time.Second, "8 ticks on the next leader", func() bool { return after() >= 8 })
+	redistest.Eventually(t, 10*time.Second, "8 ticks on the next leader", func() bool { return after() >= 8 })
 	starts, dones := bgRuns(t, env, "start"), bgRuns(t, env, "done")
 	stopAll(t, procs, leader)
 

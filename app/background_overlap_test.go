@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/redistest"
 )
 
 // syncBuffer is a log a worker writes while the test reads it.
@@ -62,7 +63,7 @@ func TestBackgroundOverlap(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := startWorker(t, a)
-			waitFor(t, 10*time.Second, "5 runs", func() bool { mu.Lock(); defer mu.Unlock(); return runs >= 5 })
+			redistest.Eventually(t, 10*time.Second, "5 runs", func() bool { mu.Lock(); defer mu.Unlock(); return runs >= 5 })
 			if err := w.stop(t); err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +105,7 @@ func TestBackgroundCronSeconds(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startWorker(t, a)
-	waitFor(t, 5*time.Second, "2 runs", func() bool { mu.Lock(); defer mu.Unlock(); return len(ticks) >= 2 })
+	redistest.Eventually(t, 5*time.Second, "2 runs", func() bool { mu.Lock(); defer mu.Unlock(); return len(ticks) >= 2 })
 	if err := w.stop(t); err != nil {
 		t.Fatal(err)
 	}
