@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -21,7 +22,8 @@ type App struct {
 	client     redis.UniversalClient
 	ownsClient bool
 	keys       keys.Space
-	catalog    *stream.Catalog
+	catalog    *core.Catalog
+	streams    *stream.Catalog // catalog, as users see it
 	logger     *slog.Logger
 
 	mu         sync.Mutex
@@ -50,12 +52,13 @@ func New(cfg Config) (*App, error) {
 		a.ownsClient = true
 	}
 	a.logger = cfg.Logger.With("app", cfg.Name, "worker", cfg.WorkerID)
-	a.catalog = stream.NewCatalog(a.client, a.keys, stream.Defaults{
+	a.catalog = core.NewCatalog(a.client, a.keys, core.Defaults{
 		Partitions: cfg.Partitions,
 		Size:       cfg.PartitionSize,
 		Codec:      cfg.Codec,
 		SendBatch:  cfg.SendBatch,
 	}, a.logger)
+	a.streams = core.WrapCatalog(a.catalog).(*stream.Catalog)
 	a.leader = newLeadership(a)
 	return a, nil
 }
@@ -69,8 +72,9 @@ func (a *App) Config() Config { return a.cfg }
 // Client returns the app's Redis client.
 func (a *App) Client() redis.UniversalClient { return a.client }
 
-// Catalog returns the app's stream catalog; it makes *App a stream.Host.
-func (a *App) Catalog() *stream.Catalog { return a.catalog }
+// Catalog returns the streams declared on the app; it makes *App a
+// stream.Host.
+func (a *App) Catalog() *stream.Catalog { return a.streams }
 
 // Logger returns the app's logger.
 func (a *App) Logger() *slog.Logger { return a.logger }

@@ -56,7 +56,7 @@ func TestCluster(t *testing.T) {
 	c := cl.Client(t)
 	nodes := map[string]bool{}
 	for p := range 8 {
-		slot := c.ClusterKeySlot(t.Context(), s.Core().PartitionKey(p)).Val()
+		slot := c.ClusterKeySlot(t.Context(), app.PartitionKey(s, p)).Val()
 		for _, sl := range c.ClusterSlots(t.Context()).Val() {
 			if slot >= int64(sl.Start) && slot <= int64(sl.End) {
 				nodes[sl.Nodes[0].Addr] = true

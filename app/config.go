@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/leatdev/leat/executor"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -116,7 +117,7 @@ func (c Config) validate() (Config, error) {
 	}
 	switch {
 	case c.SendBatch == 0:
-		c.SendBatch = stream.DefaultSendBatch
+		c.SendBatch = core.DefaultSendBatch
 	case c.SendBatch < 0:
 		errs = append(errs, fmt.Errorf("send batch %d must be positive", c.SendBatch))
 	}

@@ -3,7 +3,9 @@ package app
 import (
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/stream"
 )
 
 // SetJanitorEvery sets how often a's leader deletes dead consumers.
@@ -11,3 +13,9 @@ func SetJanitorEvery(a *App, d time.Duration) { a.janitorEvery = d }
 
 // Keys returns a's Redis key space.
 func Keys(a *App) keys.Space { return a.keys }
+
+// PartitionKey returns the Redis key of partition p of s.
+func PartitionKey[T any](s *stream.Stream[T], p int) string {
+	c, _ := core.StreamCore(s)
+	return c.PartitionKey(p)
+}

@@ -32,12 +32,12 @@ func (a *App) janitor(ctx context.Context) {
 			continue
 		}
 		for _, p := range a.Processors() {
-			n, err := executor.CleanConsumers(ctx, p.Stream, p.Name)
+			n, err := executor.CleanConsumers(ctx, p.stream, p.Name)
 			switch {
 			case err != nil && ctx.Err() == nil:
-				a.logger.Warn("dead consumers not deleted; will retry", "stream", p.Stream.Name(), "processor", p.Name, "error", err)
+				a.logger.Warn("dead consumers not deleted; will retry", "stream", p.stream.Name(), "processor", p.Name, "error", err)
 			case n > 0:
-				a.logger.Info("dead consumers deleted", "stream", p.Stream.Name(), "processor", p.Name, "consumers", n)
+				a.logger.Info("dead consumers deleted", "stream", p.stream.Name(), "processor", p.Name, "consumers", n)
 			}
 		}
 	}

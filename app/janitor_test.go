@@ -32,12 +32,12 @@ func TestJanitorDeletesDeadConsumers(t *testing.T) {
 	ctx := context.Background()
 	// An executor that crashed with entries of every partition pending.
 	for n := range 2 {
-		key := s.Core().PartitionKey(n)
+		key := app.PartitionKey(s, n)
 		env.client.XGroupCreate(ctx, key, "p", "0")
 		env.client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "p", Consumer: "crashed", Streams: []string{key, ">"}, Count: 3})
 	}
 	consumers := func(n int) []redis.XInfoConsumer {
-		return env.client.XInfoConsumers(ctx, s.Core().PartitionKey(n), "p").Val()
+		return env.client.XInfoConsumers(ctx, app.PartitionKey(s, n), "p").Val()
 	}
 	w := startWorker(t, a)
 	redistest.Eventually(t, 20*time.Second, "every event processed", func() bool { return r.count() == len(sent) })

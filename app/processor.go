@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/stream"
 )
@@ -13,13 +14,16 @@ import (
 // Processor is one processor registered on an App.
 type Processor struct {
 	Name    string
-	Stream  *stream.Core
 	Options executor.Options // the app's defaults with the processor's options applied
-	handler executor.Handler
+	stream  *core.Core
+	handler core.Handler
 }
 
+// StreamName is the name of the processor's stream.
+func (p *Processor) StreamName() string { return p.stream.Name() }
+
 // FullName is "stream/processor", unique within an app.
-func (p *Processor) FullName() string { return p.Stream.Name() + "/" + p.Name }
+func (p *Processor) FullName() string { return p.stream.Name() + "/" + p.Name }
 
 // Process registers fn as the processor called name of stream s. name is the
 // consumer group: unique per stream, and stable across deployments (a new
@@ -43,17 +47,15 @@ func Process[T any](a *App, s *stream.Stream[T], name string, fn func(ctx contex
 	if err != nil {
 		return fmt.Errorf("processor %q: %w", name, err)
 	}
-	if own, ok := a.catalog.Lookup(s.Name()); !ok || own != s.Core() {
+	c, ok := core.StreamCore(s)
+	if own, declared := a.catalog.Lookup(s.Name()); !ok || !declared || own != c {
 		return fmt.Errorf("processor %q: stream %q is not declared on app %q", name, s.Name(), a.cfg.Name)
 	}
-	p := &Processor{
-		Name:    name,
-		Stream:  s.Core(),
-		Options: o,
-		handler: func(ctx context.Context, feed stream.Feed) error {
-			return fn(ctx, stream.NewEvents(feed, s))
-		},
+	h, err := core.NewHandler(s, fn)
+	if err != nil {
+		return fmt.Errorf("processor %q: %w", name, err)
 	}
+	p := &Processor{Name: name, Options: o, stream: c, handler: h}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if slices.ContainsFunc(a.processors, func(q *Processor) bool { return q.FullName() == p.FullName() }) {

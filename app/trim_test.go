@@ -48,7 +48,7 @@ func TestTrimmedBeforeRead(t *testing.T) {
 	sendEvents(t, s, []string{"k"}, 1, 0)
 	startWorker(t, a)
 	redistest.Eventually(t, 10*time.Second, "the processor stalls", func() bool {
-		n, _ := env.client.XInfoGroups(context.Background(), s.Core().PartitionKey(0)).Result()
+		n, _ := env.client.XInfoGroups(context.Background(), app.PartitionKey(s, 0)).Result()
 		return len(n) == 1 && n[0].EntriesRead >= 1
 	})
 	sendEvents(t, s, []string{"k"}, 1000, 1)

@@ -41,7 +41,7 @@ func (a *App) RunProcessors(ctx context.Context, names []string) error {
 	for _, p := range procs {
 		opts := p.Options
 		e, err := executor.New(executor.Config{
-			Stream:    p.Stream,
+			Stream:    p.stream,
 			Processor: p.Name,
 			Handler:   p.handler,
 			Options:   opts,
@@ -159,7 +159,7 @@ type ProcessorDefinition struct {
 
 func (a *App) recordProcessor(ctx context.Context, p *Processor, o executor.Options) error {
 	b, err := json.Marshal(ProcessorDefinition{
-		Stream: p.Stream.Name(), Processor: p.Name, LockExpiry: o.LockExpiry, Prefetch: o.Prefetch,
+		Stream: p.stream.Name(), Processor: p.Name, LockExpiry: o.LockExpiry, Prefetch: o.Prefetch,
 		Grace: o.Grace, OnError: o.OnError.String(), Retries: o.Retry.Attempts,
 	})
 	if err != nil {

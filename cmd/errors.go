@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
@@ -128,7 +129,7 @@ func explain(err error) (string, int) {
 	case errors.As(err, &le):
 		return le.Error(), exitUsage
 	case errors.As(err, &ue), errors.As(err, &ec),
-		errors.Is(err, stream.ErrUnknownStream), errors.Is(err, stream.ErrConflict), errors.Is(err, stream.ErrEncode):
+		errors.Is(err, core.ErrUnknownStream), errors.Is(err, stream.ErrConflict), errors.Is(err, stream.ErrEncode):
 		return err.Error(), exitUsage
 	case errors.As(err, new(*interruptedError)):
 		return err.Error(), exitFailure

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -77,15 +77,15 @@ func (s shop) total(t *testing.T, name string, partitions int) int64 {
 }
 
 // entries returns the parsed entries of partition p of stream.
-func (s shop) entries(t *testing.T, name string, p int) []stream.Entry {
+func (s shop) entries(t *testing.T, name string, p int) []core.Entry {
 	t.Helper()
 	msgs, err := s.client.XRange(context.Background(), s.keys.Partition(name, p), "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]stream.Entry, 0, len(msgs))
+	out := make([]core.Entry, 0, len(msgs))
 	for _, m := range msgs {
-		e, err := stream.ParseEntry(m.ID, p, m.Values)
+		e, err := core.ParseEntry(m.ID, p, m.Values)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/scripts"
-	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 )
@@ -147,12 +147,12 @@ func newResetter(ctx context.Context, a *app.App, name string) (*resetter, error
 	}
 	r := &resetter{a: a}
 	r.stream, r.group, _ = strings.Cut(full, "/")
-	if core, ok := a.Catalog().Lookup(r.stream); ok {
-		r.partitions = core.Partitions()
+	if st, ok := catalogOf(a).Lookup(r.stream); ok {
+		r.partitions = st.Partitions()
 		return r, nil
 	}
-	def, err := stream.LoadDefinition(ctx, a.Client(), appKeys(a).Registry(), r.stream)
-	if errors.Is(err, stream.ErrUnknownStream) {
+	def, err := core.LoadDefinition(ctx, a.Client(), appKeys(a).Registry(), r.stream)
+	if errors.Is(err, core.ErrUnknownStream) {
 		return nil, usageErrorf("processor %s: its stream %q is not in the registry of app %q", full, r.stream, a.Name())
 	}
 	if err != nil {

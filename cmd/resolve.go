@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/stream"
 	"github.com/urfave/cli/v2"
@@ -14,7 +15,7 @@ import (
 
 // withStream opens the app, resolves the stream called name with r and runs
 // fn on it; the app is closed when fn returns.
-func withStream(c *cli.Context, setup Setup, name string, r routing, fn func(*stream.Core) error) error {
+func withStream(c *cli.Context, setup Setup, name string, r routing, fn func(*core.Core) error) error {
 	if err := keys.CheckName("stream", name); err != nil {
 		return usageError{err}
 	}
@@ -23,11 +24,11 @@ func withStream(c *cli.Context, setup Setup, name string, r routing, fn func(*st
 		return err
 	}
 	defer a.Close()
-	core, err := resolveStream(c.Context, a, name, r)
+	st, err := resolveStream(c.Context, a, name, r)
 	if err != nil {
 		return err
 	}
-	return fn(core)
+	return fn(st)
 }
 
 // resolveStream returns the stream called name, in this order:
@@ -43,21 +44,21 @@ func withStream(c *cli.Context, setup Setup, name string, r routing, fn func(*st
 // A flag that disagrees with the stream's routing is a usage error: a new
 // partition count or key would send a key's records to another partition and
 // break their order.
-func resolveStream(ctx context.Context, a *app.App, name string, r routing) (*stream.Core, error) {
-	if core, ok := a.Catalog().Lookup(name); ok {
+func resolveStream(ctx context.Context, a *app.App, name string, r routing) (*core.Core, error) {
+	if st, ok := catalogOf(a).Lookup(name); ok {
 		where := fmt.Sprintf("declared by app %q", a.Name())
-		if err := r.checkPartitions(core.Definition(), where); err != nil {
+		if err := r.checkPartitions(st.Definition(), where); err != nil {
 			return nil, err
 		}
-		if err := r.checkKey(core.Definition(), where); err != nil {
+		if err := r.checkKey(st.Definition(), where); err != nil {
 			return nil, err
 		}
-		return core, nil
+		return st, nil
 	}
-	def, err := stream.LoadDefinition(ctx, a.Client(), appKeys(a).Registry(), name)
+	def, err := core.LoadDefinition(ctx, a.Client(), appKeys(a).Registry(), name)
 	switch {
-	case errors.Is(err, stream.ErrUnknownStream):
-		d := a.Catalog().Defaults()
+	case errors.Is(err, core.ErrUnknownStream):
+		d := catalogOf(a).Defaults()
 		if r.keyField == "" {
 			return nil, usageErrorf("unknown stream %q: it is not in the registry of app %q; "+
 				"pass --key FIELD (and --partitions N, default %d) to define it", name, a.Name(), d.Partitions)
@@ -86,11 +87,11 @@ func resolveStream(ctx context.Context, a *app.App, name string, r routing) (*st
 			return nil, err
 		}
 	}
-	core, err := stream.Open(a.Catalog(), def)
+	st, err := core.Open(catalogOf(a), def)
 	if err != nil {
 		return nil, fmt.Errorf("open stream %q: %w", name, err)
 	}
-	return core, nil
+	return st, nil
 }
 
 // checkPartitions fails when --partitions was given and differs from def;
@@ -118,3 +119,9 @@ func (r routing) checkKey(def stream.Definition, where string) error {
 
 // appKeys returns the Redis key space of a.
 func appKeys(a *app.App) keys.Space { return keys.New(a.Config().KeyPrefix, a.Name()) }
+
+// catalogOf returns the catalog of the streams declared on a.
+func catalogOf(a *app.App) *core.Catalog {
+	c, _ := core.UnwrapCatalog(a.Catalog())
+	return c
+}

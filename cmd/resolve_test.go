@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -63,7 +64,7 @@ func TestSendFunctionKeyedStream(t *testing.T) {
 	if r := run(t, nil, "", s.args("send", "--key", "customer", "orders", `{"id":3,"customer":"c1"}`)...); r.status != 0 {
 		t.Fatalf("send --key on a function-keyed stream: status %d, stderr %q", r.status, r.stderr)
 	}
-	d, err := stream.LoadDefinition(context.Background(), s.client, s.keys.Registry(), "orders")
+	d, err := core.LoadDefinition(context.Background(), s.client, s.keys.Registry(), "orders")
 	if err != nil || d.KeyField != "" {
 		t.Fatalf("registry after send --key: %+v, %v", d, err)
 	}

@@ -3,7 +3,7 @@ package cmd
 import (
 	"fmt"
 
-	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/urfave/cli/v2"
 )
 
@@ -27,12 +27,12 @@ func sendCommand(setup Setup) *cli.Command {
 				return err
 			}
 			name, record := c.Args().Get(0), c.Args().Get(1)
-			return withStream(c, setup, name, opts.routing, func(core *stream.Core) error {
-				e, err := core.EncodeJSON([]byte(record), opts.headers)
+			return withStream(c, setup, name, opts.routing, func(st *core.Core) error {
+				e, err := st.EncodeJSON([]byte(record), opts.headers)
 				if err != nil {
 					return usageErrorf("record: %w", err)
 				}
-				ids, err := core.SendEntries(c.Context, []stream.Entry{e})
+				ids, err := st.SendEntries(c.Context, []core.Entry{e})
 				if err != nil {
 					return err
 				}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -37,7 +38,7 @@ func TestSend(t *testing.T) {
 	if e.ID != id || string(e.Key) != "c42" || e.Headers["trace"] != "a=b,c" || len(e.Headers) != 1 {
 		t.Errorf("entry %+v, want ID %s, key c42 and header trace=a=b,c", e, id)
 	}
-	codec, err := stream.LookupCodec(e.Codec)
+	codec, err := core.LookupCodec(e.Codec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/stream"
 	"github.com/urfave/cli/v2"
 )
@@ -59,8 +60,8 @@ func sendManyCommand(setup Setup) *cli.Command {
 				return err
 			}
 			defer in.close()
-			return withStream(c, setup, name, opts.routing, func(core *stream.Core) error {
-				return sendMany(c, core, in, opts.headers)
+			return withStream(c, setup, name, opts.routing, func(st *core.Core) error {
+				return sendMany(c, st, in, opts.headers)
 			})
 		},
 	}
@@ -144,18 +145,18 @@ type (
 )
 
 // sendMany checks every line of in, then sends them to core.
-func sendMany(c *cli.Context, core *stream.Core, in *input, h stream.Headers) error {
+func sendMany(c *cli.Context, st *core.Core, in *input, h stream.Headers) error {
 	ctx := c.Context
 	checkStart := time.Now()
-	count, kept, err := checkLines(ctx, c, core, in, h)
+	count, kept, err := checkLines(ctx, c, st, in, h)
 	if err != nil {
 		return err
 	}
 	checked := time.Since(checkStart)
 
 	sendStart := time.Now()
-	s := &sender{ctx: ctx, core: core, total: count,
-		bar: newProgress(c.App.ErrWriter, int64(count), "sending to "+core.Name(), unitEvents)}
+	s := &sender{ctx: ctx, core: st, total: count,
+		bar: newProgress(c.App.ErrWriter, int64(count), "sending to "+st.Name(), unitEvents)}
 	s.hook, _ = ctx.Value(chunkSentKey{}).(func(int))
 	defer s.bar.clear()
 	if kept != nil {
@@ -169,7 +170,7 @@ func sendMany(c *cli.Context, core *stream.Core, in *input, h stream.Headers) er
 	}
 	elapsed := time.Since(sendStart)
 	_, err = fmt.Fprintf(c.App.Writer, "sent %d %s to %s in %.2fs (%.0f events/s), checked in %.2fs\n",
-		count, plural(count, "event"), core.Name(), elapsed.Seconds(),
+		count, plural(count, "event"), st.Name(), elapsed.Seconds(),
 		float64(count)/max(elapsed.Seconds(), 1e-9), checked.Seconds())
 	return err
 }
@@ -179,7 +180,7 @@ func sendMany(c *cli.Context, core *stream.Core, in *input, h stream.Headers) er
 // bad line with a lineError (lines numbered from 1, blank lines included).
 // It returns the entries too while they take less than keepLimit bytes, else
 // nil; a stream is copied to a temporary file as it is read.
-func checkLines(ctx context.Context, c *cli.Context, core *stream.Core, in *input, h stream.Headers) (int, []stream.Entry, error) {
+func checkLines(ctx context.Context, c *cli.Context, st *core.Core, in *input, h stream.Headers) (int, []core.Entry, error) {
 	var (
 		r     io.Reader
 		spool *bufio.Writer
@@ -203,7 +204,7 @@ func checkLines(ctx context.Context, c *cli.Context, core *stream.Core, in *inpu
 	lr := newLineReader(r)
 	var (
 		count     int
-		kept      []stream.Entry
+		kept      []core.Entry
 		keptBytes int
 		keep      = true
 		limit     = keepLimit
@@ -226,7 +227,7 @@ func checkLines(ctx context.Context, c *cli.Context, core *stream.Core, in *inpu
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		e, err := core.EncodeJSON(line, h)
+		e, err := st.EncodeJSON(line, h)
 		if err != nil {
 			return 0, nil, lineError{line: lr.n, err: err}
 		}
@@ -243,7 +244,7 @@ func checkLines(ctx context.Context, c *cli.Context, core *stream.Core, in *inpu
 	if !keep {
 		kept = nil
 	} else if kept == nil {
-		kept = []stream.Entry{}
+		kept = []core.Entry{}
 	}
 	if ctx.Err() != nil {
 		return 0, nil, &interruptedError{checking: true, line: lr.n, name: in.name}
@@ -271,7 +272,7 @@ func (s *spoolWriter) Write(p []byte) (int, error) {
 // sender sends the checked records a chunk at a time.
 type sender struct {
 	ctx   context.Context
-	core  *stream.Core
+	core  *core.Core
 	total int
 	sent  int
 	bar   progress
@@ -279,7 +280,7 @@ type sender struct {
 }
 
 // sendKept sends entries kept by the checking pass.
-func (s *sender) sendKept(entries []stream.Entry) error {
+func (s *sender) sendKept(entries []core.Entry) error {
 	for start := 0; start < len(entries); start += sendChunk {
 		if err := s.send(entries[start:min(start+sendChunk, len(entries))]); err != nil {
 			return err
@@ -295,7 +296,7 @@ func (s *sender) sendAgain(in *input, h stream.Headers) error {
 		return s.failed(err)
 	}
 	lr := newLineReader(r)
-	chunk := make([]stream.Entry, 0, sendChunk)
+	chunk := make([]core.Entry, 0, sendChunk)
 	for {
 		line, err := lr.next()
 		if errors.Is(err, io.EOF) {
@@ -329,7 +330,7 @@ func (s *sender) sendAgain(in *input, h stream.Headers) error {
 }
 
 // send sends one chunk.
-func (s *sender) send(entries []stream.Entry) error {
+func (s *sender) send(entries []core.Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
-	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,7 +21,7 @@ func TestHaltCheckUsesServerTime(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, 1, 100)
 	ctx := context.Background()
-	nop := func(context.Context, stream.Feed) error { return nil }
+	nop := func(context.Context, core.Feed) error { return nil }
 	e := r.executor("p", Options{}, nop)
 	e.started = time.Now()
 	p := e.newPartition(ctx, 0)

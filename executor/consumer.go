@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/internal/core"
 )
 
 // idleBackoff is the pause before calling a processor again when its last
@@ -42,7 +42,7 @@ func (p *partition) consume() {
 		if p.stopping() {
 			return
 		}
-		var failing []stream.Delivery
+		var failing []core.Delivery
 		retryable := true
 		switch {
 		case p.halted && len(p.rejected) == 0:
@@ -130,7 +130,7 @@ func (p *partition) park() {
 // applyPolicy applies the failure policy to failing (possibly empty when the
 // processor failed before taking an event). It returns false when the
 // consumer must stop.
-func (p *partition) applyPolicy(failing []stream.Delivery, cause error) bool {
+func (p *partition) applyPolicy(failing []core.Delivery, cause error) bool {
 	e := p.e
 	log := p.log.With("policy", e.opts.OnError.String(), "error", cause)
 	if len(failing) > 0 {
@@ -177,13 +177,13 @@ func (p *partition) applyPolicy(failing []stream.Delivery, cause error) bool {
 
 // dropFailing acknowledges failing deliveries that the policy skips. Those
 // still pending are removed from it first.
-func (p *partition) dropFailing(failing []stream.Delivery) {
+func (p *partition) dropFailing(failing []core.Delivery) {
 	if len(p.pending) > 0 && len(failing) > 0 && p.pending[0].ID == failing[0].ID {
 		p.take(p.pending[:min(len(failing), len(p.pending))])
 	}
-	var ack []stream.Delivery
+	var ack []core.Delivery
 	for _, d := range failing {
-		if !errors.Is(d.Err, stream.ErrTrimmed) { // trimmed entries left the pending list already
+		if !errors.Is(d.Err, core.ErrTrimmed) { // trimmed entries left the pending list already
 			ack = append(ack, d)
 		}
 	}
@@ -203,7 +203,7 @@ type stopReport struct {
 
 // report records in Redis that policy stopped partition p. Its time is the
 // server's, the clock every executor compares it with (see prepare).
-func (e *Executor) report(p *partition, policy Policy, failing []stream.Delivery, cause error) {
+func (e *Executor) report(p *partition, policy Policy, failing []core.Delivery, cause error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	now, err := e.client.Time(ctx).Result()

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +24,7 @@ const (
 // deadLetter writes failing to the processor's dead-letter stream in one
 // pipelined round trip. The caller acknowledges them afterwards, so a crash
 // in between writes a dead letter twice rather than losing it.
-func (e *Executor) deadLetter(p *partition, failing []stream.Delivery, cause error) error {
+func (e *Executor) deadLetter(p *partition, failing []core.Delivery, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	key := e.keys.DeadLetter(e.stream.Name(), e.processor)
@@ -40,10 +40,10 @@ func (e *Executor) deadLetter(p *partition, failing []stream.Delivery, cause err
 			DeadProcessor, e.processor, DeadError, msg, DeadTime, now, DeadDeliveries, strconv.FormatInt(d.Deliveries, 10),
 		}
 		if d.Codec != "" {
-			vals = append(vals, stream.FieldKey, d.Key, stream.FieldCodec, d.Codec, stream.FieldData, d.Data)
+			vals = append(vals, core.FieldKey, d.Key, core.FieldCodec, d.Codec, core.FieldData, d.Data)
 		}
 		for k, v := range d.Headers {
-			vals = append(vals, stream.HeaderField+k, v)
+			vals = append(vals, core.HeaderField+k, v)
 		}
 		pipe.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: e.stream.Definition().Size, Approx: true, Values: vals})
 	}

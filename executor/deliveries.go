@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
-	"github.com/leatdev/leat/stream"
 )
 
 // uncount sets, in Redis, the delivery counter of each entry that stays
@@ -15,10 +15,10 @@ import (
 // then counts its own delivery on top, so Event.Redelivered is true only for
 // entries a processor was really given before. After a crash this cannot
 // run: entries the dead executor had read count as delivered once.
-func (p *partition) uncount(ctx context.Context, unhanded []stream.Delivery) {
+func (p *partition) uncount(ctx context.Context, unhanded []core.Delivery) {
 	counts := map[string]int64{}
-	add := func(d stream.Delivery, given bool) {
-		if d.ID == "" || errors.Is(d.Err, stream.ErrTrimmed) {
+	add := func(d core.Delivery, given bool) {
+		if d.ID == "" || errors.Is(d.Err, core.ErrTrimmed) {
 			return // a trim notice, or an entry gone from the stream
 		}
 		n := d.Deliveries

@@ -9,7 +9,7 @@ import (
 	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/redistest"
 
-	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/internal/core"
 )
 
 // Deliveries counts the times the processor was given an entry: entries
@@ -57,7 +57,7 @@ func TestReleaseKeepsDeliveryCounts(t *testing.T) {
 	r := newRig(t, 1, 1000)
 	r.send(0, 20)
 	given := make(chan string, 1)
-	a := r.executor("p", Options{Prefetch: 10, Grace: 100 * time.Millisecond}, func(ctx context.Context, feed stream.Feed) error {
+	a := r.executor("p", Options{Prefetch: 10, Grace: 100 * time.Millisecond}, func(ctx context.Context, feed core.Feed) error {
 		ds := feed.Next(1, 0)
 		if len(ds) == 0 {
 			return nil
@@ -84,8 +84,8 @@ func TestReleaseKeepsDeliveryCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	seen := make(chan stream.Delivery, 20)
-	b := r.executor("p", Options{}, func(ctx context.Context, feed stream.Feed) error {
+	seen := make(chan core.Delivery, 20)
+	b := r.executor("p", Options{}, func(ctx context.Context, feed core.Feed) error {
 		for {
 			ds := feed.Next(1, 0)
 			if len(ds) == 0 {
@@ -97,7 +97,7 @@ func TestReleaseKeepsDeliveryCounts(t *testing.T) {
 	})
 	r.run(b)
 	for range 19 {
-		var d stream.Delivery
+		var d core.Delivery
 		select {
 		case d = <-seen:
 		case <-time.After(10 * time.Second):

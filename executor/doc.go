@@ -93,14 +93,14 @@
 //
 // Each acquisition of a partition lock also increments the partition's
 // fencing counter (same hash slot, same script) and hands the processor its
-// value: stream.Events.Token. Tokens grow strictly from one owner to the
+// value: core.Events.Token. Tokens grow strictly from one owner to the
 // next (and keep growing if Redis lost the counter, see internal/lease), so
 // a store that keeps the highest token it saw and refuses lower ones cannot
 // be written by an owner that resumed after its successor started.
-// stream.Events.Fenced does this for Redis itself: the processor's commands
+// core.Events.Fenced does this for Redis itself: the processor's commands
 // run in a MULTI/EXEC transaction that Redis applies only while the lock
 // still holds this acquisition's value (WATCH, GET, MULTI, EXEC), else
-// stream.ErrNotOwner, and the partition's work ends.
+// core.ErrNotOwner, and the partition's work ends.
 //
 // What remains the processor's job: return when its context ends (a
 // processor that keeps running after its lock was lost can overlap with the

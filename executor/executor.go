@@ -11,9 +11,9 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/google/uuid"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/lease"
-	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,13 +22,13 @@ import (
 var ErrProcessorStuck = errors.New("executor: processor ignores its context")
 
 // Handler runs a processor over the events of one partition. The app wraps
-// typed processors (func(ctx, *stream.Events[T]) error) into a Handler.
-type Handler func(ctx context.Context, feed stream.Feed) error
+// typed processors (func(ctx, *core.Events[T]) error) into a Handler.
+type Handler = core.Handler
 
 // Config configures one Executor.
 type Config struct {
 	// Stream is the stream processed. Required.
-	Stream *stream.Core
+	Stream *core.Core
 	// Processor names the processor: the consumer group. Required.
 	Processor string
 	// Handler processes the events of one partition. Required.
@@ -52,7 +52,7 @@ type Executor struct {
 	id        string
 	worker    string
 	processor string
-	stream    *stream.Core
+	stream    *core.Core
 	handler   Handler
 	opts      Options
 	client    redis.UniversalClient
@@ -323,7 +323,7 @@ func (e *Executor) newPartition(ctx context.Context, n int) *partition {
 		key:     e.stream.PartitionKey(n),
 		lockKey: e.keys.Lock(e.stream.Name(), e.processor, n),
 		log:     e.log.With("partition", n),
-		buf:     make(chan stream.Delivery, e.opts.Prefetch),
+		buf:     make(chan core.Delivery, e.opts.Prefetch),
 		life:    life,
 		cancel:  cancel,
 		stop:    make(chan struct{}),

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/lease"
-	"github.com/leatdev/leat/stream"
 )
 
 // testPartition returns a partition with a trusted lock and n deliveries in
@@ -18,24 +18,24 @@ import (
 func testPartition(t *testing.T, n int) *partition {
 	t.Helper()
 	opts, _ := Options{Prefetch: 64, Grace: time.Second}.WithDefaults()
-	core, err := stream.Open(stream.NewCatalog(nil, keys.New("", "t"), stream.Defaults{}, nil),
-		stream.Definition{Name: "s", Partitions: 1, KeyField: "k", Size: 10, Codec: "msgpack"})
+	s, err := core.Open(core.NewCatalog(nil, keys.New("", "t"), core.Defaults{}, nil),
+		core.Definition{Name: "s", Partitions: 1, KeyField: "k", Size: 10, Codec: "msgpack"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Executor{stream: core, opts: opts, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e := &Executor{stream: s, opts: opts, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	e.fetch = newFetcher(e)
 	e.acks = newAcker(nil, "g")
 	p := e.newPartition(context.Background(), 0)
 	t.Cleanup(func() { p.cancel(nil) })
 	p.trust = lease.NewTrust(p.life, lease.Now()+int64(time.Hour))
 	for i := range n {
-		p.buf <- stream.Delivery{Entry: stream.Entry{ID: fmt.Sprintf("1-%d", i)}, Deliveries: 1}
+		p.buf <- core.Delivery{Entry: core.Entry{ID: fmt.Sprintf("1-%d", i)}, Deliveries: 1}
 	}
 	return p
 }
 
-func idsOf(ds []stream.Delivery) string { return fmt.Sprint(ids(ds)) }
+func idsOf(ds []core.Delivery) string { return fmt.Sprint(ids(ds)) }
 
 func TestFeedHandsOutInOrderAndAcks(t *testing.T) {
 	p := testPartition(t, 5)
@@ -98,7 +98,7 @@ func TestFeedStopsWhenLockNotTrusted(t *testing.T) {
 func TestFeedRejectEndsTheCall(t *testing.T) {
 	p := testPartition(t, 3)
 	ds := p.Next(1, 0)
-	p.Reject(ds, stream.ErrTrimmed)
+	p.Reject(ds, core.ErrTrimmed)
 	if got := p.Next(1, 0); got != nil {
 		t.Fatalf("Next after Reject = %s, want nil until the policy ran", idsOf(got))
 	}
@@ -109,7 +109,7 @@ func TestFeedRejectEndsTheCall(t *testing.T) {
 
 func TestFeedSoftStop(t *testing.T) {
 	p := testPartition(t, 0)
-	done := make(chan []stream.Delivery)
+	done := make(chan []core.Delivery)
 	go func() { done <- p.Next(1, 0) }()
 	p.softStop()
 	select {

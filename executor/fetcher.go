@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
-	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -49,16 +49,16 @@ type fetchState struct {
 	last    string // last ID seen, for the blocking XREAD
 	noGroup bool   // the group is missing (stream deleted): create it again
 
-	trimReported int64            // unread trimmed entries already reported (see trim.go)
-	trimNotice   *stream.Delivery // a report to deliver before the next entries
+	trimReported int64          // unread trimmed entries already reported (see trim.go)
+	trimNotice   *core.Delivery // a report to deliver before the next entries
 
-	overflow []stream.Delivery // read but not yet in the buffer, which was full
+	overflow []core.Delivery // read but not yet in the buffer, which was full
 }
 
 // push puts ds, after any earlier overflow, into the partition's buffer
 // without blocking, and keeps what does not fit for later. The caller holds
 // f.mu.
-func (s *fetchState) push(ds []stream.Delivery) {
+func (s *fetchState) push(ds []core.Delivery) {
 	if len(s.overflow) > 0 {
 		ds = append(s.overflow, ds...)
 		s.overflow = nil
@@ -67,7 +67,7 @@ func (s *fetchState) push(ds []stream.Delivery) {
 		select {
 		case s.p.buf <- d:
 		default:
-			s.overflow = append([]stream.Delivery(nil), ds[i:]...)
+			s.overflow = append([]core.Delivery(nil), ds[i:]...)
 			return
 		}
 	}
@@ -106,9 +106,9 @@ func (f *fetcher) remove(p *partition) {
 // unhanded removes p from the fetcher and returns what was read for p and
 // never taken by its consumer: its buffer and the overflow. The consumer
 // calls it when it stops.
-func (f *fetcher) unhanded(p *partition) []stream.Delivery {
+func (f *fetcher) unhanded(p *partition) []core.Delivery {
 	f.remove(p)
-	var out []stream.Delivery
+	var out []core.Delivery
 	for {
 		select {
 		case d := <-p.buf:
@@ -296,7 +296,7 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 		s.p.cancel(errLockLost)
 		return
 	}
-	ds := make([]stream.Delivery, 0, len(res.Messages)+len(res.Deleted))
+	ds := make([]core.Delivery, 0, len(res.Messages)+len(res.Deleted))
 	for i, m := range res.Messages {
 		d := toDelivery(s.p.n, m)
 		d.Deliveries = 1
@@ -306,13 +306,13 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 		ds = append(ds, d)
 	}
 	for _, id := range res.Deleted {
-		ds = append(ds, stream.Delivery{Entry: stream.Entry{ID: id, Partition: s.p.n}, Deliveries: 2, Err: stream.ErrTrimmed})
+		ds = append(ds, core.Delivery{Entry: core.Entry{ID: id, Partition: s.p.n}, Deliveries: 2, Err: core.ErrTrimmed})
 	}
 	if len(res.Deleted) > 0 {
-		slices.SortFunc(ds, func(a, b stream.Delivery) int { return compareIDs(a.ID, b.ID) })
+		slices.SortFunc(ds, func(a, b core.Delivery) int { return compareIDs(a.ID, b.ID) })
 	}
 	if s.trimNotice != nil && len(ds) > 0 && len(ds) < cap(s.p.buf)-len(s.p.buf) {
-		ds = append([]stream.Delivery{*s.trimNotice}, ds...)
+		ds = append([]core.Delivery{*s.trimNotice}, ds...)
 		s.trimNotice = nil
 	}
 	s.push(ds)
@@ -331,12 +331,12 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 	}
 }
 
-func toDelivery(p int, m scripts.Message) stream.Delivery {
+func toDelivery(p int, m scripts.Message) core.Delivery {
 	if len(m.Fields) == 0 {
-		return stream.Delivery{Entry: stream.Entry{ID: m.ID, Partition: p}, Err: stream.ErrTrimmed}
+		return core.Delivery{Entry: core.Entry{ID: m.ID, Partition: p}, Err: core.ErrTrimmed}
 	}
-	e, err := stream.ParseFields(m.ID, p, m.Fields)
-	return stream.Delivery{Entry: e, Err: err}
+	e, err := core.ParseFields(m.ID, p, m.Fields)
+	return core.Delivery{Entry: e, Err: err}
 }
 
 // waitIdle blocks until an idle partition gets new entries, a consumer or a

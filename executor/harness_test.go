@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,7 +20,7 @@ type rig struct {
 	t      *testing.T
 	client *redis.Client
 	keys   keys.Space
-	core   *stream.Core
+	st     *core.Core
 }
 
 // newRig returns a rig with a stream "s" of the given partitions, each
@@ -29,12 +29,12 @@ func newRig(t *testing.T, partitions, size int) *rig {
 	t.Helper()
 	c, prefix := redistest.Client(t)
 	ks := keys.New(prefix, "app")
-	core, err := stream.Open(stream.NewCatalog(c, ks, stream.Defaults{}, nil),
-		stream.Definition{Name: "s", Partitions: partitions, KeyField: "k", Size: int64(size), Codec: "msgpack"})
+	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
+		core.Definition{Name: "s", Partitions: partitions, KeyField: "k", Size: int64(size), Codec: "msgpack"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, client: c, keys: ks, core: core}
+	return &rig{t: t, client: c, keys: ks, st: st}
 }
 
 func rigLogger() *slog.Logger {
@@ -47,11 +47,11 @@ func rigLogger() *slog.Logger {
 // send appends n entries to partition p (trimmed to the stream's size).
 func (r *rig) send(p, n int) {
 	r.t.Helper()
-	entries := make([]stream.Entry, n)
+	entries := make([]core.Entry, n)
 	for i := range entries {
-		entries[i] = stream.Entry{Partition: p, Key: []byte("k"), Codec: "msgpack", Data: []byte(fmt.Sprint(i))}
+		entries[i] = core.Entry{Partition: p, Key: []byte("k"), Codec: "msgpack", Data: []byte(fmt.Sprint(i))}
 	}
-	if _, err := r.core.SendEntries(context.Background(), entries); err != nil {
+	if _, err := r.st.SendEntries(context.Background(), entries); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -68,7 +68,7 @@ func (r *rig) executor(name string, opts Options, h Handler) *Executor {
 	if opts.Grace == 0 {
 		opts.Grace = 500 * time.Millisecond
 	}
-	e, err := New(Config{Stream: r.core, Processor: name, Handler: h, Options: opts, Logger: rigLogger()})
+	e, err := New(Config{Stream: r.st, Processor: name, Handler: h, Options: opts, Logger: rigLogger()})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/scripts"
-	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,7 +32,7 @@ const cleanBatch = 1000
 // processor's group whose executor is not a live member of the processor
 // and that have nothing pending. It returns how many it deleted. Its cost
 // is two pipelined commands per partition.
-func CleanConsumers(ctx context.Context, s *stream.Core, processor string) (int, error) {
+func CleanConsumers(ctx context.Context, s *core.Core, processor string) (int, error) {
 	client, space := s.Catalog().Client(), s.Catalog().Keys()
 	live, err := scripts.Alive(ctx, client, space.Members(s.Name(), processor))
 	if err != nil {
@@ -51,7 +51,7 @@ func CleanConsumers(ctx context.Context, s *stream.Core, processor string) (int,
 
 // cleanPartitions cleans partitions [from, to) in two round trips: list the
 // consumers, then delete the dead ones without pending entries.
-func cleanPartitions(ctx context.Context, client redis.UniversalClient, space keys.Space, s *stream.Core,
+func cleanPartitions(ctx context.Context, client redis.UniversalClient, space keys.Space, s *core.Core,
 	processor string, live []string, from, to int) (int, error) {
 	pipe := client.Pipeline()
 	infos := make([]*redis.XInfoConsumersCmd, 0, to-from)

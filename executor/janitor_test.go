@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -14,7 +14,7 @@ import (
 // pending counts.
 func (r *rig) consumers(n int, group string) map[string]int64 {
 	r.t.Helper()
-	cs, err := r.client.XInfoConsumers(context.Background(), r.core.PartitionKey(n), group).Result()
+	cs, err := r.client.XInfoConsumers(context.Background(), r.st.PartitionKey(n), group).Result()
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestCleanConsumers(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, 2, 1000)
 	ctx := context.Background()
-	key := r.core.PartitionKey(0)
+	key := r.st.PartitionKey(0)
 	r.send(0, 10)
 	r.client.XGroupCreate(ctx, key, "p", "0")
 	read := func(consumer string, n int64) []string {
@@ -51,7 +51,7 @@ func TestCleanConsumers(t *testing.T) {
 	r.client.XGroupCreateConsumer(ctx, key, "p", "idle-alive")
 	r.client.ZAdd(ctx, r.keys.Members("s", "p"), redis.Z{Score: float64(now + 60_000), Member: "idle-alive"})
 
-	n, err := CleanConsumers(ctx, r.core, "p") // partition 1 has no group: no error
+	n, err := CleanConsumers(ctx, r.st, "p") // partition 1 has no group: no error
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestCleanConsumers(t *testing.T) {
 
 	// The new owner claims the crashed consumer's entries: it goes next.
 	r.client.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: key, Group: "p", Consumer: "alive", Start: "0-0", Count: 100})
-	if n, err := CleanConsumers(ctx, r.core, "p"); err != nil || n != 1 {
+	if n, err := CleanConsumers(ctx, r.st, "p"); err != nil || n != 1 {
 		t.Fatalf("deleted %d (%v), want 1", n, err)
 	}
 	if got := r.consumers(0, "p"); len(got) != 2 || got["alive"] != 4 {
@@ -78,7 +78,7 @@ func TestReleaseDeletesConsumer(t *testing.T) {
 	r.send(0, 5)
 	r.send(1, 5)
 	done := make(chan string, 100)
-	e := r.executor("p", Options{}, func(ctx context.Context, feed stream.Feed) error {
+	e := r.executor("p", Options{}, func(ctx context.Context, feed core.Feed) error {
 		for {
 			ds := feed.Next(1, 0)
 			if len(ds) == 0 {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/lease"
-	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -135,13 +135,13 @@ func (e *Executor) held() []*partition {
 // transaction failed because the lock key changed (our own refresh touches it).
 const maxFencedTries = 5
 
-// Fenced implements stream.Feed: fn's commands run in a MULTI/EXEC
+// Fenced implements core.Feed: fn's commands run in a MULTI/EXEC
 // transaction that Redis executes only if p's lock still holds this
 // acquisition's value (WATCH on the lock key, GET, then MULTI ... EXEC).
 // Once the executor stopped trusting the lock, nothing is sent.
 func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) error {
 	if p.lock == nil || p.lost() {
-		return stream.ErrNotOwner
+		return core.ErrNotOwner
 	}
 	for try := 1; ; try++ {
 		err := p.e.client.Watch(ctx, func(tx *redis.Tx) error {
@@ -150,7 +150,7 @@ func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) 
 				return err
 			}
 			if v != p.lock.Value() {
-				return stream.ErrNotOwner
+				return core.ErrNotOwner
 			}
 			_, err = tx.TxPipelined(ctx, fn)
 			return err
@@ -158,14 +158,14 @@ func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) 
 		switch {
 		case errors.Is(err, redis.TxFailedErr) && try < maxFencedTries:
 			continue // the lock key changed: a refresh, or a takeover; look again
-		case errors.Is(err, stream.ErrNotOwner):
+		case errors.Is(err, core.ErrNotOwner):
 			p.cancel(errLockLost)
 		}
 		return err
 	}
 }
 
-// Token implements stream.Feed: the fencing token of this acquisition.
+// Token implements core.Feed: the fencing token of this acquisition.
 func (p *partition) Token() int64 {
 	if p.lock == nil {
 		return 0
@@ -173,7 +173,7 @@ func (p *partition) Token() int64 {
 	return p.lock.Token()
 }
 
-// LocalKey implements stream.Feed.
+// LocalKey implements core.Feed.
 func (p *partition) LocalKey(name string) string {
 	return p.e.keys.Local(name, p.e.stream.Name(), p.n)
 }

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/lease"
-	"github.com/leatdev/leat/stream"
 )
 
 // errLockLost is the cause of a partition's context when its lock was lost
@@ -32,7 +32,7 @@ type partition struct {
 	lockKey string
 	log     *slog.Logger
 
-	buf chan stream.Delivery // filled by the fetcher only
+	buf chan core.Delivery // filled by the fetcher only
 
 	// life ends on a hard stop: lock lost, grace exceeded, worker gone.
 	life   context.Context
@@ -47,16 +47,16 @@ type partition struct {
 	stopOnce sync.Once
 	stop     chan struct{} // soft stop: no more events handed out
 
-	held     bool              // halted by another worker: owned, not processed (see prepare)
-	leftover []stream.Delivery // read but never buffered when fetching stopped; guarded by the fetcher's mu
+	held     bool            // halted by another worker: owned, not processed (see prepare)
+	leftover []core.Delivery // read but never buffered when fetching stopped; guarded by the fetcher's mu
 
 	// consumer
-	pending   []stream.Delivery // handed out (or taken from buf) and not done
-	handed    int               // pending[:handed] were given to the processor, with their Deliveries
-	pendBuf   []stream.Delivery // the start of pending's memory
-	out       []stream.Delivery // what Next returned last; reused
-	handedAt  time.Time         // when Next returned it
-	rejected  []stream.Delivery
+	pending   []core.Delivery // handed out (or taken from buf) and not done
+	handed    int             // pending[:handed] were given to the processor, with their Deliveries
+	pendBuf   []core.Delivery // the start of pending's memory
+	out       []core.Delivery // what Next returned last; reused
+	handedAt  time.Time       // when Next returned it
+	rejected  []core.Delivery
 	rejectErr error
 	halted    bool // a rejection ends the current processor call
 	consumed  int  // deliveries handed out during the current call
@@ -91,8 +91,8 @@ func (p *partition) lost() bool {
 	return errors.Is(cause, errLockLost) || errors.Is(cause, lease.ErrTrustExpired)
 }
 
-// Next implements stream.Feed.
-func (p *partition) Next(n int, within time.Duration) []stream.Delivery {
+// Next implements core.Feed.
+func (p *partition) Next(n int, within time.Duration) []core.Delivery {
 	if p.halted || p.stopping() {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (p *partition) Next(n int, within time.Duration) []stream.Delivery {
 		// place, so order holds.
 		return p.handOut(p.pending[:min(n, len(p.pending))])
 	}
-	var first stream.Delivery
+	var first core.Delivery
 	select {
 	case first = <-p.buf:
 	case <-p.stop:
@@ -159,7 +159,7 @@ func (p *partition) gather(n int, within time.Duration) {
 // ds is the head of pending. Deliveries counts the times the processor was
 // given an entry: those given before (pending[:handed]) count one more, the
 // others were counted when they were read.
-func (p *partition) handOut(ds []stream.Delivery) []stream.Delivery {
+func (p *partition) handOut(ds []core.Delivery) []core.Delivery {
 	if p.stopping() { // reads the clock: exact even right after a freeze
 		return nil
 	}
@@ -174,7 +174,7 @@ func (p *partition) handOut(ds []stream.Delivery) []stream.Delivery {
 }
 
 // take removes ds, which must be the head of pending, from pending.
-func (p *partition) take(ds []stream.Delivery) {
+func (p *partition) take(ds []core.Delivery) {
 	if len(ds) > len(p.pending) || (len(ds) > 0 && p.pending[0].ID != ds[0].ID) {
 		panic(fmt.Sprintf("executor: deliveries %v are not the head of pending", ids(ds)))
 	}
@@ -186,25 +186,25 @@ func (p *partition) take(ds []stream.Delivery) {
 	}
 }
 
-// Done implements stream.Feed: the deliveries are acknowledged.
-func (p *partition) Done(ds []stream.Delivery) {
+// Done implements core.Feed: the deliveries are acknowledged.
+func (p *partition) Done(ds []core.Delivery) {
 	p.take(ds)
 	p.ack(ds)
 	p.e.obs.Processed(p.e.stream.Name(), p.e.processor, p.n, len(ds), time.Since(p.handedAt))
 }
 
-func (p *partition) ack(ds []stream.Delivery) {
+func (p *partition) ack(ds []core.Delivery) {
 	if len(ds) == 0 {
 		return
 	}
 	p.e.acks.add(p.key, ids(ds)...)
 }
 
-// Reject implements stream.Feed.
+// Reject implements core.Feed.
 //
 // The events handed out after ds were not given to the processor: the call
 // ends at the rejection.
-func (p *partition) Reject(ds []stream.Delivery, err error) {
+func (p *partition) Reject(ds []core.Delivery, err error) {
 	p.take(ds)
 	p.handed = 0
 	p.rejected = append(p.rejected[:0], ds...)
@@ -212,7 +212,7 @@ func (p *partition) Reject(ds []stream.Delivery, err error) {
 	p.halted = true
 }
 
-func ids(ds []stream.Delivery) []string {
+func ids(ds []core.Delivery) []string {
 	out := make([]string, len(ds))
 	for i := range ds {
 		out[i] = ds[i].ID

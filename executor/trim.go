@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
-	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -110,9 +110,9 @@ func (f *fetcher) trimmed(p *partition, unread int64, first string) {
 	s.trimReported = unread
 	f.log.Error("entries trimmed before they were read", "partition", p.n, "entries", lost, "before", first)
 	f.e.obs.Trimmed(f.e.stream.Name(), f.e.processor, p.n, lost)
-	s.trimNotice = &stream.Delivery{
-		Entry:      stream.Entry{Partition: p.n},
+	s.trimNotice = &core.Delivery{
+		Entry:      core.Entry{Partition: p.n},
 		Deliveries: 1,
-		Err:        fmt.Errorf("%w: %d entries before %s were removed from the stream before the processor read them", stream.ErrTrimmed, lost, first),
+		Err:        fmt.Errorf("%w: %d entries before %s were removed from the stream before the processor read them", core.ErrTrimmed, lost, first),
 	}
 }

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
-	"github.com/leatdev/leat/stream"
 )
 
 // stallingHandler hands each first event it gets to got and then waits
 // until the partition's work ends.
-func stallingHandler(got chan<- stream.Delivery) Handler {
-	return func(ctx context.Context, feed stream.Feed) error {
+func stallingHandler(got chan<- core.Delivery) Handler {
+	return func(ctx context.Context, feed core.Feed) error {
 		ds := feed.Next(1, 0)
 		if len(ds) == 0 {
 			return nil
@@ -28,7 +28,7 @@ func stallingHandler(got chan<- stream.Delivery) Handler {
 
 // trimNotice returns the trim report waiting to be delivered on partition
 // n, if any.
-func trimNotice(e *Executor, n int) *stream.Delivery {
+func trimNotice(e *Executor, n int) *core.Delivery {
 	e.fetch.mu.Lock()
 	defer e.fetch.mu.Unlock()
 	if s, ok := e.fetch.parts[n]; ok {
@@ -58,7 +58,7 @@ func TestTrimCheckAfterStartOrReset(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, 1, 10)
 			ctx := context.Background()
-			key := r.core.PartitionKey(0)
+			key := r.st.PartitionKey(0)
 			r.send(0, 300) // MAXLEN ~ 10 trims whole nodes of 100 entries
 			if n := r.client.XLen(ctx, key).Val(); n >= 300 {
 				t.Fatalf("stream not trimmed: %d entries", n)
@@ -74,7 +74,7 @@ func TestTrimCheckAfterStartOrReset(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got := make(chan stream.Delivery, 1)
+			got := make(chan core.Delivery, 1)
 			e := r.executor("p", Options{Start: tc.start, Prefetch: 10}, stallingHandler(got))
 			r.run(e)
 			owns(t, e, 0)

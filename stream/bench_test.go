@@ -1,11 +1,11 @@
-package stream_test
+package stream
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
-	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,8 +31,8 @@ func benchRecords(n int) []order {
 }
 
 func BenchmarkSendMany(b *testing.B) {
-	cat, c := newCatalog(b, stream.Defaults{SendBatch: benchBatch})
-	s, err := stream.Declare[order](cat, "orders", stream.KeyField("customer"), stream.Size(1000))
+	cat, c := newCatalog(b, core.Defaults{SendBatch: benchBatch})
+	s, err := Declare[order](cat, "orders", KeyField("customer"), Size(1000))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func BenchmarkSendMany(b *testing.B) {
 }
 
 func BenchmarkSendRawGoRedis(b *testing.B) {
-	cat, c := newCatalog(b, stream.Defaults{})
+	cat, c := newCatalog(b, core.Defaults{})
 	ctx := context.Background()
 	recs := benchRecords(benchCall)
 	type pre struct {
@@ -60,9 +60,9 @@ func BenchmarkSendRawGoRedis(b *testing.B) {
 	// Encoding and routing are done up front: the raw loop only sends.
 	payloads := make([]pre, len(recs))
 	for i := range recs {
-		data, _ := stream.MsgPack.Marshal(&recs[i])
-		p := stream.PartitionOf([]byte(recs[i].Customer), 16)
-		payloads[i] = pre{cat.Keys().Partition("orders", p), []any{"key", recs[i].Customer, "codec", "msgpack", "data", data}}
+		data, _ := MsgPack.Marshal(&recs[i])
+		p := PartitionOf([]byte(recs[i].Customer), 16)
+		payloads[i] = pre{cat.c.Keys().Partition("orders", p), []any{"key", recs[i].Customer, "codec", "msgpack", "data", data}}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

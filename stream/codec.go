@@ -1,188 +1,70 @@
 package stream
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"strings"
-	"sync"
-
-	"github.com/vmihailenco/msgpack/v5"
-)
+import "github.com/leatdev/leat/internal/core"
 
 // A Codec turns records into entry payloads and back. Implementations must be
 // safe for concurrent use. Name is written on every entry (field "codec"), so
 // a reader, in Go or another language, knows how to decode it.
-type Codec interface {
-	Name() string
-	Marshal(v any) ([]byte, error)
-	Unmarshal(data []byte, v any) error
-}
+type Codec = core.Codec
 
-// MsgPack is the default codec. Struct fields are named by their `msgpack`
-// tag, else their `json` tag, else their Go name.
-var MsgPack Codec = msgpackCodec{}
+// A Compressor compresses entry payloads. Implementations must be safe for
+// concurrent use.
+type Compressor = core.Compressor
 
-// JSON encodes records with encoding/json.
-var JSON Codec = jsonCodec{}
+// Codecs and compressors.
+var (
+	// MsgPack is the default codec. Struct fields are named by their
+	// `msgpack` tag, else their `json` tag, else their Go name.
+	MsgPack = core.MsgPack
+	// JSON encodes records with encoding/json.
+	JSON = core.JSON
+	// Gzip compresses with compress/gzip at the default level.
+	Gzip = core.Gzip
+	// Zstd compresses with Zstandard at the default level.
+	Zstd = core.Zstd
+)
 
-type msgpackCodec struct{}
+// Compressed returns c with its payloads compressed by z; its name is
+// c's name, "+", z's name (e.g. "msgpack+zstd").
+func Compressed(c Codec, z Compressor) Codec { return core.Compressed(c, z) }
 
-func (msgpackCodec) Name() string { return "msgpack" }
+// Headers are string key/value pairs carried beside a record: trace context,
+// content type, attempt counts. Names are case-sensitive.
+type Headers = core.Headers
 
-func (msgpackCodec) structTags() []string { return msgpackTags }
+// Definition is what the registry in Redis records about a stream, so that
+// tools without the app's Go code (the leat CLI, programs in other languages)
+// can route and decode its entries.
+type Definition = core.Definition
 
-func (msgpackCodec) Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.GetEncoder()
-	defer msgpack.PutEncoder(enc)
-	enc.Reset(&buf)
-	enc.SetCustomStructTag("json")
-	enc.UseCompactInts(true)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+// PartitionOf returns the partition of a key: xxhash64(key) mod partitions.
+// The function is stable across versions and languages (XXH64 with seed 0),
+// and pinned by a golden test.
+func PartitionOf(key []byte, partitions int) int { return core.PartitionOf(key, partitions) }
 
-// msgpackReaders pools the byte readers decoders read from.
-var msgpackReaders = sync.Pool{New: func() any { return new(bytes.Reader) }}
+// KeyBytes returns the bytes a partition key value hashes as: strings as their
+// UTF-8 bytes, integers as their decimal string, booleans as "true"/"false",
+// byte slices as they are, and types implementing fmt.Stringer as their string.
+// Other types are an error.
+func KeyBytes(v any) ([]byte, error) { return core.KeyBytes(v) }
 
-func (msgpackCodec) Unmarshal(data []byte, v any) error {
-	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
-	r := msgpackReaders.Get().(*bytes.Reader)
-	defer msgpackReaders.Put(r)
-	r.Reset(data)
-	dec.Reset(r)
-	dec.SetCustomStructTag("json")
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if r.Len() > 0 {
-		return errors.New("msgpack: trailing data after value")
-	}
-	return nil
-}
+// Defaults of a stream declaration that does not set them (the app's
+// Config can change them).
+const (
+	DefaultPartitions = core.DefaultPartitions
+	DefaultSize       = core.DefaultSize
+)
 
-// batchCodec is a codec that encodes many records faster with one reused
-// encoder and buffer than with a Marshal each.
-type batchCodec interface {
-	newBatch() marshalBatch
-}
-
-type marshalBatch interface {
-	marshal(v any) ([]byte, error)
-	close()
-}
-
-func (msgpackCodec) newBatch() marshalBatch {
-	b := &msgpackBatch{enc: msgpack.GetEncoder()}
-	b.enc.Reset(&b.buf)
-	b.enc.SetCustomStructTag("json")
-	b.enc.UseCompactInts(true)
-	return b
-}
-
-// msgpackBatch encodes records one after the other into one buffer; each
-// result is a capacity-limited slice of it, so later records never write
-// into an earlier one (when the buffer grows, earlier results keep the old
-// memory).
-type msgpackBatch struct {
-	enc *msgpack.Encoder
-	buf bytes.Buffer
-}
-
-func (b *msgpackBatch) marshal(v any) ([]byte, error) {
-	start := b.buf.Len()
-	if err := b.enc.Encode(v); err != nil {
-		b.buf.Truncate(start)
-		return nil, err
-	}
-	end := b.buf.Len()
-	return b.buf.Bytes()[start:end:end], nil
-}
-
-func (b *msgpackBatch) close() { msgpack.PutEncoder(b.enc) }
-
-type jsonCodec struct{}
-
-func (jsonCodec) Name() string                  { return "json" }
-func (jsonCodec) structTags() []string          { return jsonTags }
-func (jsonCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
-func (jsonCodec) Unmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("json: trailing data after value")
-	}
-	return nil
-}
-
-// Compressed wraps c so that payloads are compressed with z. The resulting
-// codec's name is c.Name()+"+"+z.Name(), for example "msgpack+zstd".
-func Compressed(c Codec, z Compressor) Codec {
-	if z == nil {
-		return c
-	}
-	return compressedCodec{c: c, z: z, name: c.Name() + "+" + z.Name()}
-}
-
-type compressedCodec struct {
-	c    Codec
-	z    Compressor
-	name string
-}
-
-func (cc compressedCodec) Name() string { return cc.name }
-
-func (cc compressedCodec) structTags() []string { return tagsOf(cc.c) }
-
-func (cc compressedCodec) Marshal(v any) ([]byte, error) {
-	b, err := cc.c.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return cc.z.Compress(b)
-}
-
-func (cc compressedCodec) Unmarshal(data []byte, v any) error {
-	b, err := cc.z.Decompress(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", cc.z.Name(), err)
-	}
-	return cc.c.Unmarshal(b, v)
-}
-
-// LookupCodec returns the built-in codec with the given entry name: "msgpack"
-// or "json", optionally followed by "+gzip" or "+zstd". extra codecs (such as
-// a stream's own) are matched first by name.
-func LookupCodec(name string, extra ...Codec) (Codec, error) {
-	for _, c := range extra {
-		if c != nil && c.Name() == name {
-			return c, nil
-		}
-	}
-	base, comp, hasComp := strings.Cut(name, "+")
-	var c Codec
-	switch base {
-	case "msgpack":
-		c = MsgPack
-	case "json":
-		c = JSON
-	default:
-		return nil, fmt.Errorf("%w %q", ErrUnknownCodec, name)
-	}
-	if !hasComp {
-		return c, nil
-	}
-	z, err := LookupCompressor(comp)
-	if err != nil {
-		return nil, fmt.Errorf("%w %q", ErrUnknownCodec, name)
-	}
-	return Compressed(c, z), nil
-}
+// Errors.
+var (
+	// ErrEncode wraps every error that happens while encoding records for
+	// sending; nothing was sent when it is returned.
+	ErrEncode = core.ErrEncode
+	// ErrConflict is returned when a stream is declared twice with
+	// different settings, or when the registry in Redis holds a definition
+	// with other routing (partition count or key field).
+	ErrConflict = core.ErrConflict
+	// ErrUnknownCodec is returned when an entry names a codec this reader
+	// does not know.
+	ErrUnknownCodec = core.ErrUnknownCodec
+)

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,52 +18,12 @@ var ErrBatchConfig = errors.New("stream: invalid batch settings")
 // ErrTrimmed marks an entry that was delivered but removed from its stream
 // (by MAXLEN retention or XDEL) before it was acknowledged. It goes through
 // the processor's failure policy like any entry that cannot be processed.
-var ErrTrimmed = errors.New("stream: entry trimmed before it was processed")
+var ErrTrimmed = core.ErrTrimmed
 
 // ErrNotOwner is returned by Events.Fenced when this worker no longer holds
 // the partition with the lock acquisition its events came from: the write
 // was not applied. The processor should return (its context is ending too).
-var ErrNotOwner = errors.New("stream: partition no longer owned by this worker; write fenced off")
-
-// Delivery is one raw entry handed to a processor by the runtime.
-type Delivery struct {
-	Entry
-	// Deliveries counts how many times a processor was given the entry,
-	// this time included: 1 on first delivery, more after a retry, a
-	// release or a crash. Entries read but never given to a processor do
-	// not count, except those a crashed worker had read (Redis' delivery
-	// counter cannot tell them apart).
-	Deliveries int64
-	// Err is set for an entry that cannot be processed (ErrTrimmed, a
-	// malformed entry); the processor never sees it and the failure policy
-	// applies to it.
-	Err error
-}
-
-// Feed delivers the entries of one partition to one processor call. The
-// runtime (package executor) implements it; processors use it through
-// Events.
-type Feed interface {
-	// Next blocks until at least one delivery is available and returns up
-	// to n of them, waiting at most within for the batch to fill. It
-	// returns nil when the partition's work ends (shutdown, rebalance or
-	// lock loss).
-	Next(n int, within time.Duration) []Delivery
-	// Done acknowledges deliveries whose processing completed.
-	Done(ds []Delivery)
-	// Reject hands deliveries that cannot be given to the processor, with
-	// the reason, to the failure policy. With no deliveries, err is a
-	// configuration error that stops the worker.
-	Reject(ds []Delivery, err error)
-	// Token is the fencing token of the lock acquisition the deliveries
-	// come from.
-	Token() int64
-	// Fenced runs fn's commands in a transaction that Redis applies only
-	// while the lock acquisition is still held, or returns ErrNotOwner.
-	Fenced(ctx context.Context, fn func(pipe redis.Pipeliner) error) error
-	// LocalKey names a key in the partition's hash slot.
-	LocalKey(name string) string
-}
+var ErrNotOwner = core.ErrNotOwner
 
 // Event is one record of a partition, as a processor sees it.
 type Event[T any] struct {
@@ -85,23 +46,26 @@ func (e *Event[T]) Redelivered() bool { return e.Deliveries > 1 }
 // the next one; leaving the loop with break, return or a panic leaves it
 // unacknowledged, and a processor error then applies the failure policy to
 // it. The sequences end when the partition's work on this worker ends.
+//
+// An Events value belongs to the processor call it was given to and is used
+// from that call's goroutine only (each partition has its own): do not range
+// over it, or call its methods, from other goroutines.
 type Events[T any] struct {
-	feed   Feed
+	feed   core.Feed
 	stream *Stream[T]
 }
 
-// NewEvents returns the events of feed, decoded as records of s. It is
-// called by the runtime.
-func NewEvents[T any](feed Feed, s *Stream[T]) *Events[T] {
+// newEvents returns the events of feed, decoded as records of s.
+func newEvents[T any](feed core.Feed, s *Stream[T]) *Events[T] {
 	return &Events[T]{feed: feed, stream: s}
 }
 
-func (ev *Events[T]) decode(d *Delivery) (*Event[T], error) {
+func (ev *Events[T]) decode(d *core.Delivery) (*Event[T], error) {
 	if d.Err != nil {
 		return nil, d.Err
 	}
 	e := &Event[T]{ID: d.ID, Partition: d.Partition, Key: d.Key, Headers: d.Headers, Deliveries: d.Deliveries}
-	if err := ev.stream.decodeInto(&d.Entry, &e.Record); err != nil {
+	if err := ev.stream.t.DecodeInto(&d.Entry, &e.Record); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -3,7 +3,7 @@ package stream_test
 import (
 	"fmt"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -24,10 +24,15 @@ type Payment struct {
 }
 
 // Declaring a stream does no I/O: it fixes the record type, the key, the
-// partition count and the codec. An *app.App is the usual host.
+// partition count and the codec.
 func ExampleDeclare() {
-	cat := stream.NewCatalog(nil, keys.New("", "shop"), stream.Defaults{}, nil)
-	payments, err := stream.Declare[Payment](cat, "payments",
+	a, err := app.New(app.Config{Name: "shop"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer a.Close()
+	payments, err := stream.Declare[Payment](a, "payments",
 		stream.KeyField("customer"),
 		stream.Partitions(8),
 		stream.WithCodec(stream.Compressed(stream.MsgPack, stream.Zstd)))
@@ -37,8 +42,8 @@ func ExampleDeclare() {
 	}
 	p, _ := payments.Partition(Payment{Customer: "c-7"})
 	fmt.Printf("%+v\n", payments.Definition())
-	fmt.Println("c-7 goes to", payments.Core().PartitionKey(p))
+	fmt.Println("c-7 goes to partition", p)
 	// Output:
 	// {Name:payments Partitions:8 KeyField:customer Size:50000 Codec:msgpack+zstd}
-	// c-7 goes to leat:s:{shop:payments:6}
+	// c-7 goes to partition 6
 }

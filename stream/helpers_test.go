@@ -1,13 +1,13 @@
-package stream_test
+package stream
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,14 +18,21 @@ type order struct {
 	Note     string  `msgpack:"note,omitempty"`
 }
 
-func newCatalog(t testing.TB, d stream.Defaults) (*stream.Catalog, *redis.Client) {
+func newCatalog(t testing.TB, d core.Defaults) (*Catalog, *redis.Client) {
 	t.Helper()
 	c, prefix := redistest.Client(t)
-	return stream.NewCatalog(c, keys.New(prefix, "shop"), d, nil), c
+	return NewCatalog(c, keys.New(prefix, "shop"), d), c
 }
 
 func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// decode decodes the record of a raw entry of s.
+func decode[T any](s *Stream[T], e *core.Entry) (T, error) {
+	var v T
+	err := s.t.DecodeInto(e, &v)
+	return v, err
 }

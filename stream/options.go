@@ -1,30 +1,25 @@
 package stream
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/leatdev/leat/internal/core"
+)
 
 // An Option tweaks one stream declaration.
-type Option interface{ apply(*declConfig) error }
+type Option interface{ apply(*core.Spec) error }
 
-type declConfig struct {
-	partitions int
-	size       int64
-	codec      Codec
-	keyField   string
-	keyFunc    any // func(*T) ([]byte, error) for the stream's T
-	keyFuncFor string
-}
+type optionFunc func(*core.Spec) error
 
-type optionFunc func(*declConfig) error
-
-func (f optionFunc) apply(c *declConfig) error { return f(c) }
+func (f optionFunc) apply(c *core.Spec) error { return f(c) }
 
 // Partitions sets the stream's partition count (default: the app's, 16).
 func Partitions(n int) Option {
-	return optionFunc(func(c *declConfig) error {
+	return optionFunc(func(c *core.Spec) error {
 		if n < 1 || n > 65536 {
 			return fmt.Errorf("partition count %d out of range 1..65536", n)
 		}
-		c.partitions = n
+		c.Partitions = n
 		return nil
 	})
 }
@@ -32,11 +27,11 @@ func Partitions(n int) Option {
 // Size sets the approximate maximum length of each partition, enforced with
 // XADD MAXLEN ~ (default: the app's, 50,000).
 func Size(n int64) Option {
-	return optionFunc(func(c *declConfig) error {
+	return optionFunc(func(c *core.Spec) error {
 		if n < 1 {
 			return fmt.Errorf("partition size %d must be positive", n)
 		}
-		c.size = n
+		c.Size = n
 		return nil
 	})
 }
@@ -44,11 +39,11 @@ func Size(n int64) Option {
 // WithCodec sets the codec records are encoded with (default: the app's,
 // MsgPack). Wrap it with Compressed to compress payloads.
 func WithCodec(c Codec) Option {
-	return optionFunc(func(d *declConfig) error {
+	return optionFunc(func(d *core.Spec) error {
 		if c == nil {
 			return fmt.Errorf("codec is nil")
 		}
-		d.codec = c
+		d.Codec = c
 		return nil
 	})
 }
@@ -60,11 +55,11 @@ func WithCodec(c Codec) Option {
 // The field must hold a string, an integer or a bool. Records of map type
 // are looked up by key.
 func KeyField(name string) Option {
-	return optionFunc(func(c *declConfig) error {
+	return optionFunc(func(c *core.Spec) error {
 		if name == "" {
 			return fmt.Errorf("key field name is empty")
 		}
-		c.keyField = name
+		c.KeyField = name
 		return nil
 	})
 }
@@ -78,12 +73,12 @@ type KeyType interface {
 // KeyFunc partitions records by the key fn returns. T must be the stream's
 // record type.
 func KeyFunc[T any, K KeyType](fn func(T) K) Option {
-	return optionFunc(func(c *declConfig) error {
+	return optionFunc(func(c *core.Spec) error {
 		if fn == nil {
 			return fmt.Errorf("key function is nil")
 		}
-		c.keyFunc = func(r *T) ([]byte, error) { return KeyBytes(fn(*r)) }
-		c.keyFuncFor = fmt.Sprintf("%T", *new(T))
+		c.KeyFunc = func(r *T) ([]byte, error) { return core.KeyBytes(fn(*r)) }
+		c.KeyFuncFor = fmt.Sprintf("%T", *new(T))
 		return nil
 	})
 }

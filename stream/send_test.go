@@ -1,4 +1,4 @@
-package stream_test
+package stream
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/internal/core"
 )
 
 func TestSendRoutesToPartitions(t *testing.T) {
@@ -15,8 +15,8 @@ func TestSendRoutesToPartitions(t *testing.T) {
 		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
 			t.Parallel()
 			ctx := ctxT(t)
-			cat, c := newCatalog(t, stream.Defaults{SendBatch: batch})
-			orders, err := stream.Declare[order](cat, "orders", stream.KeyField("customer"))
+			cat, c := newCatalog(t, core.Defaults{SendBatch: batch})
+			orders, err := Declare[order](cat, "orders", KeyField("customer"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +39,7 @@ func TestSendRoutesToPartitions(t *testing.T) {
 			}
 			total := int64(0)
 			for p := range 16 {
-				key := orders.Core().PartitionKey(p)
+				key := orders.t.Core.PartitionKey(p)
 				msgs, err := c.XRange(ctx, key, "-", "+").Result()
 				if err != nil {
 					t.Fatal(err)
@@ -47,11 +47,11 @@ func TestSendRoutesToPartitions(t *testing.T) {
 				total += int64(len(msgs))
 				last := int64(-1)
 				for _, m := range msgs {
-					e, err := stream.ParseEntry(m.ID, p, m.Values)
+					e, err := core.ParseEntry(m.ID, p, m.Values)
 					if err != nil {
 						t.Fatal(err)
 					}
-					o, err := orders.Decode(&e)
+					o, err := decode(orders, &e)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -78,21 +78,21 @@ func TestSendRoutesToPartitions(t *testing.T) {
 func TestSendHeaders(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	cat, c := newCatalog(t, stream.Defaults{})
-	s, err := stream.Declare[order](cat, "orders", stream.KeyFunc(func(o order) int64 { return o.ID }), stream.Partitions(4))
+	cat, c := newCatalog(t, core.Defaults{})
+	s, err := Declare[order](cat, "orders", KeyFunc(func(o order) int64 { return o.ID }), Partitions(4))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := s.SendMessages(ctx, []stream.Message[order]{{Record: order{ID: 9}, Headers: stream.Headers{"traceparent": "00-abc-01", "x": ""}}})
+	ids, err := s.SendMessages(ctx, []Message[order]{{Record: order{ID: 9}, Headers: Headers{"traceparent": "00-abc-01", "x": ""}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, _ := s.Partition(order{ID: 9})
-	msgs, err := c.XRange(ctx, s.Core().PartitionKey(p), ids[0], ids[0]).Result()
+	msgs, err := c.XRange(ctx, s.t.Core.PartitionKey(p), ids[0], ids[0]).Result()
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("xrange: %v %v", msgs, err)
 	}
-	e, err := stream.ParseEntry(msgs[0].ID, p, msgs[0].Values)
+	e, err := core.ParseEntry(msgs[0].ID, p, msgs[0].Values)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +104,8 @@ func TestSendHeaders(t *testing.T) {
 func TestSendRetention(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	cat, c := newCatalog(t, stream.Defaults{})
-	s, err := stream.Declare[order](cat, "orders", stream.KeyField("customer"), stream.Partitions(1), stream.Size(100))
+	cat, c := newCatalog(t, core.Defaults{})
+	s, err := Declare[order](cat, "orders", KeyField("customer"), Partitions(1), Size(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestSendRetention(t *testing.T) {
 	if _, err := s.SendMany(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	n, err := c.XLen(ctx, s.Core().PartitionKey(0)).Result()
+	n, err := c.XLen(ctx, s.t.Core.PartitionKey(0)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,65 +130,65 @@ func TestSendRetention(t *testing.T) {
 func TestSendEncodingErrorSendsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	cat, c := newCatalog(t, stream.Defaults{Codec: stream.JSON})
+	cat, c := newCatalog(t, core.Defaults{Codec: JSON})
 	type rec struct {
 		K string  `json:"k"`
 		V float64 `json:"v"`
 	}
-	s, err := stream.Declare[rec](cat, "r", stream.KeyField("k"), stream.Partitions(2))
+	s, err := Declare[rec](cat, "r", KeyField("k"), Partitions(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	recs := []rec{{"a", 1}, {"b", 2}, {"c", math.NaN()}, {"d", 4}}
 	ids, err := s.SendMany(ctx, recs)
-	if !errors.Is(err, stream.ErrEncode) || len(ids) != 0 {
+	if !errors.Is(err, ErrEncode) || len(ids) != 0 {
 		t.Fatalf("SendMany = %v, %v; want ErrEncode and no IDs", ids, err)
 	}
 	for p := range 2 {
-		if n := c.XLen(ctx, s.Core().PartitionKey(p)).Val(); n != 0 {
+		if n := c.XLen(ctx, s.t.Core.PartitionKey(p)).Val(); n != 0 {
 			t.Fatalf("partition %d has %d entries after a failed send", p, n)
 		}
 	}
 	// A key function error is an encoding error too.
-	k, err := stream.Declare[rec](cat, "r2", stream.KeyFunc(func(r rec) string { return r.K }))
+	k, err := Declare[rec](cat, "r2", KeyFunc(func(r rec) string { return r.K }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Send(ctx, rec{"a", math.Inf(1)}); !errors.Is(err, stream.ErrEncode) {
+	if _, err := k.Send(ctx, rec{"a", math.Inf(1)}); !errors.Is(err, ErrEncode) {
 		t.Fatalf("Send = %v, want ErrEncode", err)
 	}
 }
 
 func TestDeclare(t *testing.T) {
 	t.Parallel()
-	cat, _ := newCatalog(t, stream.Defaults{})
-	if _, err := stream.Declare[order](cat, "orders", stream.KeyField("customer")); err != nil {
+	cat, _ := newCatalog(t, core.Defaults{})
+	if _, err := Declare[order](cat, "orders", KeyField("customer")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stream.Declare[order](cat, "orders", stream.KeyField("customer")); err != nil {
+	if _, err := Declare[order](cat, "orders", KeyField("customer")); err != nil {
 		t.Fatalf("same declaration twice: %v", err)
 	}
 	bad := []struct {
 		name string
-		opts []stream.Option
+		opts []Option
 		err  error
 	}{
-		{"orders", []stream.Option{stream.KeyField("customer"), stream.Partitions(8)}, stream.ErrConflict},
-		{"orders", []stream.Option{stream.KeyField("id")}, stream.ErrConflict},
+		{"orders", []Option{KeyField("customer"), Partitions(8)}, ErrConflict},
+		{"orders", []Option{KeyField("id")}, ErrConflict},
 		// The JSON codec names order's fields by their Go names.
-		{"orders", []stream.Option{stream.KeyField("Customer"), stream.WithCodec(stream.JSON)}, stream.ErrConflict},
-		{"x", []stream.Option{stream.KeyField("customer"), stream.WithCodec(stream.JSON)}, nil},
-		{"bad name", []stream.Option{stream.KeyField("customer")}, nil},
+		{"orders", []Option{KeyField("Customer"), WithCodec(JSON)}, ErrConflict},
+		{"x", []Option{KeyField("customer"), WithCodec(JSON)}, nil},
+		{"bad name", []Option{KeyField("customer")}, nil},
 		{"x", nil, nil},
-		{"x", []stream.Option{stream.KeyField("nope")}, nil},
-		{"x", []stream.Option{stream.KeyField("amount")}, nil},
-		{"x", []stream.Option{stream.KeyFunc(func(s string) string { return s })}, nil},
-		{"x", []stream.Option{stream.KeyField("id"), stream.KeyFunc(func(o order) int64 { return o.ID })}, nil},
-		{"x", []stream.Option{stream.KeyField("id"), stream.Partitions(0)}, nil},
-		{"x", []stream.Option{stream.KeyField("id"), stream.Size(-1)}, nil},
+		{"x", []Option{KeyField("nope")}, nil},
+		{"x", []Option{KeyField("amount")}, nil},
+		{"x", []Option{KeyFunc(func(s string) string { return s })}, nil},
+		{"x", []Option{KeyField("id"), KeyFunc(func(o order) int64 { return o.ID })}, nil},
+		{"x", []Option{KeyField("id"), Partitions(0)}, nil},
+		{"x", []Option{KeyField("id"), Size(-1)}, nil},
 	}
 	for _, tc := range bad {
-		_, err := stream.Declare[order](cat, tc.name, tc.opts...)
+		_, err := Declare[order](cat, tc.name, tc.opts...)
 		if err == nil || (tc.err != nil && !errors.Is(err, tc.err)) {
 			t.Errorf("Declare(%q) = %v, want an error (%v)", tc.name, err, tc.err)
 		}
@@ -199,7 +199,7 @@ func TestDeclare(t *testing.T) {
 		B int
 	}
 	for _, f := range []string{"a_json", "B"} {
-		if _, err := stream.Declare[tagged](cat, "t-"+f, stream.KeyField(f)); err != nil {
+		if _, err := Declare[tagged](cat, "t-"+f, KeyField(f)); err != nil {
 			t.Errorf("KeyField(%q): %v", f, err)
 		}
 	}
@@ -208,34 +208,34 @@ func TestDeclare(t *testing.T) {
 func TestRegistryRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	cat, c := newCatalog(t, stream.Defaults{})
-	s, err := stream.Declare[order](cat, "orders", stream.KeyField("customer"), stream.Partitions(8), stream.Size(1234),
-		stream.WithCodec(stream.Compressed(stream.MsgPack, stream.Zstd)))
+	cat, c := newCatalog(t, core.Defaults{})
+	s, err := Declare[order](cat, "orders", KeyField("customer"), Partitions(8), Size(1234),
+		WithCodec(Compressed(MsgPack, Zstd)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stream.LoadDefinition(ctx, c, cat.Keys().Registry(), "orders"); !errors.Is(err, stream.ErrUnknownStream) {
+	if _, err := core.LoadDefinition(ctx, c, cat.c.Keys().Registry(), "orders"); !errors.Is(err, core.ErrUnknownStream) {
 		t.Fatalf("before registration: %v, want ErrUnknownStream", err)
 	}
-	if err := cat.Register(ctx); err != nil {
+	if err := cat.c.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err := stream.LoadDefinition(ctx, c, cat.Keys().Registry(), "orders")
+	got, err := core.LoadDefinition(ctx, c, cat.c.Keys().Registry(), "orders")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != s.Definition() || got.Codec != "msgpack+zstd" || got.Partitions != 8 || got.Size != 1234 {
 		t.Fatalf("registry holds %+v, declared %+v", got, s.Definition())
 	}
-	all, err := stream.ListDefinitions(ctx, c, cat.Keys().Registry())
+	all, err := core.ListDefinitions(ctx, c, cat.c.Keys().Registry())
 	if err != nil || len(all) != 1 {
 		t.Fatalf("ListDefinitions = %v, %v", all, err)
 	}
 
 	// Another process opens the stream from the registry and sends JSON; the
 	// typed stream decodes what it wrote, on the same partition.
-	other := stream.NewCatalog(c, cat.Keys(), stream.Defaults{}, nil)
-	raw, err := stream.Open(other, got)
+	other := NewCatalog(c, cat.c.Keys(), core.Defaults{})
+	raw, err := core.Open(other.c, got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,46 +243,46 @@ func TestRegistryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := raw.SendEntries(ctx, []stream.Entry{e})
+	ids, err := raw.SendEntries(ctx, []core.Entry{e})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := order{ID: 9007199254740993, Customer: "c7", Amount: 2.5}
 	p, _ := s.Partition(want)
-	msgs, err := c.XRange(ctx, s.Core().PartitionKey(p), ids[0], ids[0]).Result()
+	msgs, err := c.XRange(ctx, s.t.Core.PartitionKey(p), ids[0], ids[0]).Result()
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("entry not on partition %d: %v %v", p, msgs, err)
 	}
-	pe, _ := stream.ParseEntry(msgs[0].ID, p, msgs[0].Values)
-	if o, err := s.Decode(&pe); err != nil || o != want {
+	pe, _ := core.ParseEntry(msgs[0].ID, p, msgs[0].Values)
+	if o, err := decode(s, &pe); err != nil || o != want {
 		t.Fatalf("decoded %+v, %v; want %+v", o, err, want)
 	}
 
 	// Routing may not change under an existing registration.
-	conflicting := stream.NewCatalog(c, cat.Keys(), stream.Defaults{}, nil)
-	if _, err := stream.Declare[order](conflicting, "orders", stream.KeyField("customer"), stream.Partitions(4)); err != nil {
+	conflicting := NewCatalog(c, cat.c.Keys(), core.Defaults{})
+	if _, err := Declare[order](conflicting, "orders", KeyField("customer"), Partitions(4)); err != nil {
 		t.Fatal(err)
 	}
-	if err := conflicting.Register(ctx); !errors.Is(err, stream.ErrConflict) {
+	if err := conflicting.c.Register(ctx); !errors.Is(err, ErrConflict) {
 		t.Fatalf("Register with other partitions = %v, want ErrConflict", err)
 	}
 	// Size and codec may change.
-	resized := stream.NewCatalog(c, cat.Keys(), stream.Defaults{}, nil)
-	if _, err := stream.Declare[order](resized, "orders", stream.KeyField("customer"), stream.Partitions(8), stream.Size(10)); err != nil {
+	resized := NewCatalog(c, cat.c.Keys(), core.Defaults{})
+	if _, err := Declare[order](resized, "orders", KeyField("customer"), Partitions(8), Size(10)); err != nil {
 		t.Fatal(err)
 	}
-	if err := resized.Register(ctx); err != nil {
+	if err := resized.c.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := stream.LoadDefinition(ctx, c, cat.Keys().Registry(), "orders"); d.Size != 10 {
+	if d, _ := core.LoadDefinition(ctx, c, cat.c.Keys().Registry(), "orders"); d.Size != 10 {
 		t.Fatalf("size not updated: %+v", d)
 	}
 }
 
 func TestEncodeJSONErrors(t *testing.T) {
 	t.Parallel()
-	cat, _ := newCatalog(t, stream.Defaults{})
-	raw, err := stream.Open(cat, stream.Definition{Name: "x", Partitions: 4, KeyField: "k", Size: 10, Codec: "msgpack"})
+	cat, _ := newCatalog(t, core.Defaults{})
+	raw, err := core.Open(cat.c, Definition{Name: "x", Partitions: 4, KeyField: "k", Size: 10, Codec: "msgpack"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,10 +291,10 @@ func TestEncodeJSONErrors(t *testing.T) {
 			t.Errorf("EncodeJSON(%q) succeeded", in)
 		}
 	}
-	if _, err := stream.Open(cat, stream.Definition{Name: "y", Partitions: 4, Size: 10, Codec: "msgpack"}); err == nil {
+	if _, err := core.Open(cat.c, Definition{Name: "y", Partitions: 4, Size: 10, Codec: "msgpack"}); err == nil {
 		t.Error("Open without a key field succeeded")
 	}
-	if _, err := stream.Open(cat, stream.Definition{Name: "z", Partitions: 4, KeyField: "k", Size: 10, Codec: "avro"}); err == nil {
+	if _, err := core.Open(cat.c, Definition{Name: "z", Partitions: 4, KeyField: "k", Size: 10, Codec: "avro"}); err == nil {
 		t.Error("Open with an unknown codec succeeded")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
@@ -131,7 +132,7 @@ func processRaw(ctx context.Context, sp space, cfg Config, recs []record, decode
 	client := sp.client
 	streams := make([]string, 0, 2*cfg.Partitions)
 	for p := range cfg.Partitions {
-		key := s.Core().PartitionKey(p)
+		key := sp.keys().Partition(s.Name(), p)
 		if err := client.XGroupCreateMkStream(ctx, key, group, "0").Err(); err != nil {
 			return 0, err
 		}
@@ -177,7 +178,7 @@ func processRaw(ctx context.Context, sp space, cfg Config, recs []record, decode
 
 // decodeRecord decodes the record of m as a leat processor would.
 func decodeRecord(m redis.XMessage) error {
-	data, _ := m.Values[stream.FieldData].(string)
+	data, _ := m.Values[core.FieldData].(string)
 	var r record
 	if err := stream.MsgPack.Unmarshal([]byte(data), &r); err != nil {
 		return fmt.Errorf("decode entry %s: %w", m.ID, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
@@ -87,20 +88,20 @@ func encodeRaw(recs []record, sp space, partitions int) ([]rawEntry, error) {
 		key := []byte(recs[i].Customer)
 		out[i] = rawEntry{
 			key:    ks.Partition(streamName, stream.PartitionOf(key, partitions)),
-			values: []any{stream.FieldKey, key, stream.FieldCodec, stream.MsgPack.Name(), stream.FieldData, data},
+			values: []any{core.FieldKey, key, core.FieldCodec, stream.MsgPack.Name(), core.FieldData, data},
 		}
 	}
 	return out, nil
 }
 
-// sendRaw sends entries with go-redis pipelines of stream.DefaultSendBatch
+// sendRaw sends entries with go-redis pipelines of core.DefaultSendBatch
 // XADD MAXLEN ~ commands, the partition size leat uses by default, and
 // returns how long it took.
 func sendRaw(ctx context.Context, client redis.UniversalClient, entries []rawEntry) (time.Duration, error) {
 	start := time.Now()
-	for i := 0; i < len(entries); i += stream.DefaultSendBatch {
+	for i := 0; i < len(entries); i += core.DefaultSendBatch {
 		pipe := client.Pipeline()
-		for _, e := range entries[i:min(i+stream.DefaultSendBatch, len(entries))] {
+		for _, e := range entries[i:min(i+core.DefaultSendBatch, len(entries))] {
 			pipe.XAdd(ctx, &redis.XAddArgs{Stream: e.key, MaxLen: stream.DefaultSize, Approx: true, Values: e.values})
 		}
 		if _, err := pipe.Exec(ctx); err != nil {

@@ -1,4 +1,4 @@
-package stream
+package core
 
 import (
 	"context"
@@ -57,11 +57,6 @@ type Catalog struct {
 	streams map[string]*Core
 }
 
-// Host is anything that owns a Catalog, such as *app.App.
-type Host interface {
-	Catalog() *Catalog
-}
-
 // NewCatalog returns an empty catalog for the app of space.
 func NewCatalog(client redis.UniversalClient, space keys.Space, d Defaults, logger *slog.Logger) *Catalog {
 	if logger == nil {
@@ -69,9 +64,6 @@ func NewCatalog(client redis.UniversalClient, space keys.Space, d Defaults, logg
 	}
 	return &Catalog{client: client, keys: space, defaults: d.withDefaults(), logger: logger, streams: map[string]*Core{}}
 }
-
-// Catalog returns c itself, so a *Catalog is a Host.
-func (c *Catalog) Catalog() *Catalog { return c }
 
 // Client returns the Redis client the catalog's streams use.
 func (c *Catalog) Client() redis.UniversalClient { return c.client }

@@ -1,4 +1,4 @@
-package stream_test
+package core_test
 
 import (
 	"bytes"
@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/internal/core"
 )
 
-func allCodecs() []stream.Codec {
-	var out []stream.Codec
-	for _, c := range []stream.Codec{stream.MsgPack, stream.JSON} {
-		out = append(out, c, stream.Compressed(c, stream.Gzip), stream.Compressed(c, stream.Zstd))
+func allCodecs() []core.Codec {
+	var out []core.Codec
+	for _, c := range []core.Codec{core.MsgPack, core.JSON} {
+		out = append(out, c, core.Compressed(c, core.Gzip), core.Compressed(c, core.Zstd))
 	}
 	return out
 }
@@ -34,7 +34,7 @@ func TestCodecsRoundTrip(t *testing.T) {
 				t.Fatalf("round trip: got %+v, want %+v", out, in)
 			}
 			// The codec is found again by the name written on the entry.
-			c2, err := stream.LookupCodec(c.Name())
+			c2, err := core.LookupCodec(c.Name())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,9 +48,9 @@ func TestCodecsRoundTrip(t *testing.T) {
 
 func TestCompressionShrinks(t *testing.T) {
 	in := order{Note: strings.Repeat("abc", 1000)}
-	plain, _ := stream.MsgPack.Marshal(&in)
-	for _, z := range []stream.Compressor{stream.Gzip, stream.Zstd} {
-		b, err := stream.Compressed(stream.MsgPack, z).Marshal(&in)
+	plain, _ := core.MsgPack.Marshal(&in)
+	for _, z := range []core.Compressor{core.Gzip, core.Zstd} {
+		b, err := core.Compressed(core.MsgPack, z).Marshal(&in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,19 +62,19 @@ func TestCompressionShrinks(t *testing.T) {
 
 func TestLookupCodecUnknown(t *testing.T) {
 	for _, name := range []string{"", "avro", "msgpack+brotli", "json+"} {
-		if _, err := stream.LookupCodec(name); err == nil {
+		if _, err := core.LookupCodec(name); err == nil {
 			t.Fatalf("LookupCodec(%q) succeeded", name)
 		}
 	}
 }
 
 func TestCodecRejectsTrailingData(t *testing.T) {
-	b, _ := stream.MsgPack.Marshal(&order{ID: 1})
+	b, _ := core.MsgPack.Marshal(&order{ID: 1})
 	var o order
-	if err := stream.MsgPack.Unmarshal(append(b, 0x01), &o); err == nil {
+	if err := core.MsgPack.Unmarshal(append(b, 0x01), &o); err == nil {
 		t.Fatal("msgpack accepted trailing data")
 	}
-	if err := stream.JSON.Unmarshal([]byte(`{"id":1} {"id":2}`), &o); err == nil {
+	if err := core.JSON.Unmarshal([]byte(`{"id":1} {"id":2}`), &o); err == nil {
 		t.Fatal("json accepted trailing data")
 	}
 }
@@ -89,7 +89,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("json", []byte(`{"id":"x"}`))
 	f.Add("msgpack+gzip", []byte{0x1f, 0x8b, 0, 0})
 	f.Fuzz(func(t *testing.T, name string, data []byte) {
-		c, err := stream.LookupCodec(name)
+		c, err := core.LookupCodec(name)
 		if err != nil {
 			return
 		}
@@ -113,12 +113,12 @@ func FuzzDecode(f *testing.F) {
 func FuzzParseEntry(f *testing.F) {
 	f.Add("key", "k", "codec", "msgpack", []byte(`{"id":1}`))
 	f.Fuzz(func(t *testing.T, f1, v1, f2, v2 string, data []byte) {
-		e, err := stream.ParseEntry("1-1", 0, map[string]any{f1: v1, f2: v2, "data": string(data)})
+		e, err := core.ParseEntry("1-1", 0, map[string]any{f1: v1, f2: v2, "data": string(data)})
 		if err == nil && !bytes.Equal(e.Data, data) && f1 != "data" && f2 != "data" {
 			t.Fatalf("data field lost: %q", e.Data)
 		}
 		// The flat field list Redis sends parses to the same entry.
-		flat, err2 := stream.ParseFields("1-1", 0, []any{f1, v1, f2, v2, "data", string(data)})
+		flat, err2 := core.ParseFields("1-1", 0, []any{f1, v1, f2, v2, "data", string(data)})
 		if (err == nil) != (err2 == nil) || (err == nil && (!bytes.Equal(flat.Data, e.Data) || flat.Codec != e.Codec)) {
 			if f1 != f2 { // a map cannot hold a repeated field; a list can
 				t.Fatalf("ParseEntry %+v, %v; ParseFields %+v, %v", e, err, flat, err2)

@@ -1,4 +1,4 @@
-package stream_test
+package core_test
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -32,19 +32,19 @@ type payment struct {
 // route a record by the same key and store the same record.
 func TestEncodeJSONUsesCodecNames(t *testing.T) {
 	t.Parallel()
-	for _, codec := range []stream.Codec{stream.MsgPack, stream.Compressed(stream.MsgPack, stream.Zstd)} {
-		cat, _ := newCatalog(t, stream.Defaults{})
-		typed, err := stream.Declare[payment](cat, "payments", stream.KeyField("customer_id"), stream.WithCodec(codec))
+	for _, codec := range []core.Codec{core.MsgPack, core.Compressed(core.MsgPack, core.Zstd)} {
+		cat := newCatalog(t)
+		typed, err := core.Declare[payment](cat, "payments", core.Spec{KeyField: "customer_id", Codec: codec})
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw, err := stream.Open(stream.NewCatalog(cat.Client(), cat.Keys(), stream.Defaults{}, nil), typed.Definition())
+		raw, err := core.Open(core.NewCatalog(cat.Client(), cat.Keys(), core.Defaults{}, nil), typed.Core.Definition())
 		if err != nil {
 			t.Fatal(err)
 		}
 		in := `{"customer_id":"c-1","cents":1250,"qty":3,"rate":0.5,"tags":["a"],"extra":{"n":18446744073709551615},` +
 			`"labels":{"x":"y"},"at":"2024-05-01T10:00:00Z","ref":7,"address":{"zip":"75001"}}`
-		te, err := typed.Core().EncodeJSON([]byte(in), nil)
+		te, err := typed.Core.EncodeJSON([]byte(in), nil)
 		if err != nil {
 			t.Fatalf("%s: typed: %v", codec.Name(), err)
 		}
@@ -55,8 +55,8 @@ func TestEncodeJSONUsesCodecNames(t *testing.T) {
 		if string(te.Key) != "c-1" || string(re.Key) != "c-1" || te.Partition != re.Partition {
 			t.Fatalf("%s: typed key %q partition %d, untyped key %q partition %d", codec.Name(), te.Key, te.Partition, re.Key, re.Partition)
 		}
-		got, err := typed.Decode(&te)
-		if err != nil {
+		var got payment
+		if err := typed.DecodeInto(&te, &got); err != nil {
 			t.Fatal(err)
 		}
 		if got.CustomerID != "c-1" || got.Cents != 1250 || got.Qty != 3 || got.Extra["n"] != uint64(math.MaxUint64) ||
@@ -68,42 +68,42 @@ func TestEncodeJSONUsesCodecNames(t *testing.T) {
 
 func TestEncodeJSONRefusesBadRecords(t *testing.T) {
 	t.Parallel()
-	cat, _ := newCatalog(t, stream.Defaults{})
-	typed, err := stream.Declare[payment](cat, "payments", stream.KeyField("customer_id"))
+	cat := newCatalog(t)
+	typed, err := core.Declare[payment](cat, "payments", core.Spec{KeyField: "customer_id"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := stream.Open(cat, stream.Definition{Name: "raw", Partitions: 4, KeyField: "k", Size: 10, Codec: "msgpack"})
+	raw, err := core.Open(cat, core.Definition{Name: "raw", Partitions: 4, KeyField: "k", Size: 10, Codec: "msgpack"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		core *stream.Core
+		core *core.Core
 		in   string
 		want string
 	}{
 		// The json tag is not the codec's name of the field.
-		{typed.Core(), `{"customerId":"c-1"}`, `key field "customer_id" is missing`},
-		{typed.Core(), `{"customer_id":"c-1","customerId":"c-1"}`, `field "customerId": unknown field; did you mean "customer_id"?`},
-		{typed.Core(), `{"customer_id":"c-1","custmer":1}`, `field "custmer": unknown field (the record's fields are customer_id, cents,`},
-		{typed.Core(), `{"customer_id":"c-1","address":{"zap":"1"}}`, `field "address.zap": unknown field; did you mean "zip"?`},
-		{typed.Core(), `{"customer_id":"c-1","cents":1.5}`, `field "cents": 1.5 is not an integer`},
-		{typed.Core(), `{"customer_id":"c-1","cents":9223372036854775808}`, `field "cents": 9223372036854775808 is out of range (-9223372036854775808 to 9223372036854775807)`},
-		{typed.Core(), `{"customer_id":"c-1","qty":256}`, `field "qty": 256 is out of range (0 to 255)`},
-		{typed.Core(), `{"customer_id":"c-1","qty":-1}`, `field "qty": -1 is out of range (0 to 255)`},
-		{typed.Core(), `{"customer_id":"c-1","rate":1e39}`, `field "rate": 1e39 is out of range`},
-		{typed.Core(), `{"customer_id":7}`, `field "customer_id": want a string, got a number`},
-		{typed.Core(), `{"customer_id":"c-1","cents":"12"}`, `field "cents": want an integer, got a string`},
-		{typed.Core(), `{"customer_id":"c-1","tags":"a"}`, `field "tags": want an array, got a string`},
-		{typed.Core(), `{"customer_id":"c-1","tags":[1]}`, `field "tags[0]": want a string, got a number`},
-		{typed.Core(), `{"customer_id":"c-1","extra":{"n":18446744073709551616}}`, `field "extra.n": integer 18446744073709551616 does not fit in 64 bits`},
-		{typed.Core(), `{"customer_id":"c-1","at":"yesterday"}`, `field "at": invalid value`},
-		{typed.Core(), `[1]`, `want a JSON object, got an array`},
-		{typed.Core(), `{"customer_id":"c-1"} {}`, `more after the object`},
-		{typed.Core(), `{"customer_id":"c-1"}}`, `more after the object`},
-		{typed.Core(), `{"customer_id":"c-1"`, `the record ends too early`},
-		{typed.Core(), "{\"customer_id\":\"c-\xff\"}", `invalid UTF-8 at byte 19`},
-		{typed.Core(), `{"customer_id":"c-\ud800"}`, `\ud800 is half of a UTF-16 surrogate pair`},
+		{typed.Core, `{"customerId":"c-1"}`, `key field "customer_id" is missing`},
+		{typed.Core, `{"customer_id":"c-1","customerId":"c-1"}`, `field "customerId": unknown field; did you mean "customer_id"?`},
+		{typed.Core, `{"customer_id":"c-1","custmer":1}`, `field "custmer": unknown field (the record's fields are customer_id, cents,`},
+		{typed.Core, `{"customer_id":"c-1","address":{"zap":"1"}}`, `field "address.zap": unknown field; did you mean "zip"?`},
+		{typed.Core, `{"customer_id":"c-1","cents":1.5}`, `field "cents": 1.5 is not an integer`},
+		{typed.Core, `{"customer_id":"c-1","cents":9223372036854775808}`, `field "cents": 9223372036854775808 is out of range (-9223372036854775808 to 9223372036854775807)`},
+		{typed.Core, `{"customer_id":"c-1","qty":256}`, `field "qty": 256 is out of range (0 to 255)`},
+		{typed.Core, `{"customer_id":"c-1","qty":-1}`, `field "qty": -1 is out of range (0 to 255)`},
+		{typed.Core, `{"customer_id":"c-1","rate":1e39}`, `field "rate": 1e39 is out of range`},
+		{typed.Core, `{"customer_id":7}`, `field "customer_id": want a string, got a number`},
+		{typed.Core, `{"customer_id":"c-1","cents":"12"}`, `field "cents": want an integer, got a string`},
+		{typed.Core, `{"customer_id":"c-1","tags":"a"}`, `field "tags": want an array, got a string`},
+		{typed.Core, `{"customer_id":"c-1","tags":[1]}`, `field "tags[0]": want a string, got a number`},
+		{typed.Core, `{"customer_id":"c-1","extra":{"n":18446744073709551616}}`, `field "extra.n": integer 18446744073709551616 does not fit in 64 bits`},
+		{typed.Core, `{"customer_id":"c-1","at":"yesterday"}`, `field "at": invalid value`},
+		{typed.Core, `[1]`, `want a JSON object, got an array`},
+		{typed.Core, `{"customer_id":"c-1"} {}`, `more after the object`},
+		{typed.Core, `{"customer_id":"c-1"}}`, `more after the object`},
+		{typed.Core, `{"customer_id":"c-1"`, `the record ends too early`},
+		{typed.Core, "{\"customer_id\":\"c-\xff\"}", `invalid UTF-8 at byte 19`},
+		{typed.Core, `{"customer_id":"c-\ud800"}`, `\ud800 is half of a UTF-16 surrogate pair`},
 		{raw, `{"k":18446744073709551616}`, `field "k": integer 18446744073709551616 does not fit in 64 bits`},
 		{raw, `{"k":-9223372036854775809}`, `does not fit in 64 bits`},
 		{raw, `{"k":"a","n":1e999}`, `field "n": number 1e999 is out of range`},
@@ -138,12 +138,13 @@ func TestEncodeJSONRefusesBadRecords(t *testing.T) {
 		{`{"customer_id":"c","cents":-9223372036854775808}`, payment{CustomerID: "c", Cents: math.MinInt64}},
 	}
 	for _, tc := range ok {
-		e, err := typed.Core().EncodeJSON([]byte(tc.in), nil)
+		e, err := typed.Core.EncodeJSON([]byte(tc.in), nil)
 		if err != nil {
 			t.Errorf("EncodeJSON(%s): %v", tc.in, err)
 			continue
 		}
-		if got, err := typed.Decode(&e); err != nil || !reflect.DeepEqual(got, tc.want) {
+		var got payment
+		if err := typed.DecodeInto(&e, &got); err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("EncodeJSON(%s) decodes to %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 	}
@@ -168,15 +169,15 @@ func TestEncodeJSONDecodesWhatItEncodes(t *testing.T) {
 		K string   `msgpack:"k"`
 		L lopsided `msgpack:"l"`
 	}
-	cat, _ := newCatalog(t, stream.Defaults{})
-	s, err := stream.Declare[rec](cat, "lop", stream.KeyField("k"))
+	cat := newCatalog(t)
+	s, err := core.Declare[rec](cat, "lop", core.Spec{KeyField: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Core().EncodeJSON([]byte(`{"k":"a","l":1}`), nil); err == nil || !strings.Contains(err.Error(), "does not decode again") {
+	if _, err := s.Core.EncodeJSON([]byte(`{"k":"a","l":1}`), nil); err == nil || !strings.Contains(err.Error(), "does not decode again") {
 		t.Fatalf("EncodeJSON = %v, want a refusal", err)
 	}
-	if _, err := s.Core().EncodeJSON([]byte(`{"k":"a"}`), nil); err == nil {
+	if _, err := s.Core.EncodeJSON([]byte(`{"k":"a"}`), nil); err == nil {
 		t.Fatal("a zero lopsided encodes as a string too: want a refusal")
 	}
 }

@@ -1,4 +1,4 @@
-package stream
+package core
 
 import (
 	"bytes"
@@ -58,12 +58,11 @@ func Open(cat *Catalog, def Definition) (*Core, error) {
 	if def.KeyField == "" {
 		return nil, fmt.Errorf("stream %q: no key field to route JSON records by", def.Name)
 	}
-	opts := []Option{Partitions(def.Partitions), Size(def.Size), WithCodec(codec), KeyField(def.KeyField)}
-	s, err := Declare[map[string]any](cat, def.Name, opts...)
+	s, err := Declare[map[string]any](cat, def.Name, Spec{Partitions: def.Partitions, Size: def.Size, Codec: codec, KeyField: def.KeyField})
 	if err != nil {
 		return nil, err
 	}
-	return s.core, nil
+	return s.Core, nil
 }
 
 // jsonRecordReader returns the function that reads one JSON record into a

@@ -1,11 +1,11 @@
-package stream_test
+package core_test
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/internal/core"
 )
 
 // TestPartitionGolden pins routing: changing it would send existing keys to
@@ -44,11 +44,11 @@ func TestPartitionGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%v/%d", tc.key, tc.partitions), func(t *testing.T) {
-			k, err := stream.KeyBytes(tc.key)
+			k, err := core.KeyBytes(tc.key)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := stream.PartitionOf(k, tc.partitions); got != tc.want {
+			if got := core.PartitionOf(k, tc.partitions); got != tc.want {
 				t.Fatalf("partition(%v, %d) = %d, want %d", tc.key, tc.partitions, got, tc.want)
 			}
 		})
@@ -60,15 +60,15 @@ func TestKeyBytesIntegersAsDecimal(t *testing.T) {
 		in   any
 		want string
 	}{{42, "42"}, {int64(-7), "-7"}, {uint8(255), "255"}, {"x", "x"}, {false, "false"}} {
-		got, err := stream.KeyBytes(tc.in)
+		got, err := core.KeyBytes(tc.in)
 		if err != nil || string(got) != tc.want {
 			t.Fatalf("KeyBytes(%#v) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
-	if _, err := stream.KeyBytes(1.5); err == nil {
+	if _, err := core.KeyBytes(1.5); err == nil {
 		t.Fatal("KeyBytes(float) succeeded, want an error")
 	}
-	if _, err := stream.KeyBytes(nil); err == nil {
+	if _, err := core.KeyBytes(nil); err == nil {
 		t.Fatal("KeyBytes(nil) succeeded, want an error")
 	}
 }

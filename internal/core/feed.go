@@ -1,0 +1,59 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrTrimmed marks an entry that was delivered but removed from its stream
+// (by MAXLEN retention or XDEL) before it was acknowledged. It goes through
+// the processor's failure policy like any entry that cannot be processed.
+var ErrTrimmed = errors.New("stream: entry trimmed before it was processed")
+
+// ErrNotOwner is returned by Events.Fenced when this worker no longer holds
+// the partition with the lock acquisition its events came from: the write
+// was not applied. The processor should return (its context is ending too).
+var ErrNotOwner = errors.New("stream: partition no longer owned by this worker; write fenced off")
+
+// Delivery is one raw entry handed to a processor by the runtime.
+type Delivery struct {
+	Entry
+	// Deliveries counts how many times a processor was given the entry,
+	// this time included: 1 on first delivery, more after a retry, a
+	// release or a crash. Entries read but never given to a processor do
+	// not count, except those a crashed worker had read (Redis' delivery
+	// counter cannot tell them apart).
+	Deliveries int64
+	// Err is set for an entry that cannot be processed (ErrTrimmed, a
+	// malformed entry); the processor never sees it and the failure policy
+	// applies to it.
+	Err error
+}
+
+// Feed delivers the entries of one partition to one processor call. The
+// runtime (package executor) implements it; processors use it through
+// Events.
+type Feed interface {
+	// Next blocks until at least one delivery is available and returns up
+	// to n of them, waiting at most within for the batch to fill. It
+	// returns nil when the partition's work ends (shutdown, rebalance or
+	// lock loss).
+	Next(n int, within time.Duration) []Delivery
+	// Done acknowledges deliveries whose processing completed.
+	Done(ds []Delivery)
+	// Reject hands deliveries that cannot be given to the processor, with
+	// the reason, to the failure policy. With no deliveries, err is a
+	// configuration error that stops the worker.
+	Reject(ds []Delivery, err error)
+	// Token is the fencing token of the lock acquisition the deliveries
+	// come from.
+	Token() int64
+	// Fenced runs fn's commands in a transaction that Redis applies only
+	// while the lock acquisition is still held, or returns ErrNotOwner.
+	Fenced(ctx context.Context, fn func(pipe redis.Pipeliner) error) error
+	// LocalKey names a key in the partition's hash slot.
+	LocalKey(name string) string
+}

@@ -1,0 +1,157 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/leatdev/leat/internal/keys"
+)
+
+// Spec is what a stream declaration says; zero fields take the catalog's
+// defaults.
+type Spec struct {
+	Partitions int
+	Size       int64
+	Codec      Codec
+	KeyField   string
+	KeyFunc    any // func(*T) ([]byte, error) for the stream's T
+	KeyFuncFor string
+}
+
+// Typed is a stream of records of type T: its untyped Core and how a record
+// is keyed.
+type Typed[T any] struct {
+	Core  *Core
+	keyOf func(*T) ([]byte, error)
+}
+
+// Declare declares the stream called name, of records of type T, in cat
+// (see stream.Declare).
+func Declare[T any](cat *Catalog, name string, spec Spec) (*Typed[T], error) {
+	if err := keys.CheckName("stream", name); err != nil {
+		return nil, err
+	}
+	d := cat.defaults
+	if spec.Partitions == 0 {
+		spec.Partitions = d.Partitions
+	}
+	if spec.Size == 0 {
+		spec.Size = d.Size
+	}
+	if spec.Codec == nil {
+		spec.Codec = d.Codec
+	}
+	s := &Typed[T]{}
+	typeName := fmt.Sprintf("%T", *new(T))
+	switch {
+	case spec.KeyFunc != nil && spec.KeyField != "":
+		return nil, fmt.Errorf("stream %q: KeyField and KeyFunc are exclusive", name)
+	case spec.KeyFunc != nil:
+		fn, ok := spec.KeyFunc.(func(*T) ([]byte, error))
+		if !ok {
+			return nil, fmt.Errorf("stream %q: KeyFunc takes %s, the stream's records are %s", name, spec.KeyFuncFor, typeName)
+		}
+		s.keyOf = fn
+	case spec.KeyField != "":
+		fn, err := fieldKey[T](spec.KeyField, tagsOf(spec.Codec))
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: %w", name, err)
+		}
+		s.keyOf = fn
+	default:
+		return nil, fmt.Errorf("stream %q: no partition key: use stream.KeyField or stream.KeyFunc", name)
+	}
+	core := &Core{
+		def: Definition{
+			Name:       name,
+			Partitions: spec.Partitions,
+			KeyField:   spec.KeyField,
+			Size:       spec.Size,
+			Codec:      spec.Codec.Name(),
+		},
+		codec:      spec.Codec,
+		catalog:    cat,
+		recordType: typeName,
+	}
+	if err := core.def.validate(); err != nil {
+		return nil, err
+	}
+	readJSON := jsonRecordReader[T](tagsOf(spec.Codec), spec.KeyField)
+	core.fromJSON = func(b []byte) (Entry, error) {
+		var v T
+		if err := readJSON(b, &v); err != nil {
+			return Entry{}, err
+		}
+		e, err := s.encodeOne(&v, nil, s.Core.codec.Marshal)
+		if err != nil {
+			return Entry{}, err
+		}
+		// Decode what was encoded: an entry accepted here is one the
+		// stream's processors can read.
+		var back T
+		if err := s.Core.codec.Unmarshal(e.Data, &back); err != nil {
+			return Entry{}, fmt.Errorf("the record, encoded with %s, does not decode again into the stream's record type", s.Core.codec.Name())
+		}
+		return e, nil
+	}
+	core, err := cat.add(core)
+	if err != nil {
+		return nil, err
+	}
+	s.Core = core
+	return s, nil
+}
+
+// Partition returns the partition record is routed to.
+func (s *Typed[T]) Partition(record *T) (int, error) {
+	k, err := s.keyOf(record)
+	if err != nil {
+		return 0, err
+	}
+	return s.Core.PartitionOf(k), nil
+}
+
+// EncodeAll encodes n records given by at into entries, with one reused
+// encoder when the codec offers one. An error wraps ErrEncode.
+func (s *Typed[T]) EncodeAll(n int, at func(int) (*T, Headers)) ([]Entry, error) {
+	entries := make([]Entry, n)
+	marshal := s.Core.codec.Marshal
+	if bc, ok := s.Core.codec.(batchCodec); ok && n > 1 {
+		b := bc.newBatch()
+		defer b.close()
+		marshal = b.marshal
+	}
+	for i := range n {
+		r, h := at(i)
+		e, err := s.encodeOne(r, h, marshal)
+		if err != nil {
+			return nil, fmt.Errorf("%w: record %d: %w", ErrEncode, i, err)
+		}
+		entries[i] = e
+	}
+	return entries, nil
+}
+
+// encodeOne keys and encodes one record with marshal.
+func (s *Typed[T]) encodeOne(r *T, h Headers, marshal func(any) ([]byte, error)) (Entry, error) {
+	key, err := s.keyOf(r)
+	if err != nil {
+		return Entry{}, err
+	}
+	data, err := marshal(r)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Partition: s.Core.PartitionOf(key), Key: key, Codec: s.Core.codec.Name(), Data: data, Headers: h}, nil
+}
+
+// DecodeInto decodes the record of a raw entry of this stream into v.
+func (s *Typed[T]) DecodeInto(e *Entry, v *T) error {
+	c, err := s.Core.Decoder(e.Codec)
+	if err != nil {
+		return err
+	}
+	if err := c.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("decode %s entry %s: %w", e.Codec, e.ID, err)
+	}
+	return nil
+}
