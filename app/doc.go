@@ -16,7 +16,10 @@
 // one error that names every problem. An App accepts a caller-owned
 // redis.UniversalClient (standalone, Sentinel or Cluster) and never closes a
 // client it did not create. Config.Processing holds the defaults of every
-// processor's executor.Options; [Process] takes per-processor overrides.
+// processor's options; [Process] takes per-processor [ProcessorOption]
+// values (LockExpiry, Grace, OnError, Retries, ...), which set exactly the
+// value given, zero included. Settings that cannot work are refused by New
+// and Process, not when the worker runs.
 //
 // # Processors and workers
 //

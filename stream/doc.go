@@ -19,7 +19,7 @@
 // A record is encoded by the stream's [Codec] (msgpack by default, JSON, or
 // either compressed with gzip or zstd) and written as one stream entry with
 // the fields "key", "codec", "data" and one "h:NAME" field per header (see
-// [Entry]). The codec name travels with the entry, so readers decode what was
+// README's entry layout). The codec name travels with the entry, so readers decode what was
 // written even after the stream's codec changed.
 //
 // # Sending
@@ -37,7 +37,17 @@
 // waiting at most d. An event or batch is acknowledged when the loop body that
 // received it finishes and asks for the next; leaving the loop with an error
 // applies the processor's failure policy to it. Each [Event] carries its
-// record, entry ID, partition, key, headers and delivery count.
+// record, entry ID, partition, key, headers and delivery count. An Events
+// value is used from its processor call's goroutine only.
+//
+// # Ownership
+//
+// A processor call runs while its worker holds the partition's lock; its
+// context ends at the moment the worker must stop trusting the lock.
+// [Events.Token] is the fencing token of that hold, larger than any before
+// it; [Events.Fenced] applies Redis writes atomically only while the hold
+// lasts, or returns [ErrNotOwner]; [Events.LocalKey] names keys in the
+// partition's hash slot, for fenced writes on Redis Cluster.
 //
 // # Registry
 //
