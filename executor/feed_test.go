@@ -2,10 +2,12 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
@@ -67,16 +69,59 @@ func TestFeedReoffersUnfinishedInPlace(t *testing.T) {
 	}
 }
 
+// Batch gathering on a fake clock: a batch that does not fill is handed
+// out exactly when its window ends, with what arrived meanwhile; a full one
+// at once.
 func TestFeedBatchWaitsWithin(t *testing.T) {
-	p := testPartition(t, 2)
-	start := time.Now()
-	ds := p.Next(10, 50*time.Millisecond)
-	if len(ds) != 2 {
-		t.Fatalf("batch of %d, want the 2 available", len(ds))
-	}
-	if waited := time.Since(start); waited < 50*time.Millisecond {
-		t.Fatalf("returned after %s, before the batch window", waited)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := testPartition(t, 2)
+		start := time.Now()
+		go func() {
+			time.Sleep(30 * time.Millisecond)
+			p.buf <- core.Delivery{Entry: core.Entry{ID: "1-2"}, Deliveries: 1}
+		}()
+		ds := p.Next(10, 50*time.Millisecond)
+		if idsOf(ds) != "[1-0 1-1 1-2]" {
+			t.Fatalf("batch %s, want the 2 buffered and the one that came within the window", idsOf(ds))
+		}
+		if waited := time.Since(start); waited != 50*time.Millisecond {
+			t.Fatalf("handed out after %s, want at the end of the 50ms window", waited)
+		}
+		p.Done(ds)
+		for i := range 3 {
+			p.buf <- core.Delivery{Entry: core.Entry{ID: fmt.Sprintf("2-%d", i)}, Deliveries: 1}
+		}
+		start = time.Now()
+		if ds := p.Next(3, time.Hour); len(ds) != 3 || time.Since(start) != 0 {
+			t.Fatalf("a full batch: %s after %s, want at once", idsOf(ds), time.Since(start))
+		}
+	})
+}
+
+// Retries back off exponentially with jitter in [d/2, d], capped, and a
+// RetryAfter sets the wait exactly.
+func TestRetryBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPartition(t, 0)
+		p.e.opts.Retry = Retry{Attempts: 6, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}
+		for attempt, full := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
+			full *= time.Millisecond
+			start := time.Now()
+			if !p.retry("1-0", errors.New("boom")) {
+				t.Fatalf("attempt %d refused", attempt+1)
+			}
+			if d := time.Since(start); d < full/2 || d > full {
+				t.Errorf("attempt %d waited %s, want between %s and %s", attempt+1, d, full/2, full)
+			}
+		}
+		if p.retry("1-0", errors.New("boom")) {
+			t.Fatal("a 7th retry with Attempts 6")
+		}
+		start := time.Now()
+		if !p.retry("1-1", RetryAfter(1500*time.Millisecond, errors.New("busy"))) || time.Since(start) != 1500*time.Millisecond {
+			t.Fatalf("RetryAfter(1.5s) waited %s", time.Since(start))
+		}
+	})
 }
 
 func TestFeedStopsWhenLockNotTrusted(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/leatdev/leat/internal/redistest"
@@ -69,6 +70,28 @@ func TestTrustIsExactAfterAFreeze(t *testing.T) {
 			}
 		})
 	}
+}
+
+// On a fake clock: trust ends exactly at its deadline, through the timer,
+// and an extension moves the end.
+func TestTrustTimerOnAFakeClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := NewTrust(context.Background(), Now()+int64(100*time.Millisecond))
+		time.Sleep(60 * time.Millisecond)
+		tr.Extend(Now() + int64(100*time.Millisecond)) // now ends at 160ms
+		time.Sleep(99 * time.Millisecond)
+		synctest.Wait()
+		select {
+		case <-tr.ctx.Done():
+			t.Fatal("ended before its extended deadline")
+		default:
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait() // the timer has fired: the inner context ended by itself
+		if tr.ctx.Err() == nil || !errors.Is(context.Cause(tr), ErrTrustExpired) {
+			t.Fatalf("not ended at its deadline: %v", context.Cause(tr))
+		}
+	})
 }
 
 func TestTrustExtend(t *testing.T) {
