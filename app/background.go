@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
 )
 
@@ -263,16 +263,12 @@ type record struct {
 // false when it ended first.
 func (t *task) readRecord(ctx context.Context, a *App, key string) (r record, ok bool) {
 	for {
-		v, err := a.client.HMGet(ctx, key, scripts.RecordTick, scripts.RecordDone).Result()
+		us, done, err := rdb.BackgroundRecord(ctx, a.client, key)
 		if err == nil {
-			if s, ok := v[0].(string); ok {
-				if us, err := strconv.ParseInt(s, 10, 64); err == nil {
-					r.tick = time.UnixMicro(us)
-				}
+			if us != 0 {
+				r.tick = time.UnixMicro(us)
 			}
-			if s, ok := v[1].(string); ok {
-				r.done, _ = strconv.ParseInt(s, 10, 64)
-			}
+			r.done = done
 			return r, true
 		}
 		if ctx.Err() != nil {
@@ -289,7 +285,7 @@ func (t *task) readRecord(ctx context.Context, a *App, key string) (r record, ok
 // ends, so that it outlives this term by recordTTL.
 func (t *task) keep(ctx context.Context, a *App, key string) {
 	for sleepUntil(ctx, time.Now().Add(a.cfg.LeaderLease/3)) {
-		if err := a.client.PExpire(ctx, key, a.recordTTL()).Err(); err != nil && ctx.Err() == nil {
+		if err := rdb.KeepBackgroundRecord(ctx, a.client, key, a.recordTTL()); err != nil && ctx.Err() == nil {
 			a.logger.Debug("background task record not kept alive", "task", t.name, "error", err)
 		}
 	}

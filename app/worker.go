@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // Run runs a worker with every registered processor until ctx is done; see
@@ -165,7 +166,7 @@ func (a *App) recordProcessor(ctx context.Context, p *Processor, o executor.Opti
 	if err != nil {
 		return err
 	}
-	if err := a.client.HSet(ctx, a.keys.Processors(), p.FullName(), b).Err(); err != nil {
+	if err := rdb.RecordProcessor(ctx, a.client, a.keys, p.FullName(), b); err != nil {
 		return fmt.Errorf("register processor %q: %w", p.FullName(), err)
 	}
 	return nil

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
-	"github.com/leatdev/leat/internal/scripts"
-	"github.com/redis/go-redis/v9"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/urfave/cli/v2"
 )
 
@@ -127,7 +125,7 @@ type resetter struct {
 // registry in Redis records and those the app's code registers, and its
 // stream's partition count.
 func newResetter(ctx context.Context, a *app.App, name string) (*resetter, error) {
-	recorded, err := a.Client().HKeys(ctx, appKeys(a).Processors()).Result()
+	recorded, err := rdb.Processors(ctx, a.Client(), appKeys(a))
 	if err != nil {
 		return nil, fmt.Errorf("read the processor registry: %w", err)
 	}
@@ -167,11 +165,7 @@ func (r *resetter) fullName() string { return r.stream + "/" + r.group }
 // checkStopped fails when an executor of the processor is alive: its
 // heartbeat deadline, in the members sorted set, has not passed.
 func (r *resetter) checkStopped(ctx context.Context) error {
-	now, err := r.a.Client().Time(ctx).Result()
-	if err != nil {
-		return fmt.Errorf("read the server time: %w", err)
-	}
-	n, err := r.a.Client().ZCount(ctx, appKeys(r.a).Members(r.stream, r.group), strconv.FormatInt(now.UnixMilli(), 10), "+inf").Result()
+	n, err := rdb.NewGroup(r.a.Client(), appKeys(r.a), r.stream, r.group).Alive(ctx)
 	if err != nil {
 		return fmt.Errorf("read the members of processor %s: %w", r.fullName(), err)
 	}
@@ -199,14 +193,14 @@ func (r *resetter) reset(c *cli.Context, start string) error {
 	for from := 0; from < r.partitions; from += resetBatch {
 		to := min(from+resetBatch, r.partitions)
 		keys := r.partitionKeys(from, to)
-		if err := r.setID(ctx, keys, start); err != nil {
+		if err := rdb.MoveGroup(ctx, r.a.Client(), keys, r.group, start); err != nil {
 			return err
 		}
-		counts, err := r.dropPending(ctx, keys)
+		counts, err := rdb.DropPending(ctx, r.a.Client(), keys, r.group, resetBatch)
 		if err != nil {
 			return err
 		}
-		positions, err := r.positions(ctx, keys)
+		positions, err := rdb.Positions(ctx, r.a.Client(), keys, r.group)
 		if err != nil {
 			return err
 		}
@@ -222,104 +216,4 @@ func (r *resetter) reset(c *cli.Context, start string) error {
 	_, err := fmt.Fprintf(w, "reset processor %s on %d %s to %s: %d pending %s dropped\n",
 		r.fullName(), r.partitions, plural(r.partitions, "partition"), c.String(flagStart), dropped, entries)
 	return err
-}
-
-// setID moves the group to start on keys (creating it, and the stream,
-// where missing) in one pipeline, with its entries-read counter set to the
-// entries before start, so the workers' trim check never takes the entries
-// skipped for entries lost (see internal/scripts/set_group.lua).
-func (r *resetter) setID(ctx context.Context, keys []string, start string) error {
-	client := r.a.Client()
-	run := func() ([]*redis.Cmd, error) {
-		pipe := client.Pipeline()
-		cmds := make([]*redis.Cmd, len(keys))
-		for i, k := range keys {
-			cmds[i] = scripts.SetGroup(ctx, pipe, k, r.group, start, true)
-		}
-		_, err := pipe.Exec(ctx) // errors are read per command
-		return cmds, err
-	}
-	if err := scripts.Load(ctx, client); err != nil {
-		return fmt.Errorf("load scripts: %w", err)
-	}
-	cmds, err := run()
-	if scripts.IsNoScript(err) { // the server restarted meanwhile
-		if err := scripts.Load(ctx, client); err != nil {
-			return fmt.Errorf("load scripts: %w", err)
-		}
-		cmds, _ = run()
-	}
-	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil {
-			return fmt.Errorf("XGROUP SETID %s %s %s: %w", keys[i], r.group, start, err)
-		}
-	}
-	return nil
-}
-
-// dropPending acknowledges every pending entry of the group on keys, a page
-// of XPENDING per partition and round trip, and returns the counts.
-func (r *resetter) dropPending(ctx context.Context, keys []string) ([]int64, error) {
-	client := r.a.Client()
-	counts := make([]int64, len(keys))
-	active := make([]int, len(keys)) // indexes of keys that may have more
-	for i := range active {
-		active[i] = i
-	}
-	for len(active) > 0 {
-		pipe := client.Pipeline()
-		pending := make([]*redis.XPendingExtCmd, len(active))
-		for j, i := range active {
-			pending[j] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: keys[i], Group: r.group, Start: "-", End: "+", Count: resetBatch})
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("XPENDING: %w", err)
-		}
-		ack := client.Pipeline()
-		var next []int
-		for j, i := range active {
-			ps := pending[j].Val()
-			if len(ps) == 0 {
-				continue
-			}
-			ids := make([]string, len(ps))
-			for k, p := range ps {
-				ids[k] = p.ID
-			}
-			ack.XAck(ctx, keys[i], r.group, ids...)
-			counts[i] += int64(len(ids))
-			if len(ps) == resetBatch {
-				next = append(next, i)
-			}
-		}
-		if ack.Len() > 0 {
-			if _, err := ack.Exec(ctx); err != nil {
-				return nil, fmt.Errorf("XACK: %w", err)
-			}
-		}
-		active = next
-	}
-	return counts, nil
-}
-
-// positions returns the group's last delivered ID on each of keys.
-func (r *resetter) positions(ctx context.Context, keys []string) ([]string, error) {
-	pipe := r.a.Client().Pipeline()
-	cmds := make([]*redis.XInfoGroupsCmd, len(keys))
-	for i, k := range keys {
-		cmds[i] = pipe.XInfoGroups(ctx, k)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("XINFO GROUPS: %w", err)
-	}
-	out := make([]string, len(keys))
-	for i, cmd := range cmds {
-		out[i] = "?"
-		for _, g := range cmd.Val() {
-			if g.Name == r.group {
-				out[i] = g.LastDeliveredID
-			}
-		}
-	}
-	return out, nil
 }

@@ -2,10 +2,10 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,21 +53,12 @@ func (a *acker) flush(ctx context.Context) error {
 	a.pending = make(map[string][]string, len(batch))
 	a.mu.Unlock()
 
-	pipe := a.client.Pipeline()
-	cmds := make(map[string]*redis.IntCmd, len(batch))
-	for key, ids := range batch {
-		cmds[key] = pipe.XAck(ctx, key, a.group, ids...)
-	}
-	_, err := pipe.Exec(ctx)
-	if err != nil {
+	retry, err := rdb.Ack(ctx, a.client, a.group, batch)
+	if len(retry) > 0 {
+		// Only acks lost to a connection problem are queued again.
 		a.mu.Lock()
-		for key, cmd := range cmds {
-			// A reply error (such as a malformed ID) would fail again: only
-			// acks lost to a connection problem are queued again.
-			var reply redis.Error
-			if cmd.Err() != nil && !errors.As(cmd.Err(), &reply) {
-				a.pending[key] = append(batch[key], a.pending[key]...)
-			}
+		for _, key := range retry {
+			a.pending[key] = append(batch[key], a.pending[key]...)
 		}
 		a.mu.Unlock()
 	}

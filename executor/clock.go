@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"time"
+
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // One clock. Times that executors of different machines compare are
@@ -22,7 +24,7 @@ func (e *Executor) startedOnServer(ctx context.Context) (time.Time, error) {
 		return e.startedAt, nil
 	}
 	before := time.Now()
-	now, err := e.client.Time(ctx).Result()
+	now, err := rdb.ServerTime(ctx, e.client)
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
@@ -206,17 +205,14 @@ type stopReport struct {
 func (e *Executor) report(p *partition, policy Policy, failing []core.Delivery, cause error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	now, err := e.client.Time(ctx).Result()
+	err := e.group.WriteReport(ctx, p.n, func(now time.Time) ([]byte, error) {
+		r := stopReport{Policy: policy.String(), Executor: e.id, Worker: e.worker, Error: cause.Error(), Time: now.UTC()}
+		if len(failing) > 0 {
+			r.ID = failing[0].ID
+		}
+		return json.Marshal(r)
+	})
 	if err != nil {
-		p.log.Error("stop report not written", "error", err)
-		return
-	}
-	r := stopReport{Policy: policy.String(), Executor: e.id, Worker: e.worker, Error: cause.Error(), Time: now.UTC()}
-	if len(failing) > 0 {
-		r.ID = failing[0].ID
-	}
-	b, _ := json.Marshal(r)
-	if err := e.client.HSet(ctx, e.keys.Quarantine(e.stream.Name(), e.processor), strconv.Itoa(p.n), b).Err(); err != nil {
 		p.log.Error("stop report not written", "error", err)
 	}
 	if policy == Quarantine {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/redis/go-redis/v9"
 )
 
 // Dead-letter entry fields, besides the original entry's own fields ("key",
@@ -27,9 +26,8 @@ const (
 func (e *Executor) deadLetter(p *partition, failing []core.Delivery, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	key := e.keys.DeadLetter(e.stream.Name(), e.processor)
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	pipe := e.client.Pipeline()
+	entries := make([][]any, 0, len(failing))
 	for _, d := range failing {
 		msg := cause.Error()
 		if d.Err != nil {
@@ -45,8 +43,7 @@ func (e *Executor) deadLetter(p *partition, failing []core.Delivery, cause error
 		for k, v := range d.Headers {
 			vals = append(vals, core.HeaderField+k, v)
 		}
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: e.stream.Definition().Size, Approx: true, Values: vals})
+		entries = append(entries, vals)
 	}
-	_, err := pipe.Exec(ctx)
-	return err
+	return e.group.DeadLetters(ctx, entries, e.stream.Definition().Size)
 }

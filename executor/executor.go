@@ -14,6 +14,7 @@ import (
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/lease"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -61,6 +62,7 @@ type Executor struct {
 	startedMu sync.Mutex
 	startedAt time.Time // Run's start on the server's clock, once known
 	keys      keys.Space
+	group     rdb.Group             // the processor's state in Redis
 	locker    *redislock.Client     // the admin lock
 	lockc     redis.UniversalClient // partition locks (see lease.Client)
 	log       *slog.Logger
@@ -108,6 +110,7 @@ func New(cfg Config) (*Executor, error) {
 		opts:      opts,
 		client:    cat.Client(),
 		keys:      cat.Keys(),
+		group:     rdb.NewGroup(cat.Client(), cat.Keys(), cfg.Stream.Name(), cfg.Processor),
 		locker:    redislock.New(cat.Client()),
 		log:       cfg.Logger.With("stream", cfg.Stream.Name(), "processor", cfg.Processor, "executor", cfg.ID),
 		obs:       newHooks(cfg.Hooks),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
@@ -53,50 +54,27 @@ func CleanConsumers(ctx context.Context, s *core.Core, processor string) (int, e
 // consumers, then delete the dead ones without pending entries.
 func cleanPartitions(ctx context.Context, client redis.UniversalClient, space keys.Space, s *core.Core,
 	processor string, live []string, from, to int) (int, error) {
-	pipe := client.Pipeline()
-	infos := make([]*redis.XInfoConsumersCmd, 0, to-from)
+	keys := make([]string, 0, to-from)
 	for p := from; p < to; p++ {
-		infos = append(infos, pipe.XInfoConsumers(ctx, space.Partition(s.Name(), p), processor))
+		keys = append(keys, space.Partition(s.Name(), p))
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command: a missing group is no error
-	pipe = client.Pipeline()
-	var dels []*redis.Cmd
-	for i, cmd := range infos {
-		if err := cmd.Err(); err != nil {
-			if isNoGroup(err) || isNoKey(err) {
-				continue
+	consumers, errs := rdb.Consumers(ctx, client, keys, processor)
+	dead := map[string][]string{}
+	for i, cs := range consumers {
+		if err := errs[i]; err != nil {
+			if rdb.IsNoGroup(err) || rdb.IsNoKey(err) {
+				continue // a missing group is no error
 			}
 			return 0, err
 		}
-		var dead []string
-		for _, c := range cmd.Val() {
+		for _, c := range cs {
 			if c.Pending == 0 && !slices.Contains(live, c.Name) {
-				dead = append(dead, c.Name)
+				dead[keys[i]] = append(dead[keys[i]], c.Name)
 			}
 		}
-		if len(dead) > 0 {
-			dels = append(dels, scripts.DeleteConsumers(ctx, pipe, space.Partition(s.Name(), from+i), processor, dead...))
-		}
 	}
-	if len(dels) == 0 {
-		return 0, nil
-	}
-	if err := scripts.Load(ctx, client); err != nil {
-		return 0, err
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, err
-	}
-	deleted := 0
-	for _, cmd := range dels {
-		n, _ := cmd.Int()
-		deleted += n
-	}
-	return deleted, nil
+	return rdb.DeleteConsumers(ctx, client, processor, dead)
 }
-
-// isNoKey reports whether err says the stream is missing.
-func isNoKey(err error) bool { return err != nil && err.Error() == "ERR no such key" }
 
 // settle runs when p's consumer stops, before the lock is released: unless
 // the lock was lost, it stops fetching, sets the delivery counters of what

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/leatdev/leat/internal/lease"
-	"github.com/redis/go-redis/v9"
 )
 
 // runPartition acquires p, processes it until it is released or lost, and
@@ -118,17 +116,13 @@ func (e *Executor) prepare(p *partition) error {
 	if err := e.ensureGroup(ctx, p.key); err != nil {
 		return err
 	}
-	key, field := e.keys.Quarantine(e.stream.Name(), e.processor), strconv.Itoa(p.n)
-	b, err := e.client.HGet(ctx, key, field).Bytes()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return nil
-	case err != nil:
+	b, err := e.group.Report(ctx, p.n)
+	if b == nil || err != nil {
 		return err
 	}
 	var r stopReport
 	if json.Unmarshal(b, &r) != nil || r.Policy != Halt.String() {
-		return e.client.HDel(ctx, key, field).Err()
+		return e.group.ClearReport(ctx, p.n)
 	}
 	started, err := e.startedOnServer(ctx)
 	if err != nil {
@@ -140,5 +134,5 @@ func (e *Executor) prepare(p *partition) error {
 			"halted_by", r.Worker, "id", r.ID, "error", r.Error)
 		return nil
 	}
-	return e.client.HDel(ctx, key, field).Err()
+	return e.group.ClearReport(ctx, p.n)
 }

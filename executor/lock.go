@@ -7,6 +7,7 @@ import (
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/lease"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -131,38 +132,20 @@ func (e *Executor) held() []*partition {
 	return out
 }
 
-// maxFencedTries bounds the optimistic retries of a fenced write whose
-// transaction failed because the lock key changed (our own refresh touches it).
-const maxFencedTries = 5
-
 // Fenced implements core.Feed: fn's commands run in a MULTI/EXEC
 // transaction that Redis executes only if p's lock still holds this
-// acquisition's value (WATCH on the lock key, GET, then MULTI ... EXEC).
-// Once the executor stopped trusting the lock, nothing is sent.
+// acquisition's value (see rdb.Fenced). Once the executor stopped trusting
+// the lock, nothing is sent.
 func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) error {
 	if p.lock == nil || p.lost() {
 		return core.ErrNotOwner
 	}
-	for try := 1; ; try++ {
-		err := p.e.client.Watch(ctx, func(tx *redis.Tx) error {
-			v, err := tx.Get(ctx, p.lockKey).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
-			if v != p.lock.Value() {
-				return core.ErrNotOwner
-			}
-			_, err = tx.TxPipelined(ctx, fn)
-			return err
-		}, p.lockKey)
-		switch {
-		case errors.Is(err, redis.TxFailedErr) && try < maxFencedTries:
-			continue // the lock key changed: a refresh, or a takeover; look again
-		case errors.Is(err, core.ErrNotOwner):
-			p.cancel(errLockLost)
-		}
-		return err
+	err := rdb.Fenced(ctx, p.e.client, p.lockKey, p.lock.Value(), fn)
+	if errors.Is(err, rdb.ErrNotHeld) {
+		p.cancel(errLockLost)
+		return core.ErrNotOwner
 	}
+	return err
 }
 
 // Token implements core.Feed: the fencing token of this acquisition.

@@ -23,7 +23,7 @@ func (e *Executor) join(ctx context.Context) error {
 // survivors and announces the departure, so they take over as soon as the
 // locks are released rather than when the heartbeat expires.
 func (e *Executor) leave(ctx context.Context) error {
-	if err := e.client.ZRem(ctx, e.membersKey(), e.id).Err(); err != nil {
+	if err := e.group.Leave(ctx, e.id); err != nil {
 		return err
 	}
 	if err := e.rebalance(ctx); err != nil {
@@ -36,4 +36,4 @@ func (e *Executor) leave(ctx context.Context) error {
 	return nil
 }
 
-func (e *Executor) membersKey() string { return e.keys.Members(e.stream.Name(), e.processor) }
+func (e *Executor) membersKey() string { return e.group.MembersKey() }

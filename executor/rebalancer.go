@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/rebalance"
-	"github.com/redis/go-redis/v9"
 )
 
 // assignment is what the assignment key holds.
@@ -25,15 +23,10 @@ type assignment struct {
 // adminTTL bounds how long a crashed rebalancer can block the others.
 const adminTTL = 5 * time.Second
 
-func (e *Executor) assignmentKey() string { return e.keys.Assignment(e.stream.Name(), e.processor) }
-
 func (e *Executor) loadAssignment(ctx context.Context) (assignment, error) {
 	var a assignment
-	b, err := e.client.Get(ctx, e.assignmentKey()).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return a, nil
-	}
-	if err != nil {
+	b, err := e.group.Assignment(ctx)
+	if b == nil || err != nil {
 		return a, err
 	}
 	if err := json.Unmarshal(b, &a); err != nil {
@@ -81,7 +74,7 @@ func (e *Executor) rebalance(ctx context.Context) error {
 	// while this acquisition still holds the lock and the stored version is
 	// the one it was computed from, so a rebalancer that stalled while
 	// holding the admin lock cannot overwrite a newer assignment.
-	adminKey := e.keys.Admin(e.stream.Name(), e.processor)
+	adminKey := e.group.AdminKey()
 	admin, err := e.locker.Obtain(lctx, adminKey, adminTTL, &redislock.Options{
 		Metadata:      " " + e.id,
 		RetryStrategy: redislock.LinearBackoff(20 * time.Millisecond),
@@ -124,7 +117,7 @@ func (e *Executor) rebalance(ctx context.Context) error {
 // storeAssignment writes the assignment b computed from version from, fenced
 // by the admin lock value (see scripts.StoreAssignment).
 func (e *Executor) storeAssignment(ctx context.Context, adminKey, adminValue string, from int64, b []byte) error {
-	if err := scripts.StoreAssignment(ctx, e.client, adminKey, e.assignmentKey(), adminValue, from, b); err != nil {
+	if err := scripts.StoreAssignment(ctx, e.client, adminKey, e.group.AssignmentKey(), adminValue, from, b); err != nil {
 		return fmt.Errorf("assignment not stored: %w", err)
 	}
 	return nil

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/scripts"
-	"github.com/redis/go-redis/v9"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // Trimmed before read. XADD MAXLEN ~ trims the oldest entries whatever the
@@ -62,32 +61,25 @@ func (e *Executor) checkTrimmed(ctx context.Context) {
 	if len(parts) == 0 {
 		return
 	}
-	pipe := e.client.Pipeline()
-	infos := make([]*redis.XInfoStreamCmd, len(parts))
-	groups := make([]*redis.Cmd, len(parts))
+	keys := make([]string, len(parts))
 	for i, p := range parts {
-		infos[i] = pipe.XInfoStream(ctx, p.key)
-		groups[i] = pipe.Do(ctx, "XINFO", "GROUPS", p.key)
+		keys[i] = p.key
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	counters, err := rdb.PartitionCounters(ctx, e.client, keys)
+	if err != nil {
 		return // a stream or group went missing: the fetcher repairs it
 	}
 	for i, p := range parts {
-		info := infos[i].Val()
-		gs, err := scripts.ParseGroups(groups[i].Val())
-		if err != nil {
-			e.log.Warn("trim check: XINFO GROUPS not understood", "partition", p.n, "error", err)
-			continue
-		}
-		for _, g := range gs {
+		info := counters[i]
+		for _, g := range info.Groups {
 			if g.Name != e.processor || g.LastDeliveredID == "0-0" || !g.EntriesReadOK {
 				// Redis does not know the counter (before the first read,
 				// after a move without one, after XDEL in between): nothing
 				// can be told until it does again.
 				continue
 			}
-			unread := info.EntriesAdded - info.Length - g.EntriesRead
-			e.fetch.trimmed(p, unread, info.FirstEntry.ID)
+			unread := info.Added - info.Length - g.EntriesRead
+			e.fetch.trimmed(p, unread, info.FirstID)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func TestImportsFlowOneWay(t *testing.T) {
 			t.Errorf("library package %s depends on the CLI library", pkg)
 		}
 	}
-	for _, pkg := range []string{"internal/keys", "internal/scripts", "internal/lease", "internal/redistest"} {
+	for _, pkg := range []string{"internal/keys", "internal/scripts", "internal/lease", "internal/rdb", "internal/core", "internal/redistest"} {
 		for _, d := range deps(t, pkg) {
 			if !strings.HasPrefix(d, "internal/") {
 				t.Errorf("%s depends on %s", pkg, d)
