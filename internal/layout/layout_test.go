@@ -56,3 +56,24 @@ func TestImportsFlowOneWay(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The library's module graph, which its users inherit, has no in-memory
+// Redis server: the examples that embed one for trying them are a module of
+// their own.
+func TestLibraryModuleGraph(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	cmd := exec.Command("go", "list", "-m", "all")
+	cmd.Env = append(cmd.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m all: %v", err)
+	}
+	for _, m := range []string{"github.com/alicebob/miniredis", "github.com/yuin/gopher-lua"} {
+		if strings.Contains(string(out), m) {
+			t.Errorf("the library's module graph includes %s", m)
+		}
+	}
+}
