@@ -2,12 +2,14 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/stream"
+	"github.com/redis/go-redis/v9"
 )
 
 type Order struct {
@@ -68,4 +70,47 @@ func ExampleApp_Background() {
 		fmt.Println("only on the leader")
 		return nil
 	}, app.Schedule{Cron: "*/5 * * * *", LeaderOnly: true})
+}
+
+// Writes outside Redis made safe with the fencing token: the store keeps,
+// per partition, the highest token it has seen, and refuses a write with a
+// lower one (here in SQL: one conditional UPDATE, so the check and the write
+// are atomic in the store). A worker that paused past its lock expiry and
+// resumed carries an older token than its successor: its late writes are
+// refused.
+func ExampleProcess_fencingToken() {
+	a, _ := app.New(app.Config{Name: "shop"})
+	orders, _ := stream.Declare[Order](a, "orders", stream.KeyField("customer"))
+	_ = app.Process(a, orders, "ledger", func(ctx context.Context, events *stream.Events[Order]) error {
+		for e := range events.All() {
+			// UPDATE ledger SET total = total + $1, fence = $2
+			//  WHERE customer = $3 AND fence <= $2
+			// zero rows updated: a newer owner has written; stop.
+			fmt.Println("write", e.Record.Customer, "with token", events.Token())
+		}
+		return nil
+	})
+}
+
+// Writes into Redis made safe with a fenced transaction: applied only while
+// this worker holds the partition, atomically with that check.
+func ExampleProcess_fenced() {
+	a, _ := app.New(app.Config{Name: "shop"})
+	orders, _ := stream.Declare[Order](a, "orders", stream.KeyField("customer"))
+	_ = app.Process(a, orders, "totals", func(ctx context.Context, events *stream.Events[Order]) error {
+		totals := events.LocalKey("totals") // in the partition's slot, for Redis Cluster
+		for e := range events.All() {
+			err := events.Fenced(ctx, func(pipe redis.Pipeliner) error {
+				pipe.HIncrByFloat(ctx, totals, e.Record.Customer, e.Record.Amount)
+				return nil
+			})
+			if errors.Is(err, stream.ErrNotOwner) {
+				return nil // the partition moved on: its new owner goes on
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
