@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/clock"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/stream"
@@ -31,6 +32,7 @@ type App struct {
 	tasks      []*task
 	executors  []*executor.Executor
 	leader     *leadership
+	clock      clock.Clock // of background schedules (a fake one in leattest)
 
 	janitorEvery time.Duration // default janitorEvery; tests set it
 }
@@ -60,6 +62,7 @@ func New(cfg Config) (*App, error) {
 	}, a.logger)
 	a.streams = core.WrapCatalog(a.catalog).(*stream.Catalog)
 	a.leader = newLeadership(a)
+	a.clock = clock.Real{}
 	return a, nil
 }
 
@@ -97,4 +100,20 @@ func (a *App) Close() error {
 		return a.client.Close()
 	}
 	return nil
+}
+
+func init() {
+	clock.Attach = func(v any, c clock.Clock) error {
+		a, ok := v.(*App)
+		if !ok || a == nil || c == nil {
+			return fmt.Errorf("app: cannot attach a clock to %T", v)
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.executors != nil {
+			return fmt.Errorf("app %q: attach the clock before the worker runs", a.cfg.Name)
+		}
+		a.clock = c
+		return nil
+	}
 }

@@ -139,12 +139,12 @@ func (t *task) loop(ctx context.Context, a *App, last time.Time, done func(tick 
 	missed := 0
 	if last.IsZero() {
 		// In microseconds, as recorded in Redis: a new leader keeps the grid.
-		next = t.cad.first(time.Now()).Truncate(time.Microsecond)
+		next = t.cad.first(a.clock.Now()).Truncate(time.Microsecond)
 	} else {
-		next, missed = t.cad.next(last, time.Now())
+		next, missed = t.cad.next(last, a.clock.Now())
 	}
 	for {
-		if next.IsZero() || !sleepUntil(ctx, next) {
+		if next.IsZero() || !a.clock.SleepUntil(ctx, next) {
 			<-ctx.Done() // a cron schedule that matches no more times
 			return
 		}
@@ -160,17 +160,17 @@ func (t *task) loop(ctx context.Context, a *App, last time.Time, done func(tick 
 					done(tick)
 				}
 			}()
-			next, missed = t.cad.next(tick, time.Now())
+			next, missed = t.cad.next(tick, a.clock.Now())
 			continue
 		}
-		start := time.Now()
+		start := a.clock.Now()
 		if t.call(ctx, a, tick) {
 			done(tick)
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		now := time.Now()
+		now := a.clock.Now()
 		next, missed = t.cad.next(tick, now)
 		if d := t.cad.after(tick); !d.IsZero() && !d.After(now) {
 			a.logger.Warn("background task overran its schedule", "task", t.name, "duration", now.Sub(start),

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 	_ "time/tzdata"
+
+	"github.com/leatdev/leat/internal/clock"
 )
 
 func mustZone(t *testing.T, name string) *time.Location {
@@ -186,7 +188,7 @@ func TestLoopOverrun(t *testing.T) {
 		t.Run(map[bool]string{false: "no overlap", true: "overlap"}[overlap], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var logs logBuffer
-				a := &App{logger: slog.New(slog.NewTextHandler(&logs, nil))}
+				a := &App{logger: slog.New(slog.NewTextHandler(&logs, nil)), clock: clock.Real{}}
 				epoch := time.Now()
 				var r runLog
 				tk := &task{name: "slow", sched: Schedule{Every: 100 * time.Millisecond, Overlap: overlap},

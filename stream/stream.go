@@ -57,6 +57,20 @@ func Declare[T any](h Host, name string, opts ...Option) (*Stream[T], error) {
 	return &Stream[T]{t: t}, nil
 }
 
+// Lookup returns the stream called name already declared on h, with
+// records of type T: the same stream Declare returned.
+func Lookup[T any](h Host, name string) (*Stream[T], error) {
+	cat := h.Catalog()
+	if cat == nil || cat.c == nil {
+		return nil, fmt.Errorf("stream %q: the host has no catalog", name)
+	}
+	t, err := core.Lookup[T](cat.c, name)
+	if err != nil {
+		return nil, err
+	}
+	return &Stream[T]{t: t}, nil
+}
+
 // Name returns the stream's name.
 func (s *Stream[T]) Name() string { return s.t.Core.Name() }
 

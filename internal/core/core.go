@@ -18,6 +18,7 @@ type Core struct {
 	catalog    *Catalog
 	recordType string // Go type of records, for conflict messages
 	fromJSON   func([]byte) (Entry, error)
+	typed      any // the *Typed[T] of the declaration
 
 	regMu      sync.Mutex
 	registered bool

@@ -93,12 +93,30 @@ func Declare[T any](cat *Catalog, name string, spec Spec) (*Typed[T], error) {
 		}
 		return e, nil
 	}
-	core, err := cat.add(core)
+	core.typed = s
+	s.Core = core
+	added, err := cat.add(core)
 	if err != nil {
 		return nil, err
 	}
-	s.Core = core
+	if t, ok := added.typed.(*Typed[T]); ok && added != core {
+		return t, nil // declared before with the same settings
+	}
 	return s, nil
+}
+
+// Lookup returns the stream called name declared in cat with records of
+// type T.
+func Lookup[T any](cat *Catalog, name string) (*Typed[T], error) {
+	c, ok := cat.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: no stream %q is declared", ErrUnknownStream, name)
+	}
+	t, ok := c.typed.(*Typed[T])
+	if !ok {
+		return nil, fmt.Errorf("stream %q holds records of %s, not %T", name, c.recordType, *new(T))
+	}
+	return t, nil
 }
 
 // Partition returns the partition record is routed to.
