@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/leatdev/leat v0.0.0
+	github.com/leatdev/leat/leattest v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.22.0
 )
 
@@ -31,4 +32,7 @@ require (
 )
 
 // The examples are built against the leat of this repository.
-replace github.com/leatdev/leat => ../
+replace (
+	github.com/leatdev/leat => ../
+	github.com/leatdev/leat/leattest => ../leattest
+)

@@ -58,12 +58,23 @@ if redis.call('EXISTS', key) == 1 then
   end
 end
 
-local args = {'XGROUP', 'CREATE', key, group, pos, 'MKSTREAM'}
-if read then
-  table.insert(args, 'ENTRIESREAD')
-  table.insert(args, read)
+-- run runs an XGROUP command with ENTRIESREAD when the counter is known;
+-- a server that does not take the argument (an older one, or a protocol
+-- look-alike) gets the command without it, and the counter stays unknown.
+local function run(args)
+  if read then
+    local with = {unpack(args)}
+    table.insert(with, 'ENTRIESREAD')
+    table.insert(with, read)
+    local r = redis.pcall(unpack(with))
+    if not (type(r) == 'table' and r.err and (string.find(r.err, 'wrong number of arguments', 1, true) or string.find(r.err, 'syntax error', 1, true))) then
+      return r
+    end
+  end
+  return redis.pcall(unpack(args))
 end
-local ok = redis.pcall(unpack(args))
+
+local ok = run({'XGROUP', 'CREATE', key, group, pos, 'MKSTREAM'})
 if type(ok) == 'table' and ok.err then
   if string.sub(ok.err, 1, 9) ~= 'BUSYGROUP' then
     return ok
@@ -71,12 +82,10 @@ if type(ok) == 'table' and ok.err then
   if ARGV[3] ~= 'move' then
     return 0
   end
-  args = {'XGROUP', 'SETID', key, group, pos}
-  if read then
-    table.insert(args, 'ENTRIESREAD')
-    table.insert(args, read)
+  local r = run({'XGROUP', 'SETID', key, group, pos})
+  if type(r) == 'table' and r.err then
+    return r
   end
-  redis.call(unpack(args))
   return 2
 end
 return 1

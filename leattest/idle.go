@@ -1,0 +1,77 @@
+package leattest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/leatdev/leat/internal/core"
+)
+
+// WaitIdle waits until every processor of the worker's app has been handed
+// every entry of every partition of its stream, and has acknowledged them
+// (nothing pending), as the runtime itself sees it in Redis. It fails the
+// test after 20s, saying what is left, or when the worker stopped (a halt).
+func (w *Worker) WaitIdle() {
+	w.k.t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		left, err := w.busy()
+		if err == nil && left == "" {
+			return
+		}
+		select {
+		case <-w.stopped:
+			w.k.t.Fatalf("leattest: the worker stopped before it was idle: %v", w.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				left = err.Error()
+			}
+			w.k.t.Fatalf("leattest: not idle after %s: %s", waitTimeout, left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// busy says what the app's processors have still to do, "" when nothing.
+func (w *Worker) busy() (string, error) {
+	ctx := context.Background()
+	cat, ok := core.UnwrapCatalog(w.a.Catalog())
+	if !ok {
+		return "", fmt.Errorf("no catalog")
+	}
+	var left []string
+	for _, p := range w.a.Processors() {
+		s, ok := cat.Lookup(p.StreamName())
+		if !ok {
+			continue
+		}
+		for n := range s.Partitions() {
+			key := s.PartitionKey(n)
+			last, err := w.k.client.XRevRangeN(ctx, key, "+", "-", 1).Result()
+			if err != nil {
+				return "", err
+			}
+			if len(last) == 0 {
+				continue
+			}
+			groups, err := w.k.client.XInfoGroups(ctx, key).Result()
+			if err != nil && !strings.Contains(err.Error(), "no such key") {
+				return "", err
+			}
+			done := false
+			for _, g := range groups {
+				if g.Name == p.Name && g.LastDeliveredID == last[0].ID && g.Pending == 0 {
+					done = true
+				}
+			}
+			if !done {
+				left = append(left, fmt.Sprintf("%s partition %d", p.FullName(), n))
+			}
+		}
+	}
+	return strings.Join(left, ", "), nil
+}
