@@ -32,15 +32,30 @@ type leadership struct {
 	lease time.Duration
 
 	mu       sync.Mutex
-	term     *term         // nil when not leading
-	changed  chan struct{} // closed and replaced on every change
-	resigned bool          // no new term: the worker is stopping
+	term     *term          // nil when not leading
+	changed  chan struct{}  // closed and replaced on every change
+	resigned bool           // no new term: the worker is stopping
+	ends     sync.WaitGroup // watches of terms' ends that may still run
 }
 
 // term is one acquisition of the leader lease.
 type term struct {
-	lock  *lease.Lock
-	trust *lease.Trust // carries the term number (LeaderTerm)
+	lock    *lease.Lock
+	trust   *lease.Trust // carries the term number (LeaderTerm)
+	unwatch func() bool  // stops the watch that ends the term with its trust
+}
+
+// close ends t now, on the caller's goroutine, with cause: nothing of the
+// term outlives a stop.
+func (l *leadership) close(t *term, cause error) {
+	l.mu.Lock()
+	unwatch := t.unwatch
+	l.mu.Unlock()
+	if unwatch != nil && unwatch() {
+		l.ends.Done() // the watch will not run
+	}
+	t.trust.Cancel(cause)
+	l.end(t)
 }
 
 // errResigned ends a term on a graceful stop.
@@ -100,11 +115,12 @@ func (l *leadership) begin(t *term) bool {
 	l.term = t
 	close(l.changed)
 	l.changed = make(chan struct{})
-	l.mu.Unlock()
-	l.a.logger.Info("became leader", "term", t.lock.Token())
 	// The term ends at the exact end of trust (or when cancelled): announce
 	// it then, not at the next refresh attempt.
-	context.AfterFunc(t.trust, func() { l.end(t) })
+	l.ends.Add(1)
+	t.unwatch = context.AfterFunc(t.trust, func() { defer l.ends.Done(); l.end(t) })
+	l.mu.Unlock()
+	l.a.logger.Info("became leader", "term", t.lock.Token())
 	return true
 }
 
@@ -136,7 +152,7 @@ func (l *leadership) resign() {
 	l.resigned = true
 	l.mu.Unlock()
 	if t != nil {
-		t.trust.Cancel(errResigned)
+		l.close(t, errResigned)
 	}
 }
 
@@ -148,6 +164,7 @@ func (l *leadership) run(ctx context.Context) {
 	l.mu.Unlock()
 	lockc, closeLockc := lease.Client(l.a.client, 2)
 	defer closeLockc()
+	defer l.ends.Wait() // nothing of a term outlives run
 	key, counter := l.a.keys.Leader(), l.a.keys.LeaderTerm()
 	every := l.lease / 3
 	var cur *term
@@ -157,7 +174,7 @@ func (l *leadership) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			if cur != nil {
-				cur.trust.Cancel(errResigned)
+				l.close(cur, errResigned)
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 				_ = cur.lock.Release(rctx, lockc)
 				cancel()
