@@ -121,7 +121,8 @@ func TestExporter(t *testing.T) {
 	redistest.Eventually(t, 10*time.Second, "metrics of 20 events", func() bool {
 		_, body = get(t, h, "/metrics")
 		n, _ := sample(body, "leat_events_processed_total", `stream="orders"`, `processor="totals"`)
-		return n == 20
+		pending, found := sample(body, "leat_pending", `processor="totals"`)
+		return n == 20 && found && pending == 0 // acks are flushed every few milliseconds
 	})
 	checks := []struct {
 		metric string
