@@ -83,7 +83,7 @@ func New(setup Setup) *cli.App {
 			&cli.BoolFlag{Name: flagVersion, Usage: "print the version and exit", DisableDefaultText: true},
 		},
 		Commands: []*cli.Command{
-			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), benchCommand(),
+			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), inspectCommand(setup), benchCommand(),
 		},
 		Action:       rootAction,
 		OnUsageError: onUsageError,

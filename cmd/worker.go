@@ -9,6 +9,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/metrics"
 	"github.com/urfave/cli/v2"
 )
 
@@ -43,6 +44,8 @@ func workerCommand(setup Setup) *cli.Command {
 			"The other flags set app.Config.Processing (the defaults of every processor), WorkerID\n" +
 			"and LeaderLease; a flag not given leaves the value of the app's Setup, then the\n" +
 			"default. Options a processor is registered with win over both.\n\n" +
+			"--metrics-addr HOST:PORT serves /metrics (Prometheus), /healthz and /readyz while\n" +
+			"the worker runs.\n\n" +
 			"The worker runs in the app's own binary (cmd.Main with a Setup that registers\n" +
 			"processors); the standalone leat binary has none to run.",
 		Flags:        workerFlags(),
@@ -62,6 +65,16 @@ func workerCommand(setup Setup) *cli.Command {
 			if err := workerConfig(c, &cfg); err != nil {
 				return err
 			}
+			var exporter *metrics.Exporter
+			if addr := c.String(flagMetricsAddr); addr != "" {
+				if err := checkMetricsAddr(addr); err != nil {
+					return err
+				}
+				if exporter, err = metrics.New(metrics.Config{}); err != nil {
+					return err
+				}
+				cfg.Hooks = append(cfg.Hooks, exporter)
+			}
 			names := splitList(c.String(flagProcessors))
 			a, err := openAppWith(c, setup, cfg)
 			if err != nil {
@@ -71,6 +84,13 @@ func workerCommand(setup Setup) *cli.Command {
 			selected, err := selectProcessors(a, names)
 			if err != nil {
 				return err
+			}
+			if exporter != nil {
+				srv, err := serveMetrics(c.String(flagMetricsAddr), exporter, a, selected)
+				if err != nil {
+					return err
+				}
+				defer srv.close()
 			}
 			id := a.Config().WorkerID
 			fmt.Fprintf(c.App.Writer, "worker %s running %d %s: %s\n",
@@ -178,6 +198,7 @@ func workerFlags() []cli.Flag {
 			EnvVars:     []string{envName(flagLeaderLease)},
 			DefaultText: app.DefaultLeaderLease.String(),
 		},
+		metricsAddrFlag(),
 		helpFlag(),
 	)
 }

@@ -77,6 +77,8 @@ type Executor struct {
 
 	wake chan struct{} // the assignment may have changed
 
+	atRisk map[int]bool // partitions whose lag was reported near retention (under mu)
+
 	mu    sync.Mutex
 	owned map[int]*partition // partitions whose goroutine runs
 	ready map[int]bool       // partitions whose lock is held and whose consumer runs

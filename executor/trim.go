@@ -30,6 +30,17 @@ import (
 // Entries that were read but trimmed before they were acknowledged come back
 // from XAUTOCLAIM as deleted and reach the policy one by one.
 
+// Near retention. The same counters tell the lag (entries-added minus
+// entries-read: entries not yet read by the group). When it reaches
+// RetentionWarning of the partition size, the next trims may drop entries
+// the processor has not read: the check logs a warning once, and again
+// only after the lag fell below the threshold and reached it anew.
+
+// RetentionWarning is the fraction of a partition's size (XADD MAXLEN ~)
+// that a processor's lag may reach before the executor warns that
+// retention may soon trim unread entries.
+const RetentionWarning = 0.8
+
 // trimCheckEvery is the number of heartbeat periods between two checks.
 const trimCheckEvery = 5
 
@@ -80,6 +91,7 @@ func (e *Executor) checkTrimmed(ctx context.Context) {
 			}
 			unread := info.Added - info.Length - g.EntriesRead
 			e.fetch.trimmed(p, unread, info.FirstID)
+			e.checkRetention(p.n, info.Added-g.EntriesRead)
 		}
 	}
 }
@@ -106,5 +118,25 @@ func (f *fetcher) trimmed(p *partition, unread int64, first string) {
 		Entry:      core.Entry{Partition: p.n},
 		Deliveries: 1,
 		Err:        fmt.Errorf("%w: %d entries before %s were removed from the stream before the processor read them", core.ErrTrimmed, lost, first),
+	}
+}
+
+// checkRetention warns once when the lag of partition n reaches
+// RetentionWarning of the partition size.
+func (e *Executor) checkRetention(n int, lag int64) {
+	size := e.stream.Definition().Size
+	risk := size > 0 && float64(lag) >= RetentionWarning*float64(size)
+	e.mu.Lock()
+	changed := risk != e.atRisk[n]
+	if changed {
+		if e.atRisk == nil {
+			e.atRisk = map[int]bool{}
+		}
+		e.atRisk[n] = risk
+	}
+	e.mu.Unlock()
+	if changed && risk {
+		e.log.Warn("lag near the partition size: retention may trim entries before they are read",
+			"partition", n, "lag", lag, "size", size)
 	}
 }

@@ -46,6 +46,15 @@ func TestImportsFlowOneWay(t *testing.T) {
 			t.Errorf("library package %s depends on the CLI library", pkg)
 		}
 	}
+	// inspect reads Redis below the runtime; metrics sits at the edge,
+	// beside app: neither depends on app, cmd or the CLI library.
+	for _, pkg := range []string{"inspect", "metrics"} {
+		for _, d := range deps(t, pkg) {
+			if d == "app" || d == "cmd" || strings.HasPrefix(d, "github.com/urfave/cli") || (pkg == "inspect" && d == "executor") {
+				t.Errorf("%s depends on %s", pkg, d)
+			}
+		}
+	}
 	for _, pkg := range []string{"internal/keys", "internal/scripts", "internal/lease", "internal/rdb", "internal/core", "internal/redistest"} {
 		for _, d := range deps(t, pkg) {
 			if !strings.HasPrefix(d, "internal/") {

@@ -1,0 +1,140 @@
+package inspect
+
+import "time"
+
+// Overview is the state of an app: what "leat inspect --json" prints.
+// Field names and meanings are stable; new fields may be added.
+type Overview struct {
+	App        string             `json:"app"`
+	Time       time.Time          `json:"time"`   // the Redis server's time when read
+	Leader     *Leader            `json:"leader"` // null when no worker leads
+	Streams    []StreamSummary    `json:"streams"`
+	Processors []ProcessorSummary `json:"processors"`
+	Workers    []Worker           `json:"workers"`
+	Warnings   []string           `json:"warnings"` // retention risks and quarantines, one sentence each
+}
+
+// Leader is the app's leader.
+type Leader struct {
+	Worker string `json:"worker"` // worker ID held by the leader lease
+	Term   int64  `json:"term"`   // last leader term (the lease's fencing counter)
+}
+
+// StreamSummary is one stream of the registry.
+type StreamSummary struct {
+	Name       string   `json:"name"`
+	Partitions int      `json:"partitions"`
+	Size       int64    `json:"size"` // retention per partition (XADD MAXLEN ~)
+	Codec      string   `json:"codec"`
+	KeyField   string   `json:"key_field,omitempty"`
+	Length     int64    `json:"length"`     // entries kept, all partitions
+	Processors []string `json:"processors"` // names of its processors
+}
+
+// ProcessorSummary is one processor, its figures summed over the
+// partitions of its stream.
+type ProcessorSummary struct {
+	Stream      string `json:"stream"`
+	Processor   string `json:"processor"`
+	Executors   int    `json:"executors"`   // live members (heartbeat not expired)
+	Owned       int    `json:"owned"`       // partitions whose lock is held
+	Partitions  int    `json:"partitions"`  // partitions of the stream
+	Lag         *int64 `json:"lag"`         // entries not yet delivered; null when Redis knows it for no partition
+	Pending     int64  `json:"pending"`     // delivered, not acknowledged
+	Quarantined int    `json:"quarantined"` // partitions stopped by the Quarantine or Halt policy
+}
+
+// Worker is one worker and the executors it runs.
+type Worker struct {
+	// ID is the worker ID, read from the lock values of the partitions its
+	// executors hold; "" gathers the executors that hold no partition, whose
+	// worker Redis does not record.
+	ID        string     `json:"id"`
+	Leader    bool       `json:"leader"`
+	Executors []Executor `json:"executors"`
+}
+
+// Executor is one processor's executor on a worker.
+type Executor struct {
+	ID         string `json:"id"`
+	Stream     string `json:"stream"`
+	Processor  string `json:"processor"`
+	Partitions []int  `json:"partitions"` // partitions whose lock it holds
+	Alive      bool   `json:"alive"`      // heartbeat deadline not passed
+	// HeartbeatAgeMS is the time since its last heartbeat, in milliseconds
+	// (server time minus its deadline minus the processor's lock expiry).
+	HeartbeatAgeMS int64 `json:"heartbeat_age_ms"`
+}
+
+// StreamReport is the state of one stream, per partition and per
+// processor: what "leat inspect STREAM --json" prints. Field names and
+// meanings are stable; new fields may be added.
+type StreamReport struct {
+	App        string            `json:"app"`
+	Stream     string            `json:"stream"`
+	Time       time.Time         `json:"time"` // the Redis server's time when read
+	Size       int64             `json:"size"` // retention per partition (XADD MAXLEN ~)
+	Codec      string            `json:"codec"`
+	KeyField   string            `json:"key_field,omitempty"`
+	Length     int64             `json:"length"` // entries kept, all partitions
+	Partitions []Partition       `json:"partitions"`
+	Processors []ProcessorReport `json:"processors"`
+	Warnings   []string          `json:"warnings"`
+}
+
+// Partition is one partition stream.
+type Partition struct {
+	Partition    int    `json:"partition"`
+	Length       int64  `json:"length"`        // XLEN: entries kept
+	EntriesAdded int64  `json:"entries_added"` // ever added, trimmed ones included
+	FirstID      string `json:"first_id"`      // oldest entry kept, "" when empty
+	LastID       string `json:"last_id"`       // newest entry, "" when empty
+}
+
+// ProcessorReport is one processor of the stream.
+type ProcessorReport struct {
+	Processor   string               `json:"processor"`
+	Executors   int                  `json:"executors"` // live members
+	Owned       int                  `json:"owned"`     // partitions whose lock is held
+	Lag         *int64               `json:"lag"`       // sum of the known lags; null when none is known
+	Pending     int64                `json:"pending"`
+	Quarantined int                  `json:"quarantined"`
+	Partitions  []ProcessorPartition `json:"partitions"`
+}
+
+// ProcessorPartition is what a processor has done with one partition.
+type ProcessorPartition struct {
+	Partition int    `json:"partition"`
+	Owner     *Owner `json:"owner"` // null when no executor holds the lock
+	// Lag is the number of entries not yet delivered to the processor
+	// (XINFO GROUPS lag, else entries-added minus entries-read); null when
+	// Redis does not know it, or the consumer group does not exist yet.
+	Lag             *int64 `json:"lag"`
+	Pending         int64  `json:"pending"`                     // delivered, not acknowledged
+	OldestPendingID string `json:"oldest_pending_id,omitempty"` // "" when nothing is pending
+	// OldestPendingAgeMS is the age of the oldest pending entry in
+	// milliseconds (server time minus the time in its ID); null when
+	// nothing is pending.
+	OldestPendingAgeMS *int64      `json:"oldest_pending_age_ms"`
+	LastDeliveredID    string      `json:"last_delivered_id,omitempty"`
+	Consumers          int64       `json:"consumers"`      // consumers of the group on this partition
+	Quarantine         *Quarantine `json:"quarantine"`     // null unless the partition is stopped
+	RetentionRisk      bool        `json:"retention_risk"` // lag reached RetentionWarning of the size
+}
+
+// Owner is the holder of a partition lock.
+type Owner struct {
+	Executor string `json:"executor"`
+	Worker   string `json:"worker"`
+}
+
+// Quarantine is the report of a partition stopped by the Quarantine or
+// Halt policy.
+type Quarantine struct {
+	Policy   string    `json:"policy"` // "quarantine" or "halt"
+	Executor string    `json:"executor"`
+	Worker   string    `json:"worker,omitempty"`
+	ID       string    `json:"id,omitempty"` // the failing entry
+	Error    string    `json:"error"`
+	Time     time.Time `json:"time"`
+}
