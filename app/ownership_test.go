@@ -83,7 +83,8 @@ func ownerProcessMain() int {
 			}
 			last = now
 			if ctx.Err() != nil {
-				record("cancelled/%s/%s/%d", what, id, time.Now().UnixMilli())
+				dl, _ := ctx.Deadline()
+				record("cancelled/%s/%s/%d/%d", what, id, time.Now().UnixMilli(), dl.UnixMilli())
 				return
 			}
 			time.Sleep(time.Millisecond)
@@ -238,20 +239,30 @@ func TestFrozenLinkEndsWorkAtTrustEnd(t *testing.T) {
 	leading := waitProbe(t, env, 10*time.Second, "leading/B/")
 
 	for _, c := range []struct {
-		what      string
-		ended     int64
-		successor int64
+		what         string
+		ended, trust int64 // when the context was seen ended; when trust ended (its deadline)
+		successor    int64
 	}{
-		{"processor", atoi64(t, cancelled[3]), atoi64(t, taken[5])},
-		{"leader-only task", atoi64(t, leadEnd[3]), atoi64(t, leading[3])},
+		{"processor", atoi64(t, cancelled[3]), atoi64(t, cancelled[4]), atoi64(t, taken[5])},
+		{"leader-only task", atoi64(t, leadEnd[3]), atoi64(t, leadEnd[4]), atoi64(t, leading[3])},
 	} {
-		after := time.UnixMilli(c.ended).Sub(frozen)
-		t.Logf("%s context ended %s after the freeze; successor started %s after", c.what, after, time.UnixMilli(c.successor).Sub(frozen))
-		if after > ownerLockExpiry {
-			t.Errorf("%s context ended %s after the link froze, want within the lock expiry %s", c.what, after, ownerLockExpiry)
+		trustEnd := time.UnixMilli(c.trust).Sub(frozen)
+		seen := time.UnixMilli(c.ended).Sub(time.UnixMilli(c.trust))
+		t.Logf("%s: trust ended %s after the freeze, seen ended %s later; successor started %s after the freeze",
+			c.what, trustEnd, seen, time.UnixMilli(c.successor).Sub(frozen))
+		// Trust ends before the lock can expire: within the lock expiry of
+		// the last refresh, so of the freeze.
+		if trustEnd > ownerLockExpiry {
+			t.Errorf("%s: trust ended %s after the link froze, want within the lock expiry %s", c.what, trustEnd, ownerLockExpiry)
 		}
-		if c.ended > c.successor {
-			t.Errorf("%s context ended after the successor started", c.what)
+		// The context ends at that moment, not when a refresh attempt
+		// stuck on the frozen link gives up (seconds later): allow for
+		// scheduling on a loaded machine only.
+		if seen > 500*time.Millisecond {
+			t.Errorf("%s: context seen ended %s after trust ended", c.what, seen)
+		}
+		if c.trust >= c.successor {
+			t.Errorf("%s: trust ended after the successor started", c.what)
 		}
 	}
 	if tokA, tokB := atoi64(t, started[3]), atoi64(t, taken[4]); tokB <= tokA {
