@@ -26,7 +26,7 @@ import (
 const bgModeEnv = "LEAT_TEST_BG_PROCESS"
 
 // bgLease is the leader lease of the background failover tests.
-const bgLease = time.Second
+const bgLease = 2 * time.Second // tolerates the scheduling stalls of a loaded 2-core machine
 
 // bgEvery is the interval of the tick test's task.
 const bgEvery = 100 * time.Millisecond
@@ -263,7 +263,7 @@ func TestLeaderOnceKilledMidRun(t *testing.T) {
 	procs[leader].signal(t, syscall.SIGKILL)
 	killed := time.Now()
 	_ = procs[leader].cmd.Wait()
-	redistest.Eventually(t, 5*time.Second, "the task completes on the next leader", func() bool { return bgCount(t, env, "completions") == 1 })
+	redistest.Eventually(t, 10*time.Second, "the task completes on the next leader", func() bool { return bgCount(t, env, "completions") == 1 })
 	done := bgRuns(t, env, "done")
 	if len(done) != 1 || done[0][1] == leader {
 		t.Fatalf("completed runs %v, want one, not by the killed %s", done, leader)
