@@ -1,0 +1,9 @@
+package middleware_test
+
+import (
+	"testing"
+
+	"github.com/leatdev/leat/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
