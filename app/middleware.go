@@ -45,7 +45,7 @@ type bodyRun struct {
 }
 
 // withMiddleware returns h with each event or batch handled through mws.
-func withMiddleware(h core.Handler, streamName, processor string, mws []middleware.Middleware) core.Handler {
+func (a *App) withMiddleware(h core.Handler, streamName, processor string, mws []middleware.Middleware) core.Handler {
 	chain := middleware.Chain(func(ctx context.Context, m *middleware.Message) error {
 		r, ok := ctx.Value(bodyKey{}).(*bodyRun)
 		if !ok {
@@ -67,6 +67,7 @@ func withMiddleware(h core.Handler, streamName, processor string, mws []middlewa
 		m := &middleware.Message{
 			Stream: streamName, Processor: processor, Partition: ds[0].Partition, Token: feed.Token(),
 			Batch: batch, Entries: make([]middleware.Entry, len(ds)), Fence: feed,
+			App: a.keys.App, KeyPrefix: a.keys.Prefix, Client: a.client,
 		}
 		for i := range ds {
 			d := &ds[i]

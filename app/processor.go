@@ -56,7 +56,7 @@ func Process[T any](a *App, s *stream.Stream[T], name string, fn func(ctx contex
 		return fmt.Errorf("processor %q: %w", name, err)
 	}
 	if mws := a.middlewareOf(opts); len(mws) > 0 {
-		h = withMiddleware(h, s.Name(), name, mws)
+		h = a.withMiddleware(h, s.Name(), name, mws)
 	}
 	p := &Processor{Name: name, Options: o, stream: c, handler: h}
 	a.mu.Lock()

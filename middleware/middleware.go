@@ -46,6 +46,10 @@ type Message struct {
 	Batch bool
 	// Entries are the message's entries, in stream order.
 	Entries []Entry
+	// App and KeyPrefix are the app's name and Redis key prefix, and
+	// Client its Redis client, for middleware that keeps state in Redis.
+	App, KeyPrefix string
+	Client         redis.UniversalClient
 	// Fence writes to Redis only while the partition is still held by this
 	// worker with the acquisition of Token (see stream.Events.Fenced). It
 	// is nil for messages that come from no partition.
