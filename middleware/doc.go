@@ -39,6 +39,25 @@
 //		}
 //	}
 //
+// # Built-ins
+//
+//   - [Logging]: one slog record per failed event (and per event at Debug).
+//   - [Timeout]: a deadline on the handler's context.
+//   - [Retry]: which errors retry, exponential backoff with jitter, a
+//     maximum that replaces the processor's retry limit; honours SkipRetry
+//     and RetryAfter.
+//   - [Dedup]: skips events whose idempotency key was processed within a
+//     TTL, recorded in Redis with a fenced write.
+//   - [RateLimit]: N events per second per processor or per partition key,
+//     shared by every worker (GCRA in Redis); limited events wait.
+//   - [CircuitBreaker]: after N consecutive failures, the partition waits a
+//     cool-down, then tries one event.
+//   - [Tracing] and [InjectTrace]: W3C trace context from Send to a span
+//     per event (OpenTelemetry).
+//
+// Middleware that keeps state in Redis uses the Message's Client, App and
+// KeyPrefix, which the App fills in.
+//
 // # Metrics
 //
 // Throughput, latency, failures and lag come from the runtime's hooks
