@@ -12,6 +12,7 @@ import (
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/middleware"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
@@ -72,6 +73,11 @@ type Config struct {
 	// --lock-expiry, --prefetch, --read-block, --grace, --join-delay,
 	// --start, --on-error, --retries (env LEAT_LOCK_EXPIRY, ...).
 	Processing executor.Options
+
+	// Middleware wraps the handling of every event (or batch) of every
+	// processor of the app, outside the processor's own (app.Use): the
+	// first is outermost. None by default. Set in code only.
+	Middleware []middleware.Middleware
 
 	// WorkerID names this worker in leadership, logs and inspect.
 	// Default: host name, process ID and a random suffix.

@@ -55,6 +55,9 @@ func Process[T any](a *App, s *stream.Stream[T], name string, fn func(ctx contex
 	if err != nil {
 		return fmt.Errorf("processor %q: %w", name, err)
 	}
+	if mws := a.middlewareOf(opts); len(mws) > 0 {
+		h = a.withMiddleware(h, s.Name(), name, mws)
+	}
 	p := &Processor{Name: name, Options: o, stream: c, handler: h}
 	a.mu.Lock()
 	defer a.mu.Unlock()

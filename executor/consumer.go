@@ -91,7 +91,8 @@ func (p *partition) retry(id string, err error) bool {
 	if p.attemptID != id {
 		p.attemptID, p.attempts = id, 0
 	}
-	if p.attempts >= r.Attempts {
+	after, asked, decided := retryDelay(err)
+	if p.attempts >= r.Attempts && !decided {
 		return false
 	}
 	p.attempts++
@@ -100,7 +101,7 @@ func (p *partition) retry(id string, err error) bool {
 		d = r.MaxBackoff
 	}
 	d = d/2 + rand.N(d/2+1) // jitter: [d/2, d]
-	if after, ok := retryDelay(err); ok {
+	if asked {
 		d = after
 	}
 	p.sleep(d)

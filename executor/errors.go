@@ -2,8 +2,9 @@ package executor
 
 import (
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/leatdev/leat/internal/core"
 )
 
 // ErrHalted is matched (errors.Is) by the error Run returns when the Halt
@@ -11,11 +12,11 @@ import (
 var ErrHalted = errors.New("executor: halted by the failure policy")
 
 // ErrSkipRetry is matched by errors returned with SkipRetry.
-var ErrSkipRetry = errors.New("executor: do not retry")
+var ErrSkipRetry = core.ErrSkipRetry
 
 // SkipRetry marks err as not worth retrying: the failure policy applies at
 // once, without the retries in place (an invalid record, say).
-func SkipRetry(err error) error { return fmt.Errorf("%w: %w", ErrSkipRetry, err) }
+func SkipRetry(err error) error { return core.SkipRetry(err) }
 
 // RetryAfter asks for the next retry in place after d instead of the
 // backoff (a rate-limited dependency that said when to come back). It still
@@ -23,23 +24,17 @@ func SkipRetry(err error) error { return fmt.Errorf("%w: %w", ErrSkipRetry, err)
 // applies.
 func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{After: d, Err: err} }
 
-// RetryAfterError is returned by RetryAfter.
-type RetryAfterError struct {
-	After time.Duration
-	Err   error
-}
+// RetryAfterError is returned by RetryAfter. Decided is set by
+// middleware.Retry, whose own maximum then replaces the processor's retry
+// limit.
+type RetryAfterError = core.RetryAfterError
 
-func (e *RetryAfterError) Error() string {
-	return fmt.Sprintf("executor: retry after %s: %v", e.After, e.Err)
-}
-
-func (e *RetryAfterError) Unwrap() error { return e.Err }
-
-// retryDelay returns the wait asked for by a RetryAfter in err's chain.
-func retryDelay(err error) (time.Duration, bool) {
+// retryDelay returns the wait asked for by a RetryAfter in err's chain, and
+// whether a retry middleware decided on it.
+func retryDelay(err error) (d time.Duration, ok, decided bool) {
 	var ra *RetryAfterError
 	if errors.As(err, &ra) {
-		return max(ra.After, 0), true
+		return max(ra.After, 0), true, ra.Decided
 	}
-	return 0, false
+	return 0, false, false
 }

@@ -45,5 +45,5 @@ func (s *Stream[T]) handler(fn any) (core.Handler, error) {
 	if !ok {
 		return nil, fmt.Errorf("processor %T does not take the events of a stream of %T", fn, *new(T))
 	}
-	return func(ctx context.Context, feed core.Feed) error { return f(ctx, newEvents(feed, s)) }, nil
+	return func(ctx context.Context, feed core.Feed) error { return f(ctx, newEvents(ctx, feed, s)) }, nil
 }

@@ -34,6 +34,19 @@ type Event[T any] struct {
 	Headers   Headers
 	// Deliveries counts deliveries of this entry, this one included.
 	Deliveries int64
+
+	ctx context.Context
+}
+
+// Context returns the context the processor's middleware handed this event
+// (or its batch) to the loop body with: it carries a Timeout's deadline
+// and a Tracing span. Without middleware it is the processor call's
+// context. Use it for the I/O of the loop body.
+func (e *Event[T]) Context() context.Context {
+	if e.ctx == nil {
+		return context.Background()
+	}
+	return e.ctx
 }
 
 // Redelivered reports whether the entry was handed out before, to this or
@@ -53,18 +66,23 @@ func (e *Event[T]) Redelivered() bool { return e.Deliveries > 1 }
 type Events[T any] struct {
 	feed   core.Feed
 	stream *Stream[T]
+	ctx    context.Context
+	around *core.AroundFeed // the processor's middleware, if any
 }
 
-// newEvents returns the events of feed, decoded as records of s.
-func newEvents[T any](feed core.Feed, s *Stream[T]) *Events[T] {
-	return &Events[T]{feed: feed, stream: s}
+// newEvents returns the events of feed, decoded as records of s, for the
+// processor call with context ctx.
+func newEvents[T any](ctx context.Context, feed core.Feed, s *Stream[T]) *Events[T] {
+	ev := &Events[T]{feed: feed, stream: s, ctx: ctx}
+	ev.around, _ = feed.(*core.AroundFeed)
+	return ev
 }
 
 func (ev *Events[T]) decode(d *core.Delivery) (*Event[T], error) {
 	if d.Err != nil {
 		return nil, d.Err
 	}
-	e := &Event[T]{ID: d.ID, Partition: d.Partition, Key: d.Key, Headers: d.Headers, Deliveries: d.Deliveries}
+	e := &Event[T]{ID: d.ID, Partition: d.Partition, Key: d.Key, Headers: d.Headers, Deliveries: d.Deliveries, ctx: ev.ctx}
 	if err := ev.stream.t.DecodeInto(&d.Entry, &e.Record); err != nil {
 		return nil, err
 	}
@@ -111,6 +129,15 @@ func (ev *Events[T]) All() iter.Seq[*Event[T]] {
 				ev.feed.Reject(ds[:1], err)
 				return
 			}
+			if ev.around != nil {
+				if !ev.around.Handle(ds[:1], []any{e.Record}, false, func(ctx context.Context, _ []core.Delivery) bool {
+					e.ctx = ctx
+					return yield(e)
+				}) {
+					return
+				}
+				continue
+			}
 			if !yield(e) {
 				return
 			}
@@ -154,21 +181,52 @@ func (ev *Events[T]) Batches(n int, within time.Duration) iter.Seq[[]*Event[T]] 
 				if err != nil {
 					// Hand out what precedes the bad entry as a batch of
 					// its own, then let the policy deal with the bad one.
-					if i > 0 {
-						if !yield(batch) {
-							return
-						}
-						ev.feed.Done(ds[:i])
+					if i > 0 && !ev.yieldBatch(ds[:i], batch, yield) {
+						return
 					}
 					ev.feed.Reject(ds[i:i+1], err)
 					return
 				}
 				batch = append(batch, e)
 			}
-			if !yield(batch) {
+			if !ev.yieldBatch(ds, batch, yield) {
 				return
 			}
-			ev.feed.Done(ds)
 		}
 	}
+}
+
+// yieldBatch hands batch, the events of ds, to the loop body (through the
+// middleware, if any) and acknowledges it. It reports whether the loop goes on.
+func (ev *Events[T]) yieldBatch(ds []core.Delivery, batch []*Event[T], yield func([]*Event[T]) bool) bool {
+	if ev.around == nil {
+		if !yield(batch) {
+			return false
+		}
+		ev.feed.Done(ds)
+		return true
+	}
+	records := make([]any, len(batch))
+	for i, e := range batch {
+		records[i] = e.Record
+	}
+	return ev.around.Handle(ds, records, true, func(ctx context.Context, sub []core.Delivery) bool {
+		out := batch
+		if len(sub) != len(batch) { // the middleware let a subsequence through
+			out = make([]*Event[T], 0, len(sub))
+			j := 0
+			for _, d := range sub {
+				for j < len(batch) && batch[j].ID != d.ID {
+					j++
+				}
+				if j < len(batch) {
+					out = append(out, batch[j])
+				}
+			}
+		}
+		for _, e := range out {
+			e.ctx = ctx
+		}
+		return yield(out)
+	})
 }

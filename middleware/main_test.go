@@ -1,0 +1,16 @@
+package middleware_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/leatdev/leat/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	// The rate limit test starts this test binary again as worker processes.
+	if os.Getenv(rateWorkerEnv) != "" {
+		os.Exit(rateWorkerMain())
+	}
+	redistest.Main(m)
+}
