@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -83,6 +84,22 @@ func TestLibraryModuleGraph(t *testing.T) {
 	for _, m := range []string{"github.com/alicebob/miniredis", "github.com/yuin/gopher-lua"} {
 		if strings.Contains(string(out), m) {
 			t.Errorf("the library's module graph includes %s", m)
+		}
+	}
+}
+
+// Users need Go 1.25 or newer, not more: a dependency upgrade that raises
+// a module's go directive is caught here.
+func TestGoVersion(t *testing.T) {
+	for _, mod := range []string{"../../go.mod", "../../leattest/go.mod", "../../examples/go.mod", "../../go.work"} {
+		b, err := os.ReadFile(mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "go "); ok && v != "1.25.0" {
+				t.Errorf("%s: go %s, want 1.25.0", mod, v)
+			}
 		}
 	}
 }
