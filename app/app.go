@@ -50,6 +50,9 @@ func New(cfg Config) (*App, error) {
 		if err != nil {
 			return nil, fmt.Errorf("app config: redis URL: %w", err)
 		}
+		if err := cfg.TLS.Apply(opt); err != nil {
+			return nil, fmt.Errorf("app config: %w", err)
+		}
 		a.client = redis.NewClient(opt)
 		a.ownsClient = true
 	}
