@@ -50,7 +50,12 @@ func New(cfg Config) (*App, error) {
 		if err != nil {
 			return nil, fmt.Errorf("app config: redis URL: %w", err)
 		}
-		a.client = redis.NewClient(opt)
+		if err := cfg.TLS.Apply(opt); err != nil {
+			return nil, fmt.Errorf("app config: %w", err)
+		}
+		client := redis.NewClient(opt)
+		client.AddHook(deniedHook{prefix: cfg.KeyPrefix})
+		a.client = client
 		a.ownsClient = true
 	}
 	a.logger = cfg.Logger.With("app", cfg.Name, "worker", cfg.WorkerID)

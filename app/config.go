@@ -37,6 +37,11 @@ type Config struct {
 	// Client is set. Flag --redis, env LEAT_REDIS_URL.
 	RedisURL string
 
+	// TLS configures the TLS of a rediss:// RedisURL: CA, client
+	// certificate and key (mutual TLS), server name. Ignored when Client is
+	// set. Flags --tls-ca, --tls-cert, --tls-key, --tls-server-name.
+	TLS TLSConfig
+
 	// Client is a caller-owned Redis client (standalone, Sentinel or
 	// Cluster). The App uses it and never closes it.
 	Client redis.UniversalClient

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/scripts"
 )
 
 // Run runs a worker with every registered processor until ctx is done; see
@@ -27,7 +28,13 @@ func (a *App) Run(ctx context.Context) error { return a.RunProcessors(ctx, nil) 
 // at once), stops fetching, lets in-flight events finish within the grace
 // period, acknowledges, and releases its locks; then background tasks stop
 // and the leader lease is released.
+//
+// A permission error of the Redis user (ACL) is returned with what to grant.
 func (a *App) RunProcessors(ctx context.Context, names []string) error {
+	return scripts.Explain(a.runProcessors(ctx, names), a.cfg.KeyPrefix)
+}
+
+func (a *App) runProcessors(ctx context.Context, names []string) error {
 	procs, err := a.SelectProcessors(names)
 	if err != nil {
 		return err

@@ -141,6 +141,13 @@ func benchClient(c *cli.Context) (*redis.Client, error) {
 	if err != nil {
 		return nil, usageErrorf("invalid --redis URL: %s", scrub(err.Error(), raw))
 	}
+	t, err := tlsConfig(c, raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Apply(opt); err != nil {
+		return nil, usageError{err}
+	}
 	client := redis.NewClient(opt)
 	if err := ping(c.Context, raw, func(ctx context.Context) error { return client.Ping(ctx).Err() }); err != nil {
 		client.Close()

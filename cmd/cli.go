@@ -54,10 +54,11 @@ func New(setup Setup) *cli.App {
 	return &cli.App{
 		Name:  "leat",
 		Usage: "run workers of a leat app and send records to its partitioned streams in Redis",
-		Flags: []cli.Flag{
+		Flags: withTLSFlags([]cli.Flag{
 			&cli.StringFlag{
-				Name:        flagRedis,
-				Usage:       "Redis server: redis://[user:password@]host:port[/db], rediss:// for TLS, unix:///path",
+				Name: flagRedis,
+				Usage: "Redis server: redis://[user:password@]host:port[/db], rediss:// for TLS, unix:///path; " +
+					"set LEAT_REDIS_URL rather than this flag when the URL holds a password (flags show in ps)",
 				Value:       app.DefaultRedisURL,
 				DefaultText: app.DefaultRedisURL, // help never shows a URL with a password from the environment
 				EnvVars:     []string{"LEAT_REDIS_URL"},
@@ -81,7 +82,7 @@ func New(setup Setup) *cli.App {
 			},
 			helpFlag(),
 			&cli.BoolFlag{Name: flagVersion, Usage: "print the version and exit", DisableDefaultText: true},
-		},
+		}),
 		Commands: []*cli.Command{
 			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), inspectCommand(setup), benchCommand(),
 		},
@@ -206,6 +207,10 @@ func config(c *cli.Context) (app.Config, error) {
 	if err := checkRedisURL(redisURL); err != nil {
 		return app.Config{}, err
 	}
+	tlsCfg, err := tlsConfig(c, redisURL)
+	if err != nil {
+		return app.Config{}, err
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String(flagLogLevel))); err != nil {
 		return app.Config{}, usageErrorf("--log-level %q is invalid: use debug, info, warn or error", c.String(flagLogLevel))
@@ -213,6 +218,7 @@ func config(c *cli.Context) (app.Config, error) {
 	return app.Config{
 		Name:      name,
 		RedisURL:  redisURL,
+		TLS:       tlsCfg,
 		KeyPrefix: prefix,
 		Logger:    slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})),
 	}, nil

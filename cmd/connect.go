@@ -32,7 +32,11 @@ func ping(ctx context.Context, url string, fn func(context.Context) error) error
 		}
 	}
 	if addr == "" {
-		return fn(ctx)
+		err := fn(ctx)
+		if plain := plainURLAddr(url); plain != "" && droppedPlain(err) && tlsAt(ctx, plain) {
+			return errTLSExpected
+		}
+		return err
 	}
 	done := make(chan error, 1)
 	go func() { done <- fn(ctx) }()
@@ -43,14 +47,14 @@ func ping(ctx context.Context, url string, fn func(context.Context) error) error
 		if err != nil && plainRedisAt(ctx, addr) {
 			return errTLSNotEnabled
 		}
-		return err
+		return clientCertHint(ctx, addr, err)
 	case <-timer.C:
 		if plainRedisAt(ctx, addr) {
 			cancel()
 			<-done
 			return errTLSNotEnabled
 		}
-		return <-done
+		return clientCertHint(ctx, addr, <-done)
 	}
 }
 

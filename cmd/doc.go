@@ -47,7 +47,12 @@
 //
 // Each maps to a field of app.Config and has an environment variable:
 //
-//	--redis      LEAT_REDIS_URL  Config.RedisURL (default redis://127.0.0.1:6379)
+//	--redis      LEAT_REDIS_URL  Config.RedisURL (default redis://127.0.0.1:6379);
+//	                             prefer the variable for a URL with a password
+//	--tls-ca     LEAT_TLS_CA     Config.TLS.CAFile, for rediss:// (default: system roots)
+//	--tls-cert   LEAT_TLS_CERT   Config.TLS.CertFile, client certificate (mutual TLS)
+//	--tls-key    LEAT_TLS_KEY    Config.TLS.KeyFile, its private key
+//	--tls-server-name LEAT_TLS_SERVER_NAME Config.TLS.ServerName (default: the URL's host)
 //	--app        LEAT_APP        Config.Name (required)
 //	--prefix     LEAT_PREFIX     Config.KeyPrefix (default "leat")
 //	--log-level  LEAT_LOG_LEVEL  Config.Logger, text logs on stderr (default warn)

@@ -57,7 +57,7 @@ func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 }
 
 // globalFlags are the names of the flags given before the command.
-var globalFlags = []string{flagRedis, flagApp, flagPrefix, flagLogLevel}
+var globalFlags = []string{flagRedis, flagTLSCA, flagTLSCert, flagTLSKey, flagTLSServerName, flagApp, flagPrefix, flagLogLevel}
 
 func isGlobalFlag(name string) bool {
 	name = strings.TrimLeft(name, "-")
@@ -118,7 +118,10 @@ func explain(err error) (string, int) {
 		if ce.url != "" {
 			at = " at " + ce.url
 		}
-		if errors.Is(ce.err, errTLSNotEnabled) {
+		if hint := tlsHint(ce.err); hint != "" {
+			return fmt.Sprintf("cannot reach Redis%s: %s", at, hint), exitFailure
+		}
+		if errors.Is(ce.err, errTLSNotEnabled) || errors.Is(ce.err, errTLSExpected) {
 			return fmt.Sprintf("cannot reach Redis%s: %v", at, ce.err), exitFailure
 		}
 		var re redis.Error

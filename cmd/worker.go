@@ -236,7 +236,7 @@ func workerConfig(c *cli.Context, cfg *app.Config) error {
 	}
 	if d := c.Duration(flagLeaderLease); d != 0 {
 		// The app's own validation decides; New does no I/O.
-		probe, err := app.New(app.Config{Name: cfg.Name, RedisURL: cfg.RedisURL, KeyPrefix: cfg.KeyPrefix, LeaderLease: d})
+		probe, err := app.New(app.Config{Name: cfg.Name, RedisURL: cfg.RedisURL, TLS: cfg.TLS, KeyPrefix: cfg.KeyPrefix, LeaderLease: d})
 		if err != nil {
 			return usageErrorf("--%s: %w", flagLeaderLease, err)
 		}

@@ -27,6 +27,14 @@ import (
 //
 // A consumer that drains its buffer below the watermark, or a new partition,
 // wakes the fetcher, interrupting the blocking XREAD with CLIENT UNBLOCK.
+//
+// A Redis user that may not run CLIENT UNBLOCK (the common ACL
+// "+@all -@dangerous") would leave a full partition waiting for the blocking
+// read over the idle ones to time out, each time its buffer drains. So when
+// CLIENT UNBLOCK is denied (logged once), the fetcher blocks only while
+// every buffer has room (no consumer will wake it), and for at most
+// maxUninterruptible; while some consumer works through a fuller buffer, it
+// waits for that consumer's wake-up instead and polls the idle partitions.
 type fetcher struct {
 	e   *Executor
 	log *slog.Logger
@@ -35,6 +43,9 @@ type fetcher struct {
 	parts    map[int]*fetchState
 	blocking bool
 	blockID  int64 // CLIENT ID of the blocking connection
+
+	noUnblock  bool      // CLIENT UNBLOCK is denied: see above
+	deniedOnce sync.Once // the warning about it
 
 	wake    chan struct{}
 	unblock chan struct{}
@@ -167,6 +178,7 @@ func (f *fetcher) run(ctx context.Context) {
 	defer blocker.close()
 	f.tx = newTxConn(f.e.own)
 	defer f.tx.close()
+	f.probeUnblock(ctx, blocker)
 	wg.Add(1)
 	go func() { defer wg.Done(); f.unblocker(bctx, blocker) }()
 
@@ -363,7 +375,18 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 		return
 	default:
 	}
-	if len(keys) == 0 || !b.ok() {
+	block := f.e.opts.ReadBlock
+	poll := !b.ok()
+	if f.noUnblock {
+		block = min(block, maxUninterruptible)
+		for _, s := range f.parts {
+			if len(s.overflow) > 0 || cap(s.p.buf)-len(s.p.buf) < f.watermark() {
+				poll = true // its consumer will wake the fetcher: do not block
+				break
+			}
+		}
+	}
+	if len(keys) == 0 || poll {
 		f.mu.Unlock()
 		wait := f.e.opts.ReadBlock
 		if len(keys) > 0 {
@@ -387,7 +410,7 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	var got []string
 	err := idErr
 	if err == nil {
-		got, err = b.xread(ctx, keys, last, f.e.opts.ReadBlock)
+		got, err = b.xread(ctx, keys, last, block)
 	}
 	f.mu.Lock()
 	f.blocking = false
@@ -405,10 +428,54 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 			b.disable()
 			return
 		}
+		if isDenied(err) { // CLIENT ID
+			f.denied("CLIENT ID", err)
+			b.disable()
+			return
+		}
 		f.log.Debug("blocking read failed", "error", err)
 		b.reset()
 		sleepCtx(ctx, 50*time.Millisecond)
 	}
+}
+
+// maxUninterruptible bounds a blocking read that CLIENT UNBLOCK cannot end,
+// so that a new partition or a shutdown waits at most this long.
+const maxUninterruptible = 250 * time.Millisecond
+
+// isDenied reports whether err is the server refusing a command to the
+// Redis user (ACL).
+func isDenied(err error) bool { return err != nil && strings.Contains(err.Error(), "NOPERM") }
+
+// probeUnblock finds out, before the first blocking read, whether the Redis
+// user may run CLIENT UNBLOCK (of client 0, which does not exist: the
+// answer is 0, or NOPERM).
+func (f *fetcher) probeUnblock(ctx context.Context, b *blocker) {
+	if !b.ok() {
+		return
+	}
+	err := f.e.client.ClientUnblock(ctx, 0).Err()
+	switch {
+	case isDenied(err):
+		f.denied("CLIENT UNBLOCK", err)
+	case err != nil && isUnsupported(err):
+		b.disable()
+	}
+}
+
+// denied switches to reads that need no CLIENT UNBLOCK (or, for CLIENT ID,
+// no blocking connection) and says so, once per fetcher.
+func (f *fetcher) denied(command string, err error) {
+	f.mu.Lock()
+	f.noUnblock = true
+	f.mu.Unlock()
+	f.deniedOnce.Do(func() {
+		f.log.Warn("the Redis user may not run a command that interrupts blocking reads: polling idle partitions while others have events",
+			"command", command,
+			"cost", "a read of each idle partition every 50ms instead of one blocking read",
+			"grant", "+"+strings.ToLower(strings.ReplaceAll(command, " ", "|")),
+			"error", err)
+	})
 }
 
 // isUnsupported reports whether err says the server does not know a command.
@@ -453,6 +520,9 @@ func (f *fetcher) interrupt(ctx context.Context) {
 				break
 			}
 			n, err := f.e.client.ClientUnblock(ctx, id).Result()
+			if isDenied(err) {
+				f.denied("CLIENT UNBLOCK", err)
+			}
 			if err != nil || n == 1 {
 				break
 			}

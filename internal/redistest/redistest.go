@@ -17,6 +17,7 @@ package redistest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -132,7 +133,8 @@ type Server struct {
 	Addr   string // host:port the server listens on
 	dir    string
 	port   int
-	extra  []string // more redis-server arguments
+	extra  []string    // more redis-server arguments
+	tls    *tls.Config // the server listens with TLS only (see StartTLS)
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has exited
@@ -155,20 +157,24 @@ func startServer() (*Server, error) { return startServerArgs() }
 // startServerArgs starts a redis-server on a free port, with extra
 // arguments. A port found free can be taken by another process before the
 // server binds it, so a failed start is tried again on another port.
-func startServerArgs(extra ...string) (*Server, error) {
+func startServerArgs(extra ...string) (*Server, error) { return startServerTLS(nil, extra...) }
+
+// startServerTLS is startServerArgs for a server that listens with TLS only
+// when tc, the configuration of the harness's own client, is not nil.
+func startServerTLS(tc *tls.Config, extra ...string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("redis-server not found in PATH")
 	}
 	for attempt := 1; ; attempt++ {
-		s, err := startOn(bin, extra)
+		s, err := startOn(bin, extra, tc)
 		if err == nil || attempt == 3 {
 			return s, err
 		}
 	}
 }
 
-func startOn(bin string, extra []string) (*Server, error) {
+func startOn(bin string, extra []string, tc *tls.Config) (*Server, error) {
 	dir, err := os.MkdirTemp("", "leat-redis-")
 	if err != nil {
 		return nil, err
@@ -178,9 +184,12 @@ func startOn(bin string, extra []string) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{dir: dir, port: port, extra: extra}
+	s := &Server{dir: dir, port: port, extra: extra, tls: tc}
 	s.Addr = "127.0.0.1:" + strconv.Itoa(port)
 	s.URL = "redis://" + s.Addr
+	if tc != nil {
+		s.URL = "rediss://" + s.Addr
+	}
 	if err := s.launch(bin); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -198,8 +207,11 @@ func freePort() (int, error) {
 }
 
 func (s *Server) launch(bin string) error {
-	args := append([]string{
-		"--port", strconv.Itoa(s.port),
+	ports := []string{"--port", strconv.Itoa(s.port)}
+	if s.tls != nil {
+		ports = []string{"--port", "0", "--tls-port", strconv.Itoa(s.port)}
+	}
+	args := append(append(ports,
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
 		"--save", "",
@@ -207,7 +219,7 @@ func (s *Server) launch(bin string) error {
 		"--daemonize", "no",
 		"--loglevel", "warning",
 		"--maxclients", "10000",
-	}, s.extra...)
+	), s.extra...)
 	cmd := exec.Command(bin, args...)
 	var out strings.Builder
 	cmd.Stdout = &out
@@ -232,7 +244,7 @@ func (s *Server) launch(bin string) error {
 			return fmt.Errorf("redis-server exited: %s", strings.TrimSpace(out.String()))
 		default:
 		}
-		if ping(s.Addr) == nil {
+		if ping(s.Addr, s.tls) == nil {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -247,8 +259,15 @@ func (s *Server) forget() {
 	s.mu.Unlock()
 }
 
-func ping(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+func ping(addr string, tc *tls.Config) error {
+	var conn net.Conn
+	var err error
+	d := &net.Dialer{Timeout: 200 * time.Millisecond}
+	if tc != nil {
+		conn, err = tls.DialWithDialer(d, "tcp", addr, tc)
+	} else {
+		conn, err = d.Dial("tcp", addr)
+	}
 	if err != nil {
 		return err
 	}
@@ -301,7 +320,7 @@ func (s *Server) Restart(tb testing.TB) {
 
 // Client returns a client of s closed when tb ends.
 func (s *Server) Client(tb testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, TLSConfig: s.tls})
 	tb.Cleanup(func() { c.Close() })
 	return c
 }

@@ -1,0 +1,44 @@
+package app
+
+import (
+	"context"
+
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/redis/go-redis/v9"
+)
+
+// deniedHook says what to grant in the permission errors (NOPERM, and Lua
+// scripts calling a command the user may not run) of the client an App
+// makes from RedisURL; see scripts.Explain. A caller-owned client is left
+// as it is: Run explains the error it returns.
+type deniedHook struct{ prefix string }
+
+func (deniedHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h deniedHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil {
+			if e := scripts.Explain(err, h.prefix); e != err { //nolint:errorlint // identity: was it wrapped
+				cmd.SetErr(e)
+				return e
+			}
+		}
+		return err
+	}
+}
+
+func (h deniedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if err == nil {
+			return nil
+		}
+		for _, cmd := range cmds {
+			if cerr := cmd.Err(); cerr != nil {
+				cmd.SetErr(scripts.Explain(cerr, h.prefix))
+			}
+		}
+		return scripts.Explain(err, h.prefix)
+	}
+}
