@@ -27,6 +27,7 @@ type App struct {
 	mu         sync.Mutex
 	processors []*Processor
 	tasks      []*task
+	services   []Service
 	executors  []*executor.Executor
 	leader     *leadership
 

@@ -85,6 +85,18 @@ func (a *App) RunProcessors(ctx context.Context, names []string) error {
 			}
 		}()
 	}
+	a.runServices(wctx, func(run func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				stop()
+			}
+		}()
+	})
 	var leading, tasks sync.WaitGroup
 	lctx, stopLeading := context.WithCancel(context.WithoutCancel(ctx))
 	leading.Add(1)

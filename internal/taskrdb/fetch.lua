@@ -1,0 +1,73 @@
+-- fetch: take ready tasks for a worker and mark them active, in one step.
+--
+-- KEYS     the queue's keys (see common.lua)
+-- ARGV[1]  consumer (the worker)
+-- ARGV[2]  "read": read new entries here; "given": the entries follow
+-- read:    ARGV[3] number of levels n, ARGV[4..3+n] quota per level,
+--          ARGV[4+n] total: levels are read up to their quota in order, then
+--          the rest is filled from the levels in order (strict priority =
+--          the whole total as the first level's quota)
+-- given:   groups of level, entry ID, field ("t" or "k"), value, of entries
+--          the worker read with a blocking XREADGROUP
+--
+-- Returns {level, entry ID, task ID, payload, attempts, max retries,
+-- timeout ms, key, enqueued ms} per task taken. Entries whose task is no
+-- longer pending (cancelled, gone) are acknowledged and deleted.
+local consumer = ARGV[1]
+local now = now_ms()
+local out = {}
+
+local function take(level, eid, field, value)
+  local id, key = value, nil
+  local stream = KEYS[2] .. level
+  if field == 'k' then
+    key = value
+    id = redis.call('LINDEX', KEYS[8] .. key, 0)
+    if not id then
+      redis.call('XACK', stream, GROUP, eid)
+      redis.call('XDEL', stream, eid)
+      redis.call('SREM', KEYS[9], key)
+      return
+    end
+  end
+  local h = KEYS[1] .. id
+  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e')
+  if v[1] ~= 'pending' then
+    redis.call('XACK', stream, GROUP, eid)
+    redis.call('XDEL', stream, eid)
+    if key and (not v[1] or is_final(v[1])) then advance_key(key, id, true) end
+    return
+  end
+  local a = tonumber(v[3]) + 1
+  redis.call('HSET', h, 's', 'active', 'a', a, 'st', now, 'w', consumer, 'x', eid, 'l', level)
+  redis.call('HDEL', h, 'c')
+  count('pending', 'active')
+  table.insert(out, {tonumber(level), eid, id, v[2], a, tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6])})
+end
+
+local function read(level, n)
+  if n <= 0 then return 0 end
+  local r = redis.call('XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', n, 'STREAMS', KEYS[2] .. level, '>')
+  if not r then return 0 end
+  local got = 0
+  for _, e in ipairs(r[1][2]) do
+    take(level, e[1], e[2][1], e[2][2])
+    got = got + 1
+  end
+  return got
+end
+
+if ARGV[2] == 'read' then
+  local n = tonumber(ARGV[3])
+  local left = tonumber(ARGV[4 + n])
+  for l = 0, n - 1 do
+    left = left - read(l, math.min(tonumber(ARGV[4 + l]), left))
+  end
+  for l = 0, n - 1 do
+    if left <= 0 then break end
+    left = left - read(l, left)
+  end
+else
+  for i = 3, #ARGV, 4 do take(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
+end
+return out

@@ -1,0 +1,72 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/leatdev/leat/internal/taskrdb"
+)
+
+// ErrFinished is returned by Cancel for a task that has finished already,
+// and by Requeue for a task that is neither dead nor failed.
+var ErrFinished = errors.New("task: not in a state for this")
+
+// Cancel cancels task id and returns its state before: a pending,
+// scheduled or retrying task is cancelled at once; an active one has its
+// context cancelled (cause ErrCancelled) on its worker and ends as
+// cancelled when its handler returns, unless it succeeded first. A
+// finished task is left alone (ErrFinished).
+func (q *core) Cancel(ctx context.Context, id string) (State, error) {
+	state, action, err := taskrdb.Cancel(ctx, q.rdb, q.keys, id)
+	if err != nil {
+		return "", fmt.Errorf("task queue %q: cancel: %w", q.name, err)
+	}
+	switch action {
+	case "missing":
+		return "", fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
+	case "final":
+		return State(state), fmt.Errorf("%w: task %q is %s", ErrFinished, id, state)
+	case "signal":
+		if err := q.rdb.Publish(ctx, q.ks.TaskCancel(q.name), id).Err(); err != nil {
+			// The worker's touch loop reads the flag within a second.
+			q.log.Warn("publishing a cancellation failed", "task", id, "error", err)
+		}
+	}
+	return State(state), nil
+}
+
+// Requeue makes a dead or failed task ready again, with its attempts reset.
+func (q *core) Requeue(ctx context.Context, id string) error {
+	state, err := taskrdb.Requeue(ctx, q.rdb, q.keys, id)
+	if err != nil {
+		return fmt.Errorf("task queue %q: requeue: %w", q.name, err)
+	}
+	switch State(state) {
+	case "":
+		return fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
+	case Dead, Failed:
+		return nil
+	}
+	return fmt.Errorf("%w: task %q is %s, not dead or failed", ErrFinished, id, state)
+}
+
+// RequeueDead requeues every dead task of the queue and returns how many.
+func (q *core) RequeueDead(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		ids, err := q.rdb.ZRange(ctx, q.ks.TaskDead(q.name), 0, 499).Result()
+		if err != nil {
+			return n, err
+		}
+		if len(ids) == 0 {
+			return n, nil
+		}
+		for _, id := range ids {
+			if err := q.Requeue(ctx, id); err != nil && !errors.Is(err, ErrFinished) && !errors.Is(err, ErrNotFound) {
+				return n, err
+			}
+			n++
+		}
+	}
+}

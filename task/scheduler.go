@@ -1,0 +1,133 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/taskrdb"
+)
+
+// Leader-side work of a queue, run by the app's leader only (a leader-only
+// background task, once per term, in the term's context):
+//
+//   - promote: due delayed and retrying tasks move to the ready streams, at
+//     most promoteBatch per atomic script call. The leader sleeps until the
+//     next due time, blocked on the queue's wake list; an enqueue or retry
+//     that becomes the earliest due task pushes to that list, so the leader
+//     wakes for it at once. There is no polling interval: a task is moved
+//     within milliseconds of its due time.
+//   - reclaim: entries pending longer than the visibility timeout (their
+//     worker died or froze: live workers touch their running tasks) are
+//     acknowledged and their tasks made ready again, every half visibility.
+//   - janitor: finished tasks whose retention ended and dead tasks past the
+//     dead age are forgotten every second, keeping the counts exact.
+//   - cron: due ticks of the queue's cron schedules are enqueued.
+const (
+	promoteBatch = 1000
+	reclaimBatch = 200
+	janitorBatch = 1000
+	janitorEvery = time.Second
+	maxLeadSleep = time.Second
+)
+
+// reclaimer is the consumer the leader's XAUTOCLAIM takes entries into;
+// they are acknowledged in the same script.
+const reclaimer = "leat-reclaimer"
+
+// lead runs the queue's leader-side work until the leader term (ctx) ends.
+func (q *core) lead(ctx context.Context) error {
+	term, _ := app.LeaderTerm(ctx)
+	if err := q.createGroups(ctx); err != nil {
+		return err
+	}
+	if err := q.loadCron(ctx); err != nil {
+		return err
+	}
+	q.log.Info("task queue leader started", "term", term)
+	var nextReclaim, nextJanitor time.Time
+	failures := 0
+	for ctx.Err() == nil {
+		moved, nextDue, now, err := taskrdb.Promote(ctx, q.rdb, q.keys, promoteBatch)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			failures++
+			q.log.Warn("promoting due tasks failed", "error", err)
+			sleep(ctx, min(time.Duration(failures)*200*time.Millisecond, 2*time.Second))
+			continue
+		}
+		failures = 0
+		if moved == promoteBatch {
+			continue // more are due
+		}
+		local := time.Now()
+		if !local.Before(nextReclaim) {
+			q.reclaim(ctx)
+			nextReclaim = local.Add(q.set.visibility / 2)
+		}
+		if !local.Before(nextJanitor) {
+			q.janitor(ctx)
+			nextJanitor = local.Add(janitorEvery)
+		}
+		nextCron, err := q.fireCron(ctx, term, now)
+		if err != nil {
+			return err
+		}
+		wait := min(maxLeadSleep, time.Until(nextReclaim), time.Until(nextJanitor))
+		if !nextDue.IsZero() {
+			wait = min(wait, nextDue.Sub(now))
+		}
+		if !nextCron.IsZero() {
+			wait = min(wait, nextCron.Sub(now))
+		}
+		if wait >= time.Millisecond {
+			// BLPOP's timeout is in seconds, with decimals.
+			err := q.rdb.Do(ctx, "BLPOP", q.ks.TaskWake(q.name), fmt.Sprintf("%.3f", wait.Seconds())).Err()
+			if err != nil && ctx.Err() == nil && !isNil(err) {
+				q.log.Warn("waiting for due tasks failed", "error", err)
+				sleep(ctx, 200*time.Millisecond)
+			}
+		}
+	}
+	q.log.Info("task queue leader stopped", "term", term)
+	return nil
+}
+
+// reclaim makes ready again the tasks of workers that stopped touching
+// them.
+func (q *core) reclaim(ctx context.Context) {
+	for l := range q.set.levels {
+		cursor := "0-0"
+		for ctx.Err() == nil {
+			next, n, dead, err := taskrdb.Reclaim(ctx, q.rdb, q.keys, reclaimer, q.set.visibility, reclaimBatch, l, cursor, q.set.deadMax, q.set.deadAge)
+			if err != nil {
+				q.log.Warn("reclaiming tasks failed", "error", err)
+				return
+			}
+			if n > 0 || dead > 0 {
+				q.log.Warn("reclaimed tasks of a lost worker", "tasks", n, "dead", dead)
+			}
+			if next == "0-0" || next == "" {
+				break
+			}
+			cursor = next
+		}
+	}
+}
+
+// janitor forgets expired finished and dead tasks.
+func (q *core) janitor(ctx context.Context) {
+	for ctx.Err() == nil {
+		done, dead, _, err := taskrdb.Janitor(ctx, q.rdb, q.keys, janitorBatch, q.set.deadAge)
+		if err != nil {
+			q.log.Warn("task janitor failed", "error", err)
+			return
+		}
+		if done < janitorBatch && dead < janitorBatch {
+			return
+		}
+	}
+}
