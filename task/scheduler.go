@@ -2,7 +2,7 @@ package task
 
 import (
 	"context"
-	"fmt"
+	"sync"
 	"time"
 
 	"github.com/leatdev/leat/app"
@@ -14,9 +14,9 @@ import (
 //
 //   - promote: due delayed and retrying tasks move to the ready streams, at
 //     most promoteBatch per atomic script call. The leader sleeps until the
-//     next due time, blocked on the queue's wake list; an enqueue or retry
-//     that becomes the earliest due task pushes to that list, so the leader
-//     wakes for it at once. There is no polling interval: a task is moved
+//     next due time; an enqueue or retry that becomes the earliest due task
+//     pushes to the queue's wake list, on which a goroutine of the leader
+//     blocks, so the leader wakes for it at once. There is no polling interval: a task is moved
 //     within milliseconds of its due time.
 //   - reclaim: entries pending longer than the visibility timeout (their
 //     worker died or froze: live workers touch their running tasks) are
@@ -46,6 +46,14 @@ func (q *core) lead(ctx context.Context) error {
 		return err
 	}
 	q.log.Info("task queue leader started", "term", term)
+	// The wake list is watched on its own goroutine, while the loop sleeps
+	// on a local timer: Redis checks blocking timeouts only at its hz (10
+	// times a second), too coarse for due times.
+	wake := make(chan struct{}, 1)
+	var watching sync.WaitGroup
+	watching.Add(1)
+	go func() { defer watching.Done(); q.watchWake(ctx, wake) }()
+	defer watching.Wait()
 	var nextReclaim, nextJanitor time.Time
 	failures := 0
 	for ctx.Err() == nil {
@@ -83,17 +91,37 @@ func (q *core) lead(ctx context.Context) error {
 		if !nextCron.IsZero() {
 			wait = min(wait, nextCron.Sub(now))
 		}
-		if wait >= time.Millisecond {
-			// BLPOP's timeout is in seconds, with decimals.
-			err := q.rdb.Do(ctx, "BLPOP", q.ks.TaskWake(q.name), fmt.Sprintf("%.3f", wait.Seconds())).Err()
-			if err != nil && ctx.Err() == nil && !isNil(err) {
-				q.log.Warn("waiting for due tasks failed", "error", err)
-				sleep(ctx, 200*time.Millisecond)
+		if wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+			case <-timer.C:
+			case <-wake:
 			}
+			timer.Stop()
 		}
 	}
 	q.log.Info("task queue leader stopped", "term", term)
 	return nil
+}
+
+// watchWake signals wake each time the queue's wake list is pushed to,
+// until ctx ends (within a second).
+func (q *core) watchWake(ctx context.Context, wake chan<- struct{}) {
+	for ctx.Err() == nil {
+		err := q.rdb.BLPop(ctx, time.Second, q.ks.TaskWake(q.name)).Err()
+		switch {
+		case err == nil:
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		case isNil(err) || ctx.Err() != nil:
+		default:
+			q.log.Warn("waiting for due tasks failed", "error", err)
+			sleep(ctx, 200*time.Millisecond)
+		}
+	}
 }
 
 // reclaim makes ready again the tasks of workers that stopped touching

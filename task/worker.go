@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -73,6 +72,7 @@ type worker struct {
 	limit   int                 // concurrency
 	active  map[string]*running // by task ID
 	freed   chan struct{}       // signalled when a slot frees or the limit grows
+	rr      []int               // weighted round robin state (fetch loop only)
 	working sync.WaitGroup      // running handlers
 }
 
@@ -198,7 +198,7 @@ const readBlock = 500 * time.Millisecond
 // it blocks on the ready streams for a while.
 func (w *worker) take(ctx context.Context, n int) ([]taskrdb.Fetched, error) {
 	q := w.q
-	got, err := taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.quotas(n), n)
+	got, err := taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, w.quotas(n), n)
 	if err != nil || len(got) > 0 {
 		return got, err
 	}
@@ -243,28 +243,33 @@ func (w *worker) take(ctx context.Context, n int) ([]taskrdb.Fetched, error) {
 
 // quotas splits n fetches over the priority levels: all to the first
 // level for strict priorities (the script fills from the next levels when
-// a level runs short), else in proportion to the weights.
-func (q *core) quotas(n int) []int {
-	out := make([]int, len(q.set.levels))
-	if q.set.strict || len(out) == 1 {
+// a level runs short), else in proportion to the weights, slot by slot with
+// a smooth weighted round robin, so the shares hold exactly over any run of
+// fetches, however small each is.
+func (w *worker) quotas(n int) []int {
+	levels := w.q.set.levels
+	out := make([]int, len(levels))
+	if w.q.set.strict || len(out) == 1 {
 		out[0] = n
 		return out
 	}
+	if w.rr == nil {
+		w.rr = make([]int, len(levels))
+	}
 	total := 0
-	for _, l := range q.set.levels {
+	for _, l := range levels {
 		total += l.Weight
 	}
-	// Largest remainders, with a random start so small n still follow the
-	// weights on average.
-	given := 0
-	for i, l := range q.set.levels {
-		out[i] = n * l.Weight / total
-		given += out[i]
-	}
-	for given < n {
-		i := pickWeighted(q.set.levels, total)
-		out[i]++
-		given++
+	for range n {
+		best := 0
+		for i, l := range levels {
+			w.rr[i] += l.Weight
+			if w.rr[i] > w.rr[best] {
+				best = i
+			}
+		}
+		w.rr[best] -= total
+		out[best]++
 	}
 	return out
 }
@@ -506,16 +511,4 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
-}
-
-// pickWeighted picks a level index with probability weight/total.
-func pickWeighted(levels []Level, total int) int {
-	r := rand.IntN(total)
-	for i, l := range levels {
-		if r < l.Weight {
-			return i
-		}
-		r -= l.Weight
-	}
-	return len(levels) - 1
 }
