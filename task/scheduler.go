@@ -23,6 +23,7 @@ import (
 //     acknowledged and their tasks made ready again, every half visibility.
 //   - janitor: finished tasks whose retention ended and dead tasks past the
 //     dead age are forgotten every second, keeping the counts exact.
+//   - consumers: consumers of stopped workers are deleted every minute.
 //   - cron: due ticks of the queue's cron schedules are enqueued.
 const (
 	promoteBatch = 1000
@@ -30,6 +31,13 @@ const (
 	janitorBatch = 1000
 	janitorEvery = time.Second
 	maxLeadSleep = time.Second
+
+	// Consumers of stopped workers stay in the ready streams' group; those
+	// with nothing pending, idle for consumerIdle, are deleted every
+	// consumersEvery (a live worker's consumer that is deleted is created
+	// again by its next read).
+	consumersEvery = time.Minute
+	consumerIdle   = 10 * time.Minute
 )
 
 // reclaimer is the consumer the leader's XAUTOCLAIM takes entries into;
@@ -54,7 +62,7 @@ func (q *core) lead(ctx context.Context) error {
 	watching.Add(1)
 	go func() { defer watching.Done(); q.watchWake(ctx, wake) }()
 	defer watching.Wait()
-	var nextReclaim, nextJanitor time.Time
+	var nextReclaim, nextJanitor, nextConsumers time.Time
 	failures := 0
 	for ctx.Err() == nil {
 		moved, nextDue, now, err := taskrdb.Promote(ctx, q.rdb, q.keys, promoteBatch)
@@ -79,6 +87,10 @@ func (q *core) lead(ctx context.Context) error {
 		if !local.Before(nextJanitor) {
 			q.janitor(ctx)
 			nextJanitor = local.Add(janitorEvery)
+		}
+		if !local.Before(nextConsumers) {
+			q.deleteIdleConsumers(ctx)
+			nextConsumers = local.Add(consumersEvery)
 		}
 		nextCron, err := q.fireCron(ctx, term, now)
 		if err != nil {
@@ -156,6 +168,26 @@ func (q *core) janitor(ctx context.Context) {
 		}
 		if done < janitorBatch && dead < janitorBatch {
 			return
+		}
+	}
+}
+
+// deleteIdleConsumers deletes the group's consumers that have nothing
+// pending and were idle for consumerIdle.
+func (q *core) deleteIdleConsumers(ctx context.Context) {
+	for l := range q.set.levels {
+		stream := q.ks.TaskStream(q.name, l)
+		cs, err := q.rdb.XInfoConsumers(ctx, stream, taskrdb.Group).Result()
+		if err != nil {
+			q.log.Warn("listing task consumers failed", "error", err)
+			return
+		}
+		for _, c := range cs {
+			if c.Pending == 0 && c.Idle >= consumerIdle && c.Name != q.worker {
+				// XGROUP DELCONSUMER drops only this consumer's pending
+				// entries, and it has none.
+				q.rdb.XGroupDelConsumer(ctx, stream, taskrdb.Group, c.Name)
+			}
 		}
 	}
 }
