@@ -84,6 +84,7 @@ func New(setup Setup) *cli.App {
 		},
 		Commands: []*cli.Command{
 			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), benchCommand(),
+			enqueueCommand(setup), tasksCommand(setup),
 		},
 		Action:       rootAction,
 		OnUsageError: onUsageError,

@@ -19,6 +19,10 @@ import (
 // the same ID, or the same unique key within its TTL, exists.
 var ErrDuplicate = errors.New("task: duplicate task")
 
+// ErrInvalid is matched by the error of an enqueue refused for bad input
+// (options, payload, priority, key): nothing was written.
+var ErrInvalid = errors.New("task: invalid enqueue")
+
 // An EnqueueOption tweaks one enqueue.
 type EnqueueOption interface{ applyEnqueue(*enqueueSettings) error }
 
@@ -179,7 +183,7 @@ func (q *Queue[P, R]) EnqueueMany(ctx context.Context, ps []P, opts ...EnqueueOp
 	for i, p := range ps {
 		b, err := json.Marshal(p)
 		if err != nil {
-			return nil, fmt.Errorf("task queue %q: payload %d: %w", q.name, i, err)
+			return nil, fmt.Errorf("%w: task queue %q: payload %d: %w", ErrInvalid, q.name, i, err)
 		}
 		raw[i] = b
 	}
@@ -194,11 +198,11 @@ func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []Enqueue
 			continue
 		}
 		if err := o.applyEnqueue(&s); err != nil {
-			return nil, fmt.Errorf("task queue %q: %w", q.name, err)
+			return nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
 		}
 	}
 	if err := q.checkEnqueue(&s, len(payloads)); err != nil {
-		return nil, fmt.Errorf("task queue %q: %w", q.name, err)
+		return nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
 	}
 	if err := q.register(ctx); err != nil {
 		return nil, err

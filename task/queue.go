@@ -232,3 +232,31 @@ func (q *core) level(name string) (int, bool) {
 	}
 	return 0, false
 }
+
+// Find returns the queue, among those recorded in Redis, that holds task
+// id (see Lookup), or an error matching ErrNotFound. It costs one round
+// trip for all queues.
+func Find(ctx context.Context, a *app.App, id string) (*Queue[json.RawMessage, json.RawMessage], error) {
+	defs, err := Queues(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	cfg := a.Config()
+	ks := keys.New(cfg.KeyPrefix, cfg.Name)
+	pipe := a.Client().Pipeline()
+	cmds := make([]*redis.IntCmd, len(defs))
+	for i, d := range defs {
+		cmds[i] = pipe.Exists(ctx, ks.TaskPrefix(d.Name)+id)
+	}
+	if len(defs) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range defs {
+		if cmds[i].Val() == 1 {
+			return Lookup(ctx, a, d.Name)
+		}
+	}
+	return nil, fmt.Errorf("%w: task %q in any queue of app %q", ErrNotFound, id, cfg.Name)
+}
