@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
 )
 
 // ErrFinished is returned by Cancel for a task that has finished already,
@@ -51,11 +53,20 @@ func (q *core) Requeue(ctx context.Context, id string) error {
 	return fmt.Errorf("%w: task %q is %s, not dead or failed", ErrFinished, id, state)
 }
 
-// RequeueDead requeues every dead task of the queue and returns how many.
+// RequeueDead requeues every task that is dead when it is called and
+// returns how many. A requeued task that dies again meanwhile is not
+// requeued twice.
 func (q *core) RequeueDead(ctx context.Context) (int, error) {
-	n := 0
+	key := q.ks.TaskDead(q.name)
+	last, err := q.rdb.ZRangeWithScores(ctx, key, -1, -1).Result()
+	if err != nil || len(last) == 0 {
+		return 0, err
+	}
+	// Tasks that die from now on have a later time of death.
+	upTo := strconv.FormatFloat(last[0].Score, 'f', -1, 64)
+	n, skipped := 0, 0
 	for {
-		ids, err := q.rdb.ZRange(ctx, q.ks.TaskDead(q.name), 0, 499).Result()
+		ids, err := q.rdb.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: upTo, Offset: int64(skipped), Count: 500}).Result()
 		if err != nil {
 			return n, err
 		}
@@ -63,10 +74,15 @@ func (q *core) RequeueDead(ctx context.Context) (int, error) {
 			return n, nil
 		}
 		for _, id := range ids {
-			if err := q.Requeue(ctx, id); err != nil && !errors.Is(err, ErrFinished) && !errors.Is(err, ErrNotFound) {
+			err := q.Requeue(ctx, id)
+			switch {
+			case err == nil:
+				n++
+			case errors.Is(err, ErrFinished), errors.Is(err, ErrNotFound):
+				skipped++ // past its dead age: the janitor removes it
+			default:
 				return n, err
 			}
-			n++
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
@@ -195,18 +196,42 @@ func TestProcessesKilled(t *testing.T) {
 	if err := procs[0].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	// The tasks the killed worker held: its pending entries.
+	ctx := ctxT(t)
+	stream := keys.New(e.prefix, "shop").TaskStream("load", 0)
+	pend, err := e.client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stream, Group: "workers", Consumer: "p0", Start: "-", End: "+", Count: 1000}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []string
+	for _, p := range pend {
+		if ms, err := e.client.XRange(ctx, stream, p.ID, p.ID).Result(); err == nil && len(ms) == 1 {
+			held = append(held, ms[0].Values["t"].(string))
+		}
+	}
 	eventually(t, 5*time.Minute, "every task succeeded", func() bool {
 		c, _ := q.Counts(context.Background())
 		return c[task.Succeeded] == int64(n)
 	})
+	all := time.Since(killed)
 	dups := runCounts(t, e, n)
-	// The tasks the killed worker held are the ones that ran twice, or never
-	// finished there: all have finished now; the last of them finished
-	// within visibility + a few seconds of the kill, unless the survivors
-	// were still busy with the backlog.
+	var last time.Duration
+	for _, id := range held {
+		in, err := q.Info(ctx, id)
+		if err != nil || in.State != task.Succeeded {
+			t.Fatalf("held task %s: %+v %v", id, in, err)
+		}
+		last = max(last, in.FinishedAt.Sub(killed))
+	}
+	// Reclaimed after the visibility timeout, within half of it more (the
+	// leader's reclaim period), then run: a few seconds at most.
+	if bound := procVisibility + procVisibility/2 + 3*time.Second; last > bound {
+		t.Errorf("the killed worker's tasks finished up to %s after the kill, over %s", last, bound)
+	}
 	c, _ := q.Counts(context.Background())
 	if c[task.Active] != 0 || c[task.Pending] != 0 {
 		t.Fatalf("counts %v", c)
 	}
-	t.Logf("SIGKILL of 1 of 3 workers with %d tasks: %d duplicate runs; all done %s after the kill", n, dups, time.Since(killed).Round(time.Millisecond))
+	t.Logf("SIGKILL of 1 of 3 workers with %d tasks: it held %d; they finished within %s of the kill (visibility %s); %d duplicate runs; all done %s after the kill",
+		n, len(held), last.Round(time.Millisecond), procVisibility, dups, all.Round(time.Millisecond))
 }
