@@ -24,8 +24,9 @@ func (a *App) Run(ctx context.Context) error { return a.RunProcessors(ctx, nil) 
 //
 // Shutdown order: each executor leaves its membership (survivors rebalance
 // at once), stops fetching, lets in-flight events finish within the grace
-// period, acknowledges, and releases its locks; then background tasks stop
-// and the leader lease is released.
+// period, acknowledges, and releases its locks, while attached services
+// (Attach) stop too; then background tasks stop and the leader lease is
+// released.
 func (a *App) RunProcessors(ctx context.Context, names []string) error {
 	procs, err := a.SelectProcessors(names)
 	if err != nil {

@@ -69,7 +69,9 @@
 // ends the token goes back to the end of the stream if the key has more.
 // So the tasks of a key run one at a time and in order across all workers,
 // different keys run in parallel, and keys take turns: a flood of one key
-// does not starve the others.
+// does not starve the others. [KeyRate] limits how many tasks of a key
+// start per window, counted in Redis for all workers: a key over its limit
+// is parked in the scheduled set until its window ends.
 //
 // # Priorities
 //

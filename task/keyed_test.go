@@ -152,3 +152,49 @@ func TestKeyedHotKeyFairness(t *testing.T) {
 		t.Errorf("%d overlaps", violations)
 	}
 }
+
+// TestKeyRate: a per-key rate limit holds across workers, and a key waiting
+// out its window does not hold up the others.
+func TestKeyRate(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	starts := map[string][]time.Time{}
+	handler := func(ctx context.Context, tk *task.Task[keyed]) (struct{}, error) {
+		mu.Lock()
+		starts[tk.Key] = append(starts[tk.Key], time.Now())
+		mu.Unlock()
+		return struct{}{}, nil
+	}
+	const window = 400 * time.Millisecond
+	var q *task.Queue[keyed, struct{}]
+	for _, id := range []string{"w1", "w2"} {
+		a := e.app(id)
+		var err error
+		q, err = task.Handle(a, "rated", handler, task.Keyed(), task.KeyRate(4, window), task.Concurrency(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.run(a)
+	}
+	enqueueKeyed(t, q, "a", 0, 12)
+	enqueueKeyed(t, q, "b", 0, 12)
+	enqueueKeyed(t, q, "free", 0, 1)
+	eventually(t, 10*time.Second, "all ran", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(starts["a"]) == 12 && len(starts["b"]) == 12 && len(starts["free"]) == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range []string{"a", "b"} {
+		s := starts[k]
+		for i := 0; i+4 < len(s); i++ {
+			if d := s[i+4].Sub(s[i]); d < window-50*time.Millisecond {
+				t.Errorf("key %s: 5 tasks started within %s, limit 4 per %s", k, d, window)
+			}
+		}
+		if span := s[len(s)-1].Sub(s[0]); span > 3*window+time.Second {
+			t.Errorf("key %s: 12 tasks took %s", k, span)
+		}
+	}
+}

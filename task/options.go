@@ -3,6 +3,8 @@ package task
 import (
 	"fmt"
 	"time"
+
+	"github.com/leatdev/leat/internal/taskrdb"
 )
 
 // Defaults of a queue's options.
@@ -41,6 +43,7 @@ type settings struct {
 	levels      []Level
 	strict      bool
 	keyed       bool
+	rate        taskrdb.Rate
 }
 
 func defaultSettings() settings {
@@ -219,6 +222,20 @@ func checkLevels(levels []Level) error {
 func Keyed() Option {
 	return optionFunc(func(s *settings) error {
 		s.keyed = true
+		return nil
+	})
+}
+
+// KeyRate limits a keyed queue to n tasks of one key started per window,
+// counted in Redis and so shared by all workers (fixed windows starting at
+// a key's first task). A key over its limit waits out its window without
+// holding a worker; other keys go on.
+func KeyRate(n int, window time.Duration) Option {
+	return optionFunc(func(s *settings) error {
+		if n < 1 || window < time.Millisecond {
+			return fmt.Errorf("key rate %d per %s: need n >= 1 and a window of at least 1ms", n, window)
+		}
+		s.rate = taskrdb.Rate{N: n, Window: window}
 		return nil
 	})
 }

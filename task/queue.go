@@ -58,6 +58,8 @@ type Definition struct {
 	Visibility  time.Duration `json:"visibility"`
 	DeadMax     int           `json:"dead_max"`
 	DeadAge     time.Duration `json:"dead_age"`
+	KeyRate     int           `json:"key_rate,omitempty"`
+	KeyWindow   time.Duration `json:"key_window,omitempty"`
 }
 
 // Declare declares queue name on a for enqueueing and inspection, without
@@ -116,6 +118,9 @@ func newCore(a *app.App, name string, opts []Option) (*core, error) {
 	if s.keyed && len(s.levels) > 1 {
 		errs = append(errs, errors.New("a keyed queue has one priority level"))
 	}
+	if s.rate.N > 0 && !s.keyed {
+		errs = append(errs, errors.New("KeyRate needs a keyed queue (Keyed)"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("task queue %q: %w", name, err)
 	}
@@ -137,6 +142,7 @@ func (q *core) Definition() Definition {
 		Name: q.name, Keyed: s.keyed, Levels: s.levels, Strict: s.strict, Concurrency: s.concurrency,
 		Timeout: s.timeout, MaxRetries: s.maxRetries, BackoffMin: s.backoffMin, BackoffMax: s.backoffMax,
 		Retention: s.retention, Visibility: s.visibility, DeadMax: s.deadMax, DeadAge: s.deadAge,
+		KeyRate: s.rate.N, KeyWindow: s.rate.Window,
 	}
 }
 
@@ -200,6 +206,7 @@ func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessag
 		s.backoffMin, s.backoffMax, s.visibility = d.BackoffMin, d.BackoffMax, d.Visibility
 		s.deadMax, s.deadAge, s.keyed = d.DeadMax, d.DeadAge, d.Keyed
 		s.levels, s.strict = d.Levels, d.Strict
+		s.rate = taskrdb.Rate{N: d.KeyRate, Window: d.KeyWindow}
 		return nil
 	})}
 	q, err := Declare[json.RawMessage, json.RawMessage](a, name, opts...)

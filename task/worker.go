@@ -198,7 +198,7 @@ const readBlock = 500 * time.Millisecond
 // it blocks on the ready streams for a while.
 func (w *worker) take(ctx context.Context, n int) ([]taskrdb.Fetched, error) {
 	q := w.q
-	got, err := taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, w.quotas(n), n)
+	got, err := taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.rate, w.quotas(n), n)
 	if err != nil || len(got) > 0 {
 		return got, err
 	}
@@ -238,7 +238,7 @@ func (w *worker) take(ctx context.Context, n int) ([]taskrdb.Fetched, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	return taskrdb.FetchGiven(context.WithoutCancel(ctx), q.rdb, q.keys, q.worker, entries)
+	return taskrdb.FetchGiven(context.WithoutCancel(ctx), q.rdb, q.keys, q.worker, q.set.rate, entries)
 }
 
 // quotas splits n fetches over the priority levels: all to the first

@@ -11,12 +11,18 @@
 --   KEYS[8]  key list prefix (+ task key; keyed queues)
 --   KEYS[9]  set of keys with tasks waiting or running (keyed queues)
 --   KEYS[10] wake list of the queue's leader
+--   KEYS[11] per-key rate counter prefix (+ task key; keyed queues)
 --
 -- Task hash fields: s state, p payload, l level, x ready entry ID, a
 -- attempts, r max retries, to timeout ms, ret retention ms, u unique key,
 -- k task key, e enqueued ms, d due ms, st started ms, f finished ms, w
 -- worker, res result, err last error, c cancel requested.
 local GROUP = 'workers'
+
+-- A member of the scheduled set starting with PARKED is a key of a keyed
+-- queue waiting out its rate limit, not a task (task IDs never start
+-- with '~').
+local PARKED = '~k:'
 
 local function now_ms()
   local t = redis.call('TIME')

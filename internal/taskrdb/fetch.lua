@@ -2,9 +2,11 @@
 --
 -- KEYS     the queue's keys (see common.lua)
 -- ARGV[1]  consumer (the worker)
--- ARGV[2]  "read": read new entries here; "given": the entries follow
--- read:    ARGV[3] number of levels n, ARGV[4..3+n] quota per level,
---          ARGV[4+n] total: levels are read up to their quota in order, then
+-- ARGV[2]  per-key rate limit: tasks per window (0 = none; keyed queues)
+-- ARGV[3]  rate window ms
+-- ARGV[4]  "read": read new entries here; "given": the entries follow
+-- read:    ARGV[5] number of levels n, ARGV[6..5+n] quota per level,
+--          ARGV[6+n] total: levels are read up to their quota in order, then
 --          the rest is filled from the levels in order (strict priority =
 --          the whole total as the first level's quota)
 -- given:   groups of level, entry ID, field ("t" or "k"), value, of entries
@@ -12,8 +14,11 @@
 --
 -- Returns {level, entry ID, task ID, payload, attempts, max retries,
 -- timeout ms, key, enqueued ms} per task taken. Entries whose task is no
--- longer pending (cancelled, gone) are acknowledged and deleted.
+-- longer pending (cancelled, gone) are acknowledged and deleted. A key over
+-- its rate limit is parked in the scheduled set until its window ends (its
+-- token is deleted; promote.lua gives it a new one).
 local consumer = ARGV[1]
+local rate, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 local out = {}
 
@@ -32,6 +37,20 @@ local function take(level, eid, field, value)
   end
   local h = KEYS[1] .. id
   local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e')
+  if key and rate > 0 and v[1] == 'pending' then
+    local rk = KEYS[11] .. key
+    local used = redis.call('INCR', rk)
+    if used == 1 then redis.call('PEXPIRE', rk, window) end
+    if used > rate then
+      local ttl = redis.call('PTTL', rk)
+      if ttl < 0 then ttl = window; redis.call('PEXPIRE', rk, window) end
+      redis.call('XACK', stream, GROUP, eid)
+      redis.call('XDEL', stream, eid)
+      redis.call('ZADD', KEYS[3], now + ttl, PARKED .. key)
+      wake_if_first(PARKED .. key)
+      return
+    end
+  end
   if v[1] ~= 'pending' then
     redis.call('XACK', stream, GROUP, eid)
     redis.call('XDEL', stream, eid)
@@ -57,17 +76,17 @@ local function read(level, n)
   return got
 end
 
-if ARGV[2] == 'read' then
-  local n = tonumber(ARGV[3])
-  local left = tonumber(ARGV[4 + n])
+if ARGV[4] == 'read' then
+  local n = tonumber(ARGV[5])
+  local left = tonumber(ARGV[6 + n])
   for l = 0, n - 1 do
-    left = left - read(l, math.min(tonumber(ARGV[4 + l]), left))
+    left = left - read(l, math.min(tonumber(ARGV[6 + l]), left))
   end
   for l = 0, n - 1 do
     if left <= 0 then break end
     left = left - read(l, left)
   end
 else
-  for i = 3, #ARGV, 4 do take(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
+  for i = 5, #ARGV, 4 do take(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
 end
 return out

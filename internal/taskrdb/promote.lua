@@ -8,6 +8,9 @@ local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 for _, id in ipairs(ids) do
   redis.call('ZREM', KEYS[3], id)
+  if string.sub(id, 1, #PARKED) == PARKED then
+    token(string.sub(id, #PARKED + 1)) -- a key's rate window ended
+  else
   local h = KEYS[1] .. id
   local v = redis.call('HMGET', h, 's', 'l', 'k')
   local st, key = v[1], v[3]
@@ -22,6 +25,7 @@ for _, id in ipairs(ids) do
     else
       token(key) -- a retrying task stayed at the head of its key's list
     end
+  end
   end
 end
 local next = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')

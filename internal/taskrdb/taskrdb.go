@@ -58,7 +58,7 @@ func Keys(s keys.Space, queue string) []string {
 	return []string{
 		s.TaskPrefix(queue), s.TaskStreamPrefix(queue), s.TaskScheduled(queue), s.TaskDead(queue),
 		s.TaskDone(queue), s.TaskCounts(queue), s.TaskUniquePrefix(queue), s.TaskKeyPrefix(queue),
-		s.TaskKeys(queue), s.TaskWake(queue),
+		s.TaskKeys(queue), s.TaskWake(queue), s.TaskRatePrefix(queue),
 	}
 }
 
@@ -157,13 +157,22 @@ type Entry struct {
 	Value string
 }
 
+// Rate is a per-key rate limit of a keyed queue: at most N tasks of a key
+// start per Window (a fixed window per key). The zero Rate is no limit.
+type Rate struct {
+	N      int
+	Window time.Duration
+}
+
 // Fetch reads up to total ready tasks for consumer, quota[l] from level l
 // first, then fills from the levels in order, and marks them active
-// (fetch.lua, mode "read").
+// (fetch.lua, mode "read"). Keys over rate are parked until their window
+// ends.
 //
-// KEYS: Keys. ARGV: consumer, "read", levels, quotas..., total.
-func Fetch(ctx context.Context, c redis.Scripter, k []string, consumer string, quota []int, total int) ([]Fetched, error) {
-	args := []any{consumer, "read", len(quota)}
+// KEYS: Keys. ARGV: consumer, rate, window ms, "read", levels, quotas...,
+// total.
+func Fetch(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, quota []int, total int) ([]Fetched, error) {
+	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "read", len(quota)}
 	for _, q := range quota {
 		args = append(args, q)
 	}
@@ -172,12 +181,12 @@ func Fetch(ctx context.Context, c redis.Scripter, k []string, consumer string, q
 }
 
 // FetchGiven marks the tasks of entries read by a blocking XREADGROUP
-// active (fetch.lua, mode "given").
+// active (fetch.lua, mode "given"), parking keys over rate.
 //
-// KEYS: Keys. ARGV: consumer, "given", then level, entry ID, field, value
-// per entry.
-func FetchGiven(ctx context.Context, c redis.Scripter, k []string, consumer string, entries []Entry) ([]Fetched, error) {
-	args := []any{consumer, "given"}
+// KEYS: Keys. ARGV: consumer, rate, window ms, "given", then level, entry
+// ID, field, value per entry.
+func FetchGiven(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, entries []Entry) ([]Fetched, error) {
+	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "given"}
 	for _, e := range entries {
 		args = append(args, e.Level, e.ID, e.Field, e.Value)
 	}
