@@ -34,12 +34,17 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// app returns an App of the test named shop with worker ID id.
-func (e *env) app(id string) *app.App {
+// app returns an App of the test named shop with worker ID id and a
+// leader lease of a second, so that leadership moves fast.
+func (e *env) app(id string) *app.App { return e.appLease(id, time.Second) }
+
+// appLease is app with the given leader lease (0: the default). A longer
+// lease keeps a worker leader through CPU starvation on a loaded machine.
+func (e *env) appLease(id string, lease time.Duration) *app.App {
 	e.t.Helper()
 	a, err := app.New(app.Config{
 		Name: "shop", Client: e.client, KeyPrefix: e.prefix, WorkerID: id, Logger: testLogger(),
-		LeaderLease: time.Second,
+		LeaderLease: lease,
 	})
 	if err != nil {
 		e.t.Fatal(err)
