@@ -73,6 +73,7 @@ type worker struct {
 	active  map[string]*running // by task ID
 	freed   chan struct{}       // signalled when a slot frees or the limit grows
 	rr      []int               // weighted round robin state (fetch loop only)
+	closed  bool                // done is closed
 	working sync.WaitGroup      // running handlers
 }
 
@@ -113,9 +114,16 @@ func (s *workerService) Run(ctx context.Context) error {
 	if !waitTimeout(&w.working, q.set.grace) {
 		q.log.Warn("tasks still running after the grace period: handing them back")
 		stopRunning(errStopping)
-		w.working.Wait()
+		if !waitTimeout(&w.working, stuckAfter(q.set.grace)) {
+			// Their entries stay pending: the leader reclaims them after the
+			// visibility timeout, since this worker no longer touches them.
+			q.log.Error("task handlers did not return when their context ended: leaving them behind", "tasks", w.running())
+		}
 	}
+	w.mu.Lock()
+	w.closed = true // a handler returning later reports nothing
 	close(w.done)
+	w.mu.Unlock()
 	completer.Wait()
 	stopBg()
 	bg.Wait()
@@ -183,7 +191,7 @@ func (w *worker) fetch(ctx, runCtx context.Context) {
 		for i := range got {
 			f := &got[i]
 			if ctx.Err() != nil {
-				w.done <- taskrdb.Outcome{ID: f.ID, Entry: f.Entry, Level: f.Level, Kind: taskrdb.Handback}
+				w.report(taskrdb.Outcome{ID: f.ID, Entry: f.Entry, Level: f.Level, Kind: taskrdb.Handback})
 				continue
 			}
 			w.start(runCtx, f)
@@ -296,7 +304,7 @@ func (w *worker) start(runCtx context.Context, f *taskrdb.Fetched) {
 		w.mu.Lock()
 		delete(w.active, f.ID)
 		w.mu.Unlock()
-		w.done <- w.outcome(f, res, err, cause)
+		w.report(w.outcome(f, res, err, cause))
 		w.signal()
 	}()
 }
@@ -511,4 +519,27 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// report hands an outcome to the completer, unless the worker gave up on
+// its handlers and stopped.
+func (w *worker) report(o taskrdb.Outcome) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.done <- o // buffered; the completer drains it without taking mu
+	}
+}
+
+// running returns how many handlers run.
+func (w *worker) running() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.active)
+}
+
+// stuckAfter is how long a stopping worker waits for handlers that ignore
+// their cancelled context, after the grace period.
+func stuckAfter(grace time.Duration) time.Duration {
+	return min(max(grace, time.Second), 10*time.Second)
 }

@@ -166,3 +166,45 @@ func TestConcurrencyLive(t *testing.T) {
 		t.Fatalf("peak %d", peak)
 	}
 }
+
+// TestStuckHandler: a handler that ignores its cancelled context does not
+// keep a stopping worker forever; its task is reclaimed later.
+func TestStuckHandler(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	release := make(chan struct{})
+	var runs atomic.Int32
+	a1 := e.app("w1")
+	opts := []task.Option{task.Grace(50 * time.Millisecond), task.Visibility(500 * time.Millisecond)}
+	q, err := task.Handle(a1, "stuck", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		if runs.Add(1) == 1 {
+			<-release // ignores ctx
+		}
+		return out{Double: tk.Attempt}, nil
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop1 := e.run(a1)
+	id, _ := q.Enqueue(ctx, job{})
+	eventually(t, 5*time.Second, "started", func() bool { return runs.Load() == 1 })
+	start := time.Now()
+	if err := stop1(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("stop took %s", d)
+	}
+	a2 := e.app("w2")
+	if _, err := task.Handle(a2, "stuck", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		runs.Add(1)
+		return out{Double: tk.Attempt}, nil
+	}, opts...); err != nil {
+		t.Fatal(err)
+	}
+	e.run(a2)
+	if r, err := q.Result(ctx, id); err != nil || r.Double != 2 {
+		t.Fatal(r, err)
+	}
+	close(release) // the stuck handler returns; its outcome is dropped
+}
