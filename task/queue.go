@@ -43,7 +43,8 @@ type core struct {
 }
 
 // Definition is what the registry in Redis records about a queue, so tools
-// without the app's code (the CLI) can enqueue and inspect.
+// without the app's code (the CLI) can enqueue and inspect. Its fields are
+// the queue's options (see Option), defaults filled in.
 type Definition struct {
 	Name        string        `json:"name"`
 	Keyed       bool          `json:"keyed,omitempty"`

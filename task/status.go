@@ -43,26 +43,27 @@ var ErrNotFound = errors.New("task: not found")
 // success (failed, dead or cancelled).
 var ErrFailed = errors.New("task: did not succeed")
 
-// Info is a task's status.
+// Info is a task's status. Times absent are zero (StartedAt before the
+// first attempt, FinishedAt before the end).
 type Info struct {
 	ID              string          `json:"id"`
 	Queue           string          `json:"queue"`
 	State           State           `json:"state"`
-	Attempts        int             `json:"attempts"`
-	MaxRetries      int             `json:"max_retries"`
-	Priority        string          `json:"priority,omitempty"`
-	Key             string          `json:"key,omitempty"`
-	Payload         json.RawMessage `json:"payload,omitempty"`
-	Result          json.RawMessage `json:"result,omitempty"`
-	Error           string          `json:"error,omitempty"`
-	Worker          string          `json:"worker,omitempty"`
-	EnqueuedAt      time.Time       `json:"enqueued_at"`
-	DueAt           time.Time       `json:"due_at"`
-	StartedAt       time.Time       `json:"started_at,omitzero"`
-	FinishedAt      time.Time       `json:"finished_at,omitzero"`
-	Timeout         time.Duration   `json:"timeout"`
-	Retention       time.Duration   `json:"retention"`
-	CancelRequested bool            `json:"cancel_requested,omitempty"`
+	Attempts        int             `json:"attempts"`                   // runs started, this one included
+	MaxRetries      int             `json:"max_retries"`                // retries allowed after the first run
+	Priority        string          `json:"priority,omitempty"`         // level name (queues with several)
+	Key             string          `json:"key,omitempty"`              // keyed queues
+	Payload         json.RawMessage `json:"payload,omitempty"`          // as enqueued (JSON)
+	Result          json.RawMessage `json:"result,omitempty"`           // succeeded: the handler's result (JSON)
+	Error           string          `json:"error,omitempty"`            // the last attempt's error
+	Worker          string          `json:"worker,omitempty"`           // worker ID of the last attempt
+	EnqueuedAt      time.Time       `json:"enqueued_at"`                // created (or requeued)
+	DueAt           time.Time       `json:"due_at"`                     // ready from (run-at, or next retry)
+	StartedAt       time.Time       `json:"started_at,omitzero"`        // the last attempt started
+	FinishedAt      time.Time       `json:"finished_at,omitzero"`       // reached its final state
+	Timeout         time.Duration   `json:"timeout"`                    // per attempt
+	Retention       time.Duration   `json:"retention"`                  // once finished
+	CancelRequested bool            `json:"cancel_requested,omitempty"` // active, with its cancellation under way
 }
 
 // Info returns the status of task id, or ErrNotFound.
