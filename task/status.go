@@ -57,7 +57,7 @@ type Info struct {
 	Result          json.RawMessage `json:"result,omitempty"`           // succeeded: the handler's result (JSON)
 	Error           string          `json:"error,omitempty"`            // the last attempt's error
 	Worker          string          `json:"worker,omitempty"`           // worker ID of the last attempt
-	EnqueuedAt      time.Time       `json:"enqueued_at"`                // created (or requeued)
+	EnqueuedAt      time.Time       `json:"enqueued_at"`                // created
 	DueAt           time.Time       `json:"due_at"`                     // ready from (run-at, or next retry)
 	StartedAt       time.Time       `json:"started_at,omitzero"`        // the last attempt started
 	FinishedAt      time.Time       `json:"finished_at,omitzero"`       // reached its final state
