@@ -29,7 +29,8 @@ elseif st == 'scheduled' or st == 'retrying' then
   redis.call('ZREM', KEYS[3], id)
   if key and st == 'retrying' then advance_key(key, id, true) end
 end
-redis.call('HSET', h, 'err', 'cancelled')
+redis.call('HSET', h, 's', 'cancelled', 'f', now, 'err', 'cancelled')
 count(st, 'cancelled')
 finish(h, id, 'cancelled', 'C', now)
+flush_counts()
 return {st, 'cancelled'}

@@ -29,9 +29,20 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- count records a move between states; flush_counts applies the moves of
+-- the whole call to the counts hash, one HINCRBY per state changed. Every
+-- script calls it before it returns.
+local DELTA = {}
 local function count(from, to)
-  if from then redis.call('HINCRBY', KEYS[6], from, -1) end
-  if to then redis.call('HINCRBY', KEYS[6], to, 1) end
+  if from then DELTA[from] = (DELTA[from] or 0) - 1 end
+  if to then DELTA[to] = (DELTA[to] or 0) + 1 end
+end
+
+local function flush_counts()
+  for state, d in pairs(DELTA) do
+    if d ~= 0 then redis.call('HINCRBY', KEYS[6], state, d) end
+  end
+  DELTA = {}
 end
 
 -- push_ready adds a ready entry for an unkeyed task.
@@ -73,8 +84,8 @@ local function wake_if_first(id)
   end
 end
 
-local function release_unique(h, id)
-  local u = redis.call('HGET', h, 'u')
+local function release_unique(h, id, u)
+  if u == nil then u = redis.call('HGET', h, 'u') end
   if u and u ~= '' then
     local uk = KEYS[7] .. u
     if redis.call('GET', uk) == id then redis.call('DEL', uk) end
@@ -83,13 +94,15 @@ end
 
 -- finish ends a task as succeeded (S), failed (F) or cancelled (C): its hash
 -- is kept for its retention, then the janitor and the TTL remove it.
-local function finish(h, id, state, code, now)
-  local ret = tonumber(redis.call('HGET', h, 'ret') or '0')
+-- ret and u are the task's retention and unique key when the caller read
+-- them already (nil: read here).
+local function finish(h, id, state, code, now, ret, u)
+  if ret == nil then ret = redis.call('HGET', h, 'ret') end
+  ret = tonumber(ret or '0')
   if ret < 1 then ret = 1 end
-  redis.call('HSET', h, 's', state, 'f', now)
   redis.call('PEXPIRE', h, ret)
   redis.call('ZADD', KEYS[5], now + ret, code .. '|' .. id)
-  release_unique(h, id)
+  release_unique(h, id, u)
 end
 
 -- bury makes a task dead and trims the dead set to dead_max.

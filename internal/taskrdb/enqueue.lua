@@ -41,4 +41,5 @@ for i = 0, n - 1 do
     table.insert(out, id)
   end
 end
+flush_counts()
 return out

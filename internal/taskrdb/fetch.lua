@@ -36,7 +36,7 @@ local function take(level, eid, field, value)
     end
   end
   local h = KEYS[1] .. id
-  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e')
+  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c')
   if key and rate > 0 and v[1] == 'pending' then
     local rk = KEYS[11] .. key
     local used = redis.call('INCR', rk)
@@ -59,7 +59,7 @@ local function take(level, eid, field, value)
   end
   local a = tonumber(v[3]) + 1
   redis.call('HSET', h, 's', 'active', 'a', a, 'st', now, 'w', consumer, 'x', eid, 'l', level)
-  redis.call('HDEL', h, 'c')
+  if v[7] then redis.call('HDEL', h, 'c') end
   count('pending', 'active')
   table.insert(out, {tonumber(level), eid, id, v[2], a, tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6])})
 end
@@ -89,4 +89,5 @@ if ARGV[4] == 'read' then
 else
   for i = 5, #ARGV, 4 do take(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
 end
+flush_counts()
 return out

@@ -11,33 +11,49 @@
 --          (a task not run: ready again at once, its attempt not counted)
 --
 -- Returns one flag per task: 1 when the outcome was recorded, 0 when the
--- task was no longer this worker's (reclaimed, cancelled, gone). A success
--- is recorded even when the task was reclaimed meanwhile (its new entry is
--- then deleted), so a late success is never run again.
+-- run was no longer the task's current one (reclaimed meanwhile, or the
+-- task is gone). A success is recorded even then (the reclaimed copy's entry
+-- is deleted when no worker took it yet), so a late success is not run
+-- again.
 local consumer, dead_max, dead_age = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 local out = {}
+
+-- Acknowledge and delete every entry first, one XACK and one XDEL per level.
+local by_level = {}
+for i = 4, #ARGV, 6 do
+  local l = ARGV[i + 1]
+  by_level[l] = by_level[l] or {}
+  table.insert(by_level[l], ARGV[i + 2])
+end
+for l, ids in pairs(by_level) do
+  redis.call('XACK', KEYS[2] .. l, GROUP, unpack(ids))
+  redis.call('XDEL', KEYS[2] .. l, unpack(ids))
+end
+
 for i = 4, #ARGV, 6 do
   local id, level, eid, outcome, data, delay = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], tonumber(ARGV[i + 5])
-  local stream = KEYS[2] .. level
-  local acked = redis.call('XACK', stream, GROUP, eid)
-  redis.call('XDEL', stream, eid)
   local h = KEYS[1] .. id
-  local v = redis.call('HMGET', h, 's', 'w', 'k', 'c', 'x', 'l')
+  local v = redis.call('HMGET', h, 's', 'w', 'k', 'c', 'x', 'l', 'ret', 'u', 'err')
   local st, key = v[1], v[3]
   if key == '' then key = nil end
+  -- this run is the task's current one: nobody reclaimed it meanwhile
+  local mine = st == 'active' and v[2] == consumer and v[5] == eid
   local applied = 0
   if outcome == 'ok' and (st == 'active' or st == 'pending') then
     if st == 'pending' and not key and v[5] then
-      redis.call('XDEL', KEYS[2] .. v[6], v[5]) -- the reclaimed copy
+      redis.call('XDEL', KEYS[2] .. v[6], v[5]) -- the reclaimed copy, not taken yet
     end
-    redis.call('HSET', h, 'res', data)
-    redis.call('HDEL', h, 'err')
+    redis.call('HSET', h, 's', 'succeeded', 'f', now, 'res', data)
+    if v[9] then redis.call('HDEL', h, 'err') end
     count(st, 'succeeded')
-    finish(h, id, 'succeeded', 'S', now)
-    if key then advance_key(key, id, st == 'active') end
+    finish(h, id, 'succeeded', 'S', now, v[7], v[8])
+    -- A keyed task's key moves on with whoever holds its token: this run,
+    -- or the run of the reclaimed copy (when it finishes, below), or the
+    -- token waiting in the stream (it finds the next task).
+    if key then advance_key(key, id, mine) end
     applied = 1
-  elseif outcome ~= 'ok' and st == 'active' and acked == 1 and v[2] == consumer then
+  elseif outcome ~= 'ok' and mine then
     if v[4] == '1' and outcome ~= 'handback' then outcome = 'cancel'; data = 'cancelled' end
     if outcome == 'retry' then
       redis.call('HSET', h, 's', 'retrying', 'err', data, 'd', now + delay)
@@ -50,13 +66,14 @@ for i = 4, #ARGV, 6 do
       bury(h, id, now, dead_max, dead_age)
       if key then advance_key(key, id, true) end
     elseif outcome == 'fail' or outcome == 'cancel' then
-      redis.call('HSET', h, 'err', data)
       if outcome == 'fail' then
+        redis.call('HSET', h, 's', 'failed', 'f', now, 'err', data)
         count('active', 'failed')
-        finish(h, id, 'failed', 'F', now)
+        finish(h, id, 'failed', 'F', now, v[7], v[8])
       else
+        redis.call('HSET', h, 's', 'cancelled', 'f', now, 'err', data)
         count('active', 'cancelled')
-        finish(h, id, 'cancelled', 'C', now)
+        finish(h, id, 'cancelled', 'C', now, v[7], v[8])
       end
       if key then advance_key(key, id, true) end
     elseif outcome == 'handback' then
@@ -66,7 +83,12 @@ for i = 4, #ARGV, 6 do
       if key then token(key) else push_ready(id, level) end
     end
     applied = 1
+  elseif key and st and is_final(st) and v[2] == consumer and v[5] == eid then
+    -- A late success of an earlier run ended the task while this run held
+    -- the key's token: pass the token on.
+    advance_key(key, id, true)
   end
   table.insert(out, applied)
 end
+flush_counts()
 return out

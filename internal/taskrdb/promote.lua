@@ -31,4 +31,5 @@ end
 local next = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local due = -1
 if next[2] then due = tonumber(next[2]) end
+flush_counts()
 return {#ids, due, now}

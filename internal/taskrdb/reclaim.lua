@@ -53,4 +53,5 @@ for _, e in ipairs(r[2]) do
     end
   end
 end
+flush_counts()
 return {r[1], reclaimed, buried}

@@ -22,4 +22,5 @@ redis.call('HSET', h, 's', 'pending', 'a', 0, 'd', now_ms())
 redis.call('HDEL', h, 'f', 'res', 'c')
 count(st, 'pending')
 if key and key ~= '' then enqueue_keyed(id, key) else push_ready(id, v[3]) end
+flush_counts()
 return st
