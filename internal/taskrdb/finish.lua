@@ -19,26 +19,18 @@ local consumer, dead_max, dead_age = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3
 local now = now_ms()
 local out = {}
 
--- Acknowledge and delete every entry first, one XACK and one XDEL per level.
-local by_level = {}
-for i = 4, #ARGV, 6 do
-  local l = ARGV[i + 1]
-  by_level[l] = by_level[l] or {}
-  table.insert(by_level[l], ARGV[i + 2])
-end
-for l, ids in pairs(by_level) do
-  redis.call('XACK', KEYS[2] .. l, GROUP, unpack(ids))
-  redis.call('XDEL', KEYS[2] .. l, unpack(ids))
-end
-
 for i = 4, #ARGV, 6 do
   local id, level, eid, outcome, data, delay = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], tonumber(ARGV[i + 5])
+  local stream = KEYS[2] .. level
+  -- 1 when the entry was still this worker's: nobody reclaimed it
+  local acked = redis.call('XACK', stream, GROUP, eid)
+  redis.call('XDEL', stream, eid)
   local h = KEYS[1] .. id
-  local v = redis.call('HMGET', h, 's', 'w', 'k', 'c', 'x', 'l', 'ret', 'u', 'err')
+  local v = redis.call('HMGET', h, 's', 'w', 'k', 'c', 'x', 'l', 'ret', 'u', 'err', 'pass')
   local st, key = v[1], v[3]
   if key == '' then key = nil end
   -- this run is the task's current one: nobody reclaimed it meanwhile
-  local mine = st == 'active' and v[2] == consumer and v[5] == eid
+  local mine = acked == 1 and st == 'active' and v[2] == consumer and v[5] == eid
   local applied = 0
   if outcome == 'ok' and (st == 'active' or st == 'pending') then
     if st == 'pending' and not key and v[5] then
@@ -48,10 +40,14 @@ for i = 4, #ARGV, 6 do
     if v[9] then redis.call('HDEL', h, 'err') end
     count(st, 'succeeded')
     finish(h, id, 'succeeded', 'S', now, v[7], v[8])
-    -- A keyed task's key moves on with whoever holds its token: this run,
-    -- or the run of the reclaimed copy (when it finishes, below), or the
-    -- token waiting in the stream (it finds the next task).
-    if key then advance_key(key, id, mine) end
+    -- A keyed task's key moves on with whoever holds its token: this run;
+    -- or the run of the reclaimed copy, which passes it on when it finishes
+    -- (flag "pass", below); or the token waiting in the stream, which finds
+    -- the next task.
+    if key then
+      advance_key(key, id, mine)
+      if st == 'active' and not mine then redis.call('HSET', h, 'pass', '1') end
+    end
     applied = 1
   elseif outcome ~= 'ok' and mine then
     if v[4] == '1' and outcome ~= 'handback' then outcome = 'cancel'; data = 'cancelled' end
@@ -83,9 +79,10 @@ for i = 4, #ARGV, 6 do
       if key then token(key) else push_ready(id, level) end
     end
     applied = 1
-  elseif key and st and is_final(st) and v[2] == consumer and v[5] == eid then
+  elseif key and v[10] == '1' and acked == 1 and v[2] == consumer and v[5] == eid then
     -- A late success of an earlier run ended the task while this run held
     -- the key's token: pass the token on.
+    redis.call('HDEL', h, 'pass')
     advance_key(key, id, true)
   end
   table.insert(out, applied)
