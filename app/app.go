@@ -30,6 +30,7 @@ type App struct {
 	mu         sync.Mutex
 	processors []*Processor
 	tasks      []*task
+	services   []Service
 	executors  []*executor.Executor
 	leader     *leadership
 	clock      clock.Clock // of background schedules (a fake one in leattest)

@@ -26,8 +26,9 @@ func (a *App) Run(ctx context.Context) error { return a.RunProcessors(ctx, nil) 
 //
 // Shutdown order: each executor leaves its membership (survivors rebalance
 // at once), stops fetching, lets in-flight events finish within the grace
-// period, acknowledges, and releases its locks; then background tasks stop
-// and the leader lease is released.
+// period, acknowledges, and releases its locks, while attached services
+// (Attach) stop too; then background tasks stop and the leader lease is
+// released.
 //
 // A permission error of the Redis user (ACL) is returned with what to grant.
 func (a *App) RunProcessors(ctx context.Context, names []string) error {
@@ -93,6 +94,18 @@ func (a *App) runProcessors(ctx context.Context, names []string) error {
 			}
 		}()
 	}
+	a.runServices(wctx, func(run func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				stop()
+			}
+		}()
+	})
 	var leading, tasks sync.WaitGroup
 	lctx, stopLeading := context.WithCancel(context.WithoutCancel(ctx))
 	leading.Add(1)

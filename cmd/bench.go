@@ -27,6 +27,7 @@ var benchmarks = []struct {
 }{
 	{bench.BenchmarkSend, bench.Send},
 	{bench.BenchmarkProcess, bench.Process},
+	{bench.BenchmarkTasks, bench.Tasks},
 }
 
 // benchReport is the document "leat bench --json" prints.
@@ -41,7 +42,9 @@ func benchCommand() *cli.Command {
 		Description: "send: SendMany (which encodes and routes) against pipelined XADD MAXLEN ~ of records\n" +
 			"encoded and routed beforehand. process: a worker with a no-op processor (which decodes)\n" +
 			"against one consumer looping over XREADGROUP on all partitions and XACK, without\n" +
-			"decoding (raw) and with msgpack decoding (raw+decode). Each variant runs once per\n" +
+			"decoding (raw) and with msgpack decoding (raw+decode). tasks: a worker running no-op\n" +
+			"tasks of a task queue at concurrency 50, results stored, against a raw loop that\n" +
+			"stores each result and acknowledges (enqueueing untimed). Each variant runs once per\n" +
 			"round, in an order that rotates from round to round; the table shows the median\n" +
 			"events/s and the ratio leat/raw (below 1: leat is slower).\n\n" +
 			"Runs against the --redis server (no --app needed), under a fresh key prefix\n" +
@@ -90,7 +93,7 @@ func benchFlags() []cli.Flag {
 		&cli.IntFlag{Name: flagRounds, Usage: "`N` rounds; the table shows the median", Value: bench.DefaultRounds},
 		&cli.IntFlag{Name: flagPartitions, Usage: "`N` partitions of the benchmark streams", Value: bench.DefaultPartitions},
 		&cli.IntFlag{Name: flagPayload, Usage: "`BYTES` of filler in each record", Value: bench.DefaultPayloadBytes},
-		&cli.StringFlag{Name: flagOnly, Usage: "run only one benchmark: `send|process`", DefaultText: "both"},
+		&cli.StringFlag{Name: flagOnly, Usage: "run only one benchmark: `send|process|tasks`", DefaultText: "all"},
 		&cli.BoolFlag{Name: flagJSON, Usage: "print every round's figures as JSON instead of the table"},
 		helpFlag(),
 	}
@@ -119,8 +122,8 @@ func benchConfig(c *cli.Context) (bench.Config, string, error) {
 		}
 	}
 	only := c.String(flagOnly)
-	if only != "" && only != bench.BenchmarkSend && only != bench.BenchmarkProcess {
-		return cfg, "", usageErrorf("--only %q: want %s or %s", only, bench.BenchmarkSend, bench.BenchmarkProcess)
+	if only != "" && only != bench.BenchmarkSend && only != bench.BenchmarkProcess && only != bench.BenchmarkTasks {
+		return cfg, "", usageErrorf("--only %q: want %s, %s or %s", only, bench.BenchmarkSend, bench.BenchmarkProcess, bench.BenchmarkTasks)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String(flagLogLevel))); err != nil {

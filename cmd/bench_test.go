@@ -14,7 +14,7 @@ import (
 
 // benchLine is one line of the bench table: benchmark, variant, events/s and
 // a ratio on the lines of leat and raw+decode.
-var benchLine = regexp.MustCompile(`^(send|process) +(leat|raw|raw\+decode) +[0-9][0-9,]*(?: +([0-9]+\.[0-9]{2}))?$`)
+var benchLine = regexp.MustCompile(`^(send|process|tasks) +(leat|raw|raw\+decode) +[0-9][0-9,]*(?: +([0-9]+\.[0-9]{2}))?$`)
 
 func TestBench(t *testing.T) {
 	t.Parallel()
@@ -26,7 +26,7 @@ func TestBench(t *testing.T) {
 		t.Fatalf("status %d, stderr %q", r.status, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-	want := []string{"send leat", "send raw", "process leat", "process raw", "process raw+decode"}
+	want := []string{"send leat", "send raw", "process leat", "process raw", "process raw+decode", "tasks leat", "tasks raw"}
 	if len(lines) != 1+len(want) || !strings.HasPrefix(lines[0], "benchmark") || !strings.Contains(lines[0], "events/s (median of 1)") {
 		t.Fatalf("stdout:\n%s\nwant a header and %d lines", r.stdout, len(want))
 	}
@@ -88,7 +88,7 @@ func TestBenchErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"bench", "--only", "receive"}, `--only "receive": want send or process`},
+		{[]string{"bench", "--only", "receive"}, `--only "receive": want send, process or tasks`},
 		{[]string{"bench", "--events", "0"}, "--events 0 out of range 1..2147483647"},
 		{[]string{"bench", "--rounds", "-1"}, "--rounds -1 out of range"},
 		{[]string{"bench", "--partitions", "70000"}, "--partitions 70000 out of range 1..65536"},

@@ -146,3 +146,13 @@ func scanAll(c *redis.Client, pattern string) ([]string, error) {
 	}
 	return keys, it.Err()
 }
+
+func TestTasks(t *testing.T) {
+	c, _ := redistest.Client(t)
+	r, err := bench.Tasks(context.Background(), c, tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, r, bench.BenchmarkTasks, bench.VariantLeat, bench.VariantRaw)
+	checkClean(t, c)
+}

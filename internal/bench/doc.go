@@ -30,6 +30,17 @@
 // one filled with the same records), and everything it wrote is deleted
 // before the next run.
 //
+// [Tasks] enqueues Config.Events tasks (untimed), then times running them
+// all, their results stored:
+//
+//   - leat: an App worker with a task queue whose no-op handler returns the
+//     record's ID, at concurrency 50; the time ends when the queue's count
+//     of succeeded tasks reaches Config.Events;
+//   - raw: one consumer looping over XREADGROUP (COUNT 100) on one stream of
+//     task IDs and, per reply, a pipeline storing each result in its task's
+//     hash with a TTL and acknowledging and deleting the entries: a task's
+//     Redis work without states, counts, retries or concurrency control.
+//
 // # Rounds
 //
 // Every variant runs once per round, Config.Rounds times. The order rotates

@@ -73,6 +73,19 @@ func URL(tb testing.TB) string {
 	return shared.URL
 }
 
+// SharedURL is URL for code without a testing.TB, such as runnable
+// examples: it returns an error instead of skipping.
+func SharedURL() (string, error) {
+	if u := os.Getenv("LEAT_TEST_REDIS_URL"); u != "" {
+		return u, nil
+	}
+	sharedOnce.Do(func() { shared, sharedErr = startServer() })
+	if sharedErr != nil {
+		return "", sharedErr
+	}
+	return shared.URL, nil
+}
+
 // Prefix returns a key prefix no other test of this process uses.
 func Prefix(tb testing.TB) string {
 	name := strings.Map(func(r rune) rune {

@@ -1,0 +1,302 @@
+package cmd
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/leatdev/leat/task"
+	"github.com/urfave/cli/v2"
+)
+
+const (
+	flagFile       = "file"
+	flagID         = "id"
+	flagDelay      = "delay"
+	flagAt         = "at"
+	flagMaxRetries = "max-retries"
+	flagTimeout    = "timeout"
+	flagRetention  = "retention"
+	flagUnique     = "unique"
+	flagUniqueKey  = "unique-key"
+	flagPriority   = "priority"
+	flagTaskKey    = "key"
+)
+
+// enqueueChunk is how many tasks one EnqueueMany call carries.
+const enqueueChunk = 10_000
+
+func enqueueCommand(setup Setup) *cli.Command {
+	return &cli.Command{
+		Name:      "enqueue",
+		Usage:     "enqueue a task with a JSON payload, or one per JSON line of a file, and print the task IDs",
+		ArgsUsage: "QUEUE [JSON]",
+		Description: "The queue must have been declared by a program of the app (task.Handle or\n" +
+			"task.Declare), which recorded its definition in Redis. With --file FILE (or - for\n" +
+			"standard input), every non-blank line is one JSON payload: all lines are checked\n" +
+			"first, and on the first bad line the command names it, exits with status 2 and\n" +
+			"enqueues nothing; memory stays small however long the input is. A duplicate\n" +
+			"(--id or --unique) prints the existing task's ID and says so on stderr.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: flagFile, Usage: "read JSON lines from `FILE`, - for standard input"},
+			&cli.StringFlag{Name: flagID, Usage: "task `ID` of your choice (one task only)"},
+			&cli.DurationFlag{Name: flagDelay, Usage: "run after `DURATION`"},
+			&cli.TimestampFlag{Name: flagAt, Layout: time.RFC3339, Usage: "run at `TIME` (RFC 3339)"},
+			&cli.IntFlag{Name: flagMaxRetries, Value: -1, Usage: "`N` retries before the task is dead", DefaultText: "the queue's"},
+			&cli.DurationFlag{Name: flagTimeout, Usage: "`DURATION` an attempt may run", DefaultText: "the queue's"},
+			&cli.DurationFlag{Name: flagRetention, Usage: "keep the result `DURATION`", DefaultText: "the queue's"},
+			&cli.DurationFlag{Name: flagUnique, Usage: "refuse a task with the same payload (or --unique-key) for `TTL`"},
+			&cli.StringFlag{Name: flagUniqueKey, Usage: "unique `KEY` instead of the payload (with --unique)"},
+			&cli.StringFlag{Name: flagPriority, Usage: "priority `LEVEL` of the queue"},
+			&cli.StringFlag{Name: flagTaskKey, Usage: "task `KEY` (keyed queues)"},
+			helpFlag(),
+		},
+		HideHelp:     true, // see helpFlag
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			file := c.String(flagFile)
+			args := c.Args().Slice()
+			// "enqueue QUEUE --file FILE" reads as well as "enqueue --file FILE QUEUE".
+			if file == "" && len(args) == 3 && args[1] == "--"+flagFile {
+				file, args = args[2], args[:1]
+			} else if f, ok := strings.CutPrefix(c.Args().Get(1), "--"+flagFile+"="); ok && file == "" && len(args) == 2 {
+				file, args = f, args[:1]
+			} else {
+				var err error
+				if file == "" {
+					err = wantArgs(c, "QUEUE", "JSON")
+				} else {
+					err = wantArgs(c, "QUEUE")
+				}
+				if err != nil {
+					return err
+				}
+			}
+			queue := args[0]
+			opts, err := enqueueOptions(c, file != "")
+			if err != nil {
+				return err
+			}
+			var in *input
+			if file != "" {
+				if in, err = openInput(file, c.App.Reader); err != nil {
+					return err
+				}
+				defer in.close()
+			} else if !json.Valid([]byte(args[1])) {
+				return usageErrorf("payload is not valid JSON: %.60q", args[1])
+			}
+			a, err := openApp(c, setup)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			q, err := task.Lookup(c.Context, a, queue)
+			if errors.Is(err, task.ErrUnknownQueue) {
+				return usageError{err}
+			}
+			if err != nil {
+				return err
+			}
+			if in != nil {
+				return enqueueFile(c, q, in, opts)
+			}
+			ids, err := q.EnqueueMany(c.Context, []json.RawMessage{json.RawMessage(args[1])}, opts...)
+			return printIDs(c, ids, err)
+		},
+	}
+}
+
+// enqueueOptions turns the flags into enqueue options.
+func enqueueOptions(c *cli.Context, many bool) ([]task.EnqueueOption, error) {
+	var opts []task.EnqueueOption
+	if id := c.String(flagID); id != "" {
+		if many {
+			return nil, usageErrorf("--id names one task: not with --file")
+		}
+		opts = append(opts, task.ID(id))
+	}
+	if d := c.Duration(flagDelay); d != 0 {
+		opts = append(opts, task.Delay(d))
+	}
+	if at := c.Timestamp(flagAt); at != nil {
+		opts = append(opts, task.At(*at))
+	}
+	if n := c.Int(flagMaxRetries); n >= 0 {
+		opts = append(opts, task.WithMaxRetries(n))
+	} else if n < -1 {
+		return nil, usageErrorf("--max-retries %d is negative", n)
+	}
+	if d := c.Duration(flagTimeout); d != 0 {
+		opts = append(opts, task.WithTimeout(d))
+	}
+	if d := c.Duration(flagRetention); d != 0 {
+		opts = append(opts, task.WithRetention(d))
+	}
+	switch u, k := c.Duration(flagUnique), c.String(flagUniqueKey); {
+	case k != "" && u == 0:
+		return nil, usageErrorf("--unique-key needs --unique TTL")
+	case k != "":
+		opts = append(opts, task.UniqueKey(k, u))
+	case u != 0:
+		opts = append(opts, task.Unique(u))
+	}
+	if p := c.String(flagPriority); p != "" {
+		opts = append(opts, task.Priority(p))
+	}
+	if c.IsSet(flagTaskKey) {
+		opts = append(opts, task.Key(c.String(flagTaskKey)))
+	}
+	return opts, nil
+}
+
+// printIDs prints the IDs of an enqueue; a duplicate is reported on stderr
+// and is no failure.
+func printIDs(c *cli.Context, ids []string, err error) error {
+	w := bufio.NewWriter(c.App.Writer)
+	for _, id := range ids {
+		fmt.Fprintln(w, id)
+	}
+	if ferr := w.Flush(); ferr != nil {
+		return ferr
+	}
+	switch {
+	case errors.Is(err, task.ErrDuplicate):
+		fmt.Fprintf(c.App.ErrWriter, "%s: %v\n", c.App.Name, err)
+		return nil
+	case errors.Is(err, task.ErrInvalid):
+		return usageError{err}
+	}
+	return err
+}
+
+// enqueueFile checks every line of in, then enqueues them a chunk at a
+// time.
+func enqueueFile(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage], in *input, opts []task.EnqueueOption) error {
+	count, kept, err := checkPayloads(c, in)
+	if err != nil {
+		return err
+	}
+	bar := newProgress(c.App.ErrWriter, int64(count), "enqueueing to "+q.Name(), "tasks")
+	defer bar.clear()
+	send := func(chunk []json.RawMessage) error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		ids, err := q.EnqueueMany(c.Context, chunk, opts...)
+		bar.add(len(chunk))
+		return printIDs(c, ids, err)
+	}
+	if kept != nil {
+		for start := 0; start < len(kept); start += enqueueChunk {
+			if err := send(kept[start:min(start+enqueueChunk, len(kept))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	r, err := in.rewind()
+	if err != nil {
+		return err
+	}
+	lr := newLineReader(r)
+	var chunk []json.RawMessage
+	for {
+		line, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !json.Valid(line) {
+			return fmt.Errorf("line %d changed after it was checked", lr.n)
+		}
+		chunk = append(chunk, json.RawMessage(bytes.Clone(bytes.TrimSpace(line))))
+		if len(chunk) == enqueueChunk {
+			if err := send(chunk); err != nil {
+				return err
+			}
+			chunk = chunk[:0]
+		}
+	}
+	return send(chunk)
+}
+
+// checkPayloads checks that every non-blank line of in is one JSON value
+// and counts them, like sendmany's checking pass: it returns the payloads
+// too while they take less than keepLimit bytes, and copies a stream to a
+// temporary file as it reads it.
+func checkPayloads(c *cli.Context, in *input) (int, []json.RawMessage, error) {
+	var (
+		r     io.Reader
+		spool *bufio.Writer
+	)
+	if in.stream == nil {
+		var err error
+		if r, err = in.rewind(); err != nil {
+			return 0, nil, err
+		}
+	} else {
+		f, err := os.CreateTemp("", "leat-enqueue-*.jsonl")
+		if err != nil {
+			return 0, nil, fmt.Errorf("copy %s to a temporary file: %w", in.name, err)
+		}
+		in.file = f
+		spool = bufio.NewWriterSize(f, 256<<10)
+		r = io.TeeReader(in.stream, &spoolWriter{w: spool})
+	}
+	lr := newLineReader(r)
+	var (
+		count     int
+		kept      []json.RawMessage
+		keptBytes int
+		keep      = true
+	)
+	for {
+		line, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		if lr.n%1024 == 0 && c.Context.Err() != nil {
+			return 0, nil, c.Context.Err()
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if !json.Valid(line) {
+			return 0, nil, lineError{line: lr.n, err: errors.New("not valid JSON")}
+		}
+		count++
+		if keep {
+			keptBytes += len(line) + 64
+			if keptBytes > keepLimit {
+				keep, kept = false, nil
+			} else {
+				kept = append(kept, json.RawMessage(bytes.Clone(line)))
+			}
+		}
+	}
+	if spool != nil {
+		if err := spool.Flush(); err != nil {
+			return 0, nil, fmt.Errorf("copy %s to a temporary file: %w", in.name, err)
+		}
+	}
+	if keep && kept == nil {
+		kept = []json.RawMessage{}
+	}
+	return count, kept, nil
+}

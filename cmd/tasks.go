@@ -1,0 +1,275 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/task"
+	"github.com/urfave/cli/v2"
+)
+
+const flagAll = "all"
+
+func tasksCommand(setup Setup) *cli.Command {
+	jsonFlag := func() cli.Flag {
+		return &cli.BoolFlag{Name: flagJSON, Usage: "print JSON instead of a table"}
+	}
+	sub := func(name, usage, args string, flags []cli.Flag, action func(*cli.Context, *app.App) error) *cli.Command {
+		return &cli.Command{
+			Name: name, Usage: usage, ArgsUsage: args, Flags: append(flags, helpFlag()),
+			HideHelp: true, OnUsageError: onUsageError,
+			Action: func(c *cli.Context) error {
+				a, err := openApp(c, setup)
+				if err != nil {
+					return err
+				}
+				defer a.Close()
+				return action(c, a)
+			},
+		}
+	}
+	return &cli.Command{
+		Name:  "tasks",
+		Usage: "show the counts of tasks per state of every task queue, or show, wait for, cancel or requeue a task",
+		Description: "Without a subcommand, prints one row per task queue of the app with the number of\n" +
+			"its tasks in each state (kept as tasks move: reading them never scans).",
+		Flags:        []cli.Flag{jsonFlag(), helpFlag()},
+		HideHelp:     true,
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if err := wantArgs(c); err != nil {
+				return err
+			}
+			a, err := openApp(c, setup)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			return printCounts(c, a)
+		},
+		Subcommands: []*cli.Command{
+			sub("show", "print a task's status, payload and result", "ID", []cli.Flag{jsonFlag()},
+				func(c *cli.Context, a *app.App) error {
+					if err := wantArgs(c, "ID"); err != nil {
+						return err
+					}
+					q, err := findTask(c, a)
+					if err != nil {
+						return err
+					}
+					in, err := q.Info(c.Context, c.Args().Get(0))
+					if err != nil {
+						return err
+					}
+					return printInfo(c, in)
+				}),
+			sub("wait", "wait for a task to finish; print its result, or fail with its error", "ID",
+				[]cli.Flag{jsonFlag(), &cli.DurationFlag{Name: flagTimeout, Value: time.Minute, Usage: "give up after `DURATION`"}},
+				func(c *cli.Context, a *app.App) error {
+					if err := wantArgs(c, "ID"); err != nil {
+						return err
+					}
+					q, err := findTask(c, a)
+					if err != nil {
+						return err
+					}
+					ctx, cancel := context.WithTimeout(c.Context, c.Duration(flagTimeout))
+					defer cancel()
+					in, err := q.Wait(ctx, c.Args().Get(0))
+					if errors.Is(err, context.DeadlineExceeded) && c.Context.Err() == nil && in != nil {
+						return fmt.Errorf("task %s is still %s after %s", c.Args().Get(0), in.State, c.Duration(flagTimeout))
+					}
+					if err != nil {
+						return err
+					}
+					if c.Bool(flagJSON) {
+						if err := printInfo(c, in); err != nil {
+							return err
+						}
+					} else if in.State == task.Succeeded {
+						fmt.Fprintln(c.App.Writer, string(in.Result))
+					}
+					if in.State != task.Succeeded {
+						return fmt.Errorf("task %s is %s: %s", in.ID, in.State, in.Error)
+					}
+					return nil
+				}),
+			sub("cancel", "cancel a pending, scheduled, retrying or running task", "ID", nil,
+				func(c *cli.Context, a *app.App) error {
+					if err := wantArgs(c, "ID"); err != nil {
+						return err
+					}
+					q, err := findTask(c, a)
+					if err != nil {
+						return err
+					}
+					st, err := q.Cancel(c.Context, c.Args().Get(0))
+					if errors.Is(err, task.ErrFinished) {
+						return usageError{err}
+					}
+					if err != nil {
+						return err
+					}
+					what := "cancelled"
+					if st == task.Active {
+						what = "cancelling (it is running: its worker cancels it)"
+					}
+					_, err = fmt.Fprintf(c.App.Writer, "%s: was %s, %s\n", c.Args().Get(0), st, what)
+					return err
+				}),
+			sub("requeue", "make a dead or failed task ready again, or every dead task of a queue", "ID | --all QUEUE",
+				[]cli.Flag{&cli.BoolFlag{Name: flagAll, Usage: "requeue every dead task of QUEUE"}},
+				func(c *cli.Context, a *app.App) error {
+					if c.Bool(flagAll) {
+						if err := wantArgs(c, "QUEUE"); err != nil {
+							return err
+						}
+						q, err := task.Lookup(c.Context, a, c.Args().Get(0))
+						if errors.Is(err, task.ErrUnknownQueue) {
+							return usageError{err}
+						}
+						if err != nil {
+							return err
+						}
+						n, err := q.RequeueDead(c.Context)
+						if err != nil {
+							return err
+						}
+						_, err = fmt.Fprintf(c.App.Writer, "requeued %d dead %s of %s\n", n, plural(n, "task"), q.Name())
+						return err
+					}
+					if err := wantArgs(c, "ID"); err != nil {
+						return err
+					}
+					q, err := findTask(c, a)
+					if err != nil {
+						return err
+					}
+					if err := q.Requeue(c.Context, c.Args().Get(0)); err != nil {
+						if errors.Is(err, task.ErrFinished) {
+							return usageError{err}
+						}
+						return err
+					}
+					_, err = fmt.Fprintf(c.App.Writer, "%s: requeued\n", c.Args().Get(0))
+					return err
+				}),
+			sub("concurrency", "set how many tasks of a queue each worker runs at once, live", "QUEUE N", nil,
+				func(c *cli.Context, a *app.App) error {
+					if err := wantArgs(c, "QUEUE", "N"); err != nil {
+						return err
+					}
+					n, err := strconv.Atoi(c.Args().Get(1))
+					if err != nil || n < 1 {
+						return usageErrorf("concurrency %q: want a whole number of at least 1", c.Args().Get(1))
+					}
+					q, err := task.Lookup(c.Context, a, c.Args().Get(0))
+					if errors.Is(err, task.ErrUnknownQueue) {
+						return usageError{err}
+					}
+					if err != nil {
+						return err
+					}
+					if err := q.SetConcurrency(c.Context, n); err != nil {
+						return err
+					}
+					_, err = fmt.Fprintf(c.App.Writer, "%s: concurrency %d per worker (applied within a second)\n", q.Name(), n)
+					return err
+				}),
+		},
+	}
+}
+
+// findTask returns the queue of the task named by the first argument; an
+// unknown task is a usage error.
+func findTask(c *cli.Context, a *app.App) (*task.Queue[json.RawMessage, json.RawMessage], error) {
+	q, err := task.Find(c.Context, a, c.Args().Get(0))
+	if errors.Is(err, task.ErrNotFound) {
+		return nil, usageError{err}
+	}
+	return q, err
+}
+
+// queueCounts is one row of "leat tasks".
+type queueCounts struct {
+	Queue  string               `json:"queue"`
+	Counts map[task.State]int64 `json:"counts"`
+}
+
+func printCounts(c *cli.Context, a *app.App) error {
+	defs, err := task.Queues(c.Context, a)
+	if err != nil {
+		return err
+	}
+	rows := make([]queueCounts, 0, len(defs))
+	for _, d := range defs {
+		q, err := task.Lookup(c.Context, a, d.Name)
+		if err != nil {
+			return err
+		}
+		n, err := q.Counts(c.Context)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, queueCounts{Queue: d.Name, Counts: n})
+	}
+	if c.Bool(flagJSON) {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "QUEUE\t")
+	for _, s := range task.States {
+		fmt.Fprintf(tw, "%s\t", s)
+	}
+	fmt.Fprintln(tw)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t", r.Queue)
+		for _, s := range task.States {
+			fmt.Fprintf(tw, "%d\t", r.Counts[s])
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+func printInfo(c *cli.Context, in *task.Info) error {
+	if c.Bool(flagJSON) {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(in)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Format(time.RFC3339Nano)
+	}
+	fmt.Fprintf(tw, "id\t%s\nqueue\t%s\nstate\t%s\nattempts\t%d of %d\n", in.ID, in.Queue, in.State, in.Attempts, in.MaxRetries+1)
+	if in.Priority != "" {
+		fmt.Fprintf(tw, "priority\t%s\n", in.Priority)
+	}
+	if in.Key != "" {
+		fmt.Fprintf(tw, "key\t%s\n", in.Key)
+	}
+	fmt.Fprintf(tw, "enqueued\t%s\ndue\t%s\nstarted\t%s\nfinished\t%s\n", at(in.EnqueuedAt), at(in.DueAt), at(in.StartedAt), at(in.FinishedAt))
+	if in.Worker != "" {
+		fmt.Fprintf(tw, "worker\t%s\n", in.Worker)
+	}
+	fmt.Fprintf(tw, "payload\t%s\n", in.Payload)
+	if len(in.Result) > 0 {
+		fmt.Fprintf(tw, "result\t%s\n", in.Result)
+	}
+	if in.Error != "" {
+		fmt.Fprintf(tw, "error\t%s\n", in.Error)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,167 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/task"
+)
+
+type greet struct {
+	Name string `json:"name"`
+}
+
+// runTaskWorker runs a worker of app "shop" with queue "greet": it fails
+// payloads named "fail" (no retries) and blocks on those named "block".
+func runTaskWorker(t *testing.T, s shop) {
+	t.Helper()
+	a, err := app.New(app.Config{Name: "shop", Client: s.client, KeyPrefix: s.keys.Prefix,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LeaderLease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = task.Handle(a, "greet", func(ctx context.Context, tk *task.Task[greet]) (string, error) {
+		switch tk.Payload.Name {
+		case "fail":
+			return "", errors.New("no such person")
+		case "block":
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return "hello " + tk.Payload.Name, nil
+	}, task.MaxRetries(0), task.Priorities("high", "low"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	// The worker registers the queue's definition.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.client.HExists(context.Background(), s.keys.TaskQueues(), "greet").Val() == false {
+		if time.Now().After(deadline) {
+			t.Fatal("queue not registered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestTasksCLI(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	runTaskWorker(t, s)
+
+	r := run(t, nil, "", s.args("enqueue", "--priority", "high", "greet", `{"name":"ada"}`)...)
+	if r.status != 0 || r.stderr != "" {
+		t.Fatalf("enqueue: %+v", r)
+	}
+	id := strings.TrimSpace(r.stdout)
+	r = run(t, nil, "", s.args("tasks", "wait", id)...)
+	if r.status != 0 || r.stdout != "\"hello ada\"\n" {
+		t.Fatalf("wait: %+v", r)
+	}
+	r = run(t, nil, "", s.args("tasks", "show", "--json", id)...)
+	var in task.Info
+	if err := json.Unmarshal([]byte(r.stdout), &in); err != nil || in.State != task.Succeeded || in.Priority != "high" {
+		t.Fatalf("show: %+v %v", r, err)
+	}
+	r = run(t, nil, "", s.args("tasks", "show", id)...)
+	if r.status != 0 || !strings.Contains(r.stdout, "succeeded") {
+		t.Fatalf("show: %+v", r)
+	}
+
+	// A file of JSON lines; a bad line enqueues nothing.
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"name\":\"a\"}\n{nope\n"), 0o644)
+	if r := run(t, nil, "", s.args("enqueue", "greet", "--file", bad)...); r.status != 2 || r.stderr != "line 2: not valid JSON\n" {
+		t.Fatalf("bad line: %+v", r)
+	}
+	r = run(t, nil, "{\"name\":\"b\"}\n\n{\"name\":\"fail\"}\n", s.args("enqueue", "greet", "--file", "-")...)
+	ids := strings.Fields(r.stdout)
+	if r.status != 0 || len(ids) != 2 {
+		t.Fatalf("enqueue --file: %+v", r)
+	}
+	r = run(t, nil, "", s.args("tasks", "wait", ids[1])...)
+	wantFailure(t, r, 1, "is dead", "no such person")
+
+	// Requeue the dead one (it dies again), then all dead ones.
+	r = run(t, nil, "", s.args("tasks", "requeue", ids[1])...)
+	if r.status != 0 {
+		t.Fatalf("requeue: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "wait", ids[1])...), 1, "is dead")
+	r = run(t, nil, "", s.args("tasks", "requeue", "--all", "greet")...)
+	if r.status != 0 || !strings.Contains(r.stdout, "requeued 1 dead task") {
+		t.Fatalf("requeue --all: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "wait", ids[1])...), 1, "is dead")
+
+	// Cancel a running task and a scheduled one.
+	r = run(t, nil, "", s.args("enqueue", "greet", `{"name":"block"}`)...)
+	blocked := strings.TrimSpace(r.stdout)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(run(t, nil, "", s.args("tasks", "show", blocked)...).stdout, "active") {
+		if time.Now().After(deadline) {
+			t.Fatal("not active")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r = run(t, nil, "", s.args("tasks", "cancel", blocked)...)
+	if r.status != 0 || !strings.Contains(r.stdout, "was active") {
+		t.Fatalf("cancel: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "wait", blocked)...), 1, "is cancelled")
+	r = run(t, nil, "", s.args("enqueue", "--delay", "1h", "greet", `{"name":"later"}`)...)
+	later := strings.TrimSpace(r.stdout)
+	if r := run(t, nil, "", s.args("tasks", "cancel", later)...); !strings.Contains(r.stdout, "was scheduled, cancelled") {
+		t.Fatalf("cancel: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "cancel", later)...), 2, "cancelled")
+
+	// Duplicates print the existing ID.
+	r = run(t, nil, "", s.args("enqueue", "--id", "g-1", "greet", `{"name":"x"}`)...)
+	r2 := run(t, nil, "", s.args("enqueue", "--id", "g-1", "greet", `{"name":"y"}`)...)
+	if r.stdout != "g-1\n" || r2.stdout != "g-1\n" || r2.status != 0 || !strings.Contains(r2.stderr, "duplicate") {
+		t.Fatalf("duplicate: %+v %+v", r, r2)
+	}
+
+	// Counts per state.
+	run(t, nil, "", s.args("tasks", "wait", "g-1")...)
+	r = run(t, nil, "", s.args("tasks", "--json")...)
+	var rows []queueCounts
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("tasks: %+v %v", r, err)
+	}
+	want := map[task.State]int64{task.Succeeded: 3, task.Dead: 1, task.Cancelled: 2}
+	for _, st := range task.States {
+		if rows[0].Counts[st] != want[st] {
+			t.Fatalf("counts %v, want %v", rows[0].Counts, want)
+		}
+	}
+	r = run(t, nil, "", s.args("tasks")...)
+	if r.status != 0 || !strings.Contains(r.stdout, "QUEUE") || !strings.Contains(r.stdout, "greet") {
+		t.Fatalf("tasks: %+v", r)
+	}
+
+	// Bad input.
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "greet", `{nope`)...), 2, "not valid JSON")
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "nosuch", `{}`)...), 2, "unknown queue")
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "--priority", "urgent", "greet", `{}`)...), 2, "unknown priority")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "show", "missing")...), 2, "not found")
+	r = run(t, nil, "", s.args("tasks", "concurrency", "greet", "3")...)
+	if r.status != 0 {
+		t.Fatalf("concurrency: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "concurrency", "greet", "0")...), 2, "at least 1")
+}

@@ -1,0 +1,88 @@
+package keys
+
+import "strconv"
+
+// Task queue keys. Every key of a queue shares the hash tag
+// {app:task:queue}, so each queue lives in one Cluster slot and its scripts
+// touch only that slot; the queues of an app spread across the masters. The
+// per-task and per-key names below are prefixes: a script appends the task
+// ID or the task key.
+
+func (s Space) taskTag(queue string) string { return s.App + ":task:" + queue }
+
+// TaskQueues is the hash of task queue definitions of the app: field = queue
+// name, value = JSON definition (written when a queue is declared; no TTL).
+func (s Space) TaskQueues() string { return s.key("tqueues", s.appTag()) }
+
+// TaskStream is the stream of ready tasks of priority level (0 first) of a
+// queue (type stream, one consumer group; an entry is deleted when its task
+// is acknowledged, so the stream only holds ready and running tasks).
+func (s Space) TaskStream(queue string, level int) string {
+	return s.TaskStreamPrefix(queue) + strconv.Itoa(level)
+}
+
+// TaskStreamPrefix is TaskStream without its level.
+func (s Space) TaskStreamPrefix(queue string) string { return s.key("tq", s.taskTag(queue)) + ":" }
+
+// TaskPrefix starts the hash of each task: PREFIX + task ID (type hash;
+// no TTL while the task is pending, scheduled, active or retrying; the
+// result retention once it succeeded, failed or was cancelled; the dead
+// age once dead).
+func (s Space) TaskPrefix(queue string) string { return s.key("tt", s.taskTag(queue)) + ":" }
+
+// TaskScheduled is the sorted set of delayed and retrying tasks of a queue:
+// member = task ID, score = due time in Unix milliseconds (no TTL; a member
+// leaves when due).
+func (s Space) TaskScheduled(queue string) string { return s.key("tsched", s.taskTag(queue)) }
+
+// TaskDead is the sorted set of dead tasks of a queue: member = task ID,
+// score = time of death in Unix milliseconds (bounded by count and age).
+func (s Space) TaskDead(queue string) string { return s.key("tdead", s.taskTag(queue)) }
+
+// TaskDone is the sorted set of finished tasks whose hashes are retained:
+// member = "S|", "F|" or "C|" (succeeded, failed, cancelled) + task ID,
+// score = end of retention in Unix milliseconds (members leave then).
+func (s Space) TaskDone(queue string) string { return s.key("tdone", s.taskTag(queue)) }
+
+// TaskCounts is the hash of task counts per state of a queue (field =
+// state, value = count; no TTL), kept by every script that moves a task.
+func (s Space) TaskCounts(queue string) string { return s.key("tcount", s.taskTag(queue)) }
+
+// TaskUniquePrefix starts the unique lock of a task: PREFIX + unique key
+// (string holding the task ID; PX the unique TTL; deleted when the task
+// ends).
+func (s Space) TaskUniquePrefix(queue string) string { return s.key("tuniq", s.taskTag(queue)) + ":" }
+
+// TaskKeyPrefix starts the list of waiting tasks of one key of a keyed
+// queue: PREFIX + key (type list of task IDs, head = the key's next or
+// running task; deleted by Redis when empty).
+func (s Space) TaskKeyPrefix(queue string) string { return s.key("tkey", s.taskTag(queue)) + ":" }
+
+// TaskKeys is the set of keys of a keyed queue that have tasks waiting or
+// running (no TTL; a key leaves when its list empties).
+func (s Space) TaskKeys(queue string) string { return s.key("tkeys", s.taskTag(queue)) }
+
+// TaskRatePrefix is the rate-limit counter prefix of a keyed queue: PREFIX + key
+// (string; PX the rate window).
+func (s Space) TaskRatePrefix(queue string) string { return s.key("trate", s.taskTag(queue)) + ":" }
+
+// TaskWake is the list the queue's leader blocks on to wake up before its
+// next due time (at most one element; no TTL).
+func (s Space) TaskWake(queue string) string { return s.key("twake", s.taskTag(queue)) }
+
+// TaskConfig is the hash of a queue's live settings (field "concurrency";
+// no TTL), read by its workers every second.
+func (s Space) TaskConfig(queue string) string { return s.key("tconf", s.taskTag(queue)) }
+
+// TaskCron is the hash of the last fired tick of each cron schedule of a
+// queue: field = schedule name, value = "tick-ms:term" (no TTL).
+func (s Space) TaskCron(queue string) string { return s.key("tcron", s.taskTag(queue)) }
+
+// TaskCancel is the channel on which cancellations of running tasks of a
+// queue are published (message = task ID).
+func (s Space) TaskCancel(queue string) string { return s.key("tcancel", s.taskTag(queue)) }
+
+// TaskPattern matches every key of a queue (for SCAN in tests and tools).
+func (s Space) TaskPattern(queue string) string {
+	return s.Prefix + ":*{" + s.taskTag(queue) + "}*"
+}

@@ -1,0 +1,127 @@
+-- common: helpers prepended to every task script (not a script itself).
+--
+-- Every task script takes the same KEYS, all in the queue's hash slot:
+--   KEYS[1]  task hash prefix (+ task ID)
+--   KEYS[2]  ready stream prefix (+ priority level)
+--   KEYS[3]  scheduled set (delayed and retrying tasks by due time)
+--   KEYS[4]  dead set (by time of death)
+--   KEYS[5]  done set (retained finished tasks by end of retention)
+--   KEYS[6]  counts per state (hash)
+--   KEYS[7]  unique lock prefix (+ unique key)
+--   KEYS[8]  key list prefix (+ task key; keyed queues)
+--   KEYS[9]  set of keys with tasks waiting or running (keyed queues)
+--   KEYS[10] wake list of the queue's leader
+--   KEYS[11] per-key rate counter prefix (+ task key; keyed queues)
+--
+-- Task hash fields: s state, p payload, l level, x ready entry ID, a
+-- attempts, r max retries, to timeout ms, ret retention ms, u unique key,
+-- k task key, e enqueued ms, d due ms, st started ms, f finished ms, w
+-- worker, res result, err last error, c cancel requested.
+local GROUP = 'workers'
+
+-- A member of the scheduled set starting with PARKED is a key of a keyed
+-- queue waiting out its rate limit, not a task (task IDs never start
+-- with '~').
+local PARKED = '~k:'
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- count records a move between states; flush_counts applies the moves of
+-- the whole call to the counts hash, one HINCRBY per state changed. Every
+-- script calls it before it returns.
+local DELTA = {}
+local function count(from, to)
+  if from then DELTA[from] = (DELTA[from] or 0) - 1 end
+  if to then DELTA[to] = (DELTA[to] or 0) + 1 end
+end
+
+local function flush_counts()
+  for state, d in pairs(DELTA) do
+    if d ~= 0 then redis.call('HINCRBY', KEYS[6], state, d) end
+  end
+  DELTA = {}
+end
+
+-- push_ready adds a ready entry for an unkeyed task.
+local function push_ready(id, level)
+  local x = redis.call('XADD', KEYS[2] .. level, '*', 't', id)
+  redis.call('HSET', KEYS[1] .. id, 'x', x, 'l', level)
+end
+
+-- token adds a ready entry for a key of a keyed queue (at most one exists).
+local function token(key)
+  redis.call('XADD', KEYS[2] .. '0', '*', 'k', key)
+end
+
+-- enqueue_keyed appends a task to its key's list, giving the key a token
+-- when it had none.
+local function enqueue_keyed(id, key)
+  redis.call('RPUSH', KEYS[8] .. key, id)
+  if redis.call('SADD', KEYS[9], key) == 1 then token(key) end
+end
+
+-- advance_key removes id from the head of its key's list; with give, the
+-- key gets a token for its next task (or leaves the set when none).
+local function advance_key(key, id, give)
+  local lk = KEYS[8] .. key
+  if redis.call('LINDEX', lk, 0) == id then redis.call('LPOP', lk) end
+  if redis.call('LLEN', lk) > 0 then
+    if give then token(key) end
+  elseif give then
+    -- without give, a token is still out: it removes the key when it finds
+    -- the list empty, so the key never has two tokens
+    redis.call('SREM', KEYS[9], key)
+  end
+end
+
+local function wake_if_first(id)
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0)
+  if first[1] == id and redis.call('LLEN', KEYS[10]) == 0 then
+    redis.call('LPUSH', KEYS[10], '1')
+  end
+end
+
+local function release_unique(h, id, u)
+  if u == nil then u = redis.call('HGET', h, 'u') end
+  if u and u ~= '' then
+    local uk = KEYS[7] .. u
+    if redis.call('GET', uk) == id then redis.call('DEL', uk) end
+  end
+end
+
+-- finish ends a task as succeeded (S), failed (F) or cancelled (C): its hash
+-- is kept for its retention, then the janitor and the TTL remove it.
+-- ret and u are the task's retention and unique key when the caller read
+-- them already (nil: read here).
+local function finish(h, id, state, code, now, ret, u)
+  if ret == nil then ret = redis.call('HGET', h, 'ret') end
+  ret = tonumber(ret or '0')
+  if ret < 1 then ret = 1 end
+  redis.call('PEXPIRE', h, ret)
+  redis.call('ZADD', KEYS[5], now + ret, code .. '|' .. id)
+  release_unique(h, id, u)
+end
+
+-- bury makes a task dead and trims the dead set to dead_max.
+local function bury(h, id, now, dead_max, dead_age)
+  redis.call('HSET', h, 's', 'dead', 'f', now)
+  redis.call('PEXPIRE', h, dead_age)
+  redis.call('ZADD', KEYS[4], now, id)
+  release_unique(h, id)
+  local n = redis.call('ZCARD', KEYS[4])
+  if n > dead_max then
+    local old = redis.call('ZRANGE', KEYS[4], 0, n - dead_max - 1)
+    for _, o in ipairs(old) do
+      redis.call('DEL', KEYS[1] .. o)
+      count('dead', nil)
+    end
+    redis.call('ZREMRANGEBYRANK', KEYS[4], 0, n - dead_max - 1)
+  end
+end
+
+local function is_final(s)
+  return s == 'succeeded' or s == 'failed' or s == 'dead' or s == 'cancelled'
+end

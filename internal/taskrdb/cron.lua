@@ -1,0 +1,21 @@
+-- cron: record that a cron schedule's tick was enqueued, fenced by the
+-- leader term (this script does not use common.lua's KEYS).
+--
+-- KEYS[1]  the queue's cron hash (field = schedule, value = "tick:term")
+-- ARGV[1]  schedule name
+-- ARGV[2]  tick, Unix ms
+-- ARGV[3]  leader term of the caller
+--
+-- Returns 1 when recorded, 0 when this tick or a later one was recorded
+-- already, -1 when a later leader term recorded a tick (the caller is no
+-- longer the leader and must stop).
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v then
+  local t, term = string.match(v, '^(%d+):(%d+)$')
+  if t then
+    if tonumber(term) > tonumber(ARGV[3]) then return -1 end
+    if tonumber(t) >= tonumber(ARGV[2]) then return 0 end
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. ARGV[3])
+return 1

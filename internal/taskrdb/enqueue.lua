@@ -1,0 +1,45 @@
+-- enqueue: create tasks, ready now or scheduled for later.
+--
+-- KEYS     the queue's keys (see common.lua)
+-- ARGV[1]  number of tasks n, then 10 values per task:
+--          id, payload, level, run-at ms (0 = now), max retries, timeout ms,
+--          retention ms, unique key ("" = none), unique TTL ms, task key
+--          ("" = unkeyed)
+--
+-- Returns {status, id, ...} per task: status 1 when created, 0 when a task
+-- with this ID or unique key exists (id is then the existing task's ID).
+local n = tonumber(ARGV[1])
+local now = now_ms()
+local out = {}
+for i = 0, n - 1 do
+  local b = 2 + i * 10
+  local id, payload, level, run_at = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
+  local ukey, uttl, key = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9]
+  local h = KEYS[1] .. id
+  local existing = nil
+  if ukey ~= '' then existing = redis.call('GET', KEYS[7] .. ukey) end
+  if not existing and redis.call('EXISTS', h) == 1 then existing = id end
+  if existing then
+    table.insert(out, 0)
+    table.insert(out, existing)
+  else
+    local state = 'pending'
+    if run_at > now then state = 'scheduled' end
+    redis.call('HSET', h, 's', state, 'p', payload, 'l', level, 'a', 0, 'r', ARGV[b + 4],
+      'to', ARGV[b + 5], 'ret', ARGV[b + 6], 'u', ukey, 'k', key, 'e', now, 'd', math.max(run_at, now))
+    if state == 'scheduled' then
+      redis.call('ZADD', KEYS[3], run_at, id)
+      wake_if_first(id)
+    elseif key ~= '' then
+      enqueue_keyed(id, key)
+    else
+      push_ready(id, level)
+    end
+    count(nil, state)
+    if ukey ~= '' then redis.call('SET', KEYS[7] .. ukey, id, 'PX', uttl) end
+    table.insert(out, 1)
+    table.insert(out, id)
+  end
+end
+flush_counts()
+return out

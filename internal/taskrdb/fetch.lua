@@ -1,0 +1,93 @@
+-- fetch: take ready tasks for a worker and mark them active, in one step.
+--
+-- KEYS     the queue's keys (see common.lua)
+-- ARGV[1]  consumer (the worker)
+-- ARGV[2]  per-key rate limit: tasks per window (0 = none; keyed queues)
+-- ARGV[3]  rate window ms
+-- ARGV[4]  "read": read new entries here; "given": the entries follow
+-- read:    ARGV[5] number of levels n, ARGV[6..5+n] quota per level,
+--          ARGV[6+n] total: levels are read up to their quota in order, then
+--          the rest is filled from the levels in order (strict priority =
+--          the whole total as the first level's quota)
+-- given:   groups of level, entry ID, field ("t" or "k"), value, of entries
+--          the worker read with a blocking XREADGROUP
+--
+-- Returns {level, entry ID, task ID, payload, attempts, max retries,
+-- timeout ms, key, enqueued ms} per task taken. Entries whose task is no
+-- longer pending (cancelled, gone) are acknowledged and deleted. A key over
+-- its rate limit is parked in the scheduled set until its window ends (its
+-- token is deleted; promote.lua gives it a new one).
+local consumer = ARGV[1]
+local rate, window = tonumber(ARGV[2]), tonumber(ARGV[3])
+local now = now_ms()
+local out = {}
+
+local function take(level, eid, field, value)
+  local id, key = value, nil
+  local stream = KEYS[2] .. level
+  if field == 'k' then
+    key = value
+    id = redis.call('LINDEX', KEYS[8] .. key, 0)
+    if not id then
+      redis.call('XACK', stream, GROUP, eid)
+      redis.call('XDEL', stream, eid)
+      redis.call('SREM', KEYS[9], key)
+      return
+    end
+  end
+  local h = KEYS[1] .. id
+  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c')
+  if key and rate > 0 and v[1] == 'pending' then
+    local rk = KEYS[11] .. key
+    local used = redis.call('INCR', rk)
+    if used == 1 then redis.call('PEXPIRE', rk, window) end
+    if used > rate then
+      local ttl = redis.call('PTTL', rk)
+      if ttl < 0 then ttl = window; redis.call('PEXPIRE', rk, window) end
+      redis.call('XACK', stream, GROUP, eid)
+      redis.call('XDEL', stream, eid)
+      redis.call('ZADD', KEYS[3], now + ttl, PARKED .. key)
+      wake_if_first(PARKED .. key)
+      return
+    end
+  end
+  if v[1] ~= 'pending' then
+    redis.call('XACK', stream, GROUP, eid)
+    redis.call('XDEL', stream, eid)
+    if key and (not v[1] or is_final(v[1])) then advance_key(key, id, true) end
+    return
+  end
+  local a = tonumber(v[3]) + 1
+  redis.call('HSET', h, 's', 'active', 'a', a, 'st', now, 'w', consumer, 'x', eid, 'l', level)
+  if v[7] then redis.call('HDEL', h, 'c') end
+  count('pending', 'active')
+  table.insert(out, {tonumber(level), eid, id, v[2], a, tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6])})
+end
+
+local function read(level, n)
+  if n <= 0 then return 0 end
+  local r = redis.call('XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', n, 'STREAMS', KEYS[2] .. level, '>')
+  if not r then return 0 end
+  local got = 0
+  for _, e in ipairs(r[1][2]) do
+    take(level, e[1], e[2][1], e[2][2])
+    got = got + 1
+  end
+  return got
+end
+
+if ARGV[4] == 'read' then
+  local n = tonumber(ARGV[5])
+  local left = tonumber(ARGV[6 + n])
+  for l = 0, n - 1 do
+    left = left - read(l, math.min(tonumber(ARGV[6 + l]), left))
+  end
+  for l = 0, n - 1 do
+    if left <= 0 then break end
+    left = left - read(l, left)
+  end
+else
+  for i = 5, #ARGV, 4 do take(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
+end
+flush_counts()
+return out

@@ -1,0 +1,91 @@
+-- finish: record the outcomes of tasks a worker ran, acknowledging and
+-- deleting their ready entries.
+--
+-- KEYS     the queue's keys (see common.lua)
+-- ARGV[1]  consumer (the worker)
+-- ARGV[2]  dead set bound (count)
+-- ARGV[3]  dead age ms
+-- ARGV[4..] groups of 6: task ID, level, entry ID, outcome, data, delay ms;
+--          outcome "ok" (data = result), "retry" (data = error; due after
+--          delay), "dead", "fail" (data = error), "cancel", or "handback"
+--          (a task not run: ready again at once, its attempt not counted)
+--
+-- Returns one flag per task: 1 when the outcome was recorded, 0 when the
+-- run was no longer the task's current one (reclaimed meanwhile, or the
+-- task is gone). A success is recorded even then (the reclaimed copy's entry
+-- is deleted when no worker took it yet), so a late success is not run
+-- again.
+local consumer, dead_max, dead_age = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local now = now_ms()
+local out = {}
+
+for i = 4, #ARGV, 6 do
+  local id, level, eid, outcome, data, delay = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], tonumber(ARGV[i + 5])
+  local stream = KEYS[2] .. level
+  -- 1 when the entry was still this worker's: nobody reclaimed it
+  local acked = redis.call('XACK', stream, GROUP, eid)
+  redis.call('XDEL', stream, eid)
+  local h = KEYS[1] .. id
+  local v = redis.call('HMGET', h, 's', 'w', 'k', 'c', 'x', 'l', 'ret', 'u', 'err', 'pass')
+  local st, key = v[1], v[3]
+  if key == '' then key = nil end
+  -- this run is the task's current one: nobody reclaimed it meanwhile
+  local mine = acked == 1 and st == 'active' and v[2] == consumer and v[5] == eid
+  local applied = 0
+  if outcome == 'ok' and (st == 'active' or st == 'pending') then
+    if st == 'pending' and not key and v[5] then
+      redis.call('XDEL', KEYS[2] .. v[6], v[5]) -- the reclaimed copy, not taken yet
+    end
+    redis.call('HSET', h, 's', 'succeeded', 'f', now, 'res', data)
+    if v[9] then redis.call('HDEL', h, 'err') end
+    count(st, 'succeeded')
+    finish(h, id, 'succeeded', 'S', now, v[7], v[8])
+    -- A keyed task's key moves on with whoever holds its token: this run;
+    -- or the run of the reclaimed copy, which passes it on when it finishes
+    -- (flag "pass", below); or the token waiting in the stream, which finds
+    -- the next task.
+    if key then
+      advance_key(key, id, mine)
+      if st == 'active' and not mine then redis.call('HSET', h, 'pass', '1') end
+    end
+    applied = 1
+  elseif outcome ~= 'ok' and mine then
+    if v[4] == '1' and outcome ~= 'handback' then outcome = 'cancel'; data = 'cancelled' end
+    if outcome == 'retry' then
+      redis.call('HSET', h, 's', 'retrying', 'err', data, 'd', now + delay)
+      redis.call('ZADD', KEYS[3], now + delay, id)
+      count('active', 'retrying')
+      wake_if_first(id)
+    elseif outcome == 'dead' then
+      redis.call('HSET', h, 'err', data)
+      count('active', 'dead')
+      bury(h, id, now, dead_max, dead_age)
+      if key then advance_key(key, id, true) end
+    elseif outcome == 'fail' or outcome == 'cancel' then
+      if outcome == 'fail' then
+        redis.call('HSET', h, 's', 'failed', 'f', now, 'err', data)
+        count('active', 'failed')
+        finish(h, id, 'failed', 'F', now, v[7], v[8])
+      else
+        redis.call('HSET', h, 's', 'cancelled', 'f', now, 'err', data)
+        count('active', 'cancelled')
+        finish(h, id, 'cancelled', 'C', now, v[7], v[8])
+      end
+      if key then advance_key(key, id, true) end
+    elseif outcome == 'handback' then
+      redis.call('HSET', h, 's', 'pending')
+      redis.call('HINCRBY', h, 'a', -1)
+      count('active', 'pending')
+      if key then token(key) else push_ready(id, level) end
+    end
+    applied = 1
+  elseif key and v[10] == '1' and acked == 1 and v[2] == consumer and v[5] == eid then
+    -- A late success of an earlier run ended the task while this run held
+    -- the key's token: pass the token on.
+    redis.call('HDEL', h, 'pass')
+    advance_key(key, id, true)
+  end
+  table.insert(out, applied)
+end
+flush_counts()
+return out

@@ -1,0 +1,35 @@
+-- promote: move due delayed and retrying tasks to the ready streams.
+--
+-- KEYS     the queue's keys (see common.lua)
+-- ARGV[1]  at most this many tasks
+--
+-- Returns {moved, next due ms or -1, server time ms}.
+local now = now_ms()
+local ids = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+for _, id in ipairs(ids) do
+  redis.call('ZREM', KEYS[3], id)
+  if string.sub(id, 1, #PARKED) == PARKED then
+    token(string.sub(id, #PARKED + 1)) -- a key's rate window ended
+  else
+  local h = KEYS[1] .. id
+  local v = redis.call('HMGET', h, 's', 'l', 'k')
+  local st, key = v[1], v[3]
+  if key == '' then key = nil end
+  if st == 'scheduled' or st == 'retrying' then
+    redis.call('HSET', h, 's', 'pending')
+    count(st, 'pending')
+    if not key then
+      push_ready(id, v[2])
+    elseif st == 'scheduled' then
+      enqueue_keyed(id, key)
+    else
+      token(key) -- a retrying task stayed at the head of its key's list
+    end
+  end
+  end
+end
+local next = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+local due = -1
+if next[2] then due = tonumber(next[2]) end
+flush_counts()
+return {#ids, due, now}

@@ -1,0 +1,138 @@
+package taskrdb_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/taskrdb"
+)
+
+// TestRandomOperations runs random enqueues, fetches, outcomes (late ones
+// included), reclaims, promotions, cancels and requeues, and checks after
+// each that the counts equal a scan of the task hashes, and that every key
+// of the keyed tasks has exactly the tokens it should: one while its first
+// task is pending or active, none while it waits for a retry or is empty.
+// LEAT_TEST_SEED picks another sequence; LEAT_TEST_LONG=1 makes it longer.
+func TestRandomOperations(t *testing.T) {
+	f := newFixture(t)
+	seed := uint64(1)
+	if v, err := strconv.ParseUint(os.Getenv("LEAT_TEST_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	r := rand.New(rand.NewPCG(seed, 2))
+	steps := 600
+	if os.Getenv("LEAT_TEST_LONG") != "" {
+		steps = 5000
+	}
+	type run struct {
+		consumer string
+		f        taskrdb.Fetched
+	}
+	var runs []run
+	var ids []string
+	kinds := []string{taskrdb.OK, taskrdb.OK, taskrdb.Retry, taskrdb.Dead, taskrdb.Fail, taskrdb.Cancelled, taskrdb.Handback}
+	for step := range steps {
+		var op string
+		switch x := r.IntN(100); {
+		case x < 25:
+			op = "enqueue"
+			id := "t" + strconv.Itoa(step)
+			nt := taskrdb.NewTask{ID: id, Payload: []byte(`1`), Retention: time.Hour, MaxRetries: r.IntN(3)}
+			if r.IntN(2) == 0 {
+				nt.Key = "k" + strconv.Itoa(r.IntN(3))
+			}
+			f.enqueue(nt)
+			op += " " + id + " " + nt.Key
+			ids = append(ids, id)
+		case x < 50:
+			op = "fetch"
+			c := "c" + strconv.Itoa(r.IntN(3))
+			for _, g := range f.fetch(c, 1+r.IntN(3)) {
+				runs = append(runs, run{c, g})
+				op += fmt.Sprintf(" %s/%s/%q", g.ID, g.Entry, g.Key)
+			}
+		case x < 75 && len(runs) > 0:
+			op = "finish"
+			i := r.IntN(len(runs))
+			ru := runs[i]
+			runs = append(runs[:i], runs[i+1:]...)
+			o := taskrdb.Outcome{ID: ru.f.ID, Entry: ru.f.Entry, Level: ru.f.Level, Kind: kinds[r.IntN(len(kinds))], Data: []byte(`"x"`)}
+			if err := taskrdb.FinishCmd(f.ctx, f.c, f.keys, ru.consumer, 1000, time.Hour, []taskrdb.Outcome{o}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			op += fmt.Sprintf(" %s %s by %s entry %s key %q", o.Kind, ru.f.ID, ru.consumer, ru.f.Entry, ru.f.Key)
+		case x < 82:
+			op = "reclaim"
+			f.reclaimAll()
+		case x < 90:
+			op = "promote"
+			// Retries were given no delay: they are due at once.
+			if _, _, _, err := taskrdb.Promote(f.ctx, f.c, f.keys, 1000); err != nil {
+				t.Fatal(err)
+			}
+		case x < 95 && len(ids) > 0:
+			op = "cancel"
+			if _, _, err := taskrdb.Cancel(f.ctx, f.c, f.keys, ids[r.IntN(len(ids))]); err != nil {
+				t.Fatal(err)
+			}
+		case len(ids) > 0:
+			op = "requeue"
+			if _, err := taskrdb.Requeue(f.ctx, f.c, f.keys, ids[r.IntN(len(ids))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("step %d: %s", step, op)
+		if err := f.check(); err != nil {
+			t.Fatalf("step %d (%s): %v", step, op, err)
+		}
+	}
+}
+
+// check verifies the invariants of the queue's keys.
+func (f *fixture) check() error {
+	states := map[string]int64{}
+	iter := f.c.Scan(f.ctx, 0, f.ks.TaskPrefix("q")+"*", 1000).Iterator()
+	for iter.Next(f.ctx) {
+		states[f.c.HGet(f.ctx, iter.Val(), "s").Val()]++
+	}
+	for st, n := range f.counts() {
+		c, _ := strconv.ParseInt(n, 10, 64)
+		if c != states[st] {
+			return fmt.Errorf("count of %s is %d, scan %d (counts %v, scan %v)", st, c, states[st], f.counts(), states)
+		}
+	}
+	tokens := map[string]int{}
+	for _, m := range f.c.XRange(f.ctx, f.ks.TaskStream("q", 0), "-", "+").Val() {
+		if k, ok := m.Values["k"].(string); ok {
+			tokens[k]++
+		}
+	}
+	parked := map[string]bool{}
+	for _, m := range f.c.ZRange(f.ctx, f.ks.TaskScheduled("q"), 0, -1).Val() {
+		if k, ok := strings.CutPrefix(m, "~k:"); ok {
+			parked[k] = true
+		}
+	}
+	for i := range 3 {
+		k := "k" + strconv.Itoa(i)
+		head := f.c.LIndex(f.ctx, f.ks.TaskKeyPrefix("q")+k, 0).Val()
+		st := ""
+		if head != "" {
+			st = f.c.HGet(f.ctx, f.ks.TaskPrefix("q")+head, "s").Val()
+		}
+		switch {
+		case tokens[k] > 1:
+			return fmt.Errorf("key %s has %d tokens (head %s %s)", k, tokens[k], head, st)
+		case (st == "pending" || st == "active") && tokens[k] != 1 && !parked[k]:
+			return fmt.Errorf("key %s: head %s is %s with %d tokens", k, head, st, tokens[k])
+		case st == "retrying" && tokens[k] != 0:
+			return fmt.Errorf("key %s: head %s is retrying with %d tokens", k, head, tokens[k])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,360 @@
+// Package taskrdb holds the Redis side of the task queue: its Lua scripts,
+// each with a typed wrapper. Every script takes the same KEYS, the queue's
+// keys in the order of [Keys] (all in the queue's hash slot), and starts
+// with the helpers of common.lua.
+package taskrdb
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/redis/go-redis/v9"
+)
+
+// Group is the consumer group of every ready stream.
+const Group = "workers"
+
+var (
+	//go:embed common.lua
+	commonSrc string
+
+	//go:embed enqueue.lua
+	enqueueSrc string
+	//go:embed fetch.lua
+	fetchSrc string
+	//go:embed finish.lua
+	finishSrc string
+	//go:embed promote.lua
+	promoteSrc string
+	//go:embed reclaim.lua
+	reclaimSrc string
+	//go:embed janitor.lua
+	janitorSrc string
+	//go:embed cancel.lua
+	cancelSrc string
+	//go:embed requeue.lua
+	requeueSrc string
+
+	enqueue = script(enqueueSrc)
+	fetch   = script(fetchSrc)
+	finish  = script(finishSrc)
+	promote = script(promoteSrc)
+	reclaim = script(reclaimSrc)
+	janitor = script(janitorSrc)
+	cancel  = script(cancelSrc)
+	requeue = script(requeueSrc)
+)
+
+func script(src string) *redis.Script { return redis.NewScript(commonSrc + "\n" + src) }
+
+// Keys returns the KEYS of every task script for queue (see common.lua).
+func Keys(s keys.Space, queue string) []string {
+	return []string{
+		s.TaskPrefix(queue), s.TaskStreamPrefix(queue), s.TaskScheduled(queue), s.TaskDead(queue),
+		s.TaskDone(queue), s.TaskCounts(queue), s.TaskUniquePrefix(queue), s.TaskKeyPrefix(queue),
+		s.TaskKeys(queue), s.TaskWake(queue), s.TaskRatePrefix(queue),
+	}
+}
+
+// IsNoScript reports whether err says the server does not know a script.
+func IsNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") }
+
+// NewTask is a task to create.
+type NewTask struct {
+	ID         string
+	Payload    []byte
+	Level      int
+	RunAt      time.Time // zero: now
+	MaxRetries int
+	Timeout    time.Duration
+	Retention  time.Duration
+	UniqueKey  string
+	UniqueTTL  time.Duration
+	Key        string
+}
+
+// EnqueueArgs returns the ARGV of enqueue.lua for tasks.
+func EnqueueArgs(tasks []NewTask) []any {
+	args := make([]any, 0, 1+10*len(tasks))
+	args = append(args, len(tasks))
+	for _, t := range tasks {
+		var at int64
+		if !t.RunAt.IsZero() {
+			at = t.RunAt.UnixMilli()
+		}
+		args = append(args, t.ID, t.Payload, t.Level, at, t.MaxRetries, t.Timeout.Milliseconds(),
+			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key)
+	}
+	return args
+}
+
+// Enqueue creates tasks (enqueue.lua) and returns, per task, whether it was
+// created and its ID (the existing task's when not). Many calls can share a
+// pipeline: see EnqueueCmd.
+//
+// KEYS: Keys. ARGV: n, then id, payload, level, run-at ms, max retries,
+// timeout ms, retention ms, unique key, unique TTL ms, key per task.
+func Enqueue(ctx context.Context, c redis.Scripter, k []string, tasks []NewTask) (created []bool, ids []string, err error) {
+	v, err := enqueue.Run(ctx, c, k, EnqueueArgs(tasks)...).Slice()
+	if err != nil {
+		return nil, nil, err
+	}
+	return ParseEnqueue(v)
+}
+
+// EnqueueCmd queues enqueue.lua on a pipeline (EVALSHA: load it first with
+// Load, and rerun commands that failed with NOSCRIPT).
+func EnqueueCmd(ctx context.Context, p redis.Pipeliner, k []string, tasks []NewTask) *redis.Cmd {
+	return enqueue.EvalSha(ctx, p, k, EnqueueArgs(tasks)...)
+}
+
+// Load loads enqueue.lua and finish.lua, which run on pipelines.
+func Load(ctx context.Context, c redis.Scripter) error {
+	for _, s := range []*redis.Script{enqueue, finish} {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseEnqueue parses enqueue.lua's reply.
+func ParseEnqueue(v []any) (created []bool, ids []string, err error) {
+	if len(v)%2 != 0 {
+		return nil, nil, fmt.Errorf("enqueue: odd reply of %d values", len(v))
+	}
+	for i := 0; i < len(v); i += 2 {
+		created = append(created, toInt(v[i]) == 1)
+		ids = append(ids, toString(v[i+1]))
+	}
+	return created, ids, nil
+}
+
+// Fetched is a task taken by a worker.
+type Fetched struct {
+	Level    int
+	Entry    string
+	ID       string
+	Payload  []byte
+	Attempt  int
+	MaxRetry int
+	Timeout  time.Duration
+	Key      string
+	Enqueued time.Time
+}
+
+// Entry is a ready entry read by a blocking XREADGROUP.
+type Entry struct {
+	Level int
+	ID    string
+	Field string // "t" (task ID) or "k" (task key)
+	Value string
+}
+
+// Rate is a per-key rate limit of a keyed queue: at most N tasks of a key
+// start per Window (a fixed window per key). The zero Rate is no limit.
+type Rate struct {
+	N      int
+	Window time.Duration
+}
+
+// Fetch reads up to total ready tasks for consumer, quota[l] from level l
+// first, then fills from the levels in order, and marks them active
+// (fetch.lua, mode "read"). Keys over rate are parked until their window
+// ends.
+//
+// KEYS: Keys. ARGV: consumer, rate, window ms, "read", levels, quotas...,
+// total.
+func Fetch(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, quota []int, total int) ([]Fetched, error) {
+	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "read", len(quota)}
+	for _, q := range quota {
+		args = append(args, q)
+	}
+	args = append(args, total)
+	return runFetch(ctx, c, k, args)
+}
+
+// FetchGiven marks the tasks of entries read by a blocking XREADGROUP
+// active (fetch.lua, mode "given"), parking keys over rate.
+//
+// KEYS: Keys. ARGV: consumer, rate, window ms, "given", then level, entry
+// ID, field, value per entry.
+func FetchGiven(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, entries []Entry) ([]Fetched, error) {
+	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "given"}
+	for _, e := range entries {
+		args = append(args, e.Level, e.ID, e.Field, e.Value)
+	}
+	return runFetch(ctx, c, k, args)
+}
+
+func runFetch(ctx context.Context, c redis.Scripter, k []string, args []any) ([]Fetched, error) {
+	v, err := fetch.Run(ctx, c, k, args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Fetched, 0, len(v))
+	for _, x := range v {
+		r, ok := x.([]any)
+		if !ok || len(r) != 9 {
+			return nil, fmt.Errorf("fetch: bad reply %v", x)
+		}
+		out = append(out, Fetched{
+			Level: int(toInt(r[0])), Entry: toString(r[1]), ID: toString(r[2]), Payload: []byte(toString(r[3])),
+			Attempt: int(toInt(r[4])), MaxRetry: int(toInt(r[5])), Timeout: time.Duration(toInt(r[6])) * time.Millisecond,
+			Key: toString(r[7]), Enqueued: time.UnixMilli(toInt(r[8])),
+		})
+	}
+	return out, nil
+}
+
+// Outcomes of Finish.
+const (
+	OK        = "ok"
+	Retry     = "retry"
+	Dead      = "dead"
+	Fail      = "fail"
+	Cancelled = "cancel"
+	Handback  = "handback"
+)
+
+// Outcome is how one run of a task ended.
+type Outcome struct {
+	ID, Entry string
+	Level     int
+	Kind      string // OK, Retry, Dead, Fail, Cancelled or Handback
+	Data      []byte // result (OK) or error text
+	Delay     time.Duration
+}
+
+// FinishCmd queues finish.lua for outcomes on a pipeline (EVALSHA: load
+// it first with Load). Its value is one flag per outcome: 1 when recorded.
+//
+// KEYS: Keys. ARGV: consumer, dead max, dead age ms, then id, level, entry,
+// outcome, data, delay ms per task.
+func FinishCmd(ctx context.Context, c redis.Scripter, k []string, consumer string, deadMax int, deadAge time.Duration, outs []Outcome) *redis.Cmd {
+	args := make([]any, 0, 3+6*len(outs))
+	args = append(args, consumer, deadMax, deadAge.Milliseconds())
+	for _, o := range outs {
+		args = append(args, o.ID, o.Level, o.Entry, o.Kind, o.Data, o.Delay.Milliseconds())
+	}
+	if _, ok := c.(redis.Pipeliner); ok {
+		return finish.EvalSha(ctx, c, k, args...)
+	}
+	return finish.Run(ctx, c, k, args...)
+}
+
+// Promote moves at most limit due tasks to the ready streams (promote.lua)
+// and returns how many, the next due time (zero when none) and the server's
+// time.
+//
+// KEYS: Keys. ARGV: limit.
+func Promote(ctx context.Context, c redis.Scripter, k []string, limit int) (moved int, next, now time.Time, err error) {
+	v, err := promote.Run(ctx, c, k, limit).Int64Slice()
+	if err != nil {
+		return 0, next, now, err
+	}
+	if v[1] >= 0 {
+		next = time.UnixMilli(v[1])
+	}
+	return int(v[0]), next, time.UnixMilli(v[2]), nil
+}
+
+// Reclaim makes ready again the tasks of level whose entries were idle for
+// at least minIdle (reclaim.lua), from cursor on. It returns the next cursor
+// ("0-0" when the pass is complete), how many were reclaimed and how many
+// became dead.
+//
+// KEYS: Keys. ARGV: consumer, min idle ms, count, level, cursor, dead max,
+// dead age ms.
+func Reclaim(ctx context.Context, c redis.Scripter, k []string, consumer string, minIdle time.Duration, count, level int, cursor string, deadMax int, deadAge time.Duration) (next string, reclaimed, buried int, err error) {
+	v, err := reclaim.Run(ctx, c, k, consumer, minIdle.Milliseconds(), count, level, cursor, deadMax, deadAge.Milliseconds()).Slice()
+	if err != nil {
+		return "", 0, 0, err
+	}
+	return toString(v[0]), int(toInt(v[1])), int(toInt(v[2])), nil
+}
+
+// Janitor removes at most limit finished tasks whose retention ended and
+// as many dead tasks older than deadAge (janitor.lua). It returns how many
+// of each and the next end of retention (zero when none).
+//
+// KEYS: Keys. ARGV: limit, dead age ms.
+func Janitor(ctx context.Context, c redis.Scripter, k []string, limit int, deadAge time.Duration) (done, dead int, next time.Time, err error) {
+	v, err := janitor.Run(ctx, c, k, limit, deadAge.Milliseconds()).Int64Slice()
+	if err != nil {
+		return 0, 0, next, err
+	}
+	if v[2] >= 0 {
+		next = time.UnixMilli(v[2])
+	}
+	return int(v[0]), int(v[1]), next, nil
+}
+
+// Cancel drops a pending or scheduled task or flags an active one
+// (cancel.lua). It returns the state before and the action: "cancelled",
+// "signal" (publish the ID to the queue's cancel channel), "final" or
+// "missing".
+//
+// KEYS: Keys. ARGV: task ID.
+func Cancel(ctx context.Context, c redis.Scripter, k []string, id string) (state, action string, err error) {
+	v, err := cancel.Run(ctx, c, k, id).StringSlice()
+	if err != nil {
+		return "", "", err
+	}
+	return v[0], v[1], nil
+}
+
+// Requeue makes a dead or failed task ready again (requeue.lua) and returns
+// its state before ("" when missing).
+//
+// KEYS: Keys. ARGV: task ID.
+func Requeue(ctx context.Context, c redis.Scripter, k []string, id string) (string, error) {
+	v, err := requeue.Run(ctx, c, k, id).Text()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, err
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func toString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}
+
+var (
+	//go:embed cron.lua
+	cronSrc  string
+	cronTick = redis.NewScript(cronSrc)
+)
+
+// CronTick records that tick of schedule name was enqueued by the leader of
+// term (cron.lua): 1 recorded, 0 recorded before, -1 a later term recorded
+// one (stop).
+//
+// KEYS: cron hash. ARGV: name, tick ms, term.
+func CronTick(ctx context.Context, c redis.Scripter, cronKey, name string, tick time.Time, term int64) (int, error) {
+	v, err := cronTick.Run(ctx, c, []string{cronKey}, name, tick.UnixMilli(), term).Int()
+	return v, err
+}

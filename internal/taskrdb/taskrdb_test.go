@@ -1,0 +1,144 @@
+package taskrdb_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+type fixture struct {
+	t    *testing.T
+	c    *redis.Client
+	ks   keys.Space
+	keys []string
+	ctx  context.Context
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ks := keys.New(prefix, "app")
+	f := &fixture{t: t, c: c, ks: ks, keys: taskrdb.Keys(ks, "q"), ctx: context.Background()}
+	if err := c.XGroupCreateMkStream(f.ctx, ks.TaskStream("q", 0), taskrdb.Group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) enqueue(tasks ...taskrdb.NewTask) {
+	f.t.Helper()
+	created, _, err := taskrdb.Enqueue(f.ctx, f.c, f.keys, tasks)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for i, ok := range created {
+		if !ok {
+			f.t.Fatalf("task %s not created", tasks[i].ID)
+		}
+	}
+}
+
+func (f *fixture) fetch(consumer string, n int) []taskrdb.Fetched {
+	f.t.Helper()
+	got, err := taskrdb.Fetch(f.ctx, f.c, f.keys, consumer, taskrdb.Rate{}, []int{n}, n)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return got
+}
+
+func (f *fixture) finish(consumer string, t taskrdb.Fetched, kind string) int64 {
+	f.t.Helper()
+	v, err := taskrdb.FinishCmd(f.ctx, f.c, f.keys, consumer, 100, time.Hour, []taskrdb.Outcome{{ID: t.ID, Entry: t.Entry, Level: t.Level, Kind: kind, Data: []byte(`1`)}}).Int64Slice()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return v[0]
+}
+
+func (f *fixture) reclaimAll() {
+	f.t.Helper()
+	if _, _, _, err := taskrdb.Reclaim(f.ctx, f.c, f.keys, "reclaimer", 0, 100, 0, "0-0", 100, time.Hour); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) counts() map[string]string { return f.c.HGetAll(f.ctx, f.ks.TaskCounts("q")).Val() }
+
+// A run reclaimed from a frozen worker that finishes late still counts as
+// the task's success; the key's token then passes on exactly once, when the
+// reclaimed copy's run ends.
+func TestLateSuccessKeyed(t *testing.T) {
+	f := newFixture(t)
+	f.enqueue(taskrdb.NewTask{ID: "t1", Payload: []byte(`1`), Key: "k", Retention: time.Hour, MaxRetries: 3},
+		taskrdb.NewTask{ID: "t2", Payload: []byte(`2`), Key: "k", Retention: time.Hour, MaxRetries: 3})
+	a := f.fetch("A", 10)
+	if len(a) != 1 || a[0].ID != "t1" {
+		t.Fatalf("A got %+v", a)
+	}
+	f.reclaimAll() // A froze
+	b := f.fetch("B", 10)
+	if len(b) != 1 || b[0].ID != "t1" || b[0].Attempt != 2 {
+		t.Fatalf("B got %+v", b)
+	}
+	if got := f.fetch("C", 10); len(got) != 0 {
+		t.Fatalf("a second token: C got %+v", got)
+	}
+	if f.finish("A", a[0], taskrdb.OK) != 1 { // A's late success counts
+		t.Fatal("late success not recorded")
+	}
+	if got := f.fetch("C", 10); len(got) != 0 {
+		t.Fatalf("the token passed on while B still runs t1: C got %+v", got)
+	}
+	if f.finish("B", b[0], taskrdb.OK) != 0 {
+		t.Fatal("second success recorded")
+	}
+	c := f.fetch("C", 10)
+	if len(c) != 1 || c[0].ID != "t2" {
+		t.Fatalf("C got %+v, want t2", c)
+	}
+	f.finish("C", c[0], taskrdb.OK)
+	if n := f.c.XLen(f.ctx, f.ks.TaskStream("q", 0)).Val(); n != 0 {
+		t.Fatalf("%d entries left", n)
+	}
+	if n := f.c.Exists(f.ctx, f.ks.TaskKeys("q"), f.ks.TaskKeyPrefix("q")+"k").Val(); n != 0 {
+		t.Fatalf("%d key structures left", n)
+	}
+	if c := f.counts(); c["succeeded"] != "2" || c["active"] != "0" || c["pending"] != "0" {
+		t.Fatalf("counts %v", c)
+	}
+}
+
+// An unkeyed task reclaimed and not taken yet is not run again after a
+// late success; a late failure of a reclaimed run is ignored.
+func TestLateOutcomes(t *testing.T) {
+	f := newFixture(t)
+	f.enqueue(taskrdb.NewTask{ID: "t1", Payload: []byte(`1`), Retention: time.Hour, MaxRetries: 3},
+		taskrdb.NewTask{ID: "t2", Payload: []byte(`2`), Retention: time.Hour, MaxRetries: 3})
+	a := f.fetch("A", 10)
+	f.reclaimAll()
+	if f.finish("A", a[0], taskrdb.OK) != 1 {
+		t.Fatal("late success not recorded")
+	}
+	if f.finish("A", a[1], taskrdb.Retry) != 0 {
+		t.Fatal("late failure recorded")
+	}
+	got := f.fetch("B", 10)
+	if len(got) != 1 || got[0].ID != "t2" {
+		t.Fatalf("B got %+v, want only t2", got)
+	}
+	f.finish("B", got[0], taskrdb.OK)
+	if c := f.counts(); c["succeeded"] != "2" || c["active"] != "0" || c["pending"] != "0" {
+		t.Fatalf("counts %v", c)
+	}
+	if n := f.c.XLen(f.ctx, f.ks.TaskStream("q", 0)).Val(); n != 0 {
+		t.Fatalf("%d entries left", n)
+	}
+}

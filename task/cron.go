@@ -1,0 +1,137 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
+	"github.com/robfig/cron/v3"
+)
+
+// maxCatchUp bounds how many missed ticks of one schedule a new leader
+// enqueues (the most recent ones).
+const maxCatchUp = 100
+
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+type cronEntry struct {
+	name    string
+	sched   cron.Schedule
+	payload []byte
+	opts    []EnqueueOption
+	next    time.Time // next tick to enqueue; zero until loaded
+}
+
+// Cron enqueues a task with payload p at every tick of spec, a cron
+// expression (five fields, or six with seconds first, or a descriptor such
+// as "@hourly" or "@every 10s"), on the app's leader.
+//
+// Each tick is enqueued exactly once: its task ID is "cron:NAME:TICK" (TICK
+// in Unix milliseconds), so a tick enqueued twice is refused as a
+// duplicate, and the last tick enqueued is recorded in Redis with the
+// leader term. A new leader resumes from the recorded tick, enqueueing the
+// ticks its predecessor missed (at most 100), and a deposed leader that
+// still runs finds a later term there and stops. Register schedules before
+// the worker starts.
+func (q *Queue[P, R]) Cron(name, spec string, p P, opts ...EnqueueOption) error {
+	if err := keys.CheckName("cron schedule", name); err != nil {
+		return err
+	}
+	s, err := cronParser.Parse(spec)
+	if err != nil {
+		return fmt.Errorf("cron schedule %q: %q: %w", name, spec, err)
+	}
+	var es enqueueSettings
+	for _, o := range opts {
+		if err := o.applyEnqueue(&es); err != nil {
+			return fmt.Errorf("cron schedule %q: %w", name, err)
+		}
+	}
+	if es.id != "" || es.delay > 0 || !es.runAt.IsZero() {
+		return fmt.Errorf("cron schedule %q: ID, Delay and At are set by the schedule", name)
+	}
+	if err := q.checkEnqueue(&es, 1); err != nil {
+		return fmt.Errorf("cron schedule %q: %w", name, err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("cron schedule %q: payload: %w", name, err)
+	}
+	for _, c := range q.cron {
+		if c.name == name {
+			return fmt.Errorf("cron schedule %q is already registered", name)
+		}
+	}
+	q.cron = append(q.cron, &cronEntry{name: name, sched: s, payload: b, opts: opts})
+	return nil
+}
+
+// loadCron sets each schedule's next tick from the last one recorded, or
+// from now for a schedule never fired.
+func (q *core) loadCron(ctx context.Context) error {
+	if len(q.cron) == 0 {
+		return nil
+	}
+	m, err := q.rdb.HGetAll(ctx, q.ks.TaskCron(q.name)).Result()
+	if err != nil {
+		return fmt.Errorf("task queue %q: load cron ticks: %w", q.name, err)
+	}
+	now := time.Now()
+	for _, c := range q.cron {
+		c.next = c.sched.Next(now)
+		if v, ok := m[c.name]; ok {
+			if ms, err := strconv.ParseInt(strings.SplitN(v, ":", 2)[0], 10, 64); err == nil {
+				c.next = c.sched.Next(time.UnixMilli(ms))
+			}
+		}
+	}
+	return nil
+}
+
+// errDeposed stops a leader that found a later term's tick.
+var errDeposed = errors.New("task: a later leader term fired cron ticks")
+
+// fireCron enqueues the due ticks of every schedule and returns the next
+// tick (zero when there are no schedules).
+func (q *core) fireCron(ctx context.Context, term int64, now time.Time) (time.Time, error) {
+	var next time.Time
+	for _, c := range q.cron {
+		due := 0
+		for t := c.next; !t.After(now) && due <= maxCatchUp; t = c.sched.Next(t) {
+			due++
+		}
+		for skip := due - maxCatchUp; skip > 0; skip-- {
+			c.next = c.sched.Next(c.next)
+		}
+		for !c.next.After(now) && ctx.Err() == nil {
+			tick := c.next
+			opts := append([]EnqueueOption{ID("cron:" + c.name + ":" + strconv.FormatInt(tick.UnixMilli(), 10))}, c.opts...)
+			if _, err := q.enqueueRaw(ctx, [][]byte{c.payload}, opts); err != nil && !errors.Is(err, ErrDuplicate) {
+				q.log.Warn("cron enqueue failed", "schedule", c.name, "error", err)
+				break // try again at the next wake
+			}
+			r, err := taskrdb.CronTick(ctx, q.rdb, q.ks.TaskCron(q.name), c.name, tick, term)
+			if err != nil {
+				q.log.Warn("recording cron tick failed", "schedule", c.name, "error", err)
+				break
+			}
+			if r < 0 {
+				return next, fmt.Errorf("task queue %q: %w", q.name, errDeposed)
+			}
+			c.next = c.sched.Next(tick)
+		}
+		if next.IsZero() || c.next.Before(next) {
+			next = c.next
+		}
+	}
+	return next, nil
+}
+
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -1,0 +1,91 @@
+// Package task is leat's task queue: a stream with task semantics, run by
+// the same workers as the app's processors.
+//
+//	emails, err := task.Handle(a, "emails", func(ctx context.Context, t *task.Task[Email]) (Receipt, error) {
+//		return send(ctx, t.Payload)
+//	}, task.Concurrency(20), task.MaxRetries(5))
+//	id, err := emails.Enqueue(ctx, Email{To: "ada@example.com"}, task.Delay(time.Minute))
+//	receipt, err := emails.Result(ctx, id) // waits
+//	err = a.Run(ctx)                       // a worker: runs the app's processors and task queues
+//
+// # Queues and handlers
+//
+// [Handle] declares a queue on an App with a typed handler; every worker of
+// the app ([app.App.Run]) then competes for its tasks: one consumer group,
+// no partition ownership, up to the queue's concurrency at a time per
+// worker. [Declare] declares a queue without running it, for programs that
+// only enqueue; [Lookup] opens a queue recorded in Redis, with JSON
+// payloads, for tools without the app's code (the CLI).
+//
+// Payloads and results are JSON, so producers and handlers in other
+// languages (and the CLI) can share a queue. A handler's contract is
+// language-neutral: it receives the task's ID, payload, attempt and key,
+// and returns a result or an error, with SkipRetry and RetryAfter to steer
+// retries; ctx ends at the task's timeout, when it is cancelled
+// ([ErrCancelled]) or when the worker's grace period ends.
+//
+// # Life of a task
+//
+// A task is pending (ready), scheduled (delayed until its run-at time),
+// active (running), retrying (failed, waiting for its next attempt),
+// succeeded, failed (ended by SkipRetry), dead (out of retries) or
+// cancelled. Enqueue, EnqueueMany, Cron, Cancel and Requeue move it; Info
+// and Wait read it; Counts reads the number of tasks in each state of a
+// queue, kept by every move so that reading them costs one O(1) command.
+//
+// # Scheduling
+//
+// Delayed and retrying tasks wait in a sorted set by due time. The app's
+// leader moves due tasks to the ready streams atomically (a Lua script),
+// sleeping until the next due time; an enqueue or retry that becomes the
+// earliest due wakes it at once, so tasks start within milliseconds of
+// their due time. Cron schedules ([Queue.Cron]) run on the leader too: each
+// tick is a task with the ID cron:NAME:TICK, and the last tick enqueued is
+// recorded with the leader term, so a failover neither skips nor doubles a
+// tick.
+//
+// # Retries, timeouts and dead tasks
+//
+// A failed attempt is retried after an exponential backoff with jitter
+// (see [Backoff]) until [MaxRetries] retries were made; then the task is
+// dead: kept, within [KeepDead]'s bounds on count and age, for inspection
+// and [Queue.Requeue]. An attempt over its timeout has its context
+// cancelled with [ErrTimeout] and fails.
+//
+// # Visibility and crashes
+//
+// A worker touches the entries of its running tasks every third of the
+// queue's [Visibility]; the leader reclaims entries idle for longer (their
+// worker died or froze) with XAUTOCLAIM and makes their tasks ready again.
+// A worker that stops gracefully lets its tasks finish within its grace
+// period and hands the rest back at once. Delivery is at least once: a
+// task whose worker died mid-run runs again.
+//
+// # Keyed queues
+//
+// In a [Keyed] queue every task has a key. A key's tasks wait in a list, and
+// the key, not the task, sits in the ready stream as a token, at most once:
+// the worker that takes the token runs the key's first task, and when it
+// ends the token goes back to the end of the stream if the key has more.
+// So the tasks of a key run one at a time and in order across all workers,
+// different keys run in parallel, and keys take turns: a flood of one key
+// does not starve the others. [KeyRate] limits how many tasks of a key
+// start per window, counted in Redis for all workers: a key over its limit
+// is parked in the scheduled set until its window ends.
+//
+// # Priorities
+//
+// [Priorities] gives a queue levels served in strict order; [Weighted]
+// levels share the workers in proportion to their weights (a smooth
+// weighted round robin over each worker's fetches). Each level is a ready
+// stream of its own.
+//
+// # Memory
+//
+// Every key a task creates has a bounded life: a task's hash lives until
+// its retention ends (succeeded, failed, cancelled) or its dead age (dead;
+// the dead set also keeps at most its bound of tasks); a unique lock ends
+// with its TTL or its task; ready entries are deleted when acknowledged;
+// per-key lists disappear when empty. README.md lists every key with its
+// TTL.
+package task

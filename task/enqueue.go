@@ -1,0 +1,362 @@
+package task
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrDuplicate is returned, with the existing task's ID, when a task with
+// the same ID, or the same unique key within its TTL, exists.
+var ErrDuplicate = errors.New("task: duplicate task")
+
+// ErrInvalid is matched by the error of an enqueue refused for bad input
+// (options, payload, priority, key): nothing was written.
+var ErrInvalid = errors.New("task: invalid enqueue")
+
+// An EnqueueOption tweaks one enqueue.
+type EnqueueOption interface{ applyEnqueue(*enqueueSettings) error }
+
+type enqueueFunc func(*enqueueSettings) error
+
+func (f enqueueFunc) applyEnqueue(s *enqueueSettings) error { return f(s) }
+
+type enqueueSettings struct {
+	id         string
+	runAt      time.Time
+	delay      time.Duration
+	maxRetries *int
+	timeout    time.Duration
+	retention  time.Duration
+	unique     bool
+	uniqueKey  string
+	uniqueTTL  time.Duration
+	priority   string
+	key        string
+	hasKey     bool
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
+
+// ID gives the task an ID of the caller's choice (1 to 200 letters, digits,
+// '_', '.', ':', '-'), instead of a generated one. Enqueueing a second task
+// with an ID that exists returns ErrDuplicate. Not for EnqueueMany.
+func ID(id string) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if !idRE.MatchString(id) {
+			return fmt.Errorf("task ID %q is invalid: use 1 to 200 letters, digits, '_', '.', ':' or '-'", id)
+		}
+		s.id = id
+		return nil
+	})
+}
+
+// Delay makes the task ready after d.
+func Delay(d time.Duration) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if d < 0 {
+			return fmt.Errorf("delay %s is negative", d)
+		}
+		s.delay = d
+		return nil
+	})
+}
+
+// At makes the task ready at t (at once when t is past).
+func At(t time.Time) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if t.IsZero() {
+			return errors.New("run-at time is zero")
+		}
+		s.runAt = t
+		return nil
+	})
+}
+
+// WithMaxRetries overrides the queue's MaxRetries for the task.
+func WithMaxRetries(n int) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if n < 0 {
+			return fmt.Errorf("max retries %d is negative", n)
+		}
+		s.maxRetries = &n
+		return nil
+	})
+}
+
+// WithTimeout overrides the queue's Timeout for the task.
+func WithTimeout(d time.Duration) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if d <= 0 {
+			return fmt.Errorf("timeout %s must be positive", d)
+		}
+		s.timeout = d
+		return nil
+	})
+}
+
+// WithRetention overrides the queue's Retention for the task.
+func WithRetention(d time.Duration) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if d <= 0 {
+			return fmt.Errorf("retention %s must be positive", d)
+		}
+		s.retention = d
+		return nil
+	})
+}
+
+// Unique refuses the task, returning ErrDuplicate and the existing task's
+// ID, while a task of the queue with the same payload was enqueued less
+// than ttl ago and has not finished.
+func Unique(ttl time.Duration) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if ttl <= 0 {
+			return fmt.Errorf("unique TTL %s must be positive", ttl)
+		}
+		s.unique, s.uniqueTTL = true, ttl
+		return nil
+	})
+}
+
+// UniqueKey is Unique with a key of the caller's choice instead of the
+// payload.
+func UniqueKey(key string, ttl time.Duration) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if key == "" || ttl <= 0 {
+			return fmt.Errorf("unique key %q, TTL %s: need a key and a positive TTL", key, ttl)
+		}
+		s.unique, s.uniqueKey, s.uniqueTTL = true, key, ttl
+		return nil
+	})
+}
+
+// Priority enqueues the task at the named priority level of the queue
+// (see Priorities and Weighted; default: the first level).
+func Priority(level string) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		s.priority = level
+		return nil
+	})
+}
+
+// Key sets the task's key in a keyed queue (required there, refused
+// elsewhere): tasks of one key run one at a time, in order.
+func Key(key string) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if key == "" || len(key) > 512 {
+			return fmt.Errorf("task key must be 1 to 512 bytes")
+		}
+		s.key, s.hasKey = key, true
+		return nil
+	})
+}
+
+// Enqueue creates a task with payload p and returns its ID. With Unique or
+// ID, a task that exists already makes it return that task's ID and an
+// error matching ErrDuplicate. Bad options or a payload that does not
+// encode are refused before anything is written.
+func (q *Queue[P, R]) Enqueue(ctx context.Context, p P, opts ...EnqueueOption) (string, error) {
+	ids, err := q.EnqueueMany(ctx, []P{p}, opts...)
+	if len(ids) == 1 {
+		return ids[0], err
+	}
+	return "", err
+}
+
+// EnqueueMany creates a task per payload, with the same options, in
+// pipelined round trips (thousands of tasks each), and returns their IDs
+// in order. Every payload is encoded and checked before anything is
+// written. When some were duplicates (Unique), their IDs are the existing
+// tasks' and the error matches ErrDuplicate.
+func (q *Queue[P, R]) EnqueueMany(ctx context.Context, ps []P, opts ...EnqueueOption) ([]string, error) {
+	raw := make([][]byte, len(ps))
+	for i, p := range ps {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: task queue %q: payload %d: %w", ErrInvalid, q.name, i, err)
+		}
+		raw[i] = b
+	}
+	return q.enqueueRaw(ctx, raw, opts)
+}
+
+// enqueueRaw creates a task per encoded payload.
+func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []EnqueueOption) ([]string, error) {
+	var s enqueueSettings
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o.applyEnqueue(&s); err != nil {
+			return nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
+		}
+	}
+	if err := q.checkEnqueue(&s, len(payloads)); err != nil {
+		return nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
+	}
+	if err := q.register(ctx); err != nil {
+		return nil, err
+	}
+	level, _ := q.level(s.priority)
+	maxRetries := q.set.maxRetries
+	if s.maxRetries != nil {
+		maxRetries = *s.maxRetries
+	}
+	timeout, retention := q.set.timeout, q.set.retention
+	if s.timeout > 0 {
+		timeout = s.timeout
+	}
+	if s.retention > 0 {
+		retention = s.retention
+	}
+	runAt := s.runAt
+	if s.delay > 0 {
+		runAt = time.Now().Add(s.delay)
+	}
+	tasks := make([]taskrdb.NewTask, len(payloads))
+	for i, p := range payloads {
+		t := taskrdb.NewTask{
+			ID: s.id, Payload: p, Level: level, RunAt: runAt, MaxRetries: maxRetries, Timeout: timeout,
+			Retention: retention, Key: s.key, UniqueKey: s.uniqueKey, UniqueTTL: s.uniqueTTL,
+		}
+		if t.ID == "" {
+			t.ID = uuid.Must(uuid.NewV7()).String()
+		}
+		if s.unique && s.uniqueKey == "" {
+			sum := sha256.Sum256(p)
+			t.UniqueKey = hex.EncodeToString(sum[:16])
+		}
+		tasks[i] = t
+	}
+	return q.create(ctx, tasks)
+}
+
+func (q *core) checkEnqueue(s *enqueueSettings, n int) error {
+	if s.id != "" && n != 1 {
+		return errors.New("the ID option names one task: not for many")
+	}
+	if !s.runAt.IsZero() && s.delay > 0 {
+		return errors.New("At and Delay are exclusive")
+	}
+	if _, ok := q.level(s.priority); !ok {
+		names := make([]string, len(q.set.levels))
+		for i, l := range q.set.levels {
+			names[i] = l.Name
+		}
+		return fmt.Errorf("unknown priority %q (levels: %v)", s.priority, names)
+	}
+	switch {
+	case q.set.keyed && !s.hasKey:
+		return errors.New("a keyed queue needs a key for every task (the Key option)")
+	case !q.set.keyed && s.hasKey:
+		return errors.New("the queue is not keyed: declare it with Keyed to give tasks keys")
+	}
+	return nil
+}
+
+// enqueueBatch is how many tasks one script call creates.
+const enqueueBatch = 256
+
+// pipelineBatches is how many script calls one round trip carries.
+const pipelineBatches = 16
+
+// create writes tasks in pipelined batches and returns their IDs.
+func (q *core) create(ctx context.Context, tasks []taskrdb.NewTask) ([]string, error) {
+	ids := make([]string, 0, len(tasks))
+	dups := 0
+	for len(tasks) > 0 {
+		var chunks [][]taskrdb.NewTask
+		for len(tasks) > 0 && len(chunks) < pipelineBatches {
+			n := min(len(tasks), enqueueBatch)
+			chunks = append(chunks, tasks[:n])
+			tasks = tasks[n:]
+		}
+		replies, err := q.runChunks(ctx, chunks)
+		if err != nil {
+			return ids, fmt.Errorf("task queue %q: enqueue: %w", q.name, err)
+		}
+		for _, v := range replies {
+			created, got, err := taskrdb.ParseEnqueue(v)
+			if err != nil {
+				return ids, err
+			}
+			for i, c := range created {
+				if !c {
+					dups++
+				}
+				ids = append(ids, got[i])
+			}
+		}
+	}
+	if dups > 0 {
+		return ids, fmt.Errorf("%w: %d of %d tasks exist already", ErrDuplicate, dups, len(ids))
+	}
+	return ids, nil
+}
+
+// runChunks runs enqueue.lua once per chunk on one pipeline; chunks that
+// failed because the server did not know the script are run again after
+// loading it (nothing of theirs was written).
+func (q *core) runChunks(ctx context.Context, chunks [][]taskrdb.NewTask) ([][]any, error) {
+	out := make([][]any, len(chunks))
+	todo := make([]int, len(chunks))
+	for i := range todo {
+		todo[i] = i
+	}
+	for try := 0; len(todo) > 0; try++ {
+		if len(todo) == 1 {
+			created, ids, err := taskrdb.Enqueue(ctx, q.rdb, q.keys, chunks[todo[0]])
+			if err != nil {
+				return nil, err
+			}
+			v := make([]any, 0, 2*len(ids))
+			for i, id := range ids {
+				v = append(v, boolInt(created[i]), id)
+			}
+			out[todo[0]] = v
+			return out, nil
+		}
+		pipe := q.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(todo))
+		for i, c := range todo {
+			cmds[i] = taskrdb.EnqueueCmd(ctx, pipe, q.keys, chunks[c])
+		}
+		_, _ = pipe.Exec(ctx)
+		var again []int
+		for i, c := range todo {
+			v, err := cmds[i].Slice()
+			switch {
+			case err == nil:
+				out[c] = v
+			case taskrdb.IsNoScript(err) && try == 0:
+				again = append(again, c)
+			default:
+				return nil, err
+			}
+		}
+		if len(again) > 0 {
+			if err := taskrdb.Load(ctx, q.rdb); err != nil {
+				return nil, err
+			}
+		}
+		todo = again
+	}
+	return out, nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

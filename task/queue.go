@@ -1,0 +1,270 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrUnknownQueue is returned by Lookup for a queue no program declared.
+var ErrUnknownQueue = errors.New("task: unknown queue")
+
+// A Queue is a declared task queue with payloads of type P and results of
+// type R. Enqueue tasks with Enqueue and EnqueueMany; read them with Info,
+// Wait, Result and Counts; act on them with Cancel and Requeue.
+type Queue[P, R any] struct {
+	*core
+	handler func(ctx context.Context, t *Task[P]) (R, error)
+}
+
+// core is the untyped part of a queue, shared by every Queue[P, R].
+type core struct {
+	name   string
+	set    settings
+	rdb    redis.UniversalClient
+	ks     keys.Space
+	keys   []string // KEYS of the task scripts
+	log    *slog.Logger
+	worker string // this process's worker ID
+	cron   []*cronEntry
+
+	regOnce sync.Mutex
+	reg     bool // the definition is in Redis
+}
+
+// Definition is what the registry in Redis records about a queue, so tools
+// without the app's code (the CLI) can enqueue and inspect. Its fields are
+// the queue's options (see Option), defaults filled in.
+type Definition struct {
+	Name        string        `json:"name"`
+	Keyed       bool          `json:"keyed,omitempty"`
+	Levels      []Level       `json:"levels"`
+	Strict      bool          `json:"strict"`
+	Concurrency int           `json:"concurrency"`
+	Timeout     time.Duration `json:"timeout"`
+	MaxRetries  int           `json:"max_retries"`
+	BackoffMin  time.Duration `json:"backoff_min"`
+	BackoffMax  time.Duration `json:"backoff_max"`
+	Retention   time.Duration `json:"retention"`
+	Visibility  time.Duration `json:"visibility"`
+	DeadMax     int           `json:"dead_max"`
+	DeadAge     time.Duration `json:"dead_age"`
+	KeyRate     int           `json:"key_rate,omitempty"`
+	KeyWindow   time.Duration `json:"key_window,omitempty"`
+}
+
+// Declare declares queue name on a for enqueueing and inspection, without
+// running it: a program that only enqueues declares its queues this way,
+// with the options the workers' program gives Handle.
+func Declare[P, R any](a *app.App, name string, opts ...Option) (*Queue[P, R], error) {
+	c, err := newCore(a, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Queue[P, R]{core: c}, nil
+}
+
+// Handle declares queue name on a with fn as its handler: every worker of
+// the app (app.Run) then runs the queue's tasks, up to its concurrency at a
+// time, and the app's leader moves its due tasks, reclaims the tasks of
+// dead workers and forgets expired ones.
+//
+// fn's payload arrives decoded from JSON; its result is stored as JSON for
+// the queue's retention. Returning an error fails the attempt: the task is
+// retried with backoff (see RetryAfter, SkipRetry) until its retries run
+// out, then it is dead. A panic is an error. fn must return when ctx ends:
+// at the task's timeout, when it is cancelled, or when the worker stops.
+func Handle[P, R any](a *app.App, name string, fn func(ctx context.Context, t *Task[P]) (R, error), opts ...Option) (*Queue[P, R], error) {
+	if fn == nil {
+		return nil, fmt.Errorf("task queue %q: handler is nil", name)
+	}
+	q, err := Declare[P, R](a, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	q.handler = fn
+	if err := a.Attach(&workerService{core: q.core, run: q.run}); err != nil {
+		return nil, err
+	}
+	if err := a.Background("task-"+name, q.lead, app.Schedule{LeaderOnly: true}); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+func newCore(a *app.App, name string, opts []Option) (*core, error) {
+	if err := keys.CheckName("task queue", name); err != nil {
+		return nil, err
+	}
+	s := defaultSettings()
+	var errs []error
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o.apply(&s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.keyed && len(s.levels) > 1 {
+		errs = append(errs, errors.New("a keyed queue has one priority level"))
+	}
+	if s.rate.N > 0 && !s.keyed {
+		errs = append(errs, errors.New("KeyRate needs a keyed queue (Keyed)"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("task queue %q: %w", name, err)
+	}
+	cfg := a.Config()
+	ks := keys.New(cfg.KeyPrefix, cfg.Name)
+	return &core{
+		name: name, set: s, rdb: a.Client(), ks: ks, keys: taskrdb.Keys(ks, name),
+		log: a.Logger().With("queue", name), worker: cfg.WorkerID,
+	}, nil
+}
+
+// Name returns the queue's name.
+func (q *core) Name() string { return q.name }
+
+// Definition returns the queue's definition.
+func (q *core) Definition() Definition {
+	s := q.set
+	return Definition{
+		Name: q.name, Keyed: s.keyed, Levels: s.levels, Strict: s.strict, Concurrency: s.concurrency,
+		Timeout: s.timeout, MaxRetries: s.maxRetries, BackoffMin: s.backoffMin, BackoffMax: s.backoffMax,
+		Retention: s.retention, Visibility: s.visibility, DeadMax: s.deadMax, DeadAge: s.deadAge,
+		KeyRate: s.rate.N, KeyWindow: s.rate.Window,
+	}
+}
+
+// register writes the queue's definition to the registry once per process.
+func (q *core) register(ctx context.Context) error {
+	q.regOnce.Lock()
+	defer q.regOnce.Unlock()
+	if q.reg {
+		return nil
+	}
+	b, err := json.Marshal(q.Definition())
+	if err != nil {
+		return err
+	}
+	if err := q.rdb.HSet(ctx, q.ks.TaskQueues(), q.name, b).Err(); err != nil {
+		return fmt.Errorf("task queue %q: register: %w", q.name, err)
+	}
+	q.reg = true
+	return nil
+}
+
+// Queues returns the definitions of the app's task queues recorded in
+// Redis, by name.
+func Queues(ctx context.Context, a *app.App) ([]Definition, error) {
+	cfg := a.Config()
+	m, err := a.Client().HGetAll(ctx, keys.New(cfg.KeyPrefix, cfg.Name).TaskQueues()).Result()
+	if err != nil {
+		return nil, err
+	}
+	defs := make([]Definition, 0, len(m))
+	for _, v := range m {
+		var d Definition
+		if err := json.Unmarshal([]byte(v), &d); err != nil {
+			return nil, fmt.Errorf("task queue registry: %w", err)
+		}
+		defs = append(defs, d)
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	return defs, nil
+}
+
+// Lookup returns queue name as recorded in Redis by the program that
+// declared it, with untyped JSON payloads and results: for tools without
+// the app's code, such as the CLI. It returns ErrUnknownQueue when no
+// program declared the queue.
+func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessage, json.RawMessage], error) {
+	cfg := a.Config()
+	v, err := a.Client().HGet(ctx, keys.New(cfg.KeyPrefix, cfg.Name).TaskQueues(), name).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownQueue, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d Definition
+	if err := json.Unmarshal([]byte(v), &d); err != nil {
+		return nil, fmt.Errorf("task queue %q: definition: %w", name, err)
+	}
+	opts := []Option{Concurrency(max(d.Concurrency, 1)), optionFunc(func(s *settings) error {
+		s.timeout, s.maxRetries, s.retention = d.Timeout, d.MaxRetries, d.Retention
+		s.backoffMin, s.backoffMax, s.visibility = d.BackoffMin, d.BackoffMax, d.Visibility
+		s.deadMax, s.deadAge, s.keyed = d.DeadMax, d.DeadAge, d.Keyed
+		s.levels, s.strict = d.Levels, d.Strict
+		s.rate = taskrdb.Rate{N: d.KeyRate, Window: d.KeyWindow}
+		return nil
+	})}
+	q, err := Declare[json.RawMessage, json.RawMessage](a, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	q.reg = true
+	return q, nil
+}
+
+// SetConcurrency sets how many tasks of the queue each worker runs at once,
+// for the workers running now and later, until set again; it overrides the
+// Concurrency option. Workers apply it within a second.
+func (q *core) SetConcurrency(ctx context.Context, n int) error {
+	if n < 1 {
+		return fmt.Errorf("concurrency %d must be at least 1", n)
+	}
+	return q.rdb.HSet(ctx, q.ks.TaskConfig(q.name), "concurrency", n).Err()
+}
+
+// level returns the index of priority name.
+func (q *core) level(name string) (int, bool) {
+	if name == "" {
+		return 0, true
+	}
+	for i, l := range q.set.levels {
+		if l.Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Find returns the queue, among those recorded in Redis, that holds task
+// id (see Lookup), or an error matching ErrNotFound. It costs one round
+// trip for all queues.
+func Find(ctx context.Context, a *app.App, id string) (*Queue[json.RawMessage, json.RawMessage], error) {
+	defs, err := Queues(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	cfg := a.Config()
+	ks := keys.New(cfg.KeyPrefix, cfg.Name)
+	pipe := a.Client().Pipeline()
+	cmds := make([]*redis.IntCmd, len(defs))
+	for i, d := range defs {
+		cmds[i] = pipe.Exists(ctx, ks.TaskPrefix(d.Name)+id)
+	}
+	if len(defs) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range defs {
+		if cmds[i].Val() == 1 {
+			return Lookup(ctx, a, d.Name)
+		}
+	}
+	return nil, fmt.Errorf("%w: task %q in any queue of app %q", ErrNotFound, id, cfg.Name)
+}

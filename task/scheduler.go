@@ -1,0 +1,193 @@
+package task
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/taskrdb"
+)
+
+// Leader-side work of a queue, run by the app's leader only (a leader-only
+// background task, once per term, in the term's context):
+//
+//   - promote: due delayed and retrying tasks move to the ready streams, at
+//     most promoteBatch per atomic script call. The leader sleeps until the
+//     next due time; an enqueue or retry that becomes the earliest due task
+//     pushes to the queue's wake list, on which a goroutine of the leader
+//     blocks, so the leader wakes for it at once. There is no polling interval: a task is moved
+//     within milliseconds of its due time.
+//   - reclaim: entries pending longer than the visibility timeout (their
+//     worker died or froze: live workers touch their running tasks) are
+//     acknowledged and their tasks made ready again, every half visibility.
+//   - janitor: finished tasks whose retention ended and dead tasks past the
+//     dead age are forgotten every second, keeping the counts exact.
+//   - consumers: consumers of stopped workers are deleted every minute.
+//   - cron: due ticks of the queue's cron schedules are enqueued.
+const (
+	promoteBatch = 1000
+	reclaimBatch = 200
+	janitorBatch = 1000
+	janitorEvery = time.Second
+	maxLeadSleep = time.Second
+
+	// Consumers of stopped workers stay in the ready streams' group; those
+	// with nothing pending, idle for consumerIdle, are deleted every
+	// consumersEvery (a live worker's consumer that is deleted is created
+	// again by its next read).
+	consumersEvery = time.Minute
+	consumerIdle   = 10 * time.Minute
+)
+
+// reclaimer is the consumer the leader's XAUTOCLAIM takes entries into;
+// they are acknowledged in the same script.
+const reclaimer = "leat-reclaimer"
+
+// lead runs the queue's leader-side work until the leader term (ctx) ends.
+func (q *core) lead(ctx context.Context) error {
+	term, _ := app.LeaderTerm(ctx)
+	if err := q.createGroups(ctx); err != nil {
+		return err
+	}
+	if err := q.loadCron(ctx); err != nil {
+		return err
+	}
+	q.log.Info("task queue leader started", "term", term)
+	// The wake list is watched on its own goroutine, while the loop sleeps
+	// on a local timer: Redis checks blocking timeouts only at its hz (10
+	// times a second), too coarse for due times.
+	wake := make(chan struct{}, 1)
+	var watching sync.WaitGroup
+	watching.Add(1)
+	go func() { defer watching.Done(); q.watchWake(ctx, wake) }()
+	defer watching.Wait()
+	var nextReclaim, nextJanitor, nextConsumers time.Time
+	failures := 0
+	for ctx.Err() == nil {
+		moved, nextDue, now, err := taskrdb.Promote(ctx, q.rdb, q.keys, promoteBatch)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			failures++
+			q.log.Warn("promoting due tasks failed", "error", err)
+			sleep(ctx, min(time.Duration(failures)*200*time.Millisecond, 2*time.Second))
+			continue
+		}
+		failures = 0
+		if moved == promoteBatch {
+			continue // more are due
+		}
+		local := time.Now()
+		if !local.Before(nextReclaim) {
+			q.reclaim(ctx)
+			nextReclaim = local.Add(q.set.visibility / 2)
+		}
+		if !local.Before(nextJanitor) {
+			q.janitor(ctx)
+			nextJanitor = local.Add(janitorEvery)
+		}
+		if !local.Before(nextConsumers) {
+			q.deleteIdleConsumers(ctx)
+			nextConsumers = local.Add(consumersEvery)
+		}
+		nextCron, err := q.fireCron(ctx, term, now)
+		if err != nil {
+			return err
+		}
+		wait := min(maxLeadSleep, time.Until(nextReclaim), time.Until(nextJanitor))
+		if !nextDue.IsZero() {
+			wait = min(wait, nextDue.Sub(now))
+		}
+		if !nextCron.IsZero() {
+			wait = min(wait, nextCron.Sub(now))
+		}
+		if wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+			case <-timer.C:
+			case <-wake:
+			}
+			timer.Stop()
+		}
+	}
+	q.log.Info("task queue leader stopped", "term", term)
+	return nil
+}
+
+// watchWake signals wake each time the queue's wake list is pushed to,
+// until ctx ends (within a second).
+func (q *core) watchWake(ctx context.Context, wake chan<- struct{}) {
+	for ctx.Err() == nil {
+		err := q.rdb.BLPop(ctx, time.Second, q.ks.TaskWake(q.name)).Err()
+		switch {
+		case err == nil:
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		case isNil(err) || ctx.Err() != nil:
+		default:
+			q.log.Warn("waiting for due tasks failed", "error", err)
+			sleep(ctx, 200*time.Millisecond)
+		}
+	}
+}
+
+// reclaim makes ready again the tasks of workers that stopped touching
+// them.
+func (q *core) reclaim(ctx context.Context) {
+	for l := range q.set.levels {
+		cursor := "0-0"
+		for ctx.Err() == nil {
+			next, n, dead, err := taskrdb.Reclaim(ctx, q.rdb, q.keys, reclaimer, q.set.visibility, reclaimBatch, l, cursor, q.set.deadMax, q.set.deadAge)
+			if err != nil {
+				q.log.Warn("reclaiming tasks failed", "error", err)
+				return
+			}
+			if n > 0 || dead > 0 {
+				q.log.Warn("reclaimed tasks of a lost worker", "tasks", n, "dead", dead)
+			}
+			if next == "0-0" || next == "" {
+				break
+			}
+			cursor = next
+		}
+	}
+}
+
+// janitor forgets expired finished and dead tasks.
+func (q *core) janitor(ctx context.Context) {
+	for ctx.Err() == nil {
+		done, dead, _, err := taskrdb.Janitor(ctx, q.rdb, q.keys, janitorBatch, q.set.deadAge)
+		if err != nil {
+			q.log.Warn("task janitor failed", "error", err)
+			return
+		}
+		if done < janitorBatch && dead < janitorBatch {
+			return
+		}
+	}
+}
+
+// deleteIdleConsumers deletes the group's consumers that have nothing
+// pending and were idle for consumerIdle.
+func (q *core) deleteIdleConsumers(ctx context.Context) {
+	for l := range q.set.levels {
+		stream := q.ks.TaskStream(q.name, l)
+		cs, err := q.rdb.XInfoConsumers(ctx, stream, taskrdb.Group).Result()
+		if err != nil {
+			q.log.Warn("listing task consumers failed", "error", err)
+			return
+		}
+		for _, c := range cs {
+			if c.Pending == 0 && c.Idle >= consumerIdle && c.Name != q.worker {
+				// XGROUP DELCONSUMER drops only this consumer's pending
+				// entries, and it has none.
+				q.rdb.XGroupDelConsumer(ctx, stream, taskrdb.Group, c.Name)
+			}
+		}
+	}
+}

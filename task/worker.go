@@ -1,0 +1,545 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
+)
+
+// Causes of a running task's context ending early.
+var (
+	// ErrCancelled is the cause of a task's context when the task was
+	// cancelled (Queue.Cancel, "leat tasks cancel").
+	ErrCancelled = errors.New("task: cancelled")
+	// ErrTimeout is the cause of a task's context when its attempt ran out
+	// of time; the attempt fails with it.
+	ErrTimeout = errors.New("task: timed out")
+	// errStopping ends the tasks still running when a worker's grace
+	// period ends: they are handed back to the queue.
+	errStopping = errors.New("task: worker stopping")
+)
+
+// workerService runs a queue's workers inside an app worker (app.Service).
+type workerService struct {
+	*core
+	run func(ctx context.Context, t *taskrdb.Fetched) ([]byte, error)
+}
+
+func (s *workerService) Name() string { return "task-" + s.name }
+
+// run calls the typed handler on a fetched task.
+func (q *Queue[P, R]) run(ctx context.Context, f *taskrdb.Fetched) ([]byte, error) {
+	t := &Task[P]{
+		ID: f.ID, Queue: q.name, Attempt: f.Attempt, MaxRetries: f.MaxRetry, Key: f.Key, EnqueuedAt: f.Enqueued,
+	}
+	t.Deadline, _ = ctx.Deadline()
+	if err := json.Unmarshal(f.Payload, &t.Payload); err != nil {
+		return nil, SkipRetry(fmt.Errorf("decode payload: %w", err))
+	}
+	r, err := q.handler(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, SkipRetry(fmt.Errorf("encode result: %w", err))
+	}
+	return b, nil
+}
+
+// running is a task this worker runs.
+type running struct {
+	f      *taskrdb.Fetched
+	cancel context.CancelCauseFunc
+}
+
+// worker is one app worker's share of a queue.
+type worker struct {
+	s    *workerService
+	q    *core
+	done chan taskrdb.Outcome
+
+	mu      sync.Mutex
+	limit   int                 // concurrency
+	active  map[string]*running // by task ID
+	freed   chan struct{}       // signalled when a slot frees or the limit grows
+	rr      []int               // weighted round robin state (fetch loop only)
+	closed  bool                // done is closed
+	working sync.WaitGroup      // running handlers
+}
+
+// Run runs the queue's share of an app worker until ctx is done.
+//
+// Shutdown order: stop fetching; let running tasks finish within the grace
+// period, then cancel the rest (errStopping) and hand them back to the
+// queue; record every outcome; then stop touching and listening.
+func (s *workerService) Run(ctx context.Context) error {
+	q := s.core
+	if err := q.register(ctx); err != nil {
+		return err
+	}
+	if err := q.createGroups(ctx); err != nil {
+		return err
+	}
+	if err := taskrdb.Load(ctx, q.rdb); err != nil {
+		return fmt.Errorf("task queue %q: load scripts: %w", q.name, err)
+	}
+	w := &worker{
+		s: s, q: q, done: make(chan taskrdb.Outcome, 4096), limit: q.set.concurrency,
+		active: map[string]*running{}, freed: make(chan struct{}, 1),
+	}
+	w.readLimit(ctx)
+	runCtx, stopRunning := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopRunning(errStopping)
+	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	var bg, completer sync.WaitGroup
+	completer.Add(1)
+	go func() { defer completer.Done(); w.complete() }()
+	bg.Add(2)
+	go func() { defer bg.Done(); w.touch(bgCtx) }()
+	go func() { defer bg.Done(); w.listen(bgCtx) }()
+	q.log.Info("task worker started", "concurrency", w.currentLimit())
+
+	w.fetch(ctx, runCtx)
+
+	if !waitTimeout(&w.working, q.set.grace) {
+		q.log.Warn("tasks still running after the grace period: handing them back")
+		stopRunning(errStopping)
+		if !waitTimeout(&w.working, stuckAfter(q.set.grace)) {
+			// Their entries stay pending: the leader reclaims them after the
+			// visibility timeout, since this worker no longer touches them.
+			q.log.Error("task handlers did not return when their context ended: leaving them behind", "tasks", w.running())
+		}
+	}
+	w.mu.Lock()
+	w.closed = true // a handler returning later reports nothing
+	close(w.done)
+	w.mu.Unlock()
+	completer.Wait()
+	stopBg()
+	bg.Wait()
+	q.log.Info("task worker stopped")
+	return nil
+}
+
+// createGroups creates the ready streams and their consumer group.
+func (q *core) createGroups(ctx context.Context) error {
+	for l := range q.set.levels {
+		err := q.rdb.XGroupCreateMkStream(ctx, q.ks.TaskStream(q.name, l), taskrdb.Group, "0").Err()
+		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			return fmt.Errorf("task queue %q: create group: %w", q.name, err)
+		}
+	}
+	return nil
+}
+
+func (w *worker) currentLimit() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.limit
+}
+
+// free returns how many more tasks the worker may start.
+func (w *worker) free() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.limit - len(w.active)
+}
+
+func (w *worker) signal() {
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
+}
+
+// fetch takes tasks while ctx lasts and starts each at once: the worker
+// holds no unstarted tasks but those of one fetch between the read and
+// their start (handed back when ctx ended meanwhile).
+func (w *worker) fetch(ctx, runCtx context.Context) {
+	q := w.q
+	failures := 0
+	for ctx.Err() == nil {
+		n := w.free()
+		if n <= 0 {
+			select {
+			case <-ctx.Done():
+			case <-w.freed:
+			}
+			continue
+		}
+		got, err := w.take(ctx, n)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			failures++
+			q.log.Warn("task fetch failed", "error", err)
+			sleep(ctx, min(time.Duration(failures)*100*time.Millisecond, 2*time.Second))
+			continue
+		}
+		failures = 0
+		for i := range got {
+			f := &got[i]
+			if ctx.Err() != nil {
+				w.report(taskrdb.Outcome{ID: f.ID, Entry: f.Entry, Level: f.Level, Kind: taskrdb.Handback})
+				continue
+			}
+			w.start(runCtx, f)
+		}
+	}
+}
+
+// readBlock bounds a blocking read, so a stopping worker returns soon.
+const readBlock = 500 * time.Millisecond
+
+// take fetches up to n tasks: those ready at once in one script call, else
+// it blocks on the ready streams for a while.
+func (w *worker) take(ctx context.Context, n int) ([]taskrdb.Fetched, error) {
+	q := w.q
+	got, err := taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.rate, w.quotas(n), n)
+	if err != nil || len(got) > 0 {
+		return got, err
+	}
+	streams := make([]string, 0, 2*len(q.set.levels))
+	for l := range q.set.levels {
+		streams = append(streams, q.ks.TaskStream(q.name, l))
+	}
+	for range q.set.levels {
+		streams = append(streams, ">")
+	}
+	// Not cancelled by ctx: a read cut short could leave entries read but
+	// not marked; the block is short instead.
+	res, err := q.rdb.XReadGroup(context.WithoutCancel(ctx), &redis.XReadGroupArgs{
+		Group: taskrdb.Group, Consumer: q.worker, Streams: streams, Count: int64(n), Block: readBlock,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var entries []taskrdb.Entry
+	for _, s := range res {
+		level, _ := strconv.Atoi(s.Stream[strings.LastIndexByte(s.Stream, ':')+1:])
+		for _, m := range s.Messages {
+			e := taskrdb.Entry{Level: level, ID: m.ID}
+			if v, ok := m.Values["t"].(string); ok {
+				e.Field, e.Value = "t", v
+			} else if v, ok := m.Values["k"].(string); ok {
+				e.Field, e.Value = "k", v
+			} else {
+				continue // not a task entry: the script drops it
+			}
+			entries = append(entries, e)
+		}
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	return taskrdb.FetchGiven(context.WithoutCancel(ctx), q.rdb, q.keys, q.worker, q.set.rate, entries)
+}
+
+// quotas splits n fetches over the priority levels: all to the first
+// level for strict priorities (the script fills from the next levels when
+// a level runs short), else in proportion to the weights, slot by slot with
+// a smooth weighted round robin, so the shares hold exactly over any run of
+// fetches, however small each is.
+func (w *worker) quotas(n int) []int {
+	levels := w.q.set.levels
+	out := make([]int, len(levels))
+	if w.q.set.strict || len(out) == 1 {
+		out[0] = n
+		return out
+	}
+	if w.rr == nil {
+		w.rr = make([]int, len(levels))
+	}
+	total := 0
+	for _, l := range levels {
+		total += l.Weight
+	}
+	for range n {
+		best := 0
+		for i, l := range levels {
+			w.rr[i] += l.Weight
+			if w.rr[i] > w.rr[best] {
+				best = i
+			}
+		}
+		w.rr[best] -= total
+		out[best]++
+	}
+	return out
+}
+
+// start runs f's handler on its own goroutine.
+func (w *worker) start(runCtx context.Context, f *taskrdb.Fetched) {
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = w.q.set.timeout
+	}
+	tctx, cancel := context.WithCancelCause(runCtx)
+	tctx, cancelTimeout := context.WithTimeoutCause(tctx, timeout, ErrTimeout)
+	r := &running{f: f, cancel: cancel}
+	w.mu.Lock()
+	w.active[f.ID] = r
+	w.mu.Unlock()
+	w.working.Add(1)
+	go func() {
+		defer w.working.Done()
+		res, err := w.call(tctx, f)
+		cause := context.Cause(tctx)
+		cancelTimeout()
+		cancel(nil)
+		w.mu.Lock()
+		delete(w.active, f.ID)
+		w.mu.Unlock()
+		w.report(w.outcome(f, res, err, cause))
+		w.signal()
+	}()
+}
+
+// call runs the handler, turning a panic into an error.
+func (w *worker) call(ctx context.Context, f *taskrdb.Fetched) (res []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("task handler panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return w.s.run(ctx, f)
+}
+
+// outcome decides what becomes of a task after a run.
+func (w *worker) outcome(f *taskrdb.Fetched, res []byte, err error, cause error) taskrdb.Outcome {
+	o := taskrdb.Outcome{ID: f.ID, Entry: f.Entry, Level: f.Level}
+	switch {
+	case err == nil:
+		o.Kind, o.Data = taskrdb.OK, res
+		return o
+	case errors.Is(cause, errStopping):
+		o.Kind = taskrdb.Handback
+		return o
+	case errors.Is(cause, ErrCancelled):
+		o.Kind, o.Data = taskrdb.Cancelled, []byte("cancelled")
+		return o
+	case errors.Is(cause, ErrTimeout):
+		err = fmt.Errorf("%w after %s: %w", ErrTimeout, f.Timeout, err)
+	}
+	o.Data = []byte(err.Error())
+	switch {
+	case errors.Is(err, ErrSkipRetry):
+		o.Kind = taskrdb.Fail
+	case f.Attempt > f.MaxRetry:
+		o.Kind = taskrdb.Dead
+	default:
+		o.Kind, o.Delay = taskrdb.Retry, w.q.set.retryDelay(f.Attempt, err)
+	}
+	return o
+}
+
+// completeBatch is how many outcomes one script call records.
+const completeBatch = 128
+
+// complete records outcomes until done is closed: whatever arrived while
+// the last round trip was under way goes in the next one.
+func (w *worker) complete() {
+	q := w.q
+	ctx := context.Background()
+	for o := range w.done {
+		batch := []taskrdb.Outcome{o}
+	drain:
+		for len(batch) < 16*completeBatch {
+			select {
+			case o, ok := <-w.done:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, o)
+			default:
+				break drain
+			}
+		}
+		for try := 0; ; try++ {
+			err := w.record(ctx, batch)
+			if err == nil {
+				break
+			}
+			if try >= 5 {
+				q.log.Error("task outcomes lost: the tasks run again when reclaimed", "tasks", len(batch), "error", err)
+				break
+			}
+			q.log.Warn("recording task outcomes failed", "error", err)
+			time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+		}
+	}
+}
+
+// record runs finish.lua for batch on one pipeline.
+func (w *worker) record(ctx context.Context, batch []taskrdb.Outcome) error {
+	q := w.q
+	var lastErr error
+	for try := 0; try < 2; try++ {
+		pipe := q.rdb.Pipeline()
+		var cmds []*redis.Cmd
+		for i := 0; i < len(batch); i += completeBatch {
+			cmds = append(cmds, taskrdb.FinishCmd(ctx, pipe, q.keys, q.worker, q.set.deadMax, q.set.deadAge, batch[i:min(i+completeBatch, len(batch))]))
+		}
+		_, lastErr = pipe.Exec(ctx)
+		if lastErr == nil {
+			return nil
+		}
+		if !taskrdb.IsNoScript(lastErr) {
+			return lastErr
+		}
+		// A restarted server: nothing ran; load and run again.
+		if err := taskrdb.Load(ctx, q.rdb); err != nil {
+			return err
+		}
+	}
+	return lastErr
+}
+
+// touch keeps the entries of running tasks from looking idle to the
+// leader's reclaimer, cancels running tasks whose cancellation was missed on
+// the channel, and applies concurrency changes.
+func (w *worker) touch(ctx context.Context) {
+	q := w.q
+	every := min(q.set.visibility/3, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.readLimit(ctx)
+		w.mu.Lock()
+		byLevel := map[int][]string{}
+		var runs []*running
+		for _, r := range w.active {
+			byLevel[r.f.Level] = append(byLevel[r.f.Level], r.f.Entry)
+			runs = append(runs, r)
+		}
+		w.mu.Unlock()
+		if len(runs) == 0 {
+			continue
+		}
+		pipe := q.rdb.Pipeline()
+		for l, ids := range byLevel {
+			pipe.XClaimJustID(ctx, &redis.XClaimArgs{
+				Stream: q.ks.TaskStream(q.name, l), Group: taskrdb.Group, Consumer: q.worker, MinIdle: 0, Messages: ids,
+			})
+		}
+		flags := make([]*redis.StringCmd, len(runs))
+		for i, r := range runs {
+			flags[i] = pipe.HGet(ctx, q.ks.TaskPrefix(q.name)+r.f.ID, "c")
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
+			q.log.Warn("touching running tasks failed", "error", err)
+		}
+		for i, r := range runs {
+			if flags[i].Val() == "1" {
+				r.cancel(ErrCancelled)
+			}
+		}
+	}
+}
+
+// readLimit applies the concurrency set with SetConcurrency, if any.
+func (w *worker) readLimit(ctx context.Context) {
+	v, err := w.q.rdb.HGet(ctx, w.q.ks.TaskConfig(w.q.name), "concurrency").Int()
+	if err != nil || v < 1 {
+		return
+	}
+	w.mu.Lock()
+	grew := v > w.limit
+	if v != w.limit {
+		w.q.log.Info("task concurrency changed", "from", w.limit, "to", v)
+	}
+	w.limit = v
+	w.mu.Unlock()
+	if grew {
+		w.signal()
+	}
+}
+
+// listen cancels running tasks whose cancellation is published.
+func (w *worker) listen(ctx context.Context) {
+	sub := w.q.rdb.Subscribe(ctx, w.q.ks.TaskCancel(w.q.name))
+	defer sub.Close()
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			w.mu.Lock()
+			r := w.active[m.Payload]
+			w.mu.Unlock()
+			if r != nil {
+				r.cancel(ErrCancelled)
+			}
+		}
+	}
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// waitTimeout waits for wg at most d and reports whether it finished.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// report hands an outcome to the completer, unless the worker gave up on
+// its handlers and stopped.
+func (w *worker) report(o taskrdb.Outcome) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.done <- o // buffered; the completer drains it without taking mu
+	}
+}
+
+// running returns how many handlers run.
+func (w *worker) running() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.active)
+}
+
+// stuckAfter is how long a stopping worker waits for handlers that ignore
+// their cancelled context, after the grace period.
+func stuckAfter(grace time.Duration) time.Duration {
+	return min(max(grace, time.Second), 10*time.Second)
+}

@@ -1,0 +1,210 @@
+package task_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/task"
+)
+
+// TestStatusTransitions: a task goes scheduled → active → retrying →
+// active → succeeded, with attempts, worker and timestamps recorded.
+func TestStatusTransitions(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	step := make(chan struct{})
+	q, err := task.Handle(a, "st", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		<-step
+		if tk.Attempt == 1 {
+			return out{}, task.RetryAfter(300*time.Millisecond, errors.New("first"))
+		}
+		return out{Double: tk.Attempt}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := q.Enqueue(ctx, job{N: 1}, task.Delay(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func(want task.State) *task.Info {
+		t.Helper()
+		var in *task.Info
+		eventually(t, 10*time.Second, string(want), func() bool {
+			in, err = q.Info(ctx, id)
+			return err == nil && in.State == want
+		})
+		return in
+	}
+	in := state(task.Scheduled)
+	if !in.DueAt.After(in.EnqueuedAt) {
+		t.Fatalf("%+v", in)
+	}
+	e.run(a)
+	in = state(task.Active)
+	if in.Attempts != 1 || in.Worker != "w1" || in.StartedAt.Before(in.DueAt) {
+		t.Fatalf("%+v", in)
+	}
+	step <- struct{}{}
+	in = state(task.Retrying)
+	if in.Error != "retry after 300ms: first" {
+		t.Fatalf("%+v", in)
+	}
+	in = state(task.Active)
+	if in.Attempts != 2 {
+		t.Fatalf("%+v", in)
+	}
+	step <- struct{}{}
+	in = state(task.Succeeded)
+	if string(in.Result) != `{"double":2}` || in.Error != "" || in.FinishedAt.IsZero() {
+		t.Fatalf("%+v", in)
+	}
+}
+
+// TestGracefulStopHandsBack: tasks a stopping worker could not finish
+// within its grace period go back to the queue at once and another worker
+// runs them, without waiting for the visibility timeout.
+func TestGracefulStopHandsBack(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	var blocking atomic.Bool
+	blocking.Store(true)
+	started := make(chan struct{}, 10)
+	handler := func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		if blocking.Load() {
+			started <- struct{}{}
+			<-ctx.Done()
+			return out{}, ctx.Err()
+		}
+		return out{Double: tk.Attempt}, nil
+	}
+	opts := []task.Option{task.Concurrency(3), task.Grace(100 * time.Millisecond), task.Visibility(time.Minute)}
+	a1 := e.app("w1")
+	q, err := task.Handle(a1, "hb", handler, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop1 := e.run(a1)
+	ids, err := q.EnqueueMany(ctx, []job{{N: 1}, {N: 2}, {N: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		<-started
+	}
+	blocking.Store(false)
+	if err := stop1(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		in, _ := q.Info(ctx, id)
+		if in.State != task.Pending || in.Attempts != 0 {
+			t.Fatalf("after the stop: %+v", in)
+		}
+	}
+	a2 := e.app("w2")
+	if _, err := task.Handle(a2, "hb", handler, opts...); err != nil {
+		t.Fatal(err)
+	}
+	e.run(a2)
+	for _, id := range ids {
+		if r, err := q.Result(ctx, id); err != nil || r.Double != 1 {
+			t.Fatal(r, err)
+		}
+	}
+}
+
+// TestConcurrencyLive: SetConcurrency changes how many tasks running
+// workers run at once, without a restart.
+func TestConcurrencyLive(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	var mu sync.Mutex
+	running, peak := 0, 0
+	release := make(chan struct{})
+	a := e.app("w1")
+	q, err := task.Handle(a, "conc", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		mu.Unlock()
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return out{}, nil
+	}, task.Concurrency(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	if _, err := q.EnqueueMany(ctx, make([]job, 20)); err != nil {
+		t.Fatal(err)
+	}
+	cur := func() int { mu.Lock(); defer mu.Unlock(); return running }
+	eventually(t, 5*time.Second, "2 running", func() bool { return cur() == 2 })
+	if err := q.SetConcurrency(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "5 running", func() bool { return cur() == 5 })
+	close(release)
+	eventually(t, 10*time.Second, "all done", func() bool {
+		c, _ := q.Counts(ctx)
+		return c[task.Succeeded] == 20
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != 5 {
+		t.Fatalf("peak %d", peak)
+	}
+}
+
+// TestStuckHandler: a handler that ignores its cancelled context does not
+// keep a stopping worker forever; its task is reclaimed later.
+func TestStuckHandler(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	release := make(chan struct{})
+	var runs atomic.Int32
+	a1 := e.app("w1")
+	opts := []task.Option{task.Grace(50 * time.Millisecond), task.Visibility(500 * time.Millisecond)}
+	q, err := task.Handle(a1, "stuck", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		if runs.Add(1) == 1 {
+			<-release // ignores ctx
+		}
+		return out{Double: tk.Attempt}, nil
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop1 := e.run(a1)
+	id, _ := q.Enqueue(ctx, job{})
+	eventually(t, 5*time.Second, "started", func() bool { return runs.Load() == 1 })
+	start := time.Now()
+	if err := stop1(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("stop took %s", d)
+	}
+	a2 := e.app("w2")
+	if _, err := task.Handle(a2, "stuck", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		runs.Add(1)
+		return out{Double: tk.Attempt}, nil
+	}, opts...); err != nil {
+		t.Fatal(err)
+	}
+	e.run(a2)
+	if r, err := q.Result(ctx, id); err != nil || r.Double != 2 {
+		t.Fatal(r, err)
+	}
+	close(release) // the stuck handler returns; its outcome is dropped
+}
