@@ -67,4 +67,7 @@ var (
 	// ErrUnknownCodec is returned when an entry names a codec this reader
 	// does not know.
 	ErrUnknownCodec = core.ErrUnknownCodec
+	// ErrFull is returned by a send to a stream declared WhenFull(Refuse)
+	// when a partition has no room without trimming unprocessed entries.
+	ErrFull = core.ErrFull
 )

@@ -82,3 +82,45 @@ func KeyFunc[T any, K KeyType](fn func(T) K) Option {
 		return nil
 	})
 }
+
+// Full is what a send does when a partition of the stream has no room left
+// for new entries without trimming entries a processor has not processed
+// yet: Trim (the default), Refuse or Wait. See WhenFull.
+type Full = core.Full
+
+// Full-partition policies.
+const (
+	// Trim keeps the partition at its size whatever the processors did:
+	// an entry trimmed before it was processed is reported to their
+	// failure policy (ErrTrimmed), a log line and a metric. Sends never
+	// wait.
+	Trim = core.FullTrim
+	// Refuse fails a send with ErrFull, for the partitions without room;
+	// nothing of those partitions is sent (the others are).
+	Refuse = core.FullRefuse
+	// Wait makes a send wait, with backoff, until the processors made
+	// room, or its context ends.
+	Wait = core.FullWait
+)
+
+// WhenFull sets what a send does when retention would otherwise trim
+// entries that a processor has not processed (read and acknowledged):
+// Trim (the default), Refuse or Wait. With Refuse or Wait, each partition's
+// entries are added by a script that checks every consumer group's unread
+// and pending entries first, so a backlog at the partition size never loses
+// an unprocessed entry; the price is a script per partition and round trip
+// instead of plain XADDs, and producers that fail or slow down with their
+// slowest processor. Only processors whose consumer group exists are
+// protected, and Redis 7 is needed (older servers do not report a group's
+// lag, and every entry then counts as unread). The setting is recorded in
+// the registry, so the CLI's sends follow it.
+func WhenFull(f Full) Option {
+	return optionFunc(func(c *core.Spec) error {
+		switch f {
+		case Trim, Refuse, Wait:
+			c.WhenFull = f
+			return nil
+		}
+		return fmt.Errorf("unknown full-partition policy %q (want stream.Trim, stream.Refuse or stream.Wait)", f)
+	})
+}

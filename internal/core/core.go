@@ -106,6 +106,9 @@ func (c *Core) SendEntries(ctx context.Context, entries []Entry) ([]string, erro
 		return nil, err
 	}
 	ids := make([]string, len(entries))
+	if c.def.WhenFull != FullTrim {
+		return ids, c.sendGuarded(ctx, entries, ids)
+	}
 	batch := c.catalog.defaults.SendBatch
 	_, cluster := c.catalog.client.(*redis.ClusterClient) // its pipelines fan out by node already
 	if len(entries) <= batch || cluster {

@@ -23,7 +23,23 @@ type Definition struct {
 	Size int64 `json:"size"`
 	// Codec is the codec name written on entries, e.g. "msgpack+zstd".
 	Codec string `json:"codec"`
+	// WhenFull says what a send does when retention would trim entries a
+	// processor has not processed: "" trims them (and the loss is
+	// reported to the processor's failure policy), "refuse" fails with
+	// ErrFull, "wait" waits for room.
+	WhenFull Full `json:"when_full,omitempty"`
 }
+
+// Full is what a send does when a partition has no room left for its
+// entries without trimming unprocessed ones.
+type Full string
+
+// What a send does when a partition is full of unprocessed entries.
+const (
+	FullTrim   Full = ""       // trim the oldest entries (retention wins)
+	FullRefuse Full = "refuse" // fail with ErrFull; nothing of that partition is sent
+	FullWait   Full = "wait"   // wait until the processors made room (or ctx ends)
+)
 
 func (d Definition) routingEqual(o Definition) bool {
 	return d.Partitions == o.Partitions && d.KeyField == o.KeyField
@@ -35,6 +51,8 @@ func (d Definition) validate() error {
 		return fmt.Errorf("stream %q: partition count %d out of range 1..65536", d.Name, d.Partitions)
 	case d.Size < 1:
 		return fmt.Errorf("stream %q: partition size %d must be positive", d.Name, d.Size)
+	case d.WhenFull != FullTrim && d.WhenFull != FullRefuse && d.WhenFull != FullWait:
+		return fmt.Errorf("stream %q: unknown full-partition policy %q (want trim, refuse or wait)", d.Name, d.WhenFull)
 	}
 	return nil
 }

@@ -40,7 +40,13 @@ type Entry struct {
 // xaddArgs returns the command XADD key MAXLEN ~ size * <fields of e>.
 func (e *Entry) xaddArgs(key, size string) []any {
 	vals := make([]any, 0, 12+2*len(e.Headers))
-	vals = append(vals, "XADD", key, "MAXLEN", "~", size, "*", FieldKey, e.Key, FieldCodec, e.Codec, FieldData, e.Data)
+	vals = append(vals, "XADD", key, "MAXLEN", "~", size, "*")
+	return e.appendFields(vals)
+}
+
+// appendFields appends the field, value list of e to vals.
+func (e *Entry) appendFields(vals []any) []any {
+	vals = append(vals, FieldKey, e.Key, FieldCodec, e.Codec, FieldData, e.Data)
 	if len(e.Headers) > 0 {
 		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 			vals = append(vals, HeaderField+k, e.Headers[k])

@@ -19,4 +19,7 @@ var (
 	// ErrUnknownStream is returned when the registry holds no definition of a
 	// stream.
 	ErrUnknownStream = errors.New("stream: unknown stream")
+	// ErrFull is returned by a send to a stream declared to refuse,
+	// rather than trim, entries its processors have not processed.
+	ErrFull = errors.New("stream: partition full of unprocessed entries")
 )

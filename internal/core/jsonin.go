@@ -58,7 +58,7 @@ func Open(cat *Catalog, def Definition) (*Core, error) {
 	if def.KeyField == "" {
 		return nil, fmt.Errorf("stream %q: no key field to route JSON records by", def.Name)
 	}
-	s, err := Declare[map[string]any](cat, def.Name, Spec{Partitions: def.Partitions, Size: def.Size, Codec: codec, KeyField: def.KeyField})
+	s, err := Declare[map[string]any](cat, def.Name, Spec{Partitions: def.Partitions, Size: def.Size, Codec: codec, KeyField: def.KeyField, WhenFull: def.WhenFull})
 	if err != nil {
 		return nil, err
 	}

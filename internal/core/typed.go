@@ -15,6 +15,7 @@ type Spec struct {
 	KeyField   string
 	KeyFunc    any // func(*T) ([]byte, error) for the stream's T
 	KeyFuncFor string
+	WhenFull   Full
 }
 
 // Typed is a stream of records of type T: its untyped Core and how a record
@@ -67,6 +68,7 @@ func Declare[T any](cat *Catalog, name string, spec Spec) (*Typed[T], error) {
 			KeyField:   spec.KeyField,
 			Size:       spec.Size,
 			Codec:      spec.Codec.Name(),
+			WhenFull:   spec.WhenFull,
 		},
 		codec:      spec.Codec,
 		catalog:    cat,

@@ -67,7 +67,7 @@ var (
 // Load loads the scripts that are run with EVALSHA inside pipelines, after
 // a NOSCRIPT error (a restarted or failed-over server).
 func Load(ctx context.Context, c redis.Scripter) error {
-	for _, s := range []*redis.Script{fetch, lockRefresh, setGroup, deleteConsumers} {
+	for _, s := range []*redis.Script{fetch, lockRefresh, setGroup, deleteConsumers, guardedAdd} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
@@ -390,4 +390,43 @@ func StoreAssignment(ctx context.Context, c redis.Scripter, admin, key, adminVal
 		return ErrStaleAssignment
 	}
 	return nil
+}
+
+//go:embed guarded_add.lua
+var guardedAddSrc string
+
+var guardedAdd = redis.NewScript(guardedAddSrc)
+
+// GuardedAdd queues on pipe the addition of entries (each a field, value
+// list) to the partition stream key, refused when trimming to size could
+// drop an entry a consumer group has not processed (see guarded_add.lua).
+// Read the reply with ParseGuardedAdd.
+//
+// KEYS: partition. ARGV: size, n, then per entry its argument count and
+// arguments.
+func GuardedAdd(ctx context.Context, pipe redis.Scripter, key string, size int64, entries [][]any) *redis.Cmd {
+	args := make([]any, 0, 2+len(entries)*9)
+	args = append(args, size, len(entries))
+	for _, e := range entries {
+		args = append(args, len(e))
+		args = append(args, e...)
+	}
+	return guardedAdd.EvalSha(ctx, pipe, []string{key}, args...)
+}
+
+// ParseGuardedAdd reads the reply of GuardedAdd: the entry IDs, or ok
+// false and the most entries a group still has to process.
+func ParseGuardedAdd(cmd *redis.Cmd) (ids []string, unprocessed int64, ok bool, err error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if len(v) != 2 {
+		return nil, 0, false, fmt.Errorf("guarded_add: malformed reply %v", v)
+	}
+	if st, _ := v[0].(int64); st == 0 {
+		unprocessed, _ = v[1].(int64)
+		return nil, unprocessed, false, nil
+	}
+	return strings1(v[1]), 0, true, nil
 }

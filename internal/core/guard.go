@@ -1,0 +1,110 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/redis/go-redis/v9"
+)
+
+// Sends that never trim unprocessed entries (Definition.WhenFull "refuse"
+// or "wait"). Each partition's entries go in chunks, in order, through a
+// script that adds a chunk only if, for every consumer group, its
+// unprocessed entries (lag and pending) and the chunk fit in the partition
+// size; then XADD MAXLEN ~ size, which keeps at least the last size
+// entries, trims only processed ones. The chunks of all partitions share
+// a pipelined round trip. A partition that has no room fails (refuse: the
+// rest of its entries are not sent, to keep their order) or waits, with
+// backoff, for its processors to make room (wait).
+
+// guardWaitMax caps the wait between two tries of a full partition.
+const guardWaitMax = time.Second
+
+// sendGuarded sends entries as described above, writing their IDs in ids.
+func (c *Core) sendGuarded(ctx context.Context, entries []Entry, ids []string) error {
+	size := c.def.Size
+	chunkMax := int(min(int64(c.catalog.defaults.SendBatch), size))
+	byPart := map[int][]int{} // partition -> indexes, in order
+	var order []int           // partitions in first-seen order
+	for i := range entries {
+		p := entries[i].Partition
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], i)
+	}
+	if err := scripts.Load(ctx, c.catalog.client); err != nil {
+		return fmt.Errorf("stream %q: send: %w", c.def.Name, err)
+	}
+	var refused []error
+	wait := 10 * time.Millisecond
+	for len(order) > 0 {
+		pipe := c.catalog.client.Pipeline()
+		type chunk struct {
+			p   int
+			idx []int
+			cmd *redis.Cmd
+		}
+		chunks := make([]chunk, 0, len(order))
+		for _, p := range order {
+			idx := byPart[p][:min(chunkMax, len(byPart[p]))]
+			vals := make([][]any, len(idx))
+			for j, i := range idx {
+				vals[j] = entries[i].appendFields(make([]any, 0, 6+2*len(entries[i].Headers)))
+			}
+			cmd := scripts.GuardedAdd(ctx, pipe, c.PartitionKey(p), size, vals)
+			chunks = append(chunks, chunk{p: p, idx: idx, cmd: cmd})
+		}
+		_, _ = pipe.Exec(ctx) // replies are read one by one
+		next := order[:0:0]
+		progress := false
+		for _, ch := range chunks {
+			got, unprocessed, ok, err := scripts.ParseGuardedAdd(ch.cmd)
+			switch {
+			case err != nil:
+				return fmt.Errorf("stream %q: send: %w", c.def.Name, err)
+			case ok:
+				for j, i := range ch.idx {
+					if j < len(got) {
+						ids[i] = got[j]
+					}
+				}
+				byPart[ch.p] = byPart[ch.p][len(ch.idx):]
+				progress = true
+				if len(byPart[ch.p]) > 0 {
+					next = append(next, ch.p)
+				}
+			case len(ch.idx) > int(size):
+				return fmt.Errorf("%w: stream %q, partition %d: a chunk of %d entries cannot fit a size of %d", ErrFull, c.def.Name, ch.p, len(ch.idx), size)
+			case c.def.WhenFull == FullRefuse:
+				refused = append(refused, fmt.Errorf("%w: stream %q, partition %d: %d entries not yet processed of a size of %d; %d not sent",
+					ErrFull, c.def.Name, ch.p, unprocessed, size, len(byPart[ch.p])))
+			default: // wait
+				next = append(next, ch.p)
+			}
+		}
+		order = next
+		if len(order) == 0 {
+			break
+		}
+		if progress {
+			wait = 10 * time.Millisecond
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("stream %q: waiting for room in %d partitions: %w", c.def.Name, len(order), ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, guardWaitMax)
+	}
+	if len(refused) > 0 {
+		return errors.Join(refused...)
+	}
+	return nil
+}
