@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -90,34 +91,12 @@ func PartitionStates(ctx context.Context, c redis.UniversalClient, keys []string
 // parseGroupStates parses a raw XINFO GROUPS reply, RESP2 (arrays of field,
 // value pairs) or RESP3 (maps).
 func parseGroupStates(v any) ([]GroupState, error) {
-	if v == nil {
-		return nil, nil
+	groups, err := scripts.GroupFields(v)
+	if err != nil {
+		return nil, err
 	}
-	list, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("malformed reply %T", v)
-	}
-	out := make([]GroupState, 0, len(list))
-	for _, g := range list {
-		fields := map[string]any{}
-		switch g := g.(type) {
-		case map[any]any:
-			for k, v := range g {
-				if k, ok := k.(string); ok {
-					fields[k] = v
-				}
-			}
-		case map[string]any:
-			fields = g
-		case []any:
-			for i := 0; i+1 < len(g); i += 2 {
-				if k, ok := g[i].(string); ok {
-					fields[k] = g[i+1]
-				}
-			}
-		default:
-			return nil, fmt.Errorf("malformed entry %T", g)
-		}
+	out := make([]GroupState, 0, len(groups))
+	for _, fields := range groups {
 		var s GroupState
 		s.Name, _ = fields["name"].(string)
 		s.Consumers, _ = fields["consumers"].(int64)

@@ -11,14 +11,18 @@ type GroupInfo struct {
 	EntriesReadOK   bool // false when Redis does not know the counter (or is older than 7)
 }
 
-// ParseGroups parses a raw XINFO GROUPS reply, RESP2 (arrays of field,
-// value pairs) or RESP3 (maps).
-func ParseGroups(v any) ([]GroupInfo, error) {
+// GroupFields parses a raw XINFO GROUPS reply, RESP2 (arrays of field,
+// value pairs) or RESP3 (maps), into one field map per group; nil gives
+// none.
+func GroupFields(v any) ([]map[string]any, error) {
+	if v == nil {
+		return nil, nil
+	}
 	list, ok := v.([]any)
 	if !ok {
 		return nil, fmt.Errorf("malformed XINFO GROUPS reply %T", v)
 	}
-	out := make([]GroupInfo, 0, len(list))
+	out := make([]map[string]any, 0, len(list))
 	for _, g := range list {
 		fields := map[string]any{}
 		switch g := g.(type) {
@@ -39,6 +43,19 @@ func ParseGroups(v any) ([]GroupInfo, error) {
 		default:
 			return nil, fmt.Errorf("malformed XINFO GROUPS entry %T", g)
 		}
+		out = append(out, fields)
+	}
+	return out, nil
+}
+
+// ParseGroups parses a raw XINFO GROUPS reply (see GroupFields).
+func ParseGroups(v any) ([]GroupInfo, error) {
+	groups, err := GroupFields(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]GroupInfo, 0, len(groups))
+	for _, fields := range groups {
 		var info GroupInfo
 		info.Name, _ = fields["name"].(string)
 		info.LastDeliveredID, _ = fields["last-delivered-id"].(string)
