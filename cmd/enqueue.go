@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -237,23 +236,9 @@ func enqueueFile(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]
 // too while they take less than keepLimit bytes, and copies a stream to a
 // temporary file as it reads it.
 func checkPayloads(c *cli.Context, in *input) (int, []json.RawMessage, error) {
-	var (
-		r     io.Reader
-		spool *bufio.Writer
-	)
-	if in.stream == nil {
-		var err error
-		if r, err = in.rewind(); err != nil {
-			return 0, nil, err
-		}
-	} else {
-		f, err := os.CreateTemp("", "leat-enqueue-*.jsonl")
-		if err != nil {
-			return 0, nil, fmt.Errorf("copy %s to a temporary file: %w", in.name, err)
-		}
-		in.file = f
-		spool = bufio.NewWriterSize(f, 256<<10)
-		r = io.TeeReader(in.stream, &spoolWriter{w: spool})
+	r, spool, err := in.reader("enqueue")
+	if err != nil {
+		return 0, nil, err
 	}
 	lr := newLineReader(r)
 	var (

@@ -181,23 +181,9 @@ func sendMany(c *cli.Context, st *core.Core, in *input, h stream.Headers) error 
 // It returns the entries too while they take less than keepLimit bytes, else
 // nil; a stream is copied to a temporary file as it is read.
 func checkLines(ctx context.Context, c *cli.Context, st *core.Core, in *input, h stream.Headers) (int, []core.Entry, error) {
-	var (
-		r     io.Reader
-		spool *bufio.Writer
-	)
-	if in.stream == nil {
-		var err error
-		if r, err = in.rewind(); err != nil {
-			return 0, nil, err
-		}
-	} else {
-		f, err := os.CreateTemp("", "leat-sendmany-*.jsonl")
-		if err != nil {
-			return 0, nil, fmt.Errorf("copy %s to a temporary file: %w", in.name, err)
-		}
-		in.file = f
-		spool = bufio.NewWriterSize(f, 256<<10)
-		r = io.TeeReader(in.stream, &spoolWriter{w: spool})
+	r, spool, err := in.reader("sendmany")
+	if err != nil {
+		return 0, nil, err
 	}
 	bar := newProgress(c.App.ErrWriter, in.size, "checking "+in.name, unitBytes)
 	defer bar.clear()
@@ -431,4 +417,22 @@ func plural(n int, word string) string {
 		return word
 	}
 	return word + "s"
+}
+
+// reader returns the reader of the checking pass over in: the file itself,
+// or, for a stream (stdin), a reader that copies what it reads to a
+// temporary file named after cmd, through spool (flush it at the end), so
+// the second pass can read it again.
+func (in *input) reader(cmd string) (r io.Reader, spool *bufio.Writer, err error) {
+	if in.stream == nil {
+		r, err = in.rewind()
+		return r, nil, err
+	}
+	f, err := os.CreateTemp("", "leat-"+cmd+"-*.jsonl")
+	if err != nil {
+		return nil, nil, fmt.Errorf("copy %s to a temporary file: %w", in.name, err)
+	}
+	in.file = f
+	spool = bufio.NewWriterSize(f, 256<<10)
+	return io.TeeReader(in.stream, &spoolWriter{w: spool}), spool, nil
 }
