@@ -64,3 +64,32 @@ func TestTLSAgainstPlainServer(t *testing.T) {
 		t.Errorf("stderr %q shows the password", r.stderr)
 	}
 }
+
+// FuzzRedisURLSecrets: whatever surrounds a password in a --redis value,
+// the checks and the redaction never show it.
+func FuzzRedisURLSecrets(f *testing.F) {
+	for _, s := range []string{"redis://u:%s@host:6379", "default:%s@host:6379", "redis:u:%s@host", "redis://u:p#%s@host/0?x",
+		"rediss://:%s@h", "%s", "unix://u:%s@/tmp/s", "redis://u:%s@[::1]:6379/2"} {
+		f.Add(s)
+	}
+	const secret = "Zq9SECRETx7"
+	f.Fuzz(func(t *testing.T, form string) {
+		if strings.Count(form, "%s") != 1 || strings.Contains(form, "%%") {
+			return
+		}
+		raw := strings.Replace(form, "%s", secret, 1)
+		start := 0
+		if i := strings.Index(raw, "://"); i >= 0 {
+			start = i + 3
+		}
+		if at := strings.Index(raw, secret); at < start || at > strings.LastIndex(raw, "@") {
+			return // not in the user-info (a scheme, a host, a path): not secret
+		}
+		if err := checkRedisURL(raw); err != nil && strings.Contains(err.Error(), secret) {
+			t.Fatalf("checkRedisURL(%q) shows the password: %v", raw, err)
+		}
+		if out := redactURL(raw); strings.Contains(out, secret) {
+			t.Fatalf("redactURL(%q) = %q", raw, out)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/keys"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -180,4 +181,62 @@ func TestEncodeJSONDecodesWhatItEncodes(t *testing.T) {
 	if _, err := s.Core.EncodeJSON([]byte(`{"k":"a"}`), nil); err == nil {
 		t.Fatal("a zero lopsided encodes as a string too: want a refusal")
 	}
+}
+
+// fuzzRecord has fields of the kinds JSON input must map exactly.
+type fuzzRecord struct {
+	Customer string            `msgpack:"customer"`
+	Cents    int64             `msgpack:"cents"`
+	Qty      uint8             `msgpack:"qty"`
+	Rate     float64           `msgpack:"rate"`
+	Tags     []string          `msgpack:"tags"`
+	Extra    map[string]any    `msgpack:"extra"`
+	Labels   map[string]string `msgpack:"labels"`
+	Ref      *int              `msgpack:"ref"`
+}
+
+// FuzzEncodeJSON checks the promise of JSON input: whatever the input, no
+// panic, and a record that is accepted, by a typed stream or an untyped
+// one, decodes into the stream's type, keyed as it says.
+func FuzzEncodeJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"customer":"c-1","cents":1250,"qty":3,"rate":0.5,"tags":["a"],"extra":{"n":18446744073709551615},"labels":{"x":"y"},"ref":7}`,
+		`{"customer":"c-\u00e9"}`, `{"customer":7}`, `{"customer":"c","cents":1.5}`, `[1]`, `{"customer":"c"} {}`,
+		"\xef\xbb\xbf{\"customer\":\"c\"}", `{"customer":"\ud800"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	cat := core.NewCatalog(nil, keys.New("", "fuzz"), core.Defaults{}, nil)
+	typed, err := core.Declare[fuzzRecord](cat, "typed", core.Spec{KeyField: "customer"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	raw, err := core.Open(cat, core.Definition{Name: "raw", Partitions: 8, KeyField: "customer", Size: 10, Codec: "msgpack"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if e, err := typed.Core.EncodeJSON(data, nil); err == nil {
+			var v fuzzRecord
+			if err := typed.DecodeInto(&e, &v); err != nil {
+				t.Fatalf("accepted %q, which does not decode: %v", data, err)
+			}
+			if string(e.Key) != v.Customer || e.Partition != typed.Core.PartitionOf([]byte(v.Customer)) {
+				t.Fatalf("accepted %q keyed %q on %d, record %+v", data, e.Key, e.Partition, v)
+			}
+		}
+		if e, err := raw.EncodeJSON(data, nil); err == nil {
+			c, err := raw.Decoder(e.Codec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := c.Unmarshal(e.Data, &m); err != nil {
+				t.Fatalf("accepted %q, which does not decode: %v", data, err)
+			}
+			if len(e.Key) == 0 && m["customer"] != "" {
+				t.Fatalf("accepted %q with an empty key", data)
+			}
+		}
+	})
 }
