@@ -344,7 +344,7 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 	e.started++
 	e.all[c] = struct{}{}
 	e.mu.Unlock()
-	e.log.Info("task handler process started", "pid", c.pid)
+	e.log.Debug("task handler process started", "pid", c.pid)
 
 	var readers sync.WaitGroup
 	readers.Add(2)
@@ -371,7 +371,7 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 		e.mu.Unlock()
 		c.finish(answer{err: fmt.Errorf("%w: %v", ErrExecExited, err), crashed: true})
 		if !closed {
-			e.log.Info("task handler process ended", "pid", c.pid, "status", err)
+			e.log.Warn("task handler process ended", "pid", c.pid, "status", err)
 		}
 		close(c.exited)
 	}()
