@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,6 +162,33 @@ func TestExecProcessDiesMidTask(t *testing.T) {
 	if s := ex.Stats(); s.Started != 2 {
 		t.Fatalf("stats %+v, want 2 processes started", s)
 	}
+}
+
+// TestExecKilledMidTask: a child killed from outside while it runs a task
+// takes its own children down with it (its process group is killed); the
+// task is retried on a new child.
+func TestExecKilledMidTask(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	ex := newExec(t, task.ExecConfig{BackoffMin: 10 * time.Millisecond})
+	q := execQueue(t, e, ex)
+	id := enqueueOp(t, q, op{Op: "grandchild"})
+	var pids struct{ PID, Grandchild int }
+	eventually(t, 10*time.Second, "progress with the pids", func() bool {
+		in, err := q.Info(ctx, id)
+		return err == nil && in.Progress != nil && json.Unmarshal(in.Progress, &pids) == nil
+	})
+	if err := syscall.Kill(pids.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := resultOf(t, q, id)
+	if r.Attempt != 2 || r.PID == pids.PID {
+		t.Fatalf("result %+v after killing %d", r, pids.PID)
+	}
+	eventually(t, 10*time.Second, "the grandchild gone", func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pids.Grandchild))
+		return err != nil || strings.Contains(string(b), ") Z ")
+	})
 }
 
 // TestExecNeverReady: a process that does not say ready within the start

@@ -28,6 +28,11 @@ for line in sys.stdin:
     print("running " + op, file=sys.stderr, flush=True)
     if op == "die" and attempt == 1:
         os._exit(3)
+    if op == "grandchild" and attempt == 1:
+        import subprocess
+        g = subprocess.Popen(["sleep", "3600"])
+        out({"task_id": tid, "progress": {"pid": os.getpid(), "grandchild": g.pid}})
+        time.sleep(3600)
     if op == "hang" and attempt == 1:
         time.sleep(3600)
     if op == "garbage":
