@@ -296,8 +296,11 @@ func (e *Exec) failed(err error) {
 	}
 	e.nextStart = time.Now().Add(d)
 	e.healthy = false
-	fails := e.fails
+	fails, closed := e.fails, e.closed
 	e.mu.Unlock()
+	if closed {
+		return
+	}
 	e.log.Error("task handler process failed: restarting after a backoff", "error", err, "failures", fails, "backoff", d)
 }
 
@@ -343,6 +346,9 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 	e.mu.Lock()
 	e.started++
 	e.all[c] = struct{}{}
+	if e.closed {
+		killGroup(cmd) // Close ran meanwhile
+	}
 	e.mu.Unlock()
 	e.log.Debug("task handler process started", "pid", c.pid)
 
