@@ -100,6 +100,18 @@ func tasksCommand(setup Setup) *cli.Command {
 					}
 					return nil
 				}),
+			sub("follow", "print a task's progress reports and partial results in order as they come, then its result", "ID",
+				[]cli.Flag{jsonFlag()},
+				func(c *cli.Context, a *app.App) error {
+					if err := wantArgs(c, "ID"); err != nil {
+						return err
+					}
+					q, err := findTask(c, a)
+					if err != nil {
+						return err
+					}
+					return followTask(c, q, c.Args().Get(0))
+				}),
 			sub("cancel", "cancel a pending, scheduled, retrying or running task", "ID", nil,
 				func(c *cli.Context, a *app.App) error {
 					if err := wantArgs(c, "ID"); err != nil {

@@ -47,11 +47,22 @@ func workerCommand(setup Setup) *cli.Command {
 			"--metrics-addr HOST:PORT serves /metrics (Prometheus), /healthz and /readyz while\n" +
 			"the worker runs.\n\n" +
 			"The worker runs in the app's own binary (cmd.Main with a Setup that registers\n" +
-			"processors); the standalone leat binary has none to run.",
+			"processors); the standalone leat binary has none to run.\n\n" +
+			"--queue QUEUE --exec COMMAND runs instead the tasks of one task queue in supervised\n" +
+			"child processes of COMMAND (any language; see the task package's documentation for\n" +
+			"the JSON-lines protocol), also in the standalone binary: the queue's settings come\n" +
+			"from Redis. --test-input JSON runs COMMAND once on that payload without Redis and\n" +
+			"prints its progress, partial results and result (exit status 1 when it fails).",
 		Flags:        workerFlags(),
 		HideHelp:     true, // see helpFlag
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
+			if c.String(flagExec) != "" {
+				return execWorker(c)
+			}
+			if c.String(flagQueue) != "" || c.String(flagTestInput) != "" {
+				return usageErrorf("--%s and --%s go with --%s", flagQueue, flagTestInput, flagExec)
+			}
 			if setup == nil {
 				return errNoProcessors
 			}
@@ -185,7 +196,7 @@ func workerFlags() []cli.Flag {
 	for _, f := range processingFlags() {
 		flags = append(flags, f.flag)
 	}
-	return append(flags,
+	flags = append(flags,
 		&cli.StringFlag{
 			Name:        flagWorkerID,
 			Usage:       "`ID` naming this worker in leadership, logs and inspect",
@@ -201,6 +212,7 @@ func workerFlags() []cli.Flag {
 		metricsAddrFlag(),
 		helpFlag(),
 	)
+	return append(flags, execFlags()...)
 }
 
 // workerConfig sets the fields of cfg that the worker's flags map to. A flag

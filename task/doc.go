@@ -80,6 +80,47 @@
 // weighted round robin over each worker's fetches). Each level is a ready
 // stream of its own.
 //
+// # Progress and partial results
+//
+// A handler reports progress with [Task.Progress] (kept as the Progress of
+// the task's [Info]) and partial results with [Task.Partial]; both are
+// appended, in order, to a stream per task capped at about [UpdatesCap]
+// entries that lives for the task's timeout plus its retention.
+// [Queue.Follow] yields them in order, those recorded first, then live,
+// and ends with the task's final status ("leat tasks follow ID").
+//
+// # Subprocess handlers
+//
+// An [Exec] runs tasks in supervised child processes written in any
+// language ("leat worker --queue Q --exec CMD"; examples/tasks-python has a
+// Python helper module). The protocol is JSON lines on the child's stdin
+// and stdout:
+//
+//	child:  {"status":"ready"}                                once started (after loading models...)
+//	worker: {"task_id":"ID","payload":P,"attempt":N}          one task
+//	child:  {"task_id":"ID","progress":V}                     any number, optional
+//	child:  {"task_id":"ID","partial":V}                      any number, optional
+//	child:  {"task_id":"ID","result":R}                       success, or
+//	child:  {"task_id":"ID","error":"message","retry":false}  failure (retry absent or true: retried)
+//
+// A child runs one task at a time: the worker writes the next request after
+// the final line of the previous one. With a concurrency of N a worker runs
+// up to N children, started as tasks come and reused while they live. One
+// task per child keeps handlers simple (no threads in the child), makes
+// every stderr line attributable (they are logged with the ID of the task
+// running) and lets a hung or crashed task take down only its own child.
+//
+// The worker supervises its children: a child that does not say ready
+// within the start timeout, exits, or runs a task past its timeout (or
+// cancelled) is killed with its process group, and the next start waits an
+// exponential backoff (reset by a task answered), the Exec reporting
+// itself unhealthy ([Exec.Stats]) until a child is ready again. A task
+// whose child exited fails retryably (ErrExecExited). Lines that are not
+// JSON, and lines naming a task the child is not running, are logged and
+// ignored. A line over the size limit (16 MiB by default) fails its task
+// for good (ErrExecLineTooLong); the child is kept. Anything written to
+// stderr is logged; stdout belongs to the protocol.
+//
 // # Memory
 //
 // Every key a task creates has a bounded life: a task's hash lives until

@@ -190,6 +190,37 @@ func Queues(ctx context.Context, a *app.App) ([]Definition, error) {
 // the app's code, such as the CLI. It returns ErrUnknownQueue when no
 // program declared the queue.
 func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessage, json.RawMessage], error) {
+	opts, err := recorded(ctx, a, name)
+	if err != nil {
+		return nil, err
+	}
+	q, err := Declare[json.RawMessage, json.RawMessage](a, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	q.reg = true
+	return q, nil
+}
+
+// HandleLookup is Handle for queue name as recorded in Redis (see Lookup),
+// with untyped JSON payloads and results: for workers without the app's
+// code, such as "leat worker --exec" with an Exec's handler. opts come
+// after the recorded options and override them (Grace, say).
+func HandleLookup(ctx context.Context, a *app.App, name string, fn func(ctx context.Context, t *Task[json.RawMessage]) (json.RawMessage, error), opts ...Option) (*Queue[json.RawMessage, json.RawMessage], error) {
+	rec, err := recorded(ctx, a, name)
+	if err != nil {
+		return nil, err
+	}
+	q, err := Handle(a, name, fn, append(rec, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	q.reg = true
+	return q, nil
+}
+
+// recorded returns the options of queue name as recorded in Redis.
+func recorded(ctx context.Context, a *app.App, name string) ([]Option, error) {
 	cfg := a.Config()
 	v, err := a.Client().HGet(ctx, keys.New(cfg.KeyPrefix, cfg.Name).TaskQueues(), name).Result()
 	if errors.Is(err, redis.Nil) {
@@ -202,20 +233,14 @@ func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessag
 	if err := json.Unmarshal([]byte(v), &d); err != nil {
 		return nil, fmt.Errorf("task queue %q: definition: %w", name, err)
 	}
-	opts := []Option{Concurrency(max(d.Concurrency, 1)), optionFunc(func(s *settings) error {
+	return []Option{Concurrency(max(d.Concurrency, 1)), optionFunc(func(s *settings) error {
 		s.timeout, s.maxRetries, s.retention = d.Timeout, d.MaxRetries, d.Retention
 		s.backoffMin, s.backoffMax, s.visibility = d.BackoffMin, d.BackoffMax, d.Visibility
 		s.deadMax, s.deadAge, s.keyed = d.DeadMax, d.DeadAge, d.Keyed
 		s.levels, s.strict = d.Levels, d.Strict
 		s.rate = taskrdb.Rate{N: d.KeyRate, Window: d.KeyWindow}
 		return nil
-	})}
-	q, err := Declare[json.RawMessage, json.RawMessage](a, name, opts...)
-	if err != nil {
-		return nil, err
-	}
-	q.reg = true
-	return q, nil
+	})}, nil
 }
 
 // SetConcurrency sets how many tasks of the queue each worker runs at once,

@@ -55,6 +55,7 @@ type Info struct {
 	Key             string          `json:"key,omitempty"`              // keyed queues
 	Payload         json.RawMessage `json:"payload,omitempty"`          // as enqueued (JSON)
 	Result          json.RawMessage `json:"result,omitempty"`           // succeeded: the handler's result (JSON)
+	Progress        json.RawMessage `json:"progress,omitempty"`         // the last progress reported (JSON; see Task.Progress)
 	Error           string          `json:"error,omitempty"`            // the last attempt's error
 	Worker          string          `json:"worker,omitempty"`           // worker ID of the last attempt
 	EnqueuedAt      time.Time       `json:"enqueued_at"`                // created
@@ -93,6 +94,9 @@ func (q *core) Info(ctx context.Context, id string) (*Info, error) {
 	}
 	if p := m["p"]; p != "" {
 		in.Payload = json.RawMessage(p)
+	}
+	if p := m["prog"]; p != "" {
+		in.Progress = json.RawMessage(p)
 	}
 	if r := m["res"]; r != "" {
 		in.Result = json.RawMessage(r)

@@ -23,6 +23,8 @@ type Task[P any] struct {
 	EnqueuedAt time.Time
 	// Deadline is when this attempt times out.
 	Deadline time.Time
+
+	rep reporter // where Progress and Partial go (nil: nowhere)
 }
 
 // LastAttempt reports whether a failure of this attempt makes the task

@@ -42,6 +42,7 @@ func (q *Queue[P, R]) run(ctx context.Context, f *taskrdb.Fetched) ([]byte, erro
 		ID: f.ID, Queue: q.name, Attempt: f.Attempt, MaxRetries: f.MaxRetry, Key: f.Key, EnqueuedAt: f.Enqueued,
 	}
 	t.Deadline, _ = ctx.Deadline()
+	t.rep = q.updates(f)
 	if err := json.Unmarshal(f.Payload, &t.Payload); err != nil {
 		return nil, SkipRetry(fmt.Errorf("decode payload: %w", err))
 	}

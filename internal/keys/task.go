@@ -86,3 +86,9 @@ func (s Space) TaskCancel(queue string) string { return s.key("tcancel", s.taskT
 func (s Space) TaskPattern(queue string) string {
 	return s.Prefix + ":*{" + s.taskTag(queue) + "}*"
 }
+
+// TaskUpdatesPrefix starts the stream of progress reports and partial
+// results of each task: PREFIX + task ID (type stream, capped at about a
+// thousand entries; PX the task's timeout plus its retention, renewed at
+// every append).
+func (s Space) TaskUpdatesPrefix(queue string) string { return s.key("tupd", s.taskTag(queue)) + ":" }

@@ -1,0 +1,162 @@
+package cmd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/leatdev/leat/task"
+	"github.com/urfave/cli/v2"
+)
+
+// Names of the flags of a worker running a subprocess handler.
+const (
+	flagQueue        = "queue"
+	flagExec         = "exec"
+	flagTestInput    = "test-input"
+	flagStartTimeout = "start-timeout"
+)
+
+func execFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{
+			Name:    flagQueue,
+			Usage:   "task `QUEUE` to run with --exec (as recorded in Redis by the program that declared it)",
+			EnvVars: []string{envName(flagQueue)},
+		},
+		&cli.StringFlag{
+			Name:    flagExec,
+			Usage:   "run the tasks of --queue in child processes of `COMMAND` (run by /bin/sh) speaking leat's JSON-lines protocol",
+			EnvVars: []string{envName(flagExec)},
+		},
+		&cli.StringFlag{
+			Name:  flagTestInput,
+			Usage: "with --exec, run the handler once on this `JSON` payload, without Redis, and print its updates and result",
+		},
+		&cli.DurationFlag{
+			Name:        flagStartTimeout,
+			Usage:       "`DURATION` a handler process may take to say it is ready before it is killed and restarted",
+			EnvVars:     []string{envName(flagStartTimeout)},
+			DefaultText: task.DefaultExecStartTimeout.String(),
+		},
+	}
+}
+
+// execCommand is the argv of a --exec command line.
+func execCommand(line string) []string { return []string{"/bin/sh", "-c", "exec " + line} }
+
+// execWorker runs "leat worker --exec": a worker of one task queue whose
+// handler is a subprocess, or with --test-input one local run of it.
+func execWorker(c *cli.Context) error {
+	if err := wantArgs(c); err != nil {
+		return err
+	}
+	line := c.String(flagExec)
+	if input := c.String(flagTestInput); input != "" {
+		return execOnce(c, line, input)
+	}
+	queue := c.String(flagQueue)
+	if queue == "" {
+		return usageErrorf("--%s needs --%s, the task queue to run", flagExec, flagQueue)
+	}
+	if c.String(flagProcessors) != "" {
+		return usageErrorf("--%s runs one task queue: it takes no --%s", flagExec, flagProcessors)
+	}
+	cfg, err := config(c)
+	if err != nil {
+		return err
+	}
+	if err := workerConfig(c, &cfg); err != nil {
+		return err
+	}
+	// A bare app: the processors and queues of the app's own Setup, if
+	// any, are not this worker's.
+	a, err := openAppWith(c, nil, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ex, err := task.NewExec(task.ExecConfig{
+		Command: execCommand(line), StartTimeout: c.Duration(flagStartTimeout), Logger: a.Logger().With("queue", queue),
+	})
+	if err != nil {
+		return usageErrorf("--%s: %w", flagExec, err)
+	}
+	defer ex.Close()
+	var opts []task.Option
+	if g := c.Duration(flagGrace); g > 0 {
+		opts = append(opts, task.Grace(g))
+	}
+	if _, err := task.HandleLookup(c.Context, a, queue, ex.Handle, opts...); err != nil {
+		if errors.Is(err, task.ErrUnknownQueue) {
+			return usageError{fmt.Errorf("%w (a queue is recorded when a program declaring it runs or enqueues)", err)}
+		}
+		return err
+	}
+	id := a.Config().WorkerID
+	fmt.Fprintf(c.App.Writer, "worker %s running task queue %s with: %s\n", id, queue, line)
+	if err := a.Run(c.Context); err != nil && !(c.Context.Err() != nil && onlyCanceled(err)) {
+		return fmt.Errorf("worker %s stopped: %s", id, withoutStacks(err))
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "worker %s stopped\n", id)
+	return err
+}
+
+// execOnce runs the handler once on input without Redis: it prints each
+// update as "progress JSON" or "partial JSON", then "result JSON", and
+// fails with the handler's error.
+func execOnce(c *cli.Context, line, input string) error {
+	if !json.Valid([]byte(input)) {
+		return usageErrorf("--%s is not JSON: %.80s", flagTestInput, input)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String(flagLogLevel))); err != nil {
+		return usageErrorf("--log-level %q is invalid: use debug, info, warn or error", c.String(flagLogLevel))
+	}
+	// The handler's stderr lines are logged at info: show them.
+	level = min(level, slog.LevelInfo)
+	ex, err := task.NewExec(task.ExecConfig{
+		Command: execCommand(line), StartTimeout: c.Duration(flagStartTimeout),
+		Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})),
+		// One run: a process that fails to start is not retried forever.
+		BackoffMin: time.Second, BackoffMax: time.Second,
+	})
+	if err != nil {
+		return usageErrorf("--%s: %w", flagExec, err)
+	}
+	defer ex.Close()
+	res, err := ex.RunOnce(c.Context, "local", json.RawMessage(input), func(kind string, data json.RawMessage) {
+		fmt.Fprintf(c.App.Writer, "%s %s\n", kind, data)
+	})
+	if err != nil {
+		return fmt.Errorf("handler failed: %w", err)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "result %s\n", res)
+	return err
+}
+
+// followTask prints the updates of a task as they come, in order, then its
+// result; it fails when the task did not succeed.
+func followTask(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage], id string) error {
+	enc := json.NewEncoder(c.App.Writer)
+	for u, err := range q.Follow(c.Context, id) {
+		if err != nil {
+			return err
+		}
+		if c.Bool(flagJSON) {
+			if err := enc.Encode(u); err != nil {
+				return err
+			}
+		} else if u.Kind != task.KindDone {
+			fmt.Fprintf(c.App.Writer, "%s %s\n", u.Kind, u.Data)
+		} else if u.Info.State == task.Succeeded {
+			fmt.Fprintf(c.App.Writer, "result %s\n", u.Info.Result)
+		}
+		if u.Kind == task.KindDone && u.Info.State != task.Succeeded {
+			return fmt.Errorf("task %s is %s: %s", id, u.Info.State, u.Info.Error)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,545 @@
+package task
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// Defaults of an ExecConfig.
+const (
+	DefaultExecStartTimeout = 30 * time.Second
+	DefaultExecBackoffMin   = 100 * time.Millisecond
+	DefaultExecBackoffMax   = 30 * time.Second
+	DefaultExecMaxLine      = 16 << 20
+)
+
+// ErrExecLineTooLong fails a task whose handler process wrote a line over
+// ExecConfig.MaxLine; the process is kept.
+var ErrExecLineTooLong = errors.New("task: handler process wrote a line over the size limit")
+
+// ErrExecExited fails (retryably) the task of a handler process that exited
+// or was killed while running it.
+var ErrExecExited = errors.New("task: handler process exited")
+
+// ExecConfig configures a handler that runs tasks in child processes
+// (NewExec): see "Subprocess handlers" in the package documentation for the
+// protocol.
+type ExecConfig struct {
+	// Command is the program and its arguments (required).
+	Command []string
+	// Dir is the working directory ("" : the worker's).
+	Dir string
+	// Env is added to the worker's environment.
+	Env []string
+	// StartTimeout bounds the wait for a new process's ready line
+	// (default 30s): a process silent for longer is killed and restarted.
+	StartTimeout time.Duration
+	// BackoffMin and BackoffMax bound the delay before a restart after a
+	// process failed (did not become ready, died or was killed): doubled
+	// at each failure in a row (defaults 100ms and 30s); a task answered
+	// resets it.
+	BackoffMin, BackoffMax time.Duration
+	// MaxLine bounds a line of the process's output (default 16 MiB): a
+	// longer line fails the task with ErrExecLineTooLong.
+	MaxLine int
+	// Logger receives the processes' stderr lines (tagged with the task
+	// running) and the supervisor's events (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// ExecStats are counters of an Exec, for tests and monitoring.
+type ExecStats struct {
+	Started int  // processes started
+	Running int  // processes alive
+	Healthy bool // the last start succeeded (true before any)
+}
+
+// An Exec runs tasks in supervised child processes, one task at a time
+// per process: Handle is a task handler (see HandleLookup and Handle) and
+// runs each task on an idle process, starting one when none is idle, so a
+// worker runs as many processes as it runs tasks at once.
+type Exec struct {
+	cfg ExecConfig
+	log *slog.Logger
+
+	mu        sync.Mutex
+	idle      []*child
+	all       map[*child]struct{}
+	fails     int       // failures in a row
+	nextStart time.Time // no start before (backoff)
+	started   int
+	healthy   bool
+	closed    bool
+}
+
+// NewExec returns an Exec for cfg; it starts processes when tasks come.
+func NewExec(cfg ExecConfig) (*Exec, error) {
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, errors.New("task exec: no command")
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultExecStartTimeout
+	}
+	if cfg.BackoffMin <= 0 {
+		cfg.BackoffMin = DefaultExecBackoffMin
+	}
+	if cfg.BackoffMax < cfg.BackoffMin {
+		cfg.BackoffMax = max(DefaultExecBackoffMax, cfg.BackoffMin)
+	}
+	if cfg.MaxLine <= 0 {
+		cfg.MaxLine = DefaultExecMaxLine
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Exec{cfg: cfg, log: log, all: map[*child]struct{}{}, healthy: true}, nil
+}
+
+// Stats returns the Exec's counters.
+func (e *Exec) Stats() ExecStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return ExecStats{Started: e.started, Running: len(e.all), Healthy: e.healthy}
+}
+
+// Handle runs task t on a child process: it is a handler for a queue of
+// JSON payloads and results.
+func (e *Exec) Handle(ctx context.Context, t *Task[json.RawMessage]) (json.RawMessage, error) {
+	return e.run(ctx, t.ID, t.Payload, t.Attempt, func(kind string, data json.RawMessage) {
+		if err := t.send(kind, data); err != nil {
+			e.log.Warn("task update lost", "task", t.ID, "error", err)
+		}
+	})
+}
+
+// RunOnce runs one task with payload on a child process, without Redis (a
+// local test of a handler): report receives its progress reports and
+// partial results (KindProgress, KindPartial) as they come.
+func (e *Exec) RunOnce(ctx context.Context, id string, payload json.RawMessage, report func(kind string, data json.RawMessage)) (json.RawMessage, error) {
+	if report == nil {
+		report = func(string, json.RawMessage) {}
+	}
+	return e.run(ctx, id, payload, 1, report)
+}
+
+// Close stops the processes: their stdin is closed, and those still alive
+// a second later are killed. Tasks running on them fail.
+func (e *Exec) Close() error {
+	e.mu.Lock()
+	e.closed = true
+	all := make([]*child, 0, len(e.all))
+	for c := range e.all {
+		all = append(all, c)
+	}
+	e.idle = nil
+	e.mu.Unlock()
+	for _, c := range all {
+		_ = c.stdin.Close()
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	for _, c := range all {
+		select {
+		case <-c.exited:
+		case <-t.C:
+		}
+		c.kill()
+		<-c.exited
+	}
+	return nil
+}
+
+// request is a task as written to a process.
+type request struct {
+	TaskID  string          `json:"task_id"`
+	Payload json.RawMessage `json:"payload"`
+	Attempt int             `json:"attempt"`
+}
+
+// message is a line a process writes.
+type message struct {
+	Status   string          `json:"status"`
+	TaskID   string          `json:"task_id"`
+	Result   json.RawMessage `json:"result"`
+	Error    *string         `json:"error"`
+	Retry    *bool           `json:"retry"`
+	Progress json.RawMessage `json:"progress"`
+	Partial  json.RawMessage `json:"partial"`
+}
+
+// answer ends a call.
+type answer struct {
+	result  json.RawMessage
+	err     error
+	crashed bool // the process died or was killed: it is not reused
+}
+
+// call is a task running on a process.
+type call struct {
+	id     string
+	report func(kind string, data json.RawMessage)
+	done   chan answer // buffered: one answer
+}
+
+// child is one handler process.
+type child struct {
+	e      *Exec
+	cmd    *exec.Cmd
+	pid    int
+	stdin  io.WriteCloser
+	ready  chan struct{} // closed at the ready line
+	exited chan struct{} // closed once the process is gone and its output read
+
+	mu  sync.Mutex
+	cur *call
+}
+
+func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, attempt int, report func(string, json.RawMessage)) (json.RawMessage, error) {
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	line, err := json.Marshal(request{TaskID: id, Payload: payload, Attempt: attempt})
+	if err != nil {
+		return nil, SkipRetry(fmt.Errorf("encode request: %w", err))
+	}
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cl := &call{id: id, report: report, done: make(chan answer, 1)}
+	c.mu.Lock()
+	c.cur = cl
+	c.mu.Unlock()
+	go func() {
+		// A process that does not read its stdin blocks this write; it
+		// ends when the process is killed.
+		if _, err := c.stdin.Write(append(line, '\n')); err != nil {
+			c.kill()
+		}
+	}()
+	select {
+	case a := <-cl.done:
+		if a.crashed {
+			e.failed(fmt.Errorf("process %d exited while running task %s", c.pid, id))
+		} else {
+			e.answered(c)
+		}
+		return a.result, a.err
+	case <-ctx.Done():
+		// A task past its timeout, cancelled or handed back: its process
+		// is the only way to stop it.
+		cause := context.Cause(ctx)
+		e.log.Warn("killing a handler process: its task ended", "task", id, "pid", c.pid, "cause", cause)
+		c.kill()
+		<-c.exited
+		return nil, cause
+	}
+}
+
+// acquire returns an idle process, or starts one, waiting out the backoff
+// and restarting until one is ready or ctx ends.
+func (e *Exec) acquire(ctx context.Context) (*child, error) {
+	for {
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			return nil, errors.New("task exec: closed")
+		}
+		if n := len(e.idle); n > 0 {
+			c := e.idle[n-1]
+			e.idle = e.idle[:n-1]
+			e.mu.Unlock()
+			select {
+			case <-c.exited:
+				continue
+			default:
+				return c, nil
+			}
+		}
+		wait := time.Until(e.nextStart)
+		e.mu.Unlock()
+		if wait > 0 {
+			sleep(ctx, wait)
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+		}
+		c, err := e.start(ctx)
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		e.failed(err)
+	}
+}
+
+// failed notes a process failure: the next start waits a backoff.
+func (e *Exec) failed(err error) {
+	e.mu.Lock()
+	e.fails++
+	d := e.cfg.BackoffMin << min(e.fails-1, 30)
+	if d <= 0 || d > e.cfg.BackoffMax {
+		d = e.cfg.BackoffMax
+	}
+	e.nextStart = time.Now().Add(d)
+	e.healthy = false
+	fails, closed := e.fails, e.closed
+	e.mu.Unlock()
+	if closed {
+		return
+	}
+	e.log.Error("task handler process failed: restarting after a backoff", "error", err, "failures", fails, "backoff", d)
+}
+
+// answered returns c to the idle processes after a task's answer.
+func (e *Exec) answered(c *child) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fails = 0
+	if !e.closed {
+		e.idle = append(e.idle, c)
+	}
+}
+
+// start starts a process and waits for its ready line.
+func (e *Exec) start(ctx context.Context) (*child, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(e.cfg.Command[0], e.cfg.Command[1:]...)
+	cmd.Dir = e.cfg.Dir
+	cmd.Env = append(os.Environ(), e.cfg.Env...)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	ownGroup(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("start %q: %w", e.cfg.Command[0], err)
+	}
+	c := &child{e: e, cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, ready: make(chan struct{}), exited: make(chan struct{})}
+	e.mu.Lock()
+	e.started++
+	e.all[c] = struct{}{}
+	if e.closed {
+		killGroup(cmd) // Close ran meanwhile
+	}
+	e.mu.Unlock()
+	e.log.Debug("task handler process started", "pid", c.pid)
+
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); c.readStdout(outR) }()
+	go func() { defer readers.Done(); c.readStderr(errR) }()
+	go func() {
+		err := cmd.Wait()
+		killGroup(cmd) // its children too
+		// Let the readers take what it wrote before it ended.
+		done := make(chan struct{})
+		go func() { readers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			outR.Close()
+			errR.Close()
+			<-done
+		}
+		outR.Close()
+		errR.Close()
+		e.mu.Lock()
+		delete(e.all, c)
+		closed := e.closed
+		e.mu.Unlock()
+		c.finish(answer{err: fmt.Errorf("%w: %v", ErrExecExited, err), crashed: true})
+		if !closed {
+			e.log.Warn("task handler process ended", "pid", c.pid, "status", err)
+		}
+		close(c.exited)
+	}()
+
+	t := time.NewTimer(e.cfg.StartTimeout)
+	defer t.Stop()
+	select {
+	case <-c.ready:
+		e.mu.Lock()
+		e.healthy = true
+		e.mu.Unlock()
+		return c, nil
+	case <-c.exited:
+		return nil, fmt.Errorf("process %d exited before its ready line", c.pid)
+	case <-t.C:
+		c.kill()
+		<-c.exited
+		return nil, fmt.Errorf("process %d not ready after %s: killed", c.pid, e.cfg.StartTimeout)
+	case <-ctx.Done():
+		c.kill()
+		<-c.exited
+		return nil, context.Cause(ctx)
+	}
+}
+
+func (c *child) kill() { killGroup(c.cmd) }
+
+// current returns the call running on c, if any.
+func (c *child) current() *call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur
+}
+
+// finish ends the current call with a, once.
+func (c *child) finish(a answer) {
+	c.mu.Lock()
+	cl := c.cur
+	c.cur = nil
+	c.mu.Unlock()
+	if cl != nil {
+		cl.done <- a
+	}
+}
+
+// readStdout reads the process's protocol lines until it ends.
+func (c *child) readStdout(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	max := c.e.cfg.MaxLine
+	log := c.e.log.With("pid", c.pid)
+	isReady := false
+	for {
+		line, tooLong, err := readLine(br, max)
+		if tooLong {
+			if cl := c.current(); cl != nil {
+				log.Error("handler process wrote a line over the limit: failing its task", "task", cl.id, "limit", max)
+				c.finish(answer{err: SkipRetry(fmt.Errorf("%w (%d bytes) while running task %s", ErrExecLineTooLong, max, cl.id))})
+			} else {
+				log.Error("handler process wrote a line over the limit between tasks: ignored", "limit", max)
+			}
+		} else if len(bytes.TrimSpace(line)) > 0 {
+			var m message
+			if jerr := json.Unmarshal(line, &m); jerr != nil {
+				log.Warn("handler process wrote a line that is not JSON: ignored", "line", clip(line), "task", c.taskID())
+			} else if !isReady {
+				if m.Status == "ready" {
+					isReady = true
+					close(c.ready)
+				} else {
+					log.Warn("handler process wrote a line before its ready line: ignored", "line", clip(line))
+				}
+			} else {
+				c.dispatch(log, m, line)
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// dispatch handles a protocol line of a ready process.
+func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
+	cl := c.current()
+	if cl == nil || m.TaskID != cl.id {
+		log.Warn("handler process wrote a line for a task it is not running: ignored", "line", clip(line), "task", c.taskID())
+		return
+	}
+	switch {
+	case m.Progress != nil:
+		cl.report(KindProgress, compact(m.Progress))
+	case m.Partial != nil:
+		cl.report(KindPartial, compact(m.Partial))
+	case m.Error != nil:
+		err := errors.New(*m.Error)
+		if m.Retry != nil && !*m.Retry {
+			err = SkipRetry(err)
+		}
+		c.finish(answer{err: err})
+	default:
+		res := json.RawMessage("null")
+		if m.Result != nil {
+			res = compact(m.Result)
+		}
+		c.finish(answer{result: res})
+	}
+}
+
+func (c *child) taskID() string {
+	if cl := c.current(); cl != nil {
+		return cl.id
+	}
+	return ""
+}
+
+// readStderr logs the process's stderr lines, tagged with its task.
+func (c *child) readStderr(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	log := c.e.log.With("pid", c.pid)
+	for {
+		line, _, err := readLine(br, 64<<10)
+		if len(line) > 0 {
+			log.Info("handler: "+string(bytes.TrimRight(line, "\r")), "task", c.taskID())
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readLine reads a line without its newline; a line over limit is
+// discarded (through its end) and reported as tooLong.
+func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	for {
+		frag, e := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(frag) > limit+1 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if e == bufio.ErrBufferFull {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), tooLong, e
+	}
+}
+
+// compact returns v without insignificant spaces.
+func compact(v json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return v
+	}
+	return b.Bytes()
+}
+
+// clip shortens a line for a log.
+func clip(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}

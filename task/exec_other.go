@@ -1,0 +1,13 @@
+//go:build !unix
+
+package task
+
+import "os/exec"
+
+func ownGroup(*exec.Cmd) {}
+
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+}

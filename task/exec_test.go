@@ -1,0 +1,377 @@
+package task_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/task"
+)
+
+func needPython(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed (scripts/test installs it)")
+	}
+	return py
+}
+
+// newExec returns an Exec running the test handler script (or cmd), closed
+// when the test ends.
+func newExec(t *testing.T, cfg task.ExecConfig) *task.Exec {
+	t.Helper()
+	py := needPython(t)
+	if cfg.Command == nil {
+		cfg.Command = []string{py, "testdata/exec_handler.py"}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger()
+	}
+	ex, err := task.NewExec(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ex.Close() })
+	return ex
+}
+
+type op struct {
+	Op string `json:"op"`
+	N  int    `json:"n,omitempty"`
+}
+
+// execQueue runs queue "ex" with ex's handler on a worker of a fresh app.
+func execQueue(t *testing.T, e *env, ex *task.Exec, opts ...task.Option) *task.Queue[json.RawMessage, json.RawMessage] {
+	t.Helper()
+	a := e.app("w1")
+	opts = append([]task.Option{task.Backoff(10*time.Millisecond, 20*time.Millisecond), task.Concurrency(2)}, opts...)
+	q, err := task.Handle(a, "ex", ex.Handle, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	return q
+}
+
+func enqueueOp(t *testing.T, q *task.Queue[json.RawMessage, json.RawMessage], o op) string {
+	t.Helper()
+	b, _ := json.Marshal(o)
+	id, err := q.Enqueue(ctxT(t), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+type opResult struct {
+	Op      string `json:"op"`
+	Attempt int    `json:"attempt"`
+	PID     int    `json:"pid"`
+}
+
+func resultOf(t *testing.T, q *task.Queue[json.RawMessage, json.RawMessage], id string) opResult {
+	t.Helper()
+	raw, err := q.Result(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r opResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("result %s: %v", raw, err)
+	}
+	return r
+}
+
+// TestExecPythonExample runs the Python example handler on two workers
+// (apps, each with its own processes) at concurrency 4: every task
+// succeeds, and each worker starts at most 4 processes.
+func TestExecPythonExample(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	py := needPython(t)
+	n := 200
+	if os.Getenv("LEAT_TEST_LONG") != "" {
+		n = 1000
+	}
+	var q *task.Queue[json.RawMessage, json.RawMessage]
+	var execs []*task.Exec
+	for _, id := range []string{"w1", "w2"} {
+		ex := newExec(t, task.ExecConfig{Command: []string{py, "handler.py"}, Dir: "../examples/tasks-python"})
+		execs = append(execs, ex)
+		a := e.app(id)
+		var err error
+		q, err = task.Handle(a, "words", ex.Handle, task.Concurrency(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.run(a)
+	}
+	type words struct {
+		Text string `json:"text"`
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		b, _ := json.Marshal(words{Text: strings.Repeat("w ", i%7+1)})
+		id, err := q.Enqueue(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	for i, id := range ids {
+		raw, err := q.Result(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct{ Words int }
+		if err := json.Unmarshal(raw, &r); err != nil || r.Words != i%7+1 {
+			t.Fatalf("task %d: result %s (%v)", i, raw, err)
+		}
+	}
+	for i, ex := range execs {
+		if s := ex.Stats(); s.Started > 4 || !s.Healthy {
+			t.Errorf("worker %d: %+v, want at most 4 processes started", i, s)
+		}
+	}
+	if c, _ := q.Counts(ctx); c[task.Succeeded] != int64(n) {
+		t.Fatalf("counts %v", c)
+	}
+}
+
+// TestExecProcessDiesMidTask: a process that exits while running a task
+// fails the attempt retryably; a new process runs the retry.
+func TestExecProcessDiesMidTask(t *testing.T) {
+	e := newEnv(t)
+	ex := newExec(t, task.ExecConfig{BackoffMin: 10 * time.Millisecond})
+	q := execQueue(t, e, ex)
+	r := resultOf(t, q, enqueueOp(t, q, op{Op: "die"}))
+	if r.Attempt != 2 {
+		t.Fatalf("result %+v, want a success at attempt 2", r)
+	}
+	if s := ex.Stats(); s.Started != 2 {
+		t.Fatalf("stats %+v, want 2 processes started", s)
+	}
+}
+
+// TestExecKilledMidTask: a child killed from outside while it runs a task
+// takes its own children down with it (its process group is killed); the
+// task is retried on a new child.
+func TestExecKilledMidTask(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	ex := newExec(t, task.ExecConfig{BackoffMin: 10 * time.Millisecond})
+	q := execQueue(t, e, ex)
+	id := enqueueOp(t, q, op{Op: "grandchild"})
+	var pids struct{ PID, Grandchild int }
+	eventually(t, 10*time.Second, "progress with the pids", func() bool {
+		in, err := q.Info(ctx, id)
+		return err == nil && in.Progress != nil && json.Unmarshal(in.Progress, &pids) == nil
+	})
+	if err := syscall.Kill(pids.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := resultOf(t, q, id)
+	if r.Attempt != 2 || r.PID == pids.PID {
+		t.Fatalf("result %+v after killing %d", r, pids.PID)
+	}
+	eventually(t, 10*time.Second, "the grandchild gone", func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pids.Grandchild))
+		return err != nil || strings.Contains(string(b), ") Z ")
+	})
+}
+
+// TestExecNeverReady: a process that does not say ready within the start
+// timeout is killed and restarted with backoff, the Exec unhealthy
+// meanwhile; the task runs once a process is ready.
+func TestExecNeverReady(t *testing.T) {
+	e := newEnv(t)
+	starts := filepath.Join(t.TempDir(), "starts")
+	ex := newExec(t, task.ExecConfig{
+		StartTimeout: time.Second, BackoffMin: 100 * time.Millisecond,
+		Env: []string{"STARTS_FILE=" + starts, "READY_AT=3"},
+	})
+	q := execQueue(t, e, ex, task.Concurrency(1))
+	begin := time.Now()
+	id := enqueueOp(t, q, op{Op: "echo"})
+	eventually(t, 10*time.Second, "an unhealthy exec", func() bool { return !ex.Stats().Healthy })
+	r := resultOf(t, q, id)
+	if r.Attempt != 1 {
+		t.Fatalf("result %+v, want attempt 1", r)
+	}
+	b, _ := os.ReadFile(starts)
+	// A process killed before it wrote its start is not counted in the file.
+	if s := ex.Stats(); s.Started < 3 || len(b) != 3 || !s.Healthy {
+		t.Fatalf("stats %+v, %d starts recorded", s, len(b))
+	}
+	// Two start timeouts and backoffs of 100ms and 200ms.
+	if took := time.Since(begin); took < 2300*time.Millisecond {
+		t.Fatalf("took %s: no backoff?", took)
+	}
+}
+
+// TestExecGarbageLines: lines that are not JSON or name another task are
+// ignored, and the task still gets its answer.
+func TestExecGarbageLines(t *testing.T) {
+	e := newEnv(t)
+	ex := newExec(t, task.ExecConfig{})
+	q := execQueue(t, e, ex)
+	r := resultOf(t, q, enqueueOp(t, q, op{Op: "garbage"}))
+	if r.Op != "garbage" || r.Attempt != 1 {
+		t.Fatalf("result %+v", r)
+	}
+	if s := ex.Stats(); s.Started != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestExecHungTaskTimesOut: a task past its timeout has its process killed;
+// the retry runs on a new process.
+func TestExecHungTaskTimesOut(t *testing.T) {
+	e := newEnv(t)
+	ex := newExec(t, task.ExecConfig{})
+	q := execQueue(t, e, ex, task.Timeout(time.Second))
+	first := resultOf(t, q, enqueueOp(t, q, op{Op: "echo"}))
+	id := enqueueOp(t, q, op{Op: "hang"})
+	r := resultOf(t, q, id)
+	if r.Attempt != 2 || r.PID == first.PID && ex.Stats().Started < 2 {
+		t.Fatalf("result %+v (first %+v), stats %+v", r, first, ex.Stats())
+	}
+	if s := ex.Stats(); s.Started < 2 {
+		t.Fatalf("stats %+v: the hung process was not replaced", s)
+	}
+}
+
+// TestExecHugeLineAndFinalError: a line over the limit fails its task with
+// a clear error, and the process goes on; an error with retry false is
+// final.
+func TestExecHugeLineAndFinalError(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	ex := newExec(t, task.ExecConfig{MaxLine: 1024})
+	q := execQueue(t, e, ex, task.Concurrency(1))
+	id := enqueueOp(t, q, op{Op: "huge", N: 4096})
+	in, err := q.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.State != task.Failed || !strings.Contains(in.Error, "over the size limit") {
+		t.Fatalf("%+v", in)
+	}
+	if raw, err := q.Result(ctx, enqueueOp(t, q, op{Op: "huge", N: 10})); err != nil || string(raw) != `"xxxxxxxxxx"` {
+		t.Fatalf("%s, %v", raw, err)
+	}
+	in, err = q.Wait(ctx, enqueueOp(t, q, op{Op: "fail"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.State != task.Failed || !strings.HasSuffix(in.Error, "no way") || in.Attempts != 1 {
+		t.Fatalf("%+v", in)
+	}
+	if s := ex.Stats(); s.Started != 1 {
+		t.Fatalf("stats %+v, want the process kept", s)
+	}
+}
+
+// follow collects the updates of task id until it is done.
+func follow(t *testing.T, q interface {
+	Follow(context.Context, string) iter.Seq2[task.Update, error]
+}, id string) []task.Update {
+	t.Helper()
+	var got []task.Update
+	for u, err := range q.Follow(ctxT(t), id) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, u)
+	}
+	return got
+}
+
+// wantUpdates checks n progress reports and partial results, interleaved in
+// order, then the end.
+func wantUpdates(t *testing.T, got []task.Update, n int) {
+	t.Helper()
+	if len(got) != 2*n+1 {
+		t.Fatalf("%d updates, want %d: %+v", len(got), 2*n+1, got)
+	}
+	for i := range n {
+		p, r := got[2*i], got[2*i+1]
+		if p.Kind != task.KindProgress || string(p.Data) != fmt.Sprintf(`{"i":%d}`, i) ||
+			r.Kind != task.KindPartial || string(r.Data) != fmt.Sprint(i) || p.Attempt != 1 {
+			t.Fatalf("updates %d: %+v %+v", i, p, r)
+		}
+	}
+	last := got[2*n]
+	if last.Kind != task.KindDone || last.Info.State != task.Succeeded || string(last.Info.Progress) != fmt.Sprintf(`{"i":%d}`, n-1) {
+		t.Fatalf("last update %+v", last)
+	}
+}
+
+// TestExecUpdates: a process's progress and partial lines are recorded and
+// followed in order, while the task runs and after.
+func TestExecUpdates(t *testing.T) {
+	e := newEnv(t)
+	ex := newExec(t, task.ExecConfig{})
+	q := execQueue(t, e, ex)
+	id := enqueueOp(t, q, op{Op: "updates", N: 50})
+	var wg sync.WaitGroup
+	var live []task.Update
+	wg.Add(1)
+	go func() { defer wg.Done(); live = follow(t, q, id) }()
+	wg.Wait()
+	wantUpdates(t, live, 50)
+	wantUpdates(t, follow(t, q, id), 50) // again, from the record
+}
+
+// TestGoHandlerUpdates: a Go handler's Progress and Partial; the updates
+// stream has the task's TTL.
+func TestGoHandlerUpdates(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	q, err := task.Handle(a, "gu", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		for i := range tk.Payload.N {
+			if err := tk.Progress(map[string]int{"i": i}); err != nil {
+				return out{}, err
+			}
+			if err := tk.Partial(i); err != nil {
+				return out{}, err
+			}
+		}
+		return out{Double: 2 * tk.Payload.N}, nil
+	}, task.Retention(time.Hour), task.Timeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := q.Enqueue(ctx, job{N: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	wantUpdates(t, follow(t, q, id), 20)
+	keys, err := e.client.Keys(ctx, e.prefix+":tupd:*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys %v (%v)", keys, err)
+	}
+	ttl := e.client.PTTL(ctx, keys[0]).Val()
+	if ttl <= 59*time.Minute || ttl > 61*time.Minute {
+		t.Fatalf("updates TTL %s, want the retention plus the timeout", ttl)
+	}
+	// Unknown tasks end a follow with ErrNotFound.
+	for _, err := range q.Follow(ctx, "nope") {
+		if !errors.Is(err, task.ErrNotFound) {
+			t.Fatalf("follow of an unknown task: %v", err)
+		}
+	}
+}

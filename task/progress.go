@@ -1,0 +1,185 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"time"
+
+	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
+)
+
+// Kinds of an Update.
+const (
+	KindProgress = "progress" // a progress report (Task.Progress)
+	KindPartial  = "partial"  // a partial result (Task.Partial)
+	KindDone     = "done"     // the task finished: Info holds its status
+)
+
+// UpdatesCap bounds the stream of a task's updates: about this many of the
+// latest are kept.
+const UpdatesCap = 1000
+
+// reportTimeout bounds one report's round trip to Redis.
+const reportTimeout = 5 * time.Second
+
+// A reporter records a running task's updates.
+type reporter interface {
+	report(ctx context.Context, kind string, data json.RawMessage) error
+}
+
+// reporterFunc is a reporter of a local run (no Redis).
+type reporterFunc func(kind string, data json.RawMessage) error
+
+func (f reporterFunc) report(_ context.Context, kind string, data json.RawMessage) error {
+	return f(kind, data)
+}
+
+// Progress reports the task's progress, any JSON value (a percentage, a
+// stage...): it becomes the Progress of the task's Info and an update that
+// Follow yields. A report of a task no longer running is dropped.
+func (t *Task[P]) Progress(v any) error { return t.send(KindProgress, v) }
+
+// Partial appends a partial result, any JSON value, to the task's updates
+// (see Follow), in order with its progress reports. The updates are kept,
+// about the last UpdatesCap of them, for the task's timeout plus its
+// retention.
+func (t *Task[P]) Partial(v any) error { return t.send(KindPartial, v) }
+
+func (t *Task[P]) send(kind string, v any) error {
+	if t.rep == nil {
+		return nil
+	}
+	b, ok := v.(json.RawMessage)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return fmt.Errorf("task %s: encode %s: %w", t.ID, kind, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	defer cancel()
+	return t.rep.report(ctx, kind, b)
+}
+
+// redisReporter records the updates of a task run by a worker.
+type redisReporter struct {
+	q       *core
+	id      string
+	attempt int
+	ttl     time.Duration
+}
+
+func (q *core) updates(f *taskrdb.Fetched) reporter {
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = q.set.timeout
+	}
+	return &redisReporter{q: q, id: f.ID, attempt: f.Attempt, ttl: timeout + q.set.retention}
+}
+
+// reportScript records an update of an active task: KEYS task hash,
+// updates stream; ARGV kind, data, cap, TTL ms, attempt.
+var reportScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 's') ~= 'active' then return 0 end
+if ARGV[1] == 'progress' then redis.call('HSET', KEYS[1], 'prog', ARGV[2]) end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'k', ARGV[1], 'd', ARGV[2], 'a', ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return 1
+`)
+
+func (r *redisReporter) report(ctx context.Context, kind string, data json.RawMessage) error {
+	q := r.q
+	err := reportScript.Run(ctx, q.rdb, []string{q.ks.TaskPrefix(q.name) + r.id, q.ks.TaskUpdatesPrefix(q.name) + r.id},
+		kind, string(data), UpdatesCap, r.ttl.Milliseconds(), r.attempt).Err()
+	if err != nil {
+		return fmt.Errorf("task %s: record %s: %w", r.id, kind, err)
+	}
+	return nil
+}
+
+// An Update is a progress report or partial result of a task, or its end.
+type Update struct {
+	Kind    string          `json:"kind"`              // KindProgress, KindPartial or KindDone
+	Data    json.RawMessage `json:"data,omitempty"`    // the value reported
+	Attempt int             `json:"attempt,omitempty"` // the attempt that reported it
+	Info    *Info           `json:"info,omitempty"`    // KindDone: the task's final status
+}
+
+// followBlock bounds one blocking read of Follow between status checks.
+const followBlock = 250 * time.Millisecond
+
+// Follow yields the updates of task id in the order they were reported,
+// those already recorded first, then as they come, and ends with a
+// KindDone update once the task is finished. It yields an error (and
+// stops) when the task is unknown or ctx ends.
+func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
+	return func(yield func(Update, error) bool) {
+		stream := q.ks.TaskUpdatesPrefix(q.name) + id
+		last := "0"
+		read := func(block time.Duration) (int, error) {
+			res, err := q.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{stream, last}, Count: 256, Block: block}).Result()
+			if errors.Is(err, redis.Nil) {
+				return 0, nil
+			}
+			if err != nil {
+				return 0, err
+			}
+			n := 0
+			for _, s := range res {
+				for _, m := range s.Messages {
+					last = m.ID
+					n++
+					k, _ := m.Values["k"].(string)
+					d, _ := m.Values["d"].(string)
+					a, _ := m.Values["a"].(string)
+					at, _ := strconv.Atoi(a)
+					if !yield(Update{Kind: k, Data: json.RawMessage(d), Attempt: at}, nil) {
+						return n, errStopFollow
+					}
+				}
+			}
+			return n, nil
+		}
+		for {
+			in, err := q.Info(ctx, id)
+			if err != nil {
+				yield(Update{}, err)
+				return
+			}
+			if in.State.Final() {
+				// Drain what was recorded before the end.
+				for {
+					n, err := read(-1)
+					if errors.Is(err, errStopFollow) {
+						return
+					}
+					if err != nil {
+						yield(Update{}, err)
+						return
+					}
+					if n == 0 {
+						break
+					}
+				}
+				yield(Update{Kind: KindDone, Info: in}, nil)
+				return
+			}
+			if _, err := read(followBlock); err != nil {
+				if !errors.Is(err, errStopFollow) {
+					if ctx.Err() != nil {
+						err = ctx.Err()
+					}
+					yield(Update{}, err)
+				}
+				return
+			}
+		}
+	}
+}
+
+var errStopFollow = errors.New("stop following")

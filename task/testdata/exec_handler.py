@@ -1,0 +1,53 @@
+# A handler process for the tests of task.Exec, speaking the protocol by
+# hand. The payload's "op" picks a behaviour.
+import json
+import os
+import sys
+import time
+
+starts = os.environ.get("STARTS_FILE")
+if starts:
+    with open(starts, "a") as f:
+        f.write("x")
+    with open(starts) as f:
+        n = len(f.read())
+    if n < int(os.environ.get("READY_AT", "1")):
+        time.sleep(3600)  # never ready
+
+
+def out(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+out({"status": "ready"})
+for line in sys.stdin:
+    req = json.loads(line)
+    tid, p, attempt = req["task_id"], req["payload"], req["attempt"]
+    op = p.get("op")
+    print("running " + op, file=sys.stderr, flush=True)
+    if op == "die" and attempt == 1:
+        os._exit(3)
+    if op == "grandchild" and attempt == 1:
+        import subprocess
+        g = subprocess.Popen(["sleep", "3600"])
+        out({"task_id": tid, "progress": {"pid": os.getpid(), "grandchild": g.pid}})
+        time.sleep(3600)
+    if op == "hang" and attempt == 1:
+        time.sleep(3600)
+    if op == "garbage":
+        sys.stdout.write("this is not json\n")
+        out({"task_id": "nobody", "result": 1})
+        sys.stdout.flush()
+    if op == "huge":
+        sys.stdout.write('{"task_id":"%s","result":"%s"}\n' % (tid, "x" * p["n"]))
+        sys.stdout.flush()
+        continue
+    if op == "fail":
+        out({"task_id": tid, "error": "no way", "retry": False})
+        continue
+    if op == "updates":
+        for i in range(p["n"]):
+            out({"task_id": tid, "progress": {"i": i}})
+            out({"task_id": tid, "partial": i})
+    out({"task_id": tid, "result": {"op": op, "attempt": attempt, "pid": os.getpid()}})
