@@ -3,6 +3,7 @@ package task_test
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,11 @@ type timed struct {
 // TestDelayAccuracy: 1,000 tasks with random delays up to 5s each start no
 // earlier than due and within 200ms after.
 func TestDelayAccuracy(t *testing.T) {
+	if os.Getenv("LEAT_TEST_TIMING") == "later" {
+		// scripts/test runs it on its own afterwards: its 200ms bound
+		// measures leat, not a CPU shared with every other package's tests.
+		t.Skip("timing test: run on its own")
+	}
 	e := newEnv(t)
 	ctx := ctxT(t)
 	// The default lease (10s): a leadership lost to a starved refresh on a
