@@ -2,14 +2,17 @@ package task
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
+
+	streamcore "github.com/leatdev/leat/internal/core"
 )
 
 // ErrSkipRetry, returned by a handler (or wrapped: see SkipRetry), ends the
-// task as failed at once, without its remaining retries.
-var ErrSkipRetry = errors.New("task: skip retry")
+// task as failed at once, without its remaining retries. It is the same
+// sentinel as app.ErrSkipRetry: one for processors, task handlers and
+// middleware.
+var ErrSkipRetry = streamcore.ErrSkipRetry
 
 // SkipRetry wraps err so that it ends the task as failed at once: the
 // error matches both err and ErrSkipRetry.
@@ -17,28 +20,17 @@ func SkipRetry(err error) error {
 	if err == nil {
 		return ErrSkipRetry
 	}
-	return fmt.Errorf("%w: %w", ErrSkipRetry, err)
+	return streamcore.SkipRetry(err)
 }
 
-// RetryAfterError asks for the next attempt after a given delay instead of
-// the queue's backoff (a rate-limited API's Retry-After, say).
-type RetryAfterError struct {
-	Delay time.Duration
-	Err   error
-}
-
-func (e *RetryAfterError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("retry after %s", e.Delay)
-	}
-	return fmt.Sprintf("retry after %s: %v", e.Delay, e.Err)
-}
-
-func (e *RetryAfterError) Unwrap() error { return e.Err }
+// RetryAfterError asks for the next attempt after a given delay (After)
+// instead of the queue's backoff (a rate-limited API's Retry-After, say).
+// It is the type app.RetryAfter returns too.
+type RetryAfterError = streamcore.RetryAfterError
 
 // RetryAfter returns an error that fails the attempt and asks for the next
 // one after d (when retries remain).
-func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{Delay: d, Err: err} }
+func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{After: d, Err: err} }
 
 // backoff is the delay before the retry following attempt (1 = the first
 // run): min·2^(attempt−1), capped at max, with jitter in its upper half.
@@ -55,8 +47,8 @@ func backoff(attempt int, minDelay, maxDelay time.Duration) time.Duration {
 // retryDelay is the delay before retrying after err on attempt.
 func (s *settings) retryDelay(attempt int, err error) time.Duration {
 	var ra *RetryAfterError
-	if errors.As(err, &ra) && ra.Delay >= 0 {
-		return ra.Delay
+	if errors.As(err, &ra) && ra.After >= 0 {
+		return ra.After
 	}
 	return backoff(attempt, s.backoffMin, s.backoffMax)
 }

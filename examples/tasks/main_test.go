@@ -24,7 +24,7 @@ func TestTasksExample(t *testing.T) {
 		"owl.png enqueued twice: same task true, duplicate true",
 		`cat.png    succeeded after 1 attempt(s): {"url":"https://cdn.example.com/200/cat.png"}`,
 		"flaky.png  succeeded after 3 attempt(s)",
-		"broken.png failed after 1 attempt(s): task: skip retry: corrupt image",
+		"broken.png failed after 1 attempt(s): leat: skip retry: corrupt image",
 		"dog.png    succeeded after 1 attempt(s)",
 		"counts: 4 succeeded, 1 failed",
 	} {

@@ -7,8 +7,9 @@ import (
 )
 
 // ErrSkipRetry is matched by errors returned with SkipRetry (re-exported
-// by packages executor and app, used by package middleware).
-var ErrSkipRetry = errors.New("executor: do not retry")
+// by packages executor, app and task, used by package middleware): one
+// sentinel for processors, task handlers and middleware.
+var ErrSkipRetry = errors.New("leat: skip retry")
 
 // SkipRetry marks err as not worth retrying: the failure policy applies at
 // once, without the retries in place.
@@ -25,7 +26,10 @@ type RetryAfterError struct {
 }
 
 func (e *RetryAfterError) Error() string {
-	return fmt.Sprintf("executor: retry after %s: %v", e.After, e.Err)
+	if e.Err == nil {
+		return fmt.Sprintf("retry after %s", e.After)
+	}
+	return fmt.Sprintf("retry after %s: %v", e.After, e.Err)
 }
 
 func (e *RetryAfterError) Unwrap() error { return e.Err }
