@@ -112,6 +112,33 @@ func tasksCommand(setup Setup) *cli.Command {
 					}
 					return followTask(c, q, c.Args().Get(0))
 				}),
+			sub("logs", "print a task's log lines in order (its handler's Task.Log lines, a subprocess handler's stderr)", "ID",
+				[]cli.Flag{jsonFlag()},
+				func(c *cli.Context, a *app.App) error {
+					if err := wantArgs(c, "ID"); err != nil {
+						return err
+					}
+					q, err := findTask(c, a)
+					if err != nil {
+						return err
+					}
+					lines, err := q.Logs(c.Context, c.Args().Get(0))
+					if err != nil {
+						return err
+					}
+					enc := json.NewEncoder(c.App.Writer)
+					for _, l := range lines {
+						if c.Bool(flagJSON) {
+							err = enc.Encode(l)
+						} else {
+							_, err = fmt.Fprintf(c.App.Writer, "%s  #%d  %s\n", l.Time.Format(time.RFC3339Nano), l.Attempt, l.Line)
+						}
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				}),
 			sub("cancel", "cancel a pending, scheduled, retrying or running task", "ID", nil,
 				func(c *cli.Context, a *app.App) error {
 					if err := wantArgs(c, "ID"); err != nil {

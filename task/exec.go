@@ -120,7 +120,7 @@ func (e *Exec) Handle(ctx context.Context, t *Task[json.RawMessage]) (json.RawMe
 		if err := t.send(kind, data); err != nil {
 			e.log.Warn("task update lost", "task", t.ID, "error", err)
 		}
-	})
+	}, t.Log)
 }
 
 // RunOnce runs one task with payload on a child process, without Redis (a
@@ -130,7 +130,7 @@ func (e *Exec) RunOnce(ctx context.Context, id string, payload json.RawMessage, 
 	if report == nil {
 		report = func(string, json.RawMessage) {}
 	}
-	return e.run(ctx, id, payload, 1, report)
+	return e.run(ctx, id, payload, 1, report, nil)
 }
 
 // Close stops the processes: their stdin is closed, and those still alive
@@ -189,7 +189,8 @@ type answer struct {
 type call struct {
 	id     string
 	report func(kind string, data json.RawMessage)
-	done   chan answer // buffered: one answer
+	log    func(line string) // the task's log (nil: none)
+	done   chan answer       // buffered: one answer
 }
 
 // child is one handler process.
@@ -201,11 +202,12 @@ type child struct {
 	ready  chan struct{} // closed at the ready line
 	exited chan struct{} // closed once the process is gone and its output read
 
-	mu  sync.Mutex
-	cur *call
+	mu   sync.Mutex
+	cur  *call
+	last *call // the call started last: its task gets the stderr lines read after its end
 }
 
-func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, attempt int, report func(string, json.RawMessage)) (json.RawMessage, error) {
+func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, attempt int, report func(string, json.RawMessage), logLine func(string)) (json.RawMessage, error) {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
@@ -217,9 +219,9 @@ func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, atte
 	if err != nil {
 		return nil, err
 	}
-	cl := &call{id: id, report: report, done: make(chan answer, 1)}
+	cl := &call{id: id, report: report, log: logLine, done: make(chan answer, 1)}
 	c.mu.Lock()
-	c.cur = cl
+	c.cur, c.last = cl, cl
 	c.mu.Unlock()
 	go func() {
 		// A process that does not read its stdin blocks this write; it
@@ -493,14 +495,23 @@ func (c *child) taskID() string {
 	return ""
 }
 
-// readStderr logs the process's stderr lines, tagged with its task.
+// readStderr logs the process's stderr lines, tagged with its task, and
+// appends them to the log of the task started last on the process (a line
+// read just after its task ended is still its task's).
 func (c *child) readStderr(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	log := c.e.log.With("pid", c.pid)
 	for {
 		line, _, err := readLine(br, 64<<10)
 		if len(line) > 0 {
-			log.Info("handler: "+string(bytes.TrimRight(line, "\r")), "task", c.taskID())
+			text := string(bytes.TrimRight(line, "\r"))
+			log.Info("handler: "+text, "task", c.taskID())
+			c.mu.Lock()
+			last := c.last
+			c.mu.Unlock()
+			if last != nil && last.log != nil {
+				last.log(text)
+			}
 		}
 		if err != nil {
 			return

@@ -92,3 +92,8 @@ func (s Space) TaskPattern(queue string) string {
 // thousand entries; PX the task's timeout plus its retention, renewed at
 // every append).
 func (s Space) TaskUpdatesPrefix(queue string) string { return s.key("tupd", s.taskTag(queue)) + ":" }
+
+// TaskLogsPrefix starts the stream of log lines of each task: PREFIX + task
+// ID (type stream, one entry per line, capped at the task queue's log cap;
+// PX the task's timeout plus its retention, renewed at every append).
+func (s Space) TaskLogsPrefix(queue string) string { return s.key("tlog", s.taskTag(queue)) + ":" }

@@ -1,0 +1,88 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/task"
+)
+
+// logHandler is a shell handler process writing two stderr lines per task.
+const logHandler = `echo '{"status":"ready"}'
+while read -r line; do
+  id=$(printf '%s' "$line" | sed 's/.*"task_id":"\([^"]*\)".*/\1/')
+  echo "starting $id" >&2
+  echo "second line" >&2
+  printf '{"task_id":"%s","result":1}\n' "$id"
+done
+`
+
+// eventually polls cond until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestTasksLogs: a subprocess handler's stderr lines are kept with their
+// task; "tasks logs ID" prints them in order after the task ended, and the
+// log expires with the task.
+func TestTasksLogs(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	script := filepath.Join(t.TempDir(), "handler.sh")
+	if err := os.WriteFile(script, []byte(logHandler), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(app.Config{Name: "shop", Client: s.client, KeyPrefix: s.keys.Prefix,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := task.Declare[json.RawMessage, json.RawMessage](a, "logged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := q.Enqueue(ctx, json.RawMessage(`{}`), task.WithTimeout(time.Second), task.WithRetention(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, nil, s.quiet("worker", "--queue", "logged", "--exec", "sh "+script, "--grace", "1s")...)
+	if _, err := q.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	eventually(t, 10*time.Second, "both log lines", func() bool {
+		r := run(t, nil, "", s.quiet("tasks", "logs", id)...)
+		out = r.stdout
+		return r.status == 0 && strings.Count(out, "\n") == 2
+	})
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasSuffix(lines[0], "#1  starting "+id) || !strings.HasSuffix(lines[1], "#1  second line") {
+		t.Fatalf("logs:\n%s", out)
+	}
+	logKey := s.keys.TaskLogsPrefix("logged") + id
+	if ttl := s.client.PTTL(ctx, logKey).Val(); ttl <= 0 || ttl > 3*time.Second {
+		t.Fatalf("log TTL %s, want at most the timeout plus the retention", ttl)
+	}
+	eventually(t, 10*time.Second, "the log to expire with its task", func() bool {
+		return s.client.Exists(ctx, logKey, s.keys.TaskPrefix("logged")+id).Val() == 0
+	})
+	r := run(t, nil, "", s.quiet("tasks", "logs", id)...)
+	wantFailure(t, r, 2, "not found")
+}
