@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,4 +87,40 @@ func TestTasksLogs(t *testing.T) {
 	})
 	r := run(t, nil, "", s.quiet("tasks", "logs", id)...)
 	wantFailure(t, r, 2, "not found")
+}
+
+// TestEnqueueWebhook: "enqueue --webhook" has the task's outcome POSTed;
+// "tasks show" shows the delivery; a URL that is not http(s) is refused.
+func TestEnqueueWebhook(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	got := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+	}))
+	defer srv.Close()
+	runTaskWorker(t, s)
+	r := run(t, nil, "", s.args("enqueue", "--webhook", "ftp://example.com", "greet", `{"name":"ada"}`)...)
+	wantFailure(t, r, 2, "http or https")
+	r = run(t, nil, "", s.args("enqueue", "--webhook", srv.URL, "greet", `{"name":"ada"}`)...)
+	if r.status != 0 {
+		t.Fatalf("%+v", r)
+	}
+	id := strings.TrimSpace(r.stdout)
+	select {
+	case body := <-got:
+		if !strings.Contains(body, `"id":"`+id+`"`) || !strings.Contains(body, `"result":"hello ada"`) {
+			t.Fatalf("body %s", body)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no webhook")
+	}
+	eventually(t, 10*time.Second, "the delivery recorded", func() bool {
+		r = run(t, nil, "", s.args("tasks", "show", id)...)
+		return strings.Contains(r.stdout, "delivered, 1 attempts")
+	})
+	if !strings.Contains(r.stdout, srv.URL) {
+		t.Fatalf("%+v", r)
+	}
 }

@@ -310,5 +310,18 @@ func printInfo(c *cli.Context, in *task.Info) error {
 	if in.Error != "" {
 		fmt.Fprintf(tw, "error\t%s\n", in.Error)
 	}
+	if h := in.Webhook; h != nil {
+		state := h.State
+		if state == "" {
+			state = "waiting for the task to end"
+		}
+		fmt.Fprintf(tw, "webhook\t%s\nwebhook delivery\t%s, %d attempts\n", h.URL, state, h.Attempts)
+		if !h.DeliveredAt.IsZero() {
+			fmt.Fprintf(tw, "webhook delivered\t%s\n", at(h.DeliveredAt))
+		}
+		if h.LastError != "" {
+			fmt.Fprintf(tw, "webhook error\t%s\n", h.LastError)
+		}
+	}
 	return tw.Flush()
 }
