@@ -124,3 +124,56 @@ func TestEnqueueWebhook(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// TestWorkerExecReady: a worker running a subprocess handler is not ready
+// on /readyz while no handler process is ready, and ready once one is,
+// before any task.
+func TestWorkerExecReady(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := app.New(app.Config{Name: "shop", Client: s.client, KeyPrefix: s.keys.Prefix,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := task.Declare[json.RawMessage, json.RawMessage](a, "ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Counts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Record the queue for the workers below.
+	if _, err := q.Enqueue(ctx, json.RawMessage(`{}`), task.Delay(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+
+	addr := freeAddr(t)
+	b := start(t, nil, s.quiet("worker", "--queue", "ready", "--exec", "sleep 3600", "--start-timeout", "100ms", "--metrics-addr", addr)...)
+	eventually(t, 20*time.Second, "/readyz not ready", func() bool {
+		code, body := httpGet(t, "http://"+addr+"/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "no handler process ready")
+	})
+	if code, _ := httpGet(t, "http://"+addr+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d", code)
+	}
+	if r := b.stop(t); r.status != 0 {
+		t.Fatalf("worker: %+v", r)
+	}
+
+	script := filepath.Join(t.TempDir(), "handler.sh")
+	if err := os.WriteFile(script, []byte(logHandler), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr = freeAddr(t)
+	b = start(t, nil, s.quiet("worker", "--queue", "ready", "--exec", "sh "+script, "--metrics-addr", addr)...)
+	eventually(t, 20*time.Second, "/readyz ready", func() bool {
+		code, _ := httpGet(t, "http://"+addr+"/readyz")
+		return code == http.StatusOK
+	})
+	if r := b.stop(t); r.status != 0 {
+		t.Fatalf("worker: %+v", r)
+	}
+}

@@ -79,6 +79,7 @@ type Exec struct {
 	nextStart time.Time // no start before (backoff)
 	started   int
 	healthy   bool
+	wasReady  bool // a process said ready once
 	closed    bool
 }
 
@@ -111,6 +112,40 @@ func (e *Exec) Stats() ExecStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return ExecStats{Started: e.started, Running: len(e.all), Healthy: e.healthy}
+}
+
+// ErrExecNotReady is matched by the error of Exec.Ready while no handler
+// process is ready.
+var ErrExecNotReady = errors.New("task exec: no handler process ready")
+
+// Ready returns nil once a handler process said it was ready, while the
+// last start succeeded; else an error matching ErrExecNotReady (none ready
+// yet, or processes failing and restarting). It is a readiness check: see
+// Warm, and metrics.AllReady.
+func (e *Exec) Ready() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+		return fmt.Errorf("%w: closed", ErrExecNotReady)
+	case !e.wasReady:
+		return fmt.Errorf("%w yet", ErrExecNotReady)
+	case !e.healthy:
+		return fmt.Errorf("%w: processes fail and restart after a backoff", ErrExecNotReady)
+	}
+	return nil
+}
+
+// Warm starts a process ahead of the first task, restarting it with the
+// backoff until it is ready or ctx ends, and keeps it idle for the next
+// task: a worker is then ready (see Ready) before it runs any task.
+func (e *Exec) Warm(ctx context.Context) error {
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	e.answered(c)
+	return nil
 }
 
 // Handle runs task t on a child process: it is a handler for a queue of
@@ -389,7 +424,7 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 	select {
 	case <-c.ready:
 		e.mu.Lock()
-		e.healthy = true
+		e.healthy, e.wasReady = true, true
 		e.mu.Unlock()
 		return c, nil
 	case <-c.exited:
