@@ -26,6 +26,7 @@ const (
 	flagUniqueKey  = "unique-key"
 	flagPriority   = "priority"
 	flagTaskKey    = "key"
+	flagWebhook    = "webhook"
 )
 
 // enqueueChunk is how many tasks one EnqueueMany call carries.
@@ -54,6 +55,7 @@ func enqueueCommand(setup Setup) *cli.Command {
 			&cli.StringFlag{Name: flagUniqueKey, Usage: "unique `KEY` instead of the payload (with --unique)"},
 			&cli.StringFlag{Name: flagPriority, Usage: "priority `LEVEL` of the queue"},
 			&cli.StringFlag{Name: flagTaskKey, Usage: "task `KEY` (keyed queues)"},
+			&cli.StringFlag{Name: flagWebhook, Usage: "POST the task's outcome as JSON to `URL` (http or https) when it ends"},
 			helpFlag(),
 		},
 		HideHelp:     true, // see helpFlag
@@ -151,6 +153,9 @@ func enqueueOptions(c *cli.Context, many bool) ([]task.EnqueueOption, error) {
 	}
 	if c.IsSet(flagTaskKey) {
 		opts = append(opts, task.Key(c.String(flagTaskKey)))
+	}
+	if c.IsSet(flagWebhook) {
+		opts = append(opts, task.Webhook(c.String(flagWebhook)))
 	}
 	return opts, nil
 }

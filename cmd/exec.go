@@ -1,12 +1,14 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/leatdev/leat/metrics"
 	"github.com/leatdev/leat/task"
 	"github.com/urfave/cli/v2"
 )
@@ -71,6 +73,16 @@ func execWorker(c *cli.Context) error {
 	if err := workerConfig(c, &cfg); err != nil {
 		return err
 	}
+	var exporter *metrics.Exporter
+	if addr := c.String(flagMetricsAddr); addr != "" {
+		if err := checkMetricsAddr(addr); err != nil {
+			return err
+		}
+		if exporter, err = metrics.New(metrics.Config{}); err != nil {
+			return err
+		}
+		cfg.Hooks = append(cfg.Hooks, exporter)
+	}
 	// A bare app: the processors and queues of the app's own Setup, if
 	// any, are not this worker's.
 	a, err := openAppWith(c, nil, cfg)
@@ -95,6 +107,19 @@ func execWorker(c *cli.Context) error {
 		}
 		return err
 	}
+	if exporter != nil {
+		// Ready while Redis answers and a handler process is ready.
+		ready := metrics.AllReady(a.Ping, func(context.Context) error { return ex.Ready() })
+		srv, err := serveMetricsReady(c.String(flagMetricsAddr), exporter, a, nil, ready)
+		if err != nil {
+			return err
+		}
+		defer srv.close()
+	}
+	// A process started ahead of the first task makes the worker ready.
+	warmCtx, stopWarm := context.WithCancel(c.Context)
+	defer stopWarm()
+	go func() { _ = ex.Warm(warmCtx) }()
 	id := a.Config().WorkerID
 	fmt.Fprintf(c.App.Writer, "worker %s running task queue %s with: %s\n", id, queue, line)
 	if err := a.Run(c.Context); err != nil && !(c.Context.Err() != nil && onlyCanceled(err)) {

@@ -47,6 +47,11 @@ type metricsServer struct {
 // of the streams of the processors selected ("stream/processor"), and the
 // health of the worker of a.
 func serveMetrics(addr string, x *metrics.Exporter, a *app.App, selected []string) (*metricsServer, error) {
+	return serveMetricsReady(addr, x, a, selected, metrics.WorkerReady(a.Executors, a.Ping))
+}
+
+// serveMetricsReady is serveMetrics with a readiness check of its own.
+func serveMetricsReady(addr string, x *metrics.Exporter, a *app.App, selected []string, ready func(context.Context) error) (*metricsServer, error) {
 	var streams []string
 	for _, full := range selected {
 		s, _, _ := strings.Cut(full, "/")
@@ -59,7 +64,7 @@ func serveMetrics(addr string, x *metrics.Exporter, a *app.App, selected []strin
 	}
 	m := &metricsServer{
 		srv: &http.Server{
-			Handler:           metrics.NewHandler(x, metrics.WorkerReady(a.Executors, a.Ping)),
+			Handler:           metrics.NewHandler(x, ready),
 			ReadHeaderTimeout: 5 * time.Second,
 		},
 		done: make(chan struct{}),

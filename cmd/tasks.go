@@ -112,6 +112,33 @@ func tasksCommand(setup Setup) *cli.Command {
 					}
 					return followTask(c, q, c.Args().Get(0))
 				}),
+			sub("logs", "print a task's log lines in order (its handler's Task.Log lines, a subprocess handler's stderr)", "ID",
+				[]cli.Flag{jsonFlag()},
+				func(c *cli.Context, a *app.App) error {
+					if err := wantArgs(c, "ID"); err != nil {
+						return err
+					}
+					q, err := findTask(c, a)
+					if err != nil {
+						return err
+					}
+					lines, err := q.Logs(c.Context, c.Args().Get(0))
+					if err != nil {
+						return err
+					}
+					enc := json.NewEncoder(c.App.Writer)
+					for _, l := range lines {
+						if c.Bool(flagJSON) {
+							err = enc.Encode(l)
+						} else {
+							_, err = fmt.Fprintf(c.App.Writer, "%s  #%d  %s\n", l.Time.Format(time.RFC3339Nano), l.Attempt, l.Line)
+						}
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				}),
 			sub("cancel", "cancel a pending, scheduled, retrying or running task", "ID", nil,
 				func(c *cli.Context, a *app.App) error {
 					if err := wantArgs(c, "ID"); err != nil {
@@ -282,6 +309,19 @@ func printInfo(c *cli.Context, in *task.Info) error {
 	}
 	if in.Error != "" {
 		fmt.Fprintf(tw, "error\t%s\n", in.Error)
+	}
+	if h := in.Webhook; h != nil {
+		state := h.State
+		if state == "" {
+			state = "waiting for the task to end"
+		}
+		fmt.Fprintf(tw, "webhook\t%s\nwebhook delivery\t%s, %d attempts\n", h.URL, state, h.Attempts)
+		if !h.DeliveredAt.IsZero() {
+			fmt.Fprintf(tw, "webhook delivered\t%s\n", at(h.DeliveredAt))
+		}
+		if h.LastError != "" {
+			fmt.Fprintf(tw, "webhook error\t%s\n", h.LastError)
+		}
 	}
 	return tw.Flush()
 }

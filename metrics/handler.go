@@ -75,3 +75,20 @@ func WorkerReady(executors func() []*executor.Executor, ping func(context.Contex
 		return nil
 	}
 }
+
+// AllReady returns a readiness check for NewHandler that is ready when
+// every check is (nil checks are skipped); it returns the first error. A
+// worker running a subprocess handler uses AllReady(ping, exec readiness).
+func AllReady(checks ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, c := range checks {
+			if c == nil {
+				continue
+			}
+			if err := c(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}

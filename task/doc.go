@@ -89,6 +89,24 @@
 // [Queue.Follow] yields them in order, those recorded first, then live,
 // and ends with the task's final status ("leat tasks follow ID").
 //
+// # Webhooks
+//
+// A task enqueued with [Webhook] has its outcome (a [WebhookEvent]) POSTed
+// as JSON when it ends. The Lua script that ends the task adds it to the
+// queue's pending deliveries in Redis in the same step; every worker of the
+// queue takes due deliveries with a lease and POSTs them from a few sender
+// goroutines of its own, so handlers never wait on a webhook and a worker
+// that dies leaves its deliveries to the others. Failed POSTs are retried
+// with a doubling backoff, a bounded number of times ([WebhookRetry]); the
+// delivery's state is in the task's [Info].
+//
+// # Logs
+//
+// [Task.Log] appends a line to the task's log, as do the stderr lines of a
+// subprocess handler; [Queue.Logs] reads them ("leat tasks logs ID"). A
+// log holds at most [LogCap] lines of [LogLineMax] bytes and lives for the
+// task's timeout plus its retention.
+//
 // # Subprocess handlers
 //
 // An [Exec] runs tasks in supervised child processes written in any
@@ -114,19 +132,24 @@
 // within the start timeout, exits, or runs a task past its timeout (or
 // cancelled) is killed with its process group, and the next start waits an
 // exponential backoff (reset by a task answered), the Exec reporting
-// itself unhealthy ([Exec.Stats]) until a child is ready again. A task
+// itself unhealthy ([Exec.Stats]) and not ready ([Exec.Ready], for
+// /readyz) until a child is ready again; [Exec.Warm] starts a child ahead
+// of the first task. A task
 // whose child exited fails retryably (ErrExecExited). Lines that are not
 // JSON, and lines naming a task the child is not running, are logged and
 // ignored. A line over the size limit (16 MiB by default) fails its task
 // for good (ErrExecLineTooLong); the child is kept. Anything written to
-// stderr is logged; stdout belongs to the protocol.
+// stderr is logged and kept in the task's log; stdout belongs to the
+// protocol.
 //
 // # Memory
 //
 // Every key a task creates has a bounded life: a task's hash lives until
 // its retention ends (succeeded, failed, cancelled) or its dead age (dead;
 // the dead set also keeps at most its bound of tasks); a unique lock ends
-// with its TTL or its task; ready entries are deleted when acknowledged;
+// with its TTL or its task; a task's updates and log streams expire with
+// its timeout plus retention; a pending webhook delivery leaves once
+// delivered or out of attempts; ready entries are deleted when acknowledged;
 // per-key lists disappear when empty. README.md lists every key with its
 // TTL.
 package task

@@ -43,6 +43,7 @@ type enqueueSettings struct {
 	priority   string
 	key        string
 	hasKey     bool
+	webhook    string
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
@@ -228,6 +229,7 @@ func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []Enqueue
 		t := taskrdb.NewTask{
 			ID: s.id, Payload: p, Level: level, RunAt: runAt, MaxRetries: maxRetries, Timeout: timeout,
 			Retention: retention, Key: s.key, UniqueKey: s.uniqueKey, UniqueTTL: s.uniqueTTL,
+			Webhook: s.webhook,
 		}
 		if t.ID == "" {
 			t.ID = uuid.Must(uuid.NewV7()).String()

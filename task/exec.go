@@ -79,6 +79,7 @@ type Exec struct {
 	nextStart time.Time // no start before (backoff)
 	started   int
 	healthy   bool
+	wasReady  bool // a process said ready once
 	closed    bool
 }
 
@@ -113,6 +114,40 @@ func (e *Exec) Stats() ExecStats {
 	return ExecStats{Started: e.started, Running: len(e.all), Healthy: e.healthy}
 }
 
+// ErrExecNotReady is matched by the error of Exec.Ready while no handler
+// process is ready.
+var ErrExecNotReady = errors.New("task exec: no handler process ready")
+
+// Ready returns nil once a handler process said it was ready, while the
+// last start succeeded; else an error matching ErrExecNotReady (none ready
+// yet, or processes failing and restarting). It is a readiness check: see
+// Warm, and metrics.AllReady.
+func (e *Exec) Ready() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+		return fmt.Errorf("%w: closed", ErrExecNotReady)
+	case !e.wasReady:
+		return fmt.Errorf("%w yet", ErrExecNotReady)
+	case !e.healthy:
+		return fmt.Errorf("%w: processes fail and restart after a backoff", ErrExecNotReady)
+	}
+	return nil
+}
+
+// Warm starts a process ahead of the first task, restarting it with the
+// backoff until it is ready or ctx ends, and keeps it idle for the next
+// task: a worker is then ready (see Ready) before it runs any task.
+func (e *Exec) Warm(ctx context.Context) error {
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	e.answered(c)
+	return nil
+}
+
 // Handle runs task t on a child process: it is a handler for a queue of
 // JSON payloads and results.
 func (e *Exec) Handle(ctx context.Context, t *Task[json.RawMessage]) (json.RawMessage, error) {
@@ -120,7 +155,7 @@ func (e *Exec) Handle(ctx context.Context, t *Task[json.RawMessage]) (json.RawMe
 		if err := t.send(kind, data); err != nil {
 			e.log.Warn("task update lost", "task", t.ID, "error", err)
 		}
-	})
+	}, t.Log)
 }
 
 // RunOnce runs one task with payload on a child process, without Redis (a
@@ -130,7 +165,7 @@ func (e *Exec) RunOnce(ctx context.Context, id string, payload json.RawMessage, 
 	if report == nil {
 		report = func(string, json.RawMessage) {}
 	}
-	return e.run(ctx, id, payload, 1, report)
+	return e.run(ctx, id, payload, 1, report, nil)
 }
 
 // Close stops the processes: their stdin is closed, and those still alive
@@ -189,7 +224,8 @@ type answer struct {
 type call struct {
 	id     string
 	report func(kind string, data json.RawMessage)
-	done   chan answer // buffered: one answer
+	log    func(line string) // the task's log (nil: none)
+	done   chan answer       // buffered: one answer
 }
 
 // child is one handler process.
@@ -201,11 +237,12 @@ type child struct {
 	ready  chan struct{} // closed at the ready line
 	exited chan struct{} // closed once the process is gone and its output read
 
-	mu  sync.Mutex
-	cur *call
+	mu   sync.Mutex
+	cur  *call
+	last *call // the call started last: its task gets the stderr lines read after its end
 }
 
-func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, attempt int, report func(string, json.RawMessage)) (json.RawMessage, error) {
+func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, attempt int, report func(string, json.RawMessage), logLine func(string)) (json.RawMessage, error) {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
@@ -217,9 +254,9 @@ func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, atte
 	if err != nil {
 		return nil, err
 	}
-	cl := &call{id: id, report: report, done: make(chan answer, 1)}
+	cl := &call{id: id, report: report, log: logLine, done: make(chan answer, 1)}
 	c.mu.Lock()
-	c.cur = cl
+	c.cur, c.last = cl, cl
 	c.mu.Unlock()
 	go func() {
 		// A process that does not read its stdin blocks this write; it
@@ -387,7 +424,7 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 	select {
 	case <-c.ready:
 		e.mu.Lock()
-		e.healthy = true
+		e.healthy, e.wasReady = true, true
 		e.mu.Unlock()
 		return c, nil
 	case <-c.exited:
@@ -493,14 +530,23 @@ func (c *child) taskID() string {
 	return ""
 }
 
-// readStderr logs the process's stderr lines, tagged with its task.
+// readStderr logs the process's stderr lines, tagged with its task, and
+// appends them to the log of the task started last on the process (a line
+// read just after its task ended is still its task's).
 func (c *child) readStderr(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	log := c.e.log.With("pid", c.pid)
 	for {
 		line, _, err := readLine(br, 64<<10)
 		if len(line) > 0 {
-			log.Info("handler: "+string(bytes.TrimRight(line, "\r")), "task", c.taskID())
+			text := string(bytes.TrimRight(line, "\r"))
+			log.Info("handler: "+text, "task", c.taskID())
+			c.mu.Lock()
+			last := c.last
+			c.mu.Unlock()
+			if last != nil && last.log != nil {
+				last.log(text)
+			}
 		}
 		if err != nil {
 			return

@@ -44,6 +44,8 @@ type settings struct {
 	strict      bool
 	keyed       bool
 	rate        taskrdb.Rate
+	hookTries   int
+	hookBackoff time.Duration
 }
 
 func defaultSettings() settings {
@@ -52,6 +54,7 @@ func defaultSettings() settings {
 		backoffMin: DefaultBackoffMin, backoffMax: DefaultBackoffMax, retention: DefaultRetention,
 		visibility: DefaultVisibility, deadMax: DefaultDeadMax, deadAge: DefaultDeadAge, grace: DefaultGrace,
 		levels: []Level{{Name: DefaultPriority, Weight: 1}}, strict: true,
+		hookTries: DefaultWebhookAttempts, hookBackoff: DefaultWebhookBackoff,
 	}
 }
 

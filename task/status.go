@@ -65,6 +65,7 @@ type Info struct {
 	Timeout         time.Duration   `json:"timeout"`                    // per attempt
 	Retention       time.Duration   `json:"retention"`                  // once finished
 	CancelRequested bool            `json:"cancel_requested,omitempty"` // active, with its cancellation under way
+	Webhook         *WebhookStatus  `json:"webhook,omitempty"`          // enqueued with the Webhook option
 }
 
 // Info returns the status of task id, or ErrNotFound.
@@ -100,6 +101,9 @@ func (q *core) Info(ctx context.Context, id string) (*Info, error) {
 	}
 	if r := m["res"]; r != "" {
 		in.Result = json.RawMessage(r)
+	}
+	if u := m["wh"]; u != "" {
+		in.Webhook = &WebhookStatus{URL: u, State: m["whs"], Attempts: int(num("wha")), LastError: m["whe"], DeliveredAt: at("whd")}
 	}
 	return in, nil
 }

@@ -105,8 +105,9 @@ func (s *workerService) Run(ctx context.Context) error {
 	var bg, completer sync.WaitGroup
 	completer.Add(1)
 	go func() { defer completer.Done(); w.complete() }()
-	bg.Add(2)
+	bg.Add(3)
 	go func() { defer bg.Done(); w.touch(bgCtx) }()
+	go func() { defer bg.Done(); w.deliver(bgCtx) }()
 	go func() { defer bg.Done(); w.listen(bgCtx) }()
 	q.log.Info("task worker started", "concurrency", w.currentLimit())
 

@@ -92,3 +92,14 @@ func (s Space) TaskPattern(queue string) string {
 // thousand entries; PX the task's timeout plus its retention, renewed at
 // every append).
 func (s Space) TaskUpdatesPrefix(queue string) string { return s.key("tupd", s.taskTag(queue)) + ":" }
+
+// TaskLogsPrefix starts the stream of log lines of each task: PREFIX + task
+// ID (type stream, one entry per line, capped at the task queue's log cap;
+// PX the task's timeout plus its retention, renewed at every append).
+func (s Space) TaskLogsPrefix(queue string) string { return s.key("tlog", s.taskTag(queue)) + ":" }
+
+// TaskWebhooks is the sorted set of pending webhook deliveries of a queue:
+// member = task ID, score = when the next attempt is due, in Unix
+// milliseconds (a worker delivering one pushes it a lease ahead; no TTL, a
+// member leaves once delivered or out of attempts).
+func (s Space) TaskWebhooks(queue string) string { return s.key("thook", s.taskTag(queue)) }

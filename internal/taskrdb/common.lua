@@ -12,6 +12,7 @@
 --   KEYS[9]  set of keys with tasks waiting or running (keyed queues)
 --   KEYS[10] wake list of the queue's leader
 --   KEYS[11] per-key rate counter prefix (+ task key; keyed queues)
+--   KEYS[12] pending webhook deliveries (task IDs by due time)
 --
 -- Task hash fields: s state, p payload, l level, x ready entry ID, a
 -- attempts, r max retries, to timeout ms, ret retention ms, u unique key,
@@ -96,6 +97,16 @@ end
 -- is kept for its retention, then the janitor and the TTL remove it.
 -- ret and u are the task's retention and unique key when the caller read
 -- them already (nil: read here).
+-- queue_webhook schedules the delivery of a task's outcome to its webhook,
+-- if it has one, now that it ended.
+local function queue_webhook(h, id, now)
+  if redis.call('HEXISTS', h, 'wh') == 1 then
+    redis.call('HSET', h, 'whs', 'pending', 'wha', 0)
+    redis.call('HDEL', h, 'whe')
+    redis.call('ZADD', KEYS[12], now, id)
+  end
+end
+
 local function finish(h, id, state, code, now, ret, u)
   if ret == nil then ret = redis.call('HGET', h, 'ret') end
   ret = tonumber(ret or '0')
@@ -103,6 +114,7 @@ local function finish(h, id, state, code, now, ret, u)
   redis.call('PEXPIRE', h, ret)
   redis.call('ZADD', KEYS[5], now + ret, code .. '|' .. id)
   release_unique(h, id, u)
+  queue_webhook(h, id, now)
 end
 
 -- bury makes a task dead and trims the dead set to dead_max.
@@ -111,6 +123,7 @@ local function bury(h, id, now, dead_max, dead_age)
   redis.call('PEXPIRE', h, dead_age)
   redis.call('ZADD', KEYS[4], now, id)
   release_unique(h, id)
+  queue_webhook(h, id, now)
   local n = redis.call('ZCARD', KEYS[4])
   if n > dead_max then
     local old = redis.call('ZRANGE', KEYS[4], 0, n - dead_max - 1)

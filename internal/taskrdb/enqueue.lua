@@ -1,10 +1,10 @@
 -- enqueue: create tasks, ready now or scheduled for later.
 --
 -- KEYS     the queue's keys (see common.lua)
--- ARGV[1]  number of tasks n, then 10 values per task:
+-- ARGV[1]  number of tasks n, then 11 values per task:
 --          id, payload, level, run-at ms (0 = now), max retries, timeout ms,
 --          retention ms, unique key ("" = none), unique TTL ms, task key
---          ("" = unkeyed)
+--          ("" = unkeyed), webhook URL ("" = none)
 --
 -- Returns {status, id, ...} per task: status 1 when created, 0 when a task
 -- with this ID or unique key exists (id is then the existing task's ID).
@@ -12,7 +12,7 @@ local n = tonumber(ARGV[1])
 local now = now_ms()
 local out = {}
 for i = 0, n - 1 do
-  local b = 2 + i * 10
+  local b = 2 + i * 11
   local id, payload, level, run_at = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
   local ukey, uttl, key = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9]
   local h = KEYS[1] .. id
@@ -27,6 +27,7 @@ for i = 0, n - 1 do
     if run_at > now then state = 'scheduled' end
     redis.call('HSET', h, 's', state, 'p', payload, 'l', level, 'a', 0, 'r', ARGV[b + 4],
       'to', ARGV[b + 5], 'ret', ARGV[b + 6], 'u', ukey, 'k', key, 'e', now, 'd', math.max(run_at, now))
+    if ARGV[b + 10] ~= '' then redis.call('HSET', h, 'wh', ARGV[b + 10]) end
     if state == 'scheduled' then
       redis.call('ZADD', KEYS[3], run_at, id)
       wake_if_first(id)

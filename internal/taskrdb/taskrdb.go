@@ -58,7 +58,7 @@ func Keys(s keys.Space, queue string) []string {
 	return []string{
 		s.TaskPrefix(queue), s.TaskStreamPrefix(queue), s.TaskScheduled(queue), s.TaskDead(queue),
 		s.TaskDone(queue), s.TaskCounts(queue), s.TaskUniquePrefix(queue), s.TaskKeyPrefix(queue),
-		s.TaskKeys(queue), s.TaskWake(queue), s.TaskRatePrefix(queue),
+		s.TaskKeys(queue), s.TaskWake(queue), s.TaskRatePrefix(queue), s.TaskWebhooks(queue),
 	}
 }
 
@@ -77,11 +77,12 @@ type NewTask struct {
 	UniqueKey  string
 	UniqueTTL  time.Duration
 	Key        string
+	Webhook    string // URL POSTed the task's outcome when it ends ("" = none)
 }
 
 // EnqueueArgs returns the ARGV of enqueue.lua for tasks.
 func EnqueueArgs(tasks []NewTask) []any {
-	args := make([]any, 0, 1+10*len(tasks))
+	args := make([]any, 0, 1+11*len(tasks))
 	args = append(args, len(tasks))
 	for _, t := range tasks {
 		var at int64
@@ -89,7 +90,7 @@ func EnqueueArgs(tasks []NewTask) []any {
 			at = t.RunAt.UnixMilli()
 		}
 		args = append(args, t.ID, t.Payload, t.Level, at, t.MaxRetries, t.Timeout.Milliseconds(),
-			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key)
+			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook)
 	}
 	return args
 }

@@ -1,0 +1,102 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Bounds of a task's log: at most LogCap lines of at most LogLineMax bytes
+// each (a longer line is cut), so about LogCap*LogLineMax bytes per task
+// at most; the oldest lines go first.
+const (
+	LogCap     = 1000
+	LogLineMax = 1024
+)
+
+// A LogLine is a line of a task's log.
+type LogLine struct {
+	Time    time.Time `json:"time"`
+	Attempt int       `json:"attempt"`
+	Line    string    `json:"line"`
+}
+
+// logger records a running task's log lines.
+type logger interface {
+	logLine(ctx context.Context, line string) error
+}
+
+// Log appends a line to the task's log (see Queue.Logs and "leat tasks
+// logs ID"), kept with the task for its timeout plus its retention, within
+// LogCap lines of LogLineMax bytes. A subprocess handler's stderr lines go
+// there too. Without Redis (a local run) it does nothing.
+func (t *Task[P]) Log(line string) {
+	l, ok := t.rep.(logger)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	defer cancel()
+	_ = l.logLine(ctx, line)
+}
+
+// logScript appends a line to the log of an existing task: KEYS task hash,
+// log stream; ARGV line, cap, default TTL ms, attempt. The log lives for
+// the task's own timeout plus retention, when its hash has them.
+var logScript = redis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 's', 'to', 'ret')
+if not v[1] then return 0 end
+local ttl = tonumber(ARGV[3])
+if v[2] and v[3] then ttl = tonumber(v[2]) + tonumber(v[3]) end
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], '*', 'a', ARGV[4], 'm', ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ttl)
+return 1
+`)
+
+func (r *redisReporter) logLine(ctx context.Context, line string) error {
+	q := r.q
+	line = strings.TrimRight(line, "\r\n")
+	if len(line) > LogLineMax {
+		cut := LogLineMax
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line = line[:cut]
+	}
+	err := logScript.Run(ctx, q.rdb, []string{q.ks.TaskPrefix(q.name) + r.id, q.ks.TaskLogsPrefix(q.name) + r.id},
+		line, LogCap, r.ttl.Milliseconds(), r.attempt).Err()
+	if err != nil {
+		return fmt.Errorf("task %s: record log line: %w", r.id, err)
+	}
+	return nil
+}
+
+// Logs returns the log lines of task id in order (Task.Log, and the stderr
+// lines of subprocess handlers), or ErrNotFound for a task the queue does
+// not know.
+func (q *core) Logs(ctx context.Context, id string) ([]LogLine, error) {
+	msgs, err := q.rdb.XRange(ctx, q.ks.TaskLogsPrefix(q.name)+id, "-", "+").Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		if _, err := q.Info(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]LogLine, 0, len(msgs))
+	for _, m := range msgs {
+		ms, _, _ := strings.Cut(m.ID, "-")
+		n, _ := strconv.ParseInt(ms, 10, 64)
+		a, _ := m.Values["a"].(string)
+		at, _ := strconv.Atoi(a)
+		line, _ := m.Values["m"].(string)
+		out = append(out, LogLine{Time: time.UnixMilli(n), Attempt: at, Line: line})
+	}
+	return out, nil
+}
