@@ -71,8 +71,10 @@ func ownerProcessMain() int {
 	}
 	// hold runs until ctx ends, and records how it ended: "cancelled" at
 	// a time, or "resumed" after a freeze with what it saw right then.
-	hold := func(ctx context.Context, what string, write func() error) {
-		last := time.Now()
+	// since is taken before the test can see the hold started (and freeze
+	// the process), so a freeze at any point after it shows as a gap.
+	hold := func(ctx context.Context, what string, since time.Time, write func() error) {
+		last := since
 		for {
 			now := time.Now()
 			if now.Sub(last) > time.Second { // the process was frozen
@@ -94,8 +96,9 @@ func ownerProcessMain() int {
 		for e := range events.All() {
 			if blocker && e.Record.Key == "block" {
 				dl, _ := ctx.Deadline()
+				since := time.Now()
 				record("started/%s/%d/%d/%d", id, e.Partition, events.Token(), time.Until(dl).Milliseconds())
-				hold(ctx, "event", func() error {
+				hold(ctx, "event", since, func() error {
 					return events.Fenced(context.Background(), func(pipe redis.Pipeliner) error {
 						pipe.RPush(context.Background(), fencedKey(prefix), id)
 						return nil
@@ -112,9 +115,10 @@ func ownerProcessMain() int {
 	}
 	err = a.Background("lead", func(ctx context.Context) error {
 		term, _ := app.LeaderTerm(ctx)
+		since := time.Now()
 		record("leading/%s/%d/%d", id, term, time.Now().UnixMilli())
 		if blocker {
-			hold(ctx, "leader", func() error { return nil })
+			hold(ctx, "leader", since, func() error { return nil })
 			return nil
 		}
 		<-ctx.Done()
