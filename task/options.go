@@ -31,6 +31,7 @@ func (f optionFunc) apply(s *settings) error { return f(s) }
 // settings are a queue's options with defaults filled in.
 type settings struct {
 	concurrency int
+	concFn      func(configured int) int
 	timeout     time.Duration
 	maxRetries  int
 	backoffMin  time.Duration
@@ -67,6 +68,22 @@ const DefaultPriority = "default"
 type Level struct {
 	Name   string
 	Weight int
+}
+
+// ConcurrencyFunc makes this worker's concurrency for the queue follow fn,
+// evaluated about every second with the configured concurrency (Concurrency,
+// or what SetConcurrency set) and returning the number of tasks to run at
+// once, at least 1: for a handler that knows its own capacity (free memory,
+// a GPU, a downstream's rate). It applies to the workers whose program
+// registers it; a panic in fn keeps the previous value.
+func ConcurrencyFunc(fn func(configured int) int) Option {
+	return optionFunc(func(s *settings) error {
+		if fn == nil {
+			return fmt.Errorf("concurrency function is nil")
+		}
+		s.concFn = fn
+		return nil
+	})
 }
 
 // Concurrency sets how many tasks of the queue one worker runs at once

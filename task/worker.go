@@ -458,11 +458,18 @@ func (w *worker) touch(ctx context.Context) {
 	}
 }
 
-// readLimit applies the concurrency set with SetConcurrency, if any.
+// readLimit applies the concurrency set with SetConcurrency, if any, and
+// the queue's ConcurrencyFunc, if any.
 func (w *worker) readLimit(ctx context.Context) {
 	v, err := w.q.rdb.HGet(ctx, w.q.ks.TaskConfig(w.q.name), "concurrency").Int()
 	if err != nil || v < 1 {
-		return
+		if w.q.set.concFn == nil {
+			return
+		}
+		v = w.q.set.concurrency
+	}
+	if fn := w.q.set.concFn; fn != nil {
+		v = w.modified(fn, v)
 	}
 	w.mu.Lock()
 	grew := v > w.limit
@@ -544,4 +551,18 @@ func (w *worker) running() int {
 // their cancelled context, after the grace period.
 func stuckAfter(grace time.Duration) time.Duration {
 	return min(max(grace, time.Second), 10*time.Second)
+}
+
+// modified returns fn(configured), at least 1; the current limit when fn
+// panics.
+func (w *worker) modified(fn func(int) int, configured int) (v int) {
+	w.mu.Lock()
+	v = w.limit
+	w.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			w.q.log.Error("concurrency function panicked; keeping the concurrency", "panic", fmt.Sprint(r), "concurrency", v)
+		}
+	}()
+	return max(fn(configured), 1)
 }

@@ -208,3 +208,56 @@ func TestStuckHandler(t *testing.T) {
 	}
 	close(release) // the stuck handler returns; its outcome is dropped
 }
+
+// A queue's concurrency follows the function the handler's program
+// registers, re-evaluated while the worker runs.
+func TestConcurrencyFunc(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	var mu sync.Mutex
+	running, peak := 0, 0
+	release := make(chan struct{})
+	var want atomic.Int64
+	want.Store(1)
+	a := e.app("w1")
+	q, err := task.Handle(a, "modified", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		mu.Unlock()
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return out{}, nil
+	}, task.Concurrency(8), task.ConcurrencyFunc(func(configured int) int {
+		if configured != 8 {
+			panic("configured concurrency not passed")
+		}
+		return int(want.Load())
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	if _, err := q.EnqueueMany(ctx, make([]job, 10)); err != nil {
+		t.Fatal(err)
+	}
+	cur := func() int { mu.Lock(); defer mu.Unlock(); return running }
+	eventually(t, 5*time.Second, "1 running", func() bool { return cur() == 1 })
+	want.Store(3)
+	eventually(t, 5*time.Second, "3 running", func() bool { return cur() == 3 })
+	close(release)
+	eventually(t, 10*time.Second, "all done", func() bool {
+		c, _ := q.Counts(ctx)
+		return c[task.Succeeded] == 10
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != 3 {
+		t.Fatalf("peak %d, want 3 (the function's value, not the configured 8)", peak)
+	}
+}
