@@ -79,9 +79,13 @@ func bgProcessMain() int {
 			if !wait(ctx, 50*time.Millisecond) {
 				return ctx.Err()
 			}
-			c.Incr(bg, bgKey(prefix, "completions"))
-			c.RPush(bg, bgKey(prefix, "runs"), fmt.Sprintf("done/%s/%d", id, now()))
-			return nil
+			// One transaction: the test never sees the count without the record.
+			_, err := c.TxPipelined(bg, func(p redis.Pipeliner) error {
+				p.Incr(bg, bgKey(prefix, "completions"))
+				p.RPush(bg, bgKey(prefix, "runs"), fmt.Sprintf("done/%s/%d", id, now()))
+				return nil
+			})
+			return err
 		}, app.Schedule{LeaderOnly: true})
 	case "tick":
 		err = a.Background("tick", func(ctx context.Context) error {
