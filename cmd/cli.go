@@ -85,7 +85,7 @@ func New(setup Setup) *cli.App {
 		}),
 		Commands: []*cli.Command{
 			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), inspectCommand(setup), benchCommand(),
-			enqueueCommand(setup), tasksCommand(setup),
+			enqueueCommand(setup), tasksCommand(setup), serveCommand(setup),
 		},
 		Action:       rootAction,
 		OnUsageError: onUsageError,

@@ -35,7 +35,7 @@ func TestImportsFlowOneWay(t *testing.T) {
 	}
 	// Each package may depend on the ones before it in this order (and on
 	// internal packages), never on the ones after it.
-	order := []string{"stream", "middleware", "rebalance", "executor", "app", "task", "cmd"}
+	order := []string{"stream", "middleware", "rebalance", "executor", "app", "task", "api", "cmd"}
 	for i, pkg := range order {
 		ds := deps(t, pkg)
 		for _, later := range order[i+1:] {

@@ -1,0 +1,241 @@
+// Package api serves a leat app over HTTP as a JSON API: send records to
+// its streams, enqueue tasks and run them synchronously, read their status,
+// follow their progress and partial results as server-sent events, cancel
+// and requeue them, and read what package inspect reports.
+//
+// NewHandler returns the http.Handler; "leat serve" runs it, and a program
+// can mount it in its own server. The endpoints are described in
+// openapi.yaml, next to this file.
+package api
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/inspect"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBody = 1 << 20          // 1 MiB
+	DefaultTimeout = 30 * time.Second // runsync without ?timeout
+	DefaultMaxWait = 5 * time.Minute  // the longest ?timeout of runsync
+)
+
+// Options configure the handler.
+type Options struct {
+	// Token, when set, is required of every request as
+	// "Authorization: Bearer TOKEN".
+	Token string
+	// ReadOnly refuses every request that writes (403).
+	ReadOnly bool
+	// MaxBody bounds a request's body in bytes (413 beyond); default
+	// DefaultMaxBody.
+	MaxBody int64
+	// MaxWait bounds the timeout of runsync; default DefaultMaxWait.
+	MaxWait time.Duration
+}
+
+// handler serves one app.
+type handler struct {
+	a    *app.App
+	opts Options
+	in   *inspect.Inspector
+	mux  *http.ServeMux
+
+	openMu sync.Mutex // serializes opening streams from the registry
+}
+
+// NewHandler returns the JSON API of app a. The app must stay open while
+// the handler serves.
+func NewHandler(a *app.App, opts Options) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
+	h := &handler{a: a, opts: opts, in: inspect.New(a.Client(), a.Config().KeyPrefix, a.Name()), mux: http.NewServeMux()}
+	read := func(pattern string, fn http.HandlerFunc) { h.mux.Handle(pattern, fn) }
+	write := func(pattern string, fn http.HandlerFunc) { h.mux.Handle(pattern, h.writing(fn)) }
+
+	write("POST /v1/streams/{stream}/events", h.sendEvents)
+	read("GET /v1/streams/{stream}", h.streamReport)
+	read("GET /v1/overview", h.overview)
+
+	read("GET /v1/queues", h.queues)
+	read("GET /v1/queues/{queue}", h.queue)
+	write("POST /v1/queues/{queue}/tasks", h.enqueue)
+	write("POST /v1/queues/{queue}/runsync", h.runSync)
+	read("GET /v1/queues/{queue}/tasks/{id}", h.taskInfo)
+	read("GET /v1/queues/{queue}/tasks/{id}/events", h.taskEvents)
+	write("POST /v1/queues/{queue}/tasks/{id}/cancel", h.cancel)
+	write("POST /v1/queues/{queue}/tasks/{id}/requeue", h.requeue)
+	read("GET /v1/tasks/{id}", h.taskInfo)
+	read("GET /v1/tasks/{id}/events", h.taskEvents)
+	write("POST /v1/tasks/{id}/cancel", h.cancel)
+	write("POST /v1/tasks/{id}/requeue", h.requeue)
+
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Token != "" {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.Token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="leat"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
+			return
+		}
+	}
+	if r.ContentLength > h.opts.MaxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", tooLarge(h.opts.MaxBody))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+	h.mux.ServeHTTP(&muxWriter{ResponseWriter: w, route: r.Method + " " + r.URL.Path}, r)
+}
+
+// writing wraps an endpoint that writes: refused in read-only mode.
+func (h *handler) writing(fn http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.opts.ReadOnly {
+			writeError(w, http.StatusForbidden, "read_only", "the API is read-only: "+r.Method+" "+r.URL.Path+" is refused")
+			return
+		}
+		fn(w, r)
+	})
+}
+
+// muxWriter turns the mux's plain-text 404 and 405 answers (no such
+// endpoint, or not with this method) into the API's JSON errors; the
+// endpoints themselves always answer JSON.
+type muxWriter struct {
+	http.ResponseWriter
+	route   string
+	swallow bool
+}
+
+func (m *muxWriter) WriteHeader(code int) {
+	if (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) && m.Header().Get("Content-Type") == "text/plain; charset=utf-8" {
+		m.swallow = true
+		e := apiError{Error: "no endpoint " + m.route, Code: "no_endpoint"}
+		if code == http.StatusMethodNotAllowed {
+			e = apiError{Error: "method not allowed: " + m.route + " (allowed: " + m.Header().Get("Allow") + ")", Code: "method_not_allowed"}
+		}
+		m.Header().Set("Content-Type", "application/json")
+		m.Header().Del("X-Content-Type-Options")
+		m.ResponseWriter.WriteHeader(code)
+		_ = json.NewEncoder(m.ResponseWriter).Encode(e)
+		return
+	}
+	m.ResponseWriter.WriteHeader(code)
+}
+
+func (m *muxWriter) Write(b []byte) (int, error) {
+	if m.swallow {
+		return len(b), nil
+	}
+	return m.ResponseWriter.Write(b)
+}
+
+// Flush lets server-sent events through.
+func (m *muxWriter) Flush() {
+	if f, ok := m.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (m *muxWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	ID    string `json:"id,omitempty"`   // duplicate: the existing task
+	Task  any    `json:"task,omitempty"` // runsync: the task's status
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, apiError{Error: msg, Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func tooLarge(n int64) string {
+	return "request body over the limit of " + formatBytes(n)
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return itoa(n>>10) + " KiB"
+	}
+	return itoa(n) + " bytes"
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// bodyError answers a body that could not be read or decoded.
+func bodyError(w http.ResponseWriter, err error, limit int64) {
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", tooLarge(limit))
+		return
+	}
+	writeError(w, http.StatusBadRequest, "bad_json", "request body: "+jsonProblem(err))
+}
+
+// jsonProblem names what is wrong with a JSON body.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return "invalid JSON at byte " + itoa(se.Offset) + ": " + se.Error()
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return "field " + te.Field + ": a " + te.Value + " where a " + jsonKind(te.Type.Kind().String()) + " belongs"
+		}
+		return "a " + te.Value + " where a " + jsonKind(te.Type.Kind().String()) + " belongs"
+	case errors.Is(err, errEmpty):
+		return err.Error()
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if msg == "EOF" || msg == "unexpected EOF" {
+		return "truncated or empty JSON"
+	}
+	return msg
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "string"
+	case "struct", "map":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "bool":
+		return "boolean"
+	}
+	return "number"
+}
+
+var errEmpty = errors.New("empty body: send a JSON value")

@@ -1,0 +1,460 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/api"
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+type order struct {
+	ID     string `json:"id"`
+	Amount int    `json:"amount"`
+}
+
+type job struct {
+	Do string `json:"do"`
+}
+
+// env is app "shop" on the test server: stream "orders" declared by the
+// served app's code, stream "clicks" only in the registry, and a worker
+// running queue "work".
+type env struct {
+	srv    *httptest.Server
+	client *redis.Client
+	gate   chan struct{} // releases the "parts" task after its second partial
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newApp(t *testing.T, c *redis.Client, prefix string) *app.App {
+	t.Helper()
+	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: prefix, Logger: quietLogger(), LeaderLease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func newEnv(t *testing.T, opts api.Options) *env {
+	t.Helper()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	e := &env{client: c, gate: make(chan struct{})}
+
+	// Another program registered "clicks".
+	other := newApp(t, c, prefix)
+	if _, err := stream.Declare[map[string]any](other, "clicks", stream.KeyField("user")); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The worker.
+	w := newApp(t, c, prefix)
+	_, err := task.Handle(w, "work", func(ctx context.Context, tk *task.Task[job]) (string, error) {
+		switch tk.Payload.Do {
+		case "fail":
+			return "", task.SkipRetry(errors.New("no such thing"))
+		case "block":
+			<-ctx.Done()
+			return "", ctx.Err()
+		case "parts":
+			_ = tk.Progress(map[string]int{"percent": 0})
+			_ = tk.Partial("one")
+			_ = tk.Partial("two")
+			select {
+			case <-e.gate:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+			_ = tk.Partial("three")
+			_ = tk.Progress(map[string]int{"percent": 100})
+			return "all parts", nil
+		}
+		return "did " + tk.Payload.Do, nil
+	}, task.MaxRetries(0), task.Priorities("high", "low"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(wctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	redistest.Eventually(t, 10*time.Second, "queue registered", func() bool {
+		qs, _ := task.Queues(ctx, w)
+		return len(qs) == 1
+	})
+
+	// The served app declares "orders" in its code.
+	a := newApp(t, c, prefix)
+	if _, err := stream.Declare[order](a, "orders", stream.KeyField("id")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.srv = httptest.NewServer(api.NewHandler(a, opts))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+type reply struct {
+	status int
+	body   map[string]any
+	raw    string
+}
+
+func (e *env) do(t *testing.T, method, path, body string, hdr ...string) reply {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	r := reply{status: res.StatusCode, raw: string(b)}
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("%s %s: content type %q: %s", method, path, ct, b)
+	}
+	if err := json.Unmarshal(b, &r.body); err != nil {
+		var arr []any
+		if json.Unmarshal(b, &arr) != nil {
+			t.Fatalf("%s %s: body %q: %v", method, path, b, err)
+		}
+	}
+	return r
+}
+
+// want checks the status and, for errors, the code.
+func (r reply) want(t *testing.T, status int, code string) reply {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d: %s", r.status, status, r.raw)
+	}
+	if code != "" {
+		if r.body["code"] != code || r.body["error"] == "" || r.body["error"] == nil {
+			t.Fatalf("code %v, want %q: %s", r.body["code"], code, r.raw)
+		}
+	}
+	return r
+}
+
+func TestSendEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{})
+	r := e.do(t, "POST", "/v1/streams/orders/events", `{"id":"o1","amount":3}`).want(t, 200, "")
+	if ids := r.body["ids"].([]any); len(ids) != 1 || !strings.Contains(ids[0].(string), "-") {
+		t.Fatalf("ids: %s", r.raw)
+	}
+	r = e.do(t, "POST", "/v1/streams/orders/events", `[{"id":"o2","amount":1},{"id":"o3","amount":2}]`).want(t, 200, "")
+	if ids := r.body["ids"].([]any); len(ids) != 2 {
+		t.Fatalf("ids: %s", r.raw)
+	}
+	// From the registry only.
+	e.do(t, "POST", "/v1/streams/clicks/events", `{"user":"u1","page":"/"}`).want(t, 200, "")
+	e.do(t, "POST", "/v1/streams/clicks/events", `{"page":"/"}`).want(t, 400, "bad_record")
+
+	// Bad input.
+	r = e.do(t, "POST", "/v1/streams/orders/events", `{"id":"o1","amount":"three"}`).want(t, 400, "bad_record")
+	if !strings.Contains(r.body["error"].(string), "amount") {
+		t.Fatalf("error does not name the field: %s", r.raw)
+	}
+	r = e.do(t, "POST", "/v1/streams/orders/events", `[{"id":"o1","amount":1},{"id":"o1","colour":"red"}]`).want(t, 400, "bad_record")
+	if !strings.Contains(r.body["error"].(string), "record 1") {
+		t.Fatalf("error does not name the record: %s", r.raw)
+	}
+	e.do(t, "POST", "/v1/streams/orders/events", `{"id":"o1",`).want(t, 400, "bad_json")
+	e.do(t, "POST", "/v1/streams/orders/events", `[{"id":"o1"},`).want(t, 400, "bad_json")
+	e.do(t, "POST", "/v1/streams/orders/events", ``).want(t, 400, "bad_json")
+	e.do(t, "POST", "/v1/streams/orders/events", `[]`).want(t, 400, "bad_json")
+	e.do(t, "POST", "/v1/streams/nope/events", `{"id":"x"}`).want(t, 404, "unknown_stream")
+	e.do(t, "POST", "/v1/streams/bad%20name/events", `{"id":"x"}`).want(t, 400, "bad_name")
+	big := `{"id":"o1","amount":1,"pad":"` + strings.Repeat("x", api.DefaultMaxBody) + `"}`
+	e.do(t, "POST", "/v1/streams/orders/events", big).want(t, 413, "too_large")
+
+	// Nothing bad was written.
+	n := int64(0)
+	keys, _ := e.client.Keys(context.Background(), "*orders*").Result()
+	for _, k := range keys {
+		if typ, _ := e.client.Type(context.Background(), k).Result(); typ == "stream" {
+			n += e.client.XLen(context.Background(), k).Val()
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d entries in orders, want 3", n)
+	}
+
+	// Reads.
+	r = e.do(t, "GET", "/v1/streams/orders", "").want(t, 200, "")
+	if r.body["stream"] != "orders" || r.body["length"] != 3.0 {
+		t.Fatalf("stream report: %s", r.raw)
+	}
+	e.do(t, "GET", "/v1/streams/nope", "").want(t, 404, "unknown_stream")
+	r = e.do(t, "GET", "/v1/overview", "").want(t, 200, "")
+	if !strings.Contains(r.raw, "clicks") || !strings.Contains(r.raw, "orders") {
+		t.Fatalf("overview: %s", r.raw)
+	}
+	e.do(t, "GET", "/v1/nothing", "").want(t, 404, "no_endpoint")
+	e.do(t, "DELETE", "/v1/overview", "").want(t, 405, "method_not_allowed")
+}
+
+func TestTasks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{})
+
+	// Enqueue and read.
+	r := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"},"priority":"high","id":"t1"}`).want(t, 200, "")
+	if r.body["id"] != "t1" {
+		t.Fatalf("enqueue: %s", r.raw)
+	}
+	redistest.Eventually(t, 10*time.Second, "task t1 succeeded", func() bool {
+		r := e.do(t, "GET", "/v1/tasks/t1", "")
+		return r.status == 200 && r.body["state"] == "succeeded"
+	})
+	r = e.do(t, "GET", "/v1/queues/work/tasks/t1", "").want(t, 200, "")
+	if r.body["result"] != "did x" || r.body["priority"] != "high" {
+		t.Fatalf("info: %s", r.raw)
+	}
+	r = e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"},"id":"t1"}`).want(t, 409, "duplicate")
+	if r.body["id"] != "t1" {
+		t.Fatalf("duplicate: %s", r.raw)
+	}
+	first := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"later"},"unique":"1h","delay":"1h"}`).want(t, 200, "")
+	r = e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"later"},"unique":"1h","delay":"1h"}`).want(t, 409, "duplicate")
+	if r.body["id"] != first.body["id"] {
+		t.Fatalf("unique: %s vs %s", r.raw, first.raw)
+	}
+	// Counts.
+	r = e.do(t, "GET", "/v1/queues", "").want(t, 200, "")
+	q := r.body["queues"].([]any)[0].(map[string]any)
+	if q["queue"] != "work" || q["counts"].(map[string]any)["scheduled"] != 1.0 || q["counts"].(map[string]any)["succeeded"] != 1.0 {
+		t.Fatalf("queues: %s", r.raw)
+	}
+	e.do(t, "GET", "/v1/queues/work", "").want(t, 200, "")
+	e.do(t, "GET", "/v1/queues/nope", "").want(t, 404, "unknown_queue")
+
+	// Cancel, requeue.
+	id := first.body["id"].(string)
+	r = e.do(t, "POST", "/v1/queues/work/tasks/"+id+"/cancel", "").want(t, 200, "")
+	if r.body["state_before"] != "scheduled" {
+		t.Fatalf("cancel: %s", r.raw)
+	}
+	e.do(t, "POST", "/v1/tasks/"+id+"/cancel", "").want(t, 409, "wrong_state")
+	e.do(t, "POST", "/v1/tasks/"+id+"/requeue", "").want(t, 409, "wrong_state")
+	f := e.do(t, "POST", "/v1/queues/work/runsync", `{"payload":{"do":"fail"}}`).want(t, 422, "task_failed")
+	if !strings.Contains(f.body["error"].(string), "no such thing") {
+		t.Fatalf("runsync failure: %s", f.raw)
+	}
+	fid := f.body["id"].(string)
+	r = e.do(t, "POST", "/v1/queues/work/tasks/"+fid+"/requeue", "").want(t, 200, "")
+	redistest.Eventually(t, 10*time.Second, "requeued task failed again", func() bool {
+		r := e.do(t, "GET", "/v1/tasks/"+fid, "")
+		return r.body["state"] == "failed" && r.body["attempts"] == 1.0
+	})
+	e.do(t, "POST", "/v1/tasks/none/cancel", "").want(t, 404, "unknown_task")
+	e.do(t, "POST", "/v1/queues/work/tasks/none/requeue", "").want(t, 404, "unknown_task")
+	e.do(t, "GET", "/v1/tasks/none", "").want(t, 404, "unknown_task")
+	e.do(t, "GET", "/v1/queues/work/tasks/none", "").want(t, 404, "unknown_task")
+
+	// Runsync.
+	r = e.do(t, "POST", "/v1/queues/work/runsync?timeout=10s", `{"payload":{"do":"y"}}`).want(t, 200, "")
+	if r.body["result"] != "did y" || r.body["state"] != "succeeded" {
+		t.Fatalf("runsync: %s", r.raw)
+	}
+	r = e.do(t, "POST", "/v1/queues/work/runsync?timeout=300ms", `{"payload":{"do":"block"}}`).want(t, 504, "timeout")
+	bid := r.body["id"].(string)
+	e.do(t, "POST", "/v1/tasks/"+bid+"/cancel", "").want(t, 200, "")
+	redistest.Eventually(t, 10*time.Second, "blocked task cancelled", func() bool {
+		return e.do(t, "GET", "/v1/tasks/"+bid, "").body["state"] == "cancelled"
+	})
+	e.do(t, "POST", "/v1/queues/work/runsync?timeout=soon", `{"payload":1}`).want(t, 400, "bad_timeout")
+	e.do(t, "POST", "/v1/queues/work/runsync?timeout=-1s", `{"payload":1}`).want(t, 400, "bad_timeout")
+	e.do(t, "POST", "/v1/queues/work/runsync?timeout=1000h", `{"payload":1}`).want(t, 400, "bad_timeout")
+
+	// Bad input.
+	for _, c := range []struct{ body, code, says string }{
+		{`{"payload":1,"colour":"red"}`, "bad_json", "colour"},
+		{`{"payload":1,"delay":10}`, "bad_json", "duration"},
+		{`{"payload":1,"delay":"soon"}`, "bad_json", "soon"},
+		{`{"payload":1,"max_retries":"x"}`, "bad_json", "max_retries"},
+		{`{"payload":1,"max_retries":-2}`, "bad_task", "negative"},
+		{`{"payload":1,"priority":"urgent"}`, "bad_task", "urgent"},
+		{`{"payload":1,"key":"k"}`, "bad_task", "keyed"},
+		{`{"payload":1,"id":"a b"}`, "bad_task", "invalid"},
+		{`{"payload":1,"unique_key":"k"}`, "bad_task", "unique"},
+		{`{"payload":1,"webhook":"ftp://x"}`, "bad_task", "ftp"},
+		{`{"id":"t9"}`, "bad_json", "payload"},
+		{`{"payload":1}{}`, "bad_json", "more than one"},
+		{`{"payload":`, "bad_json", ""},
+		{`[1]`, "bad_json", "array"},
+		{``, "bad_json", "empty"},
+	} {
+		r := e.do(t, "POST", "/v1/queues/work/tasks", c.body).want(t, 400, c.code)
+		if !strings.Contains(r.body["error"].(string), c.says) {
+			t.Errorf("%s: error %q does not say %q", c.body, r.body["error"], c.says)
+		}
+	}
+	e.do(t, "POST", "/v1/queues/nope/tasks", `{"payload":1}`).want(t, 404, "unknown_queue")
+	e.do(t, "POST", "/v1/queues/bad%20name/tasks", `{"payload":1}`).want(t, 400, "bad_name")
+	big := `{"payload":"` + strings.Repeat("x", api.DefaultMaxBody) + `"}`
+	e.do(t, "POST", "/v1/queues/work/tasks", big).want(t, 413, "too_large")
+	e.do(t, "POST", "/v1/queues/work/runsync", big).want(t, 413, "too_large")
+}
+
+// sse reads server-sent events.
+type sse struct {
+	res *http.Response
+	sc  *bufio.Scanner
+}
+
+func (s *sse) next(t *testing.T) (string, task.Update) {
+	t.Helper()
+	var event, data string
+	for s.sc.Scan() {
+		line := s.sc.Text()
+		switch {
+		case line == "" && event != "":
+			var u task.Update
+			if err := json.Unmarshal([]byte(data), &u); err != nil {
+				t.Fatalf("event %s: %v", data, err)
+			}
+			return event, u
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+	t.Fatalf("events ended: %v", s.sc.Err())
+	return "", task.Update{}
+}
+
+func TestFollowEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{Token: "s3cret"})
+	auth := []string{"Authorization", "Bearer s3cret"}
+	r := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"parts"}}`, auth...).want(t, 200, "")
+	id := r.body["id"].(string)
+
+	req, _ := http.NewRequest("GET", e.srv.URL+"/v1/queues/work/tasks/"+id+"/events", nil)
+	req.Header.Set(auth[0], auth[1])
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	s := &sse{res: res, sc: bufio.NewScanner(res.Body)}
+	var got []string
+	read := func() (string, task.Update) {
+		kind, u := s.next(t)
+		if kind != u.Kind {
+			t.Fatalf("event %q carries kind %q", kind, u.Kind)
+		}
+		if kind == task.KindPartial {
+			var v string
+			_ = json.Unmarshal(u.Data, &v)
+			got = append(got, v)
+		}
+		return kind, u
+	}
+	// The first partials arrive while the handler waits at its gate.
+	for len(got) < 2 {
+		read()
+	}
+	if info := e.do(t, "GET", "/v1/tasks/"+id, "", auth...).want(t, 200, ""); info.body["state"] != "active" {
+		t.Fatalf("task not running while its partials arrived: %s", info.raw)
+	}
+	close(e.gate)
+	var last task.Update
+	for {
+		kind, u := read()
+		if kind == task.KindDone {
+			last = u
+			break
+		}
+	}
+	if strings.Join(got, ",") != "one,two,three" {
+		t.Fatalf("partials %v", got)
+	}
+	if last.Info == nil || last.Info.State != task.Succeeded || string(last.Info.Result) != `"all parts"` {
+		t.Fatalf("done: %+v", last.Info)
+	}
+	if s.sc.Scan() {
+		t.Fatalf("more after done: %q", s.sc.Text())
+	}
+
+	// A finished task replays its updates.
+	req, _ = http.NewRequest("GET", e.srv.URL+"/v1/tasks/"+id+"/events", nil)
+	req.Header.Set(auth[0], auth[1])
+	res2, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res2.Body.Close()
+	b, _ := io.ReadAll(res2.Body)
+	if strings.Count(string(b), "event: partial") != 3 || !strings.HasSuffix(string(b), "\n\n") || !strings.Contains(string(b), "event: done") {
+		t.Fatalf("replay: %s", b)
+	}
+	e.do(t, "GET", "/v1/tasks/none/events", "", auth...).want(t, 404, "unknown_task")
+}
+
+func TestAuthAndReadOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{Token: "s3cret", ReadOnly: true, MaxBody: 64})
+	for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "s3cret"}, {"Authorization", "Basic s3cret"}} {
+		e.do(t, "GET", "/v1/overview", "", hdr...).want(t, 401, "unauthorized")
+		e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":1}`, hdr...).want(t, 401, "unauthorized")
+	}
+	auth := []string{"Authorization", "Bearer s3cret"}
+	e.do(t, "GET", "/v1/overview", "", auth...).want(t, 200, "")
+	e.do(t, "GET", "/v1/queues", "", auth...).want(t, 200, "")
+	for _, p := range []string{"/v1/streams/orders/events", "/v1/queues/work/tasks", "/v1/queues/work/runsync",
+		"/v1/queues/work/tasks/x/cancel", "/v1/queues/work/tasks/x/requeue", "/v1/tasks/x/cancel", "/v1/tasks/x/requeue"} {
+		e.do(t, "POST", p, `{"payload":1}`, auth...).want(t, 403, "read_only")
+	}
+	// The size limit applies before anything else is read.
+	e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":"`+strings.Repeat("x", 100)+`"}`, auth...).want(t, 413, "too_large")
+}
+
+func TestCustomBodyLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{MaxBody: 100})
+	e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":"`+strings.Repeat("x", 80)+`"}`).want(t, 200, "")
+	r := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":"`+strings.Repeat("x", 101)+`"}`).want(t, 413, "too_large")
+	if !strings.Contains(r.body["error"].(string), "100 bytes") {
+		t.Fatalf("limit not named: %s", r.raw)
+	}
+}

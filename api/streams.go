@@ -1,0 +1,155 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/leatdev/leat/inspect"
+	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/keys"
+)
+
+// maxRecords bounds the records of one send.
+const maxRecords = 10_000
+
+// openStream returns stream name: declared by the app's code, else opened
+// from the app's registry in Redis. It answers the request and returns nil
+// when it cannot.
+func (h *handler) openStream(w http.ResponseWriter, r *http.Request, name string) *core.Core {
+	if err := keys.CheckName("stream", name); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_name", err.Error())
+		return nil
+	}
+	cat, ok := core.UnwrapCatalog(h.a.Catalog())
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "the app has no stream catalog")
+		return nil
+	}
+	h.openMu.Lock()
+	defer h.openMu.Unlock()
+	if st, ok := cat.Lookup(name); ok {
+		return st
+	}
+	cfg := h.a.Config()
+	def, err := core.LoadDefinition(r.Context(), h.a.Client(), keys.New(cfg.KeyPrefix, cfg.Name).Registry(), name)
+	switch {
+	case errors.Is(err, core.ErrUnknownStream):
+		writeError(w, http.StatusNotFound, "unknown_stream", fmt.Sprintf("unknown stream %q: it is not in the registry of app %q", name, cfg.Name))
+		return nil
+	case err != nil:
+		internalError(w, err)
+		return nil
+	case def.KeyField == "":
+		writeError(w, http.StatusUnprocessableEntity, "no_key_field", fmt.Sprintf("stream %q is keyed by a Go function, so its JSON records cannot be routed: send them from the app's code", name))
+		return nil
+	}
+	st, err := core.Open(cat, def)
+	if err != nil {
+		internalError(w, fmt.Errorf("open stream %q: %w", name, err))
+		return nil
+	}
+	return st
+}
+
+// sendEvents sends one JSON record, or an array of them, and answers their
+// entry IDs in order.
+func (h *handler) sendEvents(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		bodyError(w, err, h.opts.MaxBody)
+		return
+	}
+	st := h.openStream(w, r, r.PathValue("stream"))
+	if st == nil {
+		return
+	}
+	body = bytes.TrimSpace(body)
+	var records []json.RawMessage
+	switch {
+	case len(body) == 0:
+		bodyError(w, errEmpty, h.opts.MaxBody)
+		return
+	case body[0] == '[':
+		if err := json.Unmarshal(body, &records); err != nil {
+			bodyError(w, err, h.opts.MaxBody)
+			return
+		}
+		if len(records) == 0 {
+			writeError(w, http.StatusBadRequest, "bad_json", "request body: an empty array: send at least one record")
+			return
+		}
+		if len(records) > maxRecords {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_many", fmt.Sprintf("%d records: at most %d a request", len(records), maxRecords))
+			return
+		}
+	default:
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			bodyError(w, err, h.opts.MaxBody)
+			return
+		}
+		records = []json.RawMessage{body}
+	}
+	entries := make([]core.Entry, len(records))
+	for i, rec := range records {
+		e, err := st.EncodeJSON(rec, nil)
+		if err != nil {
+			msg := "record: " + err.Error()
+			if len(records) > 1 || body[0] == '[' {
+				msg = fmt.Sprintf("record %d: %v", i, err)
+			}
+			writeError(w, http.StatusBadRequest, "bad_record", msg)
+			return
+		}
+		entries[i] = e
+	}
+	ids, err := st.SendEntries(r.Context(), entries)
+	switch {
+	case errors.Is(err, core.ErrFull):
+		writeError(w, http.StatusServiceUnavailable, "stream_full", err.Error())
+		return
+	case errors.Is(err, core.ErrEncode):
+		writeError(w, http.StatusBadRequest, "bad_record", err.Error())
+		return
+	case err != nil:
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ids": ids})
+}
+
+func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
+	o, err := h.in.Overview(r.Context())
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+func (h *handler) streamReport(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("stream")
+	if err := keys.CheckName("stream", name); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_name", err.Error())
+		return
+	}
+	rep, err := h.in.Stream(r.Context(), name)
+	if errors.Is(err, inspect.ErrUnknownStream) {
+		writeError(w, http.StatusNotFound, "unknown_stream", fmt.Sprintf("unknown stream %q in app %q", name, h.a.Name()))
+		return
+	}
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// internalError answers an error of the server or of Redis.
+func internalError(w http.ResponseWriter, err error) {
+	writeError(w, http.StatusInternalServerError, "internal", err.Error())
+}

@@ -1,0 +1,384 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/task"
+)
+
+type rawQueue = task.Queue[json.RawMessage, json.RawMessage]
+
+// duration is a Go duration written as a string ("1m30s").
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"90s\" or \"1h30m\", not %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, errors.Unwrap(err))
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", s)
+	}
+	*d = duration(v)
+	return nil
+}
+
+// enqueueRequest is the body of an enqueue or a runsync.
+type enqueueRequest struct {
+	Payload    json.RawMessage `json:"payload"`
+	ID         string          `json:"id"`
+	Delay      duration        `json:"delay"`
+	At         *time.Time      `json:"at"`
+	MaxRetries *int            `json:"max_retries"`
+	Timeout    duration        `json:"timeout"`
+	Retention  duration        `json:"retention"`
+	Unique     duration        `json:"unique"`
+	UniqueKey  string          `json:"unique_key"`
+	Priority   string          `json:"priority"`
+	Key        *string         `json:"key"`
+	Webhook    string          `json:"webhook"`
+}
+
+// options turns the request into enqueue options, or names what is wrong.
+func (e *enqueueRequest) options() ([]task.EnqueueOption, error) {
+	var opts []task.EnqueueOption
+	if e.ID != "" {
+		opts = append(opts, task.ID(e.ID))
+	}
+	if e.Delay > 0 {
+		opts = append(opts, task.Delay(time.Duration(e.Delay)))
+	}
+	if e.At != nil {
+		opts = append(opts, task.At(*e.At))
+	}
+	if e.MaxRetries != nil {
+		if *e.MaxRetries < 0 {
+			return nil, fmt.Errorf("max_retries %d is negative", *e.MaxRetries)
+		}
+		opts = append(opts, task.WithMaxRetries(*e.MaxRetries))
+	}
+	if e.Timeout > 0 {
+		opts = append(opts, task.WithTimeout(time.Duration(e.Timeout)))
+	}
+	if e.Retention > 0 {
+		opts = append(opts, task.WithRetention(time.Duration(e.Retention)))
+	}
+	switch {
+	case e.UniqueKey != "" && e.Unique == 0:
+		return nil, errors.New("unique_key needs unique (a TTL such as \"1h\")")
+	case e.UniqueKey != "":
+		opts = append(opts, task.UniqueKey(e.UniqueKey, time.Duration(e.Unique)))
+	case e.Unique > 0:
+		opts = append(opts, task.Unique(time.Duration(e.Unique)))
+	}
+	if e.Priority != "" {
+		opts = append(opts, task.Priority(e.Priority))
+	}
+	if e.Key != nil {
+		opts = append(opts, task.Key(*e.Key))
+	}
+	if e.Webhook != "" {
+		opts = append(opts, task.Webhook(e.Webhook))
+	}
+	return opts, nil
+}
+
+// decodeEnqueue reads the body of an enqueue strictly.
+func (h *handler) decodeEnqueue(w http.ResponseWriter, r *http.Request) (json.RawMessage, []task.EnqueueOption, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		bodyError(w, err, h.opts.MaxBody)
+		return nil, nil, false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		bodyError(w, errEmpty, h.opts.MaxBody)
+		return nil, nil, false
+	}
+	var req enqueueRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		bodyError(w, err, h.opts.MaxBody)
+		return nil, nil, false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "bad_json", "request body: more than one JSON value")
+		return nil, nil, false
+	}
+	if len(req.Payload) == 0 {
+		writeError(w, http.StatusBadRequest, "bad_json", `request body: field "payload" is missing (use null for no payload)`)
+		return nil, nil, false
+	}
+	opts, err := req.options()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_task", err.Error())
+		return nil, nil, false
+	}
+	return req.Payload, opts, true
+}
+
+// lookupQueue returns queue name as its programs recorded it in Redis, or
+// answers the request and returns nil.
+func (h *handler) lookupQueue(w http.ResponseWriter, r *http.Request) *rawQueue {
+	name := r.PathValue("queue")
+	if err := keys.CheckName("task queue", name); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_name", err.Error())
+		return nil
+	}
+	q, err := task.Lookup(r.Context(), h.a, name)
+	switch {
+	case errors.Is(err, task.ErrUnknownQueue):
+		writeError(w, http.StatusNotFound, "unknown_queue", fmt.Sprintf("unknown task queue %q: no program of app %q declared it", name, h.a.Name()))
+		return nil
+	case err != nil:
+		internalError(w, err)
+		return nil
+	}
+	return q
+}
+
+// enqueue creates a task and answers its ID; a duplicate answers 409 with
+// the existing task's ID.
+func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) {
+	payload, opts, ok := h.decodeEnqueue(w, r)
+	if !ok {
+		return
+	}
+	q := h.lookupQueue(w, r)
+	if q == nil {
+		return
+	}
+	id, err := q.Enqueue(r.Context(), payload, opts...)
+	if !enqueueAnswered(w, id, err) {
+		writeJSON(w, http.StatusOK, map[string]string{"id": id})
+	}
+}
+
+// enqueueAnswered answers a failed enqueue and reports whether it did.
+func enqueueAnswered(w http.ResponseWriter, id string, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, task.ErrDuplicate):
+		writeJSON(w, http.StatusConflict, apiError{Error: err.Error(), Code: "duplicate", ID: id})
+	case errors.Is(err, task.ErrInvalid):
+		writeError(w, http.StatusBadRequest, "bad_task", err.Error())
+	default:
+		internalError(w, err)
+	}
+	return true
+}
+
+// runSync enqueues a task and waits for its outcome up to ?timeout.
+func (h *handler) runSync(w http.ResponseWriter, r *http.Request) {
+	timeout := DefaultTimeout
+	if s := r.URL.Query().Get("timeout"); s != "" {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			writeError(w, http.StatusBadRequest, "bad_timeout", fmt.Sprintf("timeout %q is not a duration such as 30s or 2m", s))
+			return
+		case d <= 0 || d > h.opts.MaxWait:
+			writeError(w, http.StatusBadRequest, "bad_timeout", fmt.Sprintf("timeout %s must be positive and at most %s", d, h.opts.MaxWait))
+			return
+		}
+		timeout = d
+	}
+	payload, opts, ok := h.decodeEnqueue(w, r)
+	if !ok {
+		return
+	}
+	q := h.lookupQueue(w, r)
+	if q == nil {
+		return
+	}
+	id, err := q.Enqueue(r.Context(), payload, opts...)
+	if enqueueAnswered(w, id, err) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	in, err := q.Wait(ctx, id)
+	switch {
+	case err != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+		writeJSON(w, http.StatusGatewayTimeout, apiError{
+			Error: fmt.Sprintf("task %s did not finish within %s; it goes on: follow it at GET /v1/queues/%s/tasks/%s", id, timeout, q.Name(), id),
+			Code:  "timeout", ID: id, Task: in,
+		})
+	case err != nil:
+		internalError(w, err)
+	case in.State == task.Succeeded:
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": in.State, "result": in.Result, "task": in})
+	default:
+		msg := fmt.Sprintf("task %s is %s", id, in.State)
+		if in.Error != "" {
+			msg += ": " + in.Error
+		}
+		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: msg, Code: "task_" + string(in.State), ID: id, Task: in})
+	}
+}
+
+// findTask returns the queue of the request's task: the one in the path,
+// else the one holding the task. It answers the request and returns nil
+// when there is none.
+func (h *handler) findTask(w http.ResponseWriter, r *http.Request) (*rawQueue, string) {
+	id := r.PathValue("id")
+	if r.PathValue("queue") != "" {
+		q := h.lookupQueue(w, r)
+		return q, id
+	}
+	q, err := task.Find(r.Context(), h.a, id)
+	if errors.Is(err, task.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "unknown_task", fmt.Sprintf("no task %q in any queue of app %q", id, h.a.Name()))
+		return nil, id
+	}
+	if err != nil {
+		internalError(w, err)
+		return nil, id
+	}
+	return q, id
+}
+
+// taskError answers an error of a task operation.
+func taskError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, task.ErrNotFound):
+		writeError(w, http.StatusNotFound, "unknown_task", err.Error())
+	case errors.Is(err, task.ErrFinished):
+		writeError(w, http.StatusConflict, "wrong_state", err.Error())
+	default:
+		internalError(w, err)
+	}
+}
+
+func (h *handler) taskInfo(w http.ResponseWriter, r *http.Request) {
+	q, id := h.findTask(w, r)
+	if q == nil {
+		return
+	}
+	in, err := q.Info(r.Context(), id)
+	if err != nil {
+		taskError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, in)
+}
+
+func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
+	q, id := h.findTask(w, r)
+	if q == nil {
+		return
+	}
+	before, err := q.Cancel(r.Context(), id)
+	if err != nil {
+		taskError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "state_before": before})
+}
+
+func (h *handler) requeue(w http.ResponseWriter, r *http.Request) {
+	q, id := h.findTask(w, r)
+	if q == nil {
+		return
+	}
+	if err := q.Requeue(r.Context(), id); err != nil {
+		taskError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": task.Pending})
+}
+
+// taskEvents streams the task's updates as server-sent events: "progress"
+// and "partial" events as the handler reports them, then one "done" event
+// with the task's final status (or one "error" event).
+func (h *handler) taskEvents(w http.ResponseWriter, r *http.Request) {
+	q, id := h.findTask(w, r)
+	if q == nil {
+		return
+	}
+	if _, err := q.Info(r.Context(), id); err != nil {
+		taskError(w, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush()
+	n := 0
+	for u, err := range q.Follow(r.Context(), id) {
+		if err != nil {
+			if r.Context().Err() == nil {
+				b, _ := json.Marshal(apiError{Error: err.Error(), Code: "follow_failed"})
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+				_ = rc.Flush()
+			}
+			return
+		}
+		n++
+		b, _ := json.Marshal(u)
+		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", n, u.Kind, b); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// queueRow is one queue of GET /v1/queues.
+type queueRow struct {
+	Queue      string               `json:"queue"`
+	Counts     map[task.State]int64 `json:"counts"`
+	Definition task.Definition      `json:"definition"`
+}
+
+func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
+	defs, err := task.Queues(r.Context(), h.a)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	rows := make([]queueRow, 0, len(defs))
+	for _, d := range defs {
+		q, err := task.Lookup(r.Context(), h.a, d.Name)
+		if err != nil {
+			internalError(w, err)
+			return
+		}
+		n, err := q.Counts(r.Context())
+		if err != nil {
+			internalError(w, err)
+			return
+		}
+		rows = append(rows, queueRow{Queue: d.Name, Counts: n, Definition: d})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": rows})
+}
+
+func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
+	q := h.lookupQueue(w, r)
+	if q == nil {
+		return
+	}
+	n, err := q.Counts(r.Context())
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, queueRow{Queue: q.Name(), Counts: n, Definition: q.Definition()})
+}
