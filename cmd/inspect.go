@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,8 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/inspect"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/task"
 	"github.com/urfave/cli/v2"
 )
 
@@ -59,6 +62,9 @@ func inspectCommand(setup Setup) *cli.Command {
 				o, err := in.Overview(c.Context)
 				if err != nil {
 					return fmt.Errorf("inspect app %q: %w", a.Name(), err)
+				}
+				if o.Queues, err = queueSummaries(c.Context, a); err != nil {
+					return fmt.Errorf("inspect the task queues of app %q: %w", a.Name(), err)
 				}
 				doc = o
 				if !c.Bool(flagJSON) {
@@ -117,6 +123,22 @@ func writeOverview(w io.Writer, o *inspect.Overview) error {
 				fmt.Sprintf("%d/%d", p.Owned, p.Partitions), fmtLag(p.Lag), fmtInt(p.Pending), strconv.Itoa(p.Quarantined)})
 		}
 		table(w, "PROCESSOR\tEXECUTORS\tOWNED\tLAG\tPENDING\tQUARANTINED", rows)
+	}
+	if len(o.Queues) > 0 {
+		fmt.Fprintln(w)
+		header := "QUEUE"
+		for _, st := range task.States {
+			header += "\t" + strings.ToUpper(string(st))
+		}
+		var rows [][]string
+		for _, q := range o.Queues {
+			row := []string{q.Name}
+			for _, st := range task.States {
+				row = append(row, fmtInt(q.Counts[string(st)]))
+			}
+			rows = append(rows, row)
+		}
+		table(w, header, rows)
 	}
 	if len(o.Workers) > 0 {
 		fmt.Fprintln(w)
@@ -236,4 +258,30 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// queueSummaries returns the app's task queues with their tasks per state:
+// one HGETALL of the queue registry, then one of each queue's counters.
+func queueSummaries(ctx context.Context, a *app.App) ([]inspect.QueueSummary, error) {
+	defs, err := task.Queues(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]inspect.QueueSummary, 0, len(defs))
+	for _, d := range defs {
+		q, err := task.Lookup(ctx, a, d.Name)
+		if err != nil {
+			return nil, err
+		}
+		counts, err := q.Counts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s := inspect.QueueSummary{Name: d.Name, Keyed: d.Keyed, Concurrency: d.Concurrency, Counts: map[string]int64{}}
+		for _, st := range task.States {
+			s.Counts[string(st)] = counts[st]
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

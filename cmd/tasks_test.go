@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/inspect"
 	"github.com/leatdev/leat/task"
 )
 
@@ -164,4 +166,34 @@ func TestTasksCLI(t *testing.T) {
 		t.Fatalf("concurrency: %+v", r)
 	}
 	wantFailure(t, run(t, nil, "", s.args("tasks", "concurrency", "greet", "0")...), 2, "at least 1")
+}
+
+// leat inspect lists the task queues with their tasks per state, read from
+// the queues' counters.
+func TestInspectTaskQueues(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	runTaskWorker(t, s)
+	for _, name := range []string{"ada", "fail"} {
+		r := run(t, nil, "", s.args("enqueue", "greet", fmt.Sprintf(`{"name":%q}`, name))...)
+		if r.status != 0 {
+			t.Fatalf("enqueue: %+v", r)
+		}
+		if r := run(t, nil, "", s.args("tasks", "wait", strings.TrimSpace(r.stdout))...); name == "ada" && r.status != 0 {
+			t.Fatalf("wait: %+v", r)
+		}
+	}
+	r := run(t, nil, "", s.args("inspect", "--json")...)
+	var o inspect.Overview
+	if err := json.Unmarshal([]byte(r.stdout), &o); err != nil || r.status != 0 {
+		t.Fatalf("inspect --json: %+v %v", r, err)
+	}
+	if len(o.Queues) != 1 || o.Queues[0].Name != "greet" || o.Queues[0].Counts["succeeded"] != 1 ||
+		o.Queues[0].Counts["failed"]+o.Queues[0].Counts["dead"] != 1 {
+		t.Fatalf("queues %+v", o.Queues)
+	}
+	r = run(t, nil, "", s.args("inspect")...)
+	if r.status != 0 || !strings.Contains(r.stdout, "QUEUE") || !strings.Contains(r.stdout, "SUCCEEDED") || !strings.Contains(r.stdout, "greet") {
+		t.Fatalf("inspect: %+v", r)
+	}
 }

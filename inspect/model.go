@@ -11,7 +11,17 @@ type Overview struct {
 	Streams    []StreamSummary    `json:"streams"`
 	Processors []ProcessorSummary `json:"processors"`
 	Workers    []Worker           `json:"workers"`
+	Queues     []QueueSummary     `json:"queues"`   // task queues (filled by the CLI, which knows package task)
 	Warnings   []string           `json:"warnings"` // retention risks and quarantines, one sentence each
+}
+
+// QueueSummary is one task queue of the app: its tasks per state, from the
+// counters the queue keeps (one HGETALL), never a scan.
+type QueueSummary struct {
+	Name        string           `json:"name"`
+	Keyed       bool             `json:"keyed"`
+	Concurrency int              `json:"concurrency"` // per worker, as declared
+	Counts      map[string]int64 `json:"counts"`      // state -> tasks
 }
 
 // Leader is the app's leader.
