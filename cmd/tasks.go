@@ -55,30 +55,16 @@ func tasksCommand(setup Setup) *cli.Command {
 		},
 		Subcommands: []*cli.Command{
 			sub("show", "print a task's status, payload and result", "ID", []cli.Flag{jsonFlag()},
-				func(c *cli.Context, a *app.App) error {
-					if err := wantArgs(c, "ID"); err != nil {
-						return err
-					}
-					q, err := findTask(c, a)
-					if err != nil {
-						return err
-					}
+				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
 					in, err := q.Info(c.Context, c.Args().Get(0))
 					if err != nil {
 						return err
 					}
 					return printInfo(c, in)
-				}),
+				})),
 			sub("wait", "wait for a task to finish; print its result, or fail with its error", "ID",
 				[]cli.Flag{jsonFlag(), &cli.DurationFlag{Name: flagTimeout, Value: time.Minute, Usage: "give up after `DURATION`"}},
-				func(c *cli.Context, a *app.App) error {
-					if err := wantArgs(c, "ID"); err != nil {
-						return err
-					}
-					q, err := findTask(c, a)
-					if err != nil {
-						return err
-					}
+				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
 					ctx, cancel := context.WithTimeout(c.Context, c.Duration(flagTimeout))
 					defer cancel()
 					in, err := q.Wait(ctx, c.Args().Get(0))
@@ -99,29 +85,15 @@ func tasksCommand(setup Setup) *cli.Command {
 						return fmt.Errorf("task %s is %s: %s", in.ID, in.State, in.Error)
 					}
 					return nil
-				}),
+				})),
 			sub("follow", "print a task's progress reports and partial results in order as they come, then its result", "ID",
 				[]cli.Flag{jsonFlag()},
-				func(c *cli.Context, a *app.App) error {
-					if err := wantArgs(c, "ID"); err != nil {
-						return err
-					}
-					q, err := findTask(c, a)
-					if err != nil {
-						return err
-					}
+				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
 					return followTask(c, q, c.Args().Get(0))
-				}),
+				})),
 			sub("logs", "print a task's log lines in order (its handler's Task.Log lines, a subprocess handler's stderr)", "ID",
 				[]cli.Flag{jsonFlag()},
-				func(c *cli.Context, a *app.App) error {
-					if err := wantArgs(c, "ID"); err != nil {
-						return err
-					}
-					q, err := findTask(c, a)
-					if err != nil {
-						return err
-					}
+				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
 					lines, err := q.Logs(c.Context, c.Args().Get(0))
 					if err != nil {
 						return err
@@ -138,16 +110,9 @@ func tasksCommand(setup Setup) *cli.Command {
 						}
 					}
 					return nil
-				}),
+				})),
 			sub("cancel", "cancel a pending, scheduled, retrying or running task", "ID", nil,
-				func(c *cli.Context, a *app.App) error {
-					if err := wantArgs(c, "ID"); err != nil {
-						return err
-					}
-					q, err := findTask(c, a)
-					if err != nil {
-						return err
-					}
+				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
 					st, err := q.Cancel(c.Context, c.Args().Get(0))
 					if errors.Is(err, task.ErrFinished) {
 						return usageError{err}
@@ -161,7 +126,7 @@ func tasksCommand(setup Setup) *cli.Command {
 					}
 					_, err = fmt.Fprintf(c.App.Writer, "%s: was %s, %s\n", c.Args().Get(0), st, what)
 					return err
-				}),
+				})),
 			sub("requeue", "make a dead or failed task ready again, or every dead task of a queue", "ID | --all QUEUE",
 				[]cli.Flag{&cli.BoolFlag{Name: flagAll, Usage: "requeue every dead task of QUEUE"}},
 				func(c *cli.Context, a *app.App) error {
@@ -222,6 +187,21 @@ func tasksCommand(setup Setup) *cli.Command {
 					return err
 				}),
 		},
+	}
+}
+
+// withTask is the action of a "leat tasks" subcommand on one task: it
+// checks the ID argument and finds the task's queue before action runs.
+func withTask(action func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error) func(*cli.Context, *app.App) error {
+	return func(c *cli.Context, a *app.App) error {
+		if err := wantArgs(c, "ID"); err != nil {
+			return err
+		}
+		q, err := findTask(c, a)
+		if err != nil {
+			return err
+		}
+		return action(c, q)
 	}
 }
 
