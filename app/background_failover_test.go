@@ -1,11 +1,9 @@
 package app_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -118,33 +116,7 @@ func bgProcessMain() int {
 
 func startBgProcess(t *testing.T, env *env, mode, id string) *proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(),
-		bgModeEnv+"="+mode,
-		"LEAT_TEST_REDIS_URL_W="+redistest.URL(t),
-		"LEAT_TEST_PREFIX="+env.prefix,
-		"LEAT_TEST_WORKER_ID="+id,
-	)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{id: id, cmd: cmd}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	r := bufio.NewReader(out)
-	line, err := r.ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("worker %s did not start: %q %v", id, line, err)
-	}
-	go func() { _, _ = r.WriteTo(discard{}) }()
-	return p
+	return spawn(t, env, id, bgModeEnv+"="+mode, "LEAT_TEST_REDIS_URL_W="+redistest.URL(t))
 }
 
 // bgRuns returns the runs list of the test, each split at '/'.

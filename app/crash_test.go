@@ -108,15 +108,19 @@ type proc struct {
 
 func startProcess(t *testing.T, env *env, id string, partitions int, delay time.Duration) *proc {
 	t.Helper()
+	return spawn(t, env, id, workerModeEnv+"=1", "LEAT_TEST_REDIS_URL_W="+redistest.URL(t),
+		"LEAT_TEST_PARTITIONS="+strconv.Itoa(partitions), "LEAT_TEST_DELAY="+delay.String())
+}
+
+// spawn starts the test binary again as worker process id of env, with the
+// environment variables env adds (the mode and its settings), and waits for
+// its "ready" line. The process is killed (and continued first, if stopped)
+// when the test ends.
+func spawn(t *testing.T, env *env, id string, vars ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(),
-		workerModeEnv+"=1",
-		"LEAT_TEST_REDIS_URL_W="+redistest.URL(t),
-		"LEAT_TEST_PREFIX="+env.prefix,
-		"LEAT_TEST_WORKER_ID="+id,
-		"LEAT_TEST_PARTITIONS="+strconv.Itoa(partitions),
-		"LEAT_TEST_DELAY="+delay.String(),
-	)
+	cmd.Env = append(os.Environ(), "LEAT_TEST_PREFIX="+env.prefix, "LEAT_TEST_WORKER_ID="+id)
+	cmd.Env = append(cmd.Env, vars...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -131,11 +135,12 @@ func startProcess(t *testing.T, env *env, id string, partitions int, delay time.
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	line, err := bufio.NewReader(out).ReadString('\n')
+	r := bufio.NewReader(out)
+	line, err := r.ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != "ready" {
 		t.Fatalf("worker %s did not start: %q %v", id, line, err)
 	}
-	go func() { _, _ = bufio.NewReader(out).WriteTo(discard{}) }()
+	go func() { _, _ = r.WriteTo(discard{}) }()
 	return p
 }
 

@@ -1,12 +1,10 @@
 package app_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -137,38 +135,11 @@ func ownerProcessMain() int {
 // startOwner starts a worker process of the ownership tests.
 func startOwner(t *testing.T, env *env, id, appURL string, blocker bool) *proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(),
-		ownerModeEnv+"=1",
-		"LEAT_TEST_APP_URL="+appURL,
-		"LEAT_TEST_PROBE_URL="+redistest.URL(t),
-		"LEAT_TEST_PREFIX="+env.prefix,
-		"LEAT_TEST_WORKER_ID="+id,
-	)
+	vars := []string{ownerModeEnv + "=1", "LEAT_TEST_APP_URL=" + appURL, "LEAT_TEST_PROBE_URL=" + redistest.URL(t)}
 	if blocker {
-		cmd.Env = append(cmd.Env, "LEAT_TEST_BLOCKER=1")
+		vars = append(vars, "LEAT_TEST_BLOCKER=1")
 	}
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{id: id, cmd: cmd}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	r := bufio.NewReader(out)
-	line, err := r.ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("worker %s did not start: %q %v", id, line, err)
-	}
-	go func() { _, _ = r.WriteTo(discard{}) }()
-	return p
+	return spawn(t, env, id, vars...)
 }
 
 // probe returns the records that start with prefix ("kind/"), split at '/'.
