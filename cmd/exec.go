@@ -66,22 +66,9 @@ func execWorker(c *cli.Context) error {
 	if c.String(flagProcessors) != "" {
 		return usageErrorf("--%s runs one task queue: it takes no --%s", flagExec, flagProcessors)
 	}
-	cfg, err := config(c)
+	cfg, exporter, err := workerSettings(c)
 	if err != nil {
 		return err
-	}
-	if err := workerConfig(c, &cfg); err != nil {
-		return err
-	}
-	var exporter *metrics.Exporter
-	if addr := c.String(flagMetricsAddr); addr != "" {
-		if err := checkMetricsAddr(addr); err != nil {
-			return err
-		}
-		if exporter, err = metrics.New(metrics.Config{}); err != nil {
-			return err
-		}
-		cfg.Hooks = append(cfg.Hooks, exporter)
 	}
 	// A bare app: the processors and queues of the app's own Setup, if
 	// any, are not this worker's.

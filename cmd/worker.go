@@ -69,22 +69,9 @@ func workerCommand(setup Setup) *cli.Command {
 			if err := wantArgs(c); err != nil {
 				return err
 			}
-			cfg, err := config(c)
+			cfg, exporter, err := workerSettings(c)
 			if err != nil {
 				return err
-			}
-			if err := workerConfig(c, &cfg); err != nil {
-				return err
-			}
-			var exporter *metrics.Exporter
-			if addr := c.String(flagMetricsAddr); addr != "" {
-				if err := checkMetricsAddr(addr); err != nil {
-					return err
-				}
-				if exporter, err = metrics.New(metrics.Config{}); err != nil {
-					return err
-				}
-				cfg.Hooks = append(cfg.Hooks, exporter)
 			}
 			names := splitList(c.String(flagProcessors))
 			a, err := openAppWith(c, setup, cfg)
@@ -333,4 +320,30 @@ func withoutStacks(err error) string {
 	}
 	walk(err)
 	return msg
+}
+
+// workerSettings returns the app configuration of a worker command (the
+// global flags, then the worker's), with the Prometheus exporter among its
+// hooks when --metrics-addr is given.
+func workerSettings(c *cli.Context) (app.Config, *metrics.Exporter, error) {
+	cfg, err := config(c)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if err := workerConfig(c, &cfg); err != nil {
+		return cfg, nil, err
+	}
+	addr := c.String(flagMetricsAddr)
+	if addr == "" {
+		return cfg, nil, nil
+	}
+	if err := checkMetricsAddr(addr); err != nil {
+		return cfg, nil, err
+	}
+	exporter, err := metrics.New(metrics.Config{})
+	if err != nil {
+		return cfg, nil, err
+	}
+	cfg.Hooks = append(cfg.Hooks, exporter)
+	return cfg, exporter, nil
 }
