@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -270,15 +270,11 @@ func TestResetUsageErrors(t *testing.T) {
 // and whether Redis knows it.
 func (s shop) entriesRead(t *testing.T, p int, group string) (int64, bool) {
 	t.Helper()
-	v, err := s.client.Do(context.Background(), "XINFO", "GROUPS", s.keys.Partition("ticks", p)).Result()
+	states, err := rdb.PartitionStates(context.Background(), s.client, []string{s.keys.Partition("ticks", p)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs, err := scripts.ParseGroups(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range gs {
+	for _, g := range states[0].Groups {
 		if g.Name == group {
 			return g.EntriesRead, g.EntriesReadOK
 		}

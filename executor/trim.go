@@ -76,12 +76,12 @@ func (e *Executor) checkTrimmed(ctx context.Context) {
 	for i, p := range parts {
 		keys[i] = p.key
 	}
-	counters, err := rdb.PartitionCounters(ctx, e.client, keys)
+	states, err := rdb.PartitionStates(ctx, e.client, keys)
 	if err != nil {
 		return // a stream or group went missing: the fetcher repairs it
 	}
 	for i, p := range parts {
-		info := counters[i]
+		info := states[i]
 		for _, g := range info.Groups {
 			if g.Name != e.processor || g.LastDeliveredID == "0-0" || !g.EntriesReadOK {
 				// Redis does not know the counter (before the first read,

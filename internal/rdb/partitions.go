@@ -3,7 +3,6 @@ package rdb
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/leatdev/leat/internal/scripts"
@@ -30,41 +29,6 @@ func Ack(ctx context.Context, c redis.UniversalClient, group string, ids map[str
 		}
 	}
 	return retry, err
-}
-
-// Counters are what Redis counts about a partition stream and its groups,
-// for the trim check.
-type Counters struct {
-	Added   int64  // entries-added
-	Length  int64  // current length
-	FirstID string // ID of the first entry kept
-	Groups  []scripts.GroupInfo
-}
-
-// PartitionCounters reads the counters of each key (XINFO STREAM and a raw
-// XINFO GROUPS, whose unknown entries-read counter go-redis would read as 0)
-// in one pipelined round trip.
-func PartitionCounters(ctx context.Context, c redis.UniversalClient, keys []string) ([]Counters, error) {
-	pipe := c.Pipeline()
-	infos := make([]*redis.XInfoStreamCmd, len(keys))
-	groups := make([]*redis.Cmd, len(keys))
-	for i, k := range keys {
-		infos[i] = pipe.XInfoStream(ctx, k)
-		groups[i] = pipe.Do(ctx, "XINFO", "GROUPS", k)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, err
-	}
-	out := make([]Counters, len(keys))
-	for i := range keys {
-		info := infos[i].Val()
-		gs, err := scripts.ParseGroups(groups[i].Val())
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", keys[i], err)
-		}
-		out[i] = Counters{Added: info.EntriesAdded, Length: info.Length, FirstID: info.FirstEntry.ID, Groups: gs}
-	}
-	return out, nil
 }
 
 // Consumers lists the consumers of group on each key (XINFO CONSUMERS, one

@@ -2,15 +2,6 @@ package scripts
 
 import "fmt"
 
-// GroupInfo is what XINFO GROUPS says about one consumer group, read from
-// the raw reply: go-redis reads an unknown entries-read counter (nil) as 0.
-type GroupInfo struct {
-	Name            string
-	LastDeliveredID string
-	EntriesRead     int64
-	EntriesReadOK   bool // false when Redis does not know the counter (or is older than 7)
-}
-
 // GroupFields parses a raw XINFO GROUPS reply, RESP2 (arrays of field,
 // value pairs) or RESP3 (maps), into one field map per group; nil gives
 // none.
@@ -44,23 +35,6 @@ func GroupFields(v any) ([]map[string]any, error) {
 			return nil, fmt.Errorf("malformed XINFO GROUPS entry %T", g)
 		}
 		out = append(out, fields)
-	}
-	return out, nil
-}
-
-// ParseGroups parses a raw XINFO GROUPS reply (see GroupFields).
-func ParseGroups(v any) ([]GroupInfo, error) {
-	groups, err := GroupFields(v)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]GroupInfo, 0, len(groups))
-	for _, fields := range groups {
-		var info GroupInfo
-		info.Name, _ = fields["name"].(string)
-		info.LastDeliveredID, _ = fields["last-delivered-id"].(string)
-		info.EntriesRead, info.EntriesReadOK = fields["entries-read"].(int64)
-		out = append(out, info)
 	}
 	return out, nil
 }
