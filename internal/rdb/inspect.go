@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/keys"
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -91,7 +90,7 @@ func PartitionStates(ctx context.Context, c redis.UniversalClient, keys []string
 // parseGroupStates parses a raw XINFO GROUPS reply, RESP2 (arrays of field,
 // value pairs) or RESP3 (maps).
 func parseGroupStates(v any) ([]GroupState, error) {
-	groups, err := scripts.GroupFields(v)
+	groups, err := groupFields(v)
 	if err != nil {
 		return nil, err
 	}
@@ -248,4 +247,41 @@ func App(ctx context.Context, c redis.UniversalClient, k keys.Space) (AppSnapsho
 		return s, fmt.Errorf("GET %s: %w", k.LeaderTerm(), err)
 	}
 	return s, nil
+}
+
+// groupFields parses a raw XINFO GROUPS reply, RESP2 (arrays of field,
+// value pairs) or RESP3 (maps), into one field map per group; nil gives
+// none.
+func groupFields(v any) ([]map[string]any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("malformed XINFO GROUPS reply %T", v)
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, g := range list {
+		fields := map[string]any{}
+		switch g := g.(type) {
+		case map[any]any:
+			for k, v := range g {
+				if k, ok := k.(string); ok {
+					fields[k] = v
+				}
+			}
+		case map[string]any:
+			fields = g
+		case []any:
+			for i := 0; i+1 < len(g); i += 2 {
+				if k, ok := g[i].(string); ok {
+					fields[k] = g[i+1]
+				}
+			}
+		default:
+			return nil, fmt.Errorf("malformed XINFO GROUPS entry %T", g)
+		}
+		out = append(out, fields)
+	}
+	return out, nil
 }
