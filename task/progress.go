@@ -32,13 +32,6 @@ type reporter interface {
 	report(ctx context.Context, kind string, data json.RawMessage) error
 }
 
-// reporterFunc is a reporter of a local run (no Redis).
-type reporterFunc func(kind string, data json.RawMessage) error
-
-func (f reporterFunc) report(_ context.Context, kind string, data json.RawMessage) error {
-	return f(kind, data)
-}
-
 // Progress reports the task's progress, any JSON value (a percentage, a
 // stage...): it becomes the Progress of the task's Info and an update that
 // Follow yields. A report of a task no longer running is dropped.

@@ -41,10 +41,6 @@ const (
 	FullWait   Full = "wait"   // wait until the processors made room (or ctx ends)
 )
 
-func (d Definition) routingEqual(o Definition) bool {
-	return d.Partitions == o.Partitions && d.KeyField == o.KeyField
-}
-
 func (d Definition) validate() error {
 	switch {
 	case d.Partitions < 1 || d.Partitions > 65536:
