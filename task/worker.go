@@ -392,9 +392,8 @@ func (w *worker) record(ctx context.Context, batch []taskrdb.Outcome) error {
 	var lastErr error
 	for try := 0; try < 2; try++ {
 		pipe := q.rdb.Pipeline()
-		var cmds []*redis.Cmd
 		for i := 0; i < len(batch); i += completeBatch {
-			cmds = append(cmds, taskrdb.FinishCmd(ctx, pipe, q.keys, q.worker, q.set.deadMax, q.set.deadAge, batch[i:min(i+completeBatch, len(batch))]))
+			taskrdb.FinishCmd(ctx, pipe, q.keys, q.worker, q.set.deadMax, q.set.deadAge, batch[i:min(i+completeBatch, len(batch))])
 		}
 		_, lastErr = pipe.Exec(ctx)
 		if lastErr == nil {
