@@ -13,6 +13,7 @@
 --   KEYS[10] wake list of the queue's leader
 --   KEYS[11] per-key rate counter prefix (+ task key; keyed queues)
 --   KEYS[12] pending webhook deliveries (task IDs by due time)
+--   KEYS[13] finished-task counter prefix (+ 10-second bucket number)
 --
 -- Task hash fields: s state, p payload, l level, x ready entry ID, a
 -- attempts, r max retries, to timeout ms, ret retention ms, u unique key,
@@ -30,13 +31,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+local function is_final(s)
+  return s == 'succeeded' or s == 'failed' or s == 'dead' or s == 'cancelled'
+end
+
+-- Tasks reaching a final state are counted per bucket of FINISHED_BUCKET
+-- seconds (KEYS[13] .. Unix seconds / FINISHED_BUCKET), each counter kept
+-- FINISHED_KEEP ms: enough for the throughput over the last five minutes
+-- (taskrdb.FinishedBucket and taskrdb.FinishedKeep say the same).
+local FINISHED_BUCKET = 10
+local FINISHED_KEEP = 330000
+
 -- count records a move between states; flush_counts applies the moves of
--- the whole call to the counts hash, one HINCRBY per state changed. Every
--- script calls it before it returns.
+-- the whole call to the counts hash, one HINCRBY per state changed, and
+-- adds the tasks that reached a final state to the current bucket of
+-- finished tasks. Every script calls it before it returns.
 local DELTA = {}
+local FINISHED = 0
 local function count(from, to)
   if from then DELTA[from] = (DELTA[from] or 0) - 1 end
   if to then DELTA[to] = (DELTA[to] or 0) + 1 end
+  if to and is_final(to) and not (from and is_final(from)) then FINISHED = FINISHED + 1 end
 end
 
 local function flush_counts()
@@ -44,6 +59,13 @@ local function flush_counts()
     if d ~= 0 then redis.call('HINCRBY', KEYS[6], state, d) end
   end
   DELTA = {}
+  if FINISHED > 0 then
+    local t = redis.call('TIME')
+    local fk = KEYS[13] .. math.floor(tonumber(t[1]) / FINISHED_BUCKET)
+    redis.call('INCRBY', fk, FINISHED)
+    redis.call('PEXPIRE', fk, FINISHED_KEEP)
+    FINISHED = 0
+  end
 end
 
 -- push_ready adds a ready entry for an unkeyed task.
@@ -133,8 +155,4 @@ local function bury(h, id, now, dead_max, dead_age)
     end
     redis.call('ZREMRANGEBYRANK', KEYS[4], 0, n - dead_max - 1)
   end
-end
-
-local function is_final(s)
-  return s == 'succeeded' or s == 'failed' or s == 'dead' or s == 'cancelled'
 end

@@ -10,11 +10,13 @@
 --          delay), "dead", "fail" (data = error), "cancel", or "handback"
 --          (a task not run: ready again at once, its attempt not counted)
 --
--- Returns one flag per task: 1 when the outcome was recorded, 0 when the
--- run was no longer the task's current one (reclaimed meanwhile, or the
--- task is gone). A success is recorded even then (the reclaimed copy's entry
--- is deleted when no worker took it yet), so a late success is not run
--- again.
+-- Returns per task the state the outcome left it in: "succeeded",
+-- "retrying", "dead", "failed", "cancelled" (a cancellation requested
+-- while it ran wins over a failure), "pending" (handed back); or "" when
+-- the run was no longer the task's current one (reclaimed meanwhile, or the
+-- task is gone) and nothing was recorded. A success is recorded even then
+-- (the reclaimed copy's entry is deleted when no worker took it yet), so a
+-- late success is not run again.
 local consumer, dead_max, dead_age = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 local out = {}
@@ -31,7 +33,7 @@ for i = 4, #ARGV, 6 do
   if key == '' then key = nil end
   -- this run is the task's current one: nobody reclaimed it meanwhile
   local mine = acked == 1 and st == 'active' and v[2] == consumer and v[5] == eid
-  local applied = 0
+  local applied = ''
   if outcome == 'ok' and (st == 'active' or st == 'pending') then
     if st == 'pending' and not key and v[5] then
       redis.call('XDEL', KEYS[2] .. v[6], v[5]) -- the reclaimed copy, not taken yet
@@ -48,37 +50,41 @@ for i = 4, #ARGV, 6 do
       advance_key(key, id, mine)
       if st == 'active' and not mine then redis.call('HSET', h, 'pass', '1') end
     end
-    applied = 1
+    applied = 'succeeded'
   elseif outcome ~= 'ok' and mine then
     if v[4] == '1' and outcome ~= 'handback' then outcome = 'cancel'; data = 'cancelled' end
     if outcome == 'retry' then
+      applied = 'retrying'
       redis.call('HSET', h, 's', 'retrying', 'err', data, 'd', now + delay)
       redis.call('ZADD', KEYS[3], now + delay, id)
       count('active', 'retrying')
       wake_if_first(id)
     elseif outcome == 'dead' then
+      applied = 'dead'
       redis.call('HSET', h, 'err', data)
       count('active', 'dead')
       bury(h, id, now, dead_max, dead_age)
       if key then advance_key(key, id, true) end
     elseif outcome == 'fail' or outcome == 'cancel' then
       if outcome == 'fail' then
+        applied = 'failed'
         redis.call('HSET', h, 's', 'failed', 'f', now, 'err', data)
         count('active', 'failed')
         finish(h, id, 'failed', 'F', now, v[7], v[8])
       else
+        applied = 'cancelled'
         redis.call('HSET', h, 's', 'cancelled', 'f', now, 'err', data)
         count('active', 'cancelled')
         finish(h, id, 'cancelled', 'C', now, v[7], v[8])
       end
       if key then advance_key(key, id, true) end
     elseif outcome == 'handback' then
+      applied = 'pending'
       redis.call('HSET', h, 's', 'pending')
       redis.call('HINCRBY', h, 'a', -1)
       count('active', 'pending')
       if key then token(key) else push_ready(id, level) end
     end
-    applied = 1
   elseif key and v[10] == '1' and acked == 1 and v[2] == consumer and v[5] == eid then
     -- A late success of an earlier run ended the task while this run held
     -- the key's token: pass the token on.

@@ -59,7 +59,38 @@ func Keys(s keys.Space, queue string) []string {
 		s.TaskPrefix(queue), s.TaskStreamPrefix(queue), s.TaskScheduled(queue), s.TaskDead(queue),
 		s.TaskDone(queue), s.TaskCounts(queue), s.TaskUniquePrefix(queue), s.TaskKeyPrefix(queue),
 		s.TaskKeys(queue), s.TaskWake(queue), s.TaskRatePrefix(queue), s.TaskWebhooks(queue),
+		s.TaskFinishedPrefix(queue),
 	}
+}
+
+// Finished-task counters (keys.Space.TaskFinishedPrefix): every script that
+// ends tasks adds them to the counter of the current bucket, one INCRBY and
+// one PEXPIRE per call. common.lua holds the same values.
+const (
+	// FinishedBucket is the width of one counter's bucket.
+	FinishedBucket = 10 * time.Second
+	// FinishedKeep is how long a counter is kept after its last increment:
+	// the longest throughput window read (5 minutes), its bucket being
+	// filled, and a margin.
+	FinishedKeep = 330 * time.Second
+)
+
+// FinishedKeys returns the keys of the finished-task counters (prefix:
+// keys.Space.TaskFinishedPrefix) covering the window ending at now: the
+// current bucket and the whole buckets before it, as many as fit in
+// window. The counts of those keys are the tasks finished from start to
+// now, a span between window - FinishedBucket and window long.
+func FinishedKeys(prefix string, now time.Time, window time.Duration) (ks []string, start time.Time) {
+	width := int64(FinishedBucket / time.Second)
+	cur := now.Unix() / width
+	n := int64(window / FinishedBucket) // whole buckets before the current one
+	if n > 0 && now.Sub(time.Unix(cur*width, 0)) > 0 {
+		n-- // the current bucket has begun: the span stays within window
+	}
+	for b := cur - n; b <= cur; b++ {
+		ks = append(ks, prefix+strconv.FormatInt(b, 10))
+	}
+	return ks, time.Unix((cur-n)*width, 0)
 }
 
 // IsNoScript reports whether err says the server does not know a script.
@@ -234,7 +265,10 @@ type Outcome struct {
 }
 
 // FinishCmd queues finish.lua for outcomes on a pipeline (EVALSHA: load
-// it first with Load). Its value is one flag per outcome: 1 when recorded.
+// it first with Load). Its value is, per outcome, the state the task was
+// left in ("succeeded", "retrying", "dead", "failed", "cancelled", or
+// "pending" for a handback), or "" when the run was no longer the task's
+// current one and nothing was recorded.
 //
 // KEYS: Keys. ARGV: consumer, dead max, dead age ms, then id, level, entry,
 // outcome, data, delay ms per task.

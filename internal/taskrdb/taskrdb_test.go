@@ -54,9 +54,11 @@ func (f *fixture) fetch(consumer string, n int) []taskrdb.Fetched {
 	return got
 }
 
-func (f *fixture) finish(consumer string, t taskrdb.Fetched, kind string) int64 {
+// finish records kind for t's run and returns the state it left the task
+// in ("" when not recorded).
+func (f *fixture) finish(consumer string, t taskrdb.Fetched, kind string) string {
 	f.t.Helper()
-	v, err := taskrdb.FinishCmd(f.ctx, f.c, f.keys, consumer, 100, time.Hour, []taskrdb.Outcome{{ID: t.ID, Entry: t.Entry, Level: t.Level, Kind: kind, Data: []byte(`1`)}}).Int64Slice()
+	v, err := taskrdb.FinishCmd(f.ctx, f.c, f.keys, consumer, 100, time.Hour, []taskrdb.Outcome{{ID: t.ID, Entry: t.Entry, Level: t.Level, Kind: kind, Data: []byte(`1`)}}).StringSlice()
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -91,13 +93,13 @@ func TestLateSuccessKeyed(t *testing.T) {
 	if got := f.fetch("C", 10); len(got) != 0 {
 		t.Fatalf("a second token: C got %+v", got)
 	}
-	if f.finish("A", a[0], taskrdb.OK) != 1 { // A's late success counts
+	if f.finish("A", a[0], taskrdb.OK) != "succeeded" { // A's late success counts
 		t.Fatal("late success not recorded")
 	}
 	if got := f.fetch("C", 10); len(got) != 0 {
 		t.Fatalf("the token passed on while B still runs t1: C got %+v", got)
 	}
-	if f.finish("B", b[0], taskrdb.OK) != 0 {
+	if f.finish("B", b[0], taskrdb.OK) != "" {
 		t.Fatal("second success recorded")
 	}
 	c := f.fetch("C", 10)
@@ -124,10 +126,10 @@ func TestLateOutcomes(t *testing.T) {
 		taskrdb.NewTask{ID: "t2", Payload: []byte(`2`), Retention: time.Hour, MaxRetries: 3})
 	a := f.fetch("A", 10)
 	f.reclaimAll()
-	if f.finish("A", a[0], taskrdb.OK) != 1 {
+	if f.finish("A", a[0], taskrdb.OK) != "succeeded" {
 		t.Fatal("late success not recorded")
 	}
-	if f.finish("A", a[1], taskrdb.Retry) != 0 {
+	if f.finish("A", a[1], taskrdb.Retry) != "" {
 		t.Fatal("late failure recorded")
 	}
 	got := f.fetch("B", 10)
