@@ -37,6 +37,7 @@ type core struct {
 	log    *slog.Logger
 	worker string // this process's worker ID
 	cron   []*cronEntry
+	hooks  []HookTaskRun
 
 	regOnce sync.Mutex
 	reg     bool // the definition is in Redis
@@ -129,7 +130,7 @@ func newCore(a *app.App, name string, opts []Option) (*core, error) {
 	ks := keys.New(cfg.KeyPrefix, cfg.Name)
 	return &core{
 		name: name, set: s, rdb: a.Client(), ks: ks, keys: taskrdb.Keys(ks, name),
-		log: a.Logger().With("queue", name), worker: cfg.WorkerID,
+		log: a.Logger().With("queue", name), worker: cfg.WorkerID, hooks: taskHooks(cfg.Hooks),
 	}, nil
 }
 

@@ -67,7 +67,7 @@ type running struct {
 type worker struct {
 	s    *workerService
 	q    *core
-	done chan taskrdb.Outcome
+	done chan ended
 
 	mu      sync.Mutex
 	limit   int                 // concurrency
@@ -95,7 +95,7 @@ func (s *workerService) Run(ctx context.Context) error {
 		return fmt.Errorf("task queue %q: load scripts: %w", q.name, err)
 	}
 	w := &worker{
-		s: s, q: q, done: make(chan taskrdb.Outcome, 4096), limit: q.set.concurrency,
+		s: s, q: q, done: make(chan ended, 4096), limit: q.set.concurrency,
 		active: map[string]*running{}, freed: make(chan struct{}, 1),
 	}
 	w.readLimit(ctx)
@@ -193,7 +193,7 @@ func (w *worker) fetch(ctx, runCtx context.Context) {
 		for i := range got {
 			f := &got[i]
 			if ctx.Err() != nil {
-				w.report(taskrdb.Outcome{ID: f.ID, Entry: f.Entry, Level: f.Level, Kind: taskrdb.Handback})
+				w.report(ended{Outcome: taskrdb.Outcome{ID: f.ID, Entry: f.Entry, Level: f.Level, Kind: taskrdb.Handback}})
 				continue
 			}
 			w.start(runCtx, f)
@@ -299,14 +299,16 @@ func (w *worker) start(runCtx context.Context, f *taskrdb.Fetched) {
 	w.working.Add(1)
 	go func() {
 		defer w.working.Done()
+		began := time.Now()
 		res, err := w.call(tctx, f)
+		took := time.Since(began)
 		cause := context.Cause(tctx)
 		cancelTimeout()
 		cancel(nil)
 		w.mu.Lock()
 		delete(w.active, f.ID)
 		w.mu.Unlock()
-		w.report(w.outcome(f, res, err, cause))
+		w.report(ended{Outcome: w.outcome(f, res, err, cause), attempt: f.Attempt, took: took})
 		w.signal()
 	}()
 }
@@ -358,7 +360,7 @@ func (w *worker) complete() {
 	q := w.q
 	ctx := context.Background()
 	for o := range w.done {
-		batch := []taskrdb.Outcome{o}
+		batch := []ended{o}
 	drain:
 		for len(batch) < 16*completeBatch {
 			select {
@@ -386,17 +388,31 @@ func (w *worker) complete() {
 	}
 }
 
-// record runs finish.lua for batch on one pipeline.
-func (w *worker) record(ctx context.Context, batch []taskrdb.Outcome) error {
+// ended is the outcome of a run, with what the hooks report of it.
+type ended struct {
+	taskrdb.Outcome
+	attempt int
+	took    time.Duration // the handler's run
+}
+
+// record runs finish.lua for batch on one pipeline, then reports the
+// outcomes recorded to the queue's hooks.
+func (w *worker) record(ctx context.Context, batch []ended) error {
 	q := w.q
+	outs := make([]taskrdb.Outcome, len(batch))
+	for i, e := range batch {
+		outs[i] = e.Outcome
+	}
 	var lastErr error
 	for try := 0; try < 2; try++ {
 		pipe := q.rdb.Pipeline()
-		for i := 0; i < len(batch); i += completeBatch {
-			taskrdb.FinishCmd(ctx, pipe, q.keys, q.worker, q.set.deadMax, q.set.deadAge, batch[i:min(i+completeBatch, len(batch))])
+		var cmds []*redis.Cmd
+		for i := 0; i < len(outs); i += completeBatch {
+			cmds = append(cmds, taskrdb.FinishCmd(ctx, pipe, q.keys, q.worker, q.set.deadMax, q.set.deadAge, outs[i:min(i+completeBatch, len(outs))]))
 		}
 		_, lastErr = pipe.Exec(ctx)
 		if lastErr == nil {
+			w.hook(batch, cmds)
 			return nil
 		}
 		if !taskrdb.IsNoScript(lastErr) {
@@ -408,6 +424,27 @@ func (w *worker) record(ctx context.Context, batch []taskrdb.Outcome) error {
 		}
 	}
 	return lastErr
+}
+
+// hook reports the outcomes of batch that the finish.lua calls cmds
+// recorded (completeBatch outcomes per call) to the queue's hooks.
+func (w *worker) hook(batch []ended, cmds []*redis.Cmd) {
+	if len(w.q.hooks) == 0 {
+		return
+	}
+	for c, cmd := range cmds {
+		states, _ := cmd.StringSlice()
+		for i, st := range states {
+			o := outcomeOf(st)
+			if o == "" || c*completeBatch+i >= len(batch) {
+				continue
+			}
+			e := batch[c*completeBatch+i]
+			for _, h := range w.q.hooks {
+				h.OnTaskRun(w.q.name, o, e.attempt, e.took)
+			}
+		}
+	}
 }
 
 // touch keeps the entries of running tasks from looking idle to the
@@ -531,7 +568,7 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 
 // report hands an outcome to the completer, unless the worker gave up on
 // its handlers and stopped.
-func (w *worker) report(o taskrdb.Outcome) {
+func (w *worker) report(o ended) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.closed {
