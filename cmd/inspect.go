@@ -1,8 +1,8 @@
 package cmd
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/inspect"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/task"
@@ -20,21 +19,28 @@ import (
 func inspectCommand(setup Setup) *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
-		Usage:     "show the app's streams, processors, leader and workers, or one stream per partition",
-		ArgsUsage: "[STREAM]",
-		Description: "Without STREAM: the app's streams (partitions, retention size, entries kept), its\n" +
+		Usage:     "show the app's streams, processors, task queues, leader and workers, one stream per partition, or one task queue",
+		ArgsUsage: "[STREAM | queue QUEUE]",
+		Description: "Without arguments: the app's streams (partitions, retention size, entries kept), its\n" +
 			"processors (live executors, partitions owned, lag, pending, quarantined partitions),\n" +
-			"its leader and term, and its workers with the age of each executor's last heartbeat\n" +
-			"and the partitions it holds.\n\n" +
+			"its task queues (tasks per state, age of the oldest ready task, tasks finished per\n" +
+			"second over the last minute), its leader and term, and its workers with the age of\n" +
+			"each executor's last heartbeat and the partitions it holds.\n\n" +
 			"With STREAM: each partition's length and first and last entry IDs, and for each\n" +
 			"processor of the stream, per partition: the owner (worker and executor), the lag\n" +
 			"(entries not yet delivered), the pending entries (delivered, not acknowledged) and\n" +
 			"the age of the oldest, the consumers, and a quarantine report if the partition is\n" +
 			"stopped. A lag at 80% of the retention size or more is flagged: trimming would soon\n" +
 			"drop entries the processor has not read.\n\n" +
-			"Every figure comes from O(1) commands per partition (XINFO STREAM, XINFO GROUPS,\n" +
-			"XPENDING summary, GET), pipelined; nothing scans entries or keys. --json prints the\n" +
-			"documented JSON document (inspect.Overview or inspect.StreamReport).",
+			"With queue QUEUE: the task queue's tasks per state, per priority level the oldest\n" +
+			"ready entry no worker took yet and the entries delivered and not acknowledged (and\n" +
+			"the age of the oldest), and the tasks finished per second over the last minute and\n" +
+			"the last 5 minutes. (A stream named queue is still inspected with: inspect queue.)\n\n" +
+			"Every figure comes from O(1) commands per partition or priority level (XINFO STREAM,\n" +
+			"XINFO GROUPS, XPENDING summary, GET, XRANGE COUNT 1) and counters the runtime keeps\n" +
+			"(HGETALL, MGET), pipelined; nothing scans entries or keys. --json prints the\n" +
+			"documented JSON document (inspect.Overview, inspect.StreamReport or\n" +
+			"inspect.QueueReport).",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: flagJSON, Usage: "print JSON instead of tables"},
 			helpFlag(),
@@ -42,13 +48,23 @@ func inspectCommand(setup Setup) *cli.Command {
 		HideHelp:     true, // see helpFlag
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 1 {
-				return usageErrorf("inspect: want at most one argument, STREAM, got %d (see %s inspect --help)", c.NArg(), c.App.Name)
-			}
-			name := c.Args().First()
-			if name != "" {
-				if err := keys.CheckName("stream", name); err != nil {
+			var name, queue string
+			switch {
+			case c.NArg() == 2 && c.Args().First() == "queue":
+				queue = c.Args().Get(1)
+				if err := keys.CheckName("task queue", queue); err != nil {
 					return usageError{err}
+				}
+			case c.NArg() == 2:
+				return usageErrorf("inspect: want STREAM or queue QUEUE, got %q %q (see %s inspect --help)", c.Args().First(), c.Args().Get(1), c.App.Name)
+			case c.NArg() > 2:
+				return usageErrorf("inspect: want at most STREAM or queue QUEUE, got %d arguments (see %s inspect --help)", c.NArg(), c.App.Name)
+			default:
+				name = c.Args().First()
+				if name != "" {
+					if err := keys.CheckName("stream", name); err != nil {
+						return usageError{err}
+					}
 				}
 			}
 			a, err := openApp(c, setup)
@@ -58,19 +74,29 @@ func inspectCommand(setup Setup) *cli.Command {
 			defer a.Close()
 			in := inspect.New(a.Client(), a.Config().KeyPrefix, a.Name())
 			var doc any
-			if name == "" {
+			switch {
+			case queue != "":
+				r, err := in.Queue(c.Context, queue)
+				if errors.Is(err, inspect.ErrUnknownQueue) {
+					return usageError{err}
+				}
+				if err != nil {
+					return fmt.Errorf("inspect task queue %q of app %q: %w", queue, a.Name(), err)
+				}
+				doc = r
+				if !c.Bool(flagJSON) {
+					return writeQueueReport(c.App.Writer, r)
+				}
+			case name == "":
 				o, err := in.Overview(c.Context)
 				if err != nil {
 					return fmt.Errorf("inspect app %q: %w", a.Name(), err)
-				}
-				if o.Queues, err = queueSummaries(c.Context, a); err != nil {
-					return fmt.Errorf("inspect the task queues of app %q: %w", a.Name(), err)
 				}
 				doc = o
 				if !c.Bool(flagJSON) {
 					return writeOverview(c.App.Writer, o)
 				}
-			} else {
+			default:
 				r, err := in.Stream(c.Context, name)
 				if err != nil {
 					return err
@@ -136,9 +162,10 @@ func writeOverview(w io.Writer, o *inspect.Overview) error {
 			for _, st := range task.States {
 				row = append(row, fmtInt(q.Counts[string(st)]))
 			}
+			row = append(row, fmtAgePtr(q.OldestReadyAgeMS), fmtRate(q.Throughput.LastMinute))
 			rows = append(rows, row)
 		}
-		table(w, header, rows)
+		table(w, header+"\tOLDEST READY\tFINISHED/S (1M)", rows)
 	}
 	if len(o.Workers) > 0 {
 		fmt.Fprintln(w)
@@ -260,28 +287,43 @@ func orDash(s string) string {
 	return s
 }
 
-// queueSummaries returns the app's task queues with their tasks per state:
-// one HGETALL of the queue registry, then one of each queue's counters.
-func queueSummaries(ctx context.Context, a *app.App) ([]inspect.QueueSummary, error) {
-	defs, err := task.Queues(ctx, a)
-	if err != nil {
-		return nil, err
+// writeQueueReport prints r as tables.
+func writeQueueReport(w io.Writer, r *inspect.QueueReport) error {
+	kind := "unkeyed"
+	if r.Keyed {
+		kind = "keyed"
 	}
-	out := make([]inspect.QueueSummary, 0, len(defs))
-	for _, d := range defs {
-		q, err := task.Lookup(ctx, a, d.Name)
-		if err != nil {
-			return nil, err
-		}
-		counts, err := q.Counts(ctx)
-		if err != nil {
-			return nil, err
-		}
-		s := inspect.QueueSummary{Name: d.Name, Keyed: d.Keyed, Concurrency: d.Concurrency, Counts: map[string]int64{}}
-		for _, st := range task.States {
-			s.Counts[string(st)] = counts[st]
-		}
-		out = append(out, s)
+	order := "weighted"
+	if r.Strict {
+		order = "strict"
 	}
-	return out, nil
+	fmt.Fprintf(w, "task queue %s of app %s at %s: %s, concurrency %d per worker, %d %s priority %s\n\n",
+		r.Name, r.App, r.Time.Format(time.RFC3339), kind, r.Concurrency, len(r.Levels), order, plural(len(r.Levels), "level"))
+	var rows [][]string
+	for _, st := range task.States {
+		rows = append(rows, []string{string(st), fmtInt(r.Counts[string(st)])})
+	}
+	table(w, "STATE\tTASKS", rows)
+	fmt.Fprintln(w)
+	rows = nil
+	for _, l := range r.Levels {
+		rows = append(rows, []string{strconv.Itoa(l.Level), l.Name, strconv.Itoa(l.Weight), fmtAgePtr(l.OldestReadyAgeMS),
+			orDash(l.OldestReadyID), fmtInt(l.Delivered), fmtAgePtr(l.OldestDeliveredAgeMS)})
+	}
+	table(w, "LEVEL\tPRIORITY\tWEIGHT\tOLDEST READY\tREADY ID\tDELIVERED\tOLDEST DELIVERED", rows)
+	fmt.Fprintln(w)
+	table(w, "WINDOW\tFINISHED\tSECONDS\tPER SECOND", [][]string{
+		{"last minute", fmtInt(r.Throughput.LastMinute.Finished), fmt.Sprintf("%.1f", r.Throughput.LastMinute.Seconds), fmtRate(r.Throughput.LastMinute)},
+		{"last 5 minutes", fmtInt(r.Throughput.LastFiveMinute.Finished), fmt.Sprintf("%.1f", r.Throughput.LastFiveMinute.Seconds), fmtRate(r.Throughput.LastFiveMinute)},
+	})
+	return nil
 }
+
+func fmtAgePtr(ms *int64) string {
+	if ms == nil {
+		return "-"
+	}
+	return fmtAge(*ms)
+}
+
+func fmtRate(r inspect.Rate) string { return strconv.FormatFloat(r.PerSecond, 'f', 2, 64) }

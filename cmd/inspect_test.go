@@ -300,7 +300,10 @@ func TestInspectErrors(t *testing.T) {
 	}
 	wantFailure(t, run(t, nil, "", s.args("inspect", "nope")...), exitUsage, `unknown stream "nope": app "shop" has orders`)
 	wantFailure(t, run(t, nil, "", s.args("inspect", "a:b")...), exitUsage, "stream name")
-	wantFailure(t, run(t, nil, "", s.args("inspect", "a", "b")...), exitUsage, "inspect: want at most one argument, STREAM, got 2")
+	wantFailure(t, run(t, nil, "", s.args("inspect", "a", "b")...), exitUsage, `inspect: want STREAM or queue QUEUE, got "a" "b"`)
+	wantFailure(t, run(t, nil, "", s.args("inspect", "a", "b", "c")...), exitUsage, "inspect: want at most STREAM or queue QUEUE, got 3 arguments")
+	wantFailure(t, run(t, nil, "", s.args("inspect", "queue", "a:b")...), exitUsage, "task queue name")
+	wantFailure(t, run(t, nil, "", s.args("inspect", "queue", "mail")...), exitUsage, `unknown task queue "mail": app "shop" has no task queue`)
 	// A stream without processors, and an app without workers.
 	rep := inspectStream(t, s, "orders")
 	if rep.Length != 1 || len(rep.Processors) != 0 {

@@ -193,7 +193,26 @@ func TestInspectTaskQueues(t *testing.T) {
 		t.Fatalf("queues %+v", o.Queues)
 	}
 	r = run(t, nil, "", s.args("inspect")...)
-	if r.status != 0 || !strings.Contains(r.stdout, "QUEUE") || !strings.Contains(r.stdout, "SUCCEEDED") || !strings.Contains(r.stdout, "greet") {
+	if r.status != 0 || !strings.Contains(r.stdout, "QUEUE") || !strings.Contains(r.stdout, "SUCCEEDED") || !strings.Contains(r.stdout, "greet") ||
+		!strings.Contains(r.stdout, "OLDEST READY") {
 		t.Fatalf("inspect: %+v", r)
 	}
+
+	// inspect queue: the same counts, both tasks finished, nothing waits.
+	r = run(t, nil, "", s.args("inspect", "--json", "queue", "greet")...)
+	var q inspect.QueueReport
+	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil || r.status != 0 {
+		t.Fatalf("inspect --json queue greet: %+v %v", r, err)
+	}
+	if q.Name != "greet" || q.App != "shop" || q.Counts["succeeded"] != 1 || len(q.Levels) != 2 || q.Levels[1].Name != "low" ||
+		q.Throughput.LastMinute.Finished != 2 || q.Throughput.LastFiveMinute.Finished != 2 || q.OldestReadyAgeMS != nil {
+		t.Fatalf("queue report %+v", q)
+	}
+	r = run(t, nil, "", s.args("inspect", "queue", "greet")...)
+	if r.status != 0 || !strings.Contains(r.stdout, "task queue greet of app shop") || !strings.Contains(r.stdout, "last 5 minutes") {
+		t.Fatalf("inspect queue greet: %+v", r)
+	}
+	checkAligned(t, r.stdout, "LEVEL  PRIORITY")
+	wantFailure(t, run(t, nil, "", s.args("inspect", "queue", "nope")...), 2, `unknown task queue "nope": app "shop" has greet`)
+	wantFailure(t, run(t, nil, "", s.args("inspect", "greet", "x")...), 2, "want STREAM or queue QUEUE")
 }

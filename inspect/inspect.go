@@ -229,11 +229,14 @@ func (i *Inspector) processor(ctx context.Context, def core.Definition, pd proce
 }
 
 // Overview reads the state of the app: its streams, its processors summed
-// over their partitions, its leader and its workers with what they run.
+// over their partitions, its leader, its workers with what they run, and
+// its task queues.
 //
 // Cost: the registry's round trip, then per stream one pipelined round trip
 // of XINFO STREAM and XINFO GROUPS per partition, and per processor the
-// reads of Stream: O(partitions) commands in all, pipelined.
+// reads of Stream: O(partitions) commands in all, pipelined; then the reads
+// of Queues for every task queue: two round trips, O(queues × levels)
+// commands.
 func (i *Inspector) Overview(ctx context.Context) (*Overview, error) {
 	reg, err := i.registry(ctx)
 	if err != nil {
@@ -276,6 +279,18 @@ func (i *Inspector) Overview(ctx context.Context) (*Overview, error) {
 	if o.Leader != nil && workers[o.Leader.Worker] == nil {
 		// The leader runs no processor: list it all the same.
 		o.Workers = append(o.Workers, Worker{ID: o.Leader.Worker, Leader: true, Executors: []Executor{}})
+	}
+	defs, err := queueDefs(reg.snap)
+	if err != nil {
+		return nil, err
+	}
+	qs, err := i.queues(ctx, defs, now)
+	if err != nil {
+		return nil, err
+	}
+	o.Queues = make([]QueueSummary, len(qs))
+	for k, q := range qs {
+		o.Queues[k] = q.QueueSummary
 	}
 	return o, nil
 }

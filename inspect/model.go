@@ -11,17 +11,73 @@ type Overview struct {
 	Streams    []StreamSummary    `json:"streams"`
 	Processors []ProcessorSummary `json:"processors"`
 	Workers    []Worker           `json:"workers"`
-	Queues     []QueueSummary     `json:"queues"`   // task queues (filled by the CLI, which knows package task)
+	Queues     []QueueSummary     `json:"queues"`   // task queues
 	Warnings   []string           `json:"warnings"` // retention risks and quarantines, one sentence each
 }
 
-// QueueSummary is one task queue of the app: its tasks per state, from the
-// counters the queue keeps (one HGETALL), never a scan.
+// QueueSummary is one task queue of the app, in the overview and in
+// QueueReport. Every figure is read from counters and the heads of the
+// queue's streams, never by a scan (see the package's Cost section).
 type QueueSummary struct {
 	Name        string           `json:"name"`
 	Keyed       bool             `json:"keyed"`
 	Concurrency int              `json:"concurrency"` // per worker, as declared
-	Counts      map[string]int64 `json:"counts"`      // state -> tasks
+	Counts      map[string]int64 `json:"counts"`      // state -> tasks, from the queue's counters
+	// OldestReadyAgeMS is the age in milliseconds of the oldest ready
+	// entry no worker took yet, over the priority levels (server time
+	// minus the time in its entry ID: how long it has waited since it was
+	// enqueued, promoted, retried or handed back); null when none waits.
+	// On a keyed queue an entry stands for a key's next task.
+	OldestReadyAgeMS *int64     `json:"oldest_ready_age_ms"`
+	Throughput       Throughput `json:"throughput"`
+}
+
+// Throughput is how many tasks of a queue reached a final state
+// (succeeded, failed, dead, cancelled) recently, from counters that the
+// scripts ending tasks keep per 10-second bucket.
+type Throughput struct {
+	LastMinute     Rate `json:"last_minute"`
+	LastFiveMinute Rate `json:"last_5_minutes"`
+}
+
+// Rate is the tasks finished over a span ending at the report's time.
+// The span starts on a 10-second bucket: it is between 50 and 60 seconds
+// long for the last minute, between 290 and 300 for the last 5 minutes.
+type Rate struct {
+	Finished  int64   `json:"finished"`
+	Seconds   float64 `json:"seconds"`    // the span counted
+	PerSecond float64 `json:"per_second"` // Finished / Seconds
+}
+
+// QueueReport is the state of one task queue: what "leat inspect queue Q
+// --json" prints. Field names and meanings are stable; new fields may be
+// added.
+type QueueReport struct {
+	App  string    `json:"app"`
+	Time time.Time `json:"time"` // the Redis server's time when read
+	QueueSummary
+	Strict bool `json:"strict"` // priority levels are strict (else weighted)
+	// Delivered is the number of ready entries delivered to a worker and
+	// not acknowledged, over the levels: tasks running, or taken by a worker
+	// that died and not reclaimed yet.
+	Delivered int64 `json:"delivered"`
+	// OldestDeliveredAgeMS is the age in milliseconds of the oldest of those
+	// entries (from its ID: time since it became ready, waiting and running
+	// included); null when none.
+	OldestDeliveredAgeMS *int64       `json:"oldest_delivered_age_ms"`
+	Levels               []QueueLevel `json:"levels"`
+}
+
+// QueueLevel is one priority level of a task queue (its ready stream).
+type QueueLevel struct {
+	Level                int    `json:"level"` // 0 first
+	Name                 string `json:"name"`
+	Weight               int    `json:"weight"`
+	OldestReadyID        string `json:"oldest_ready_id,omitempty"` // "" when none waits
+	OldestReadyAgeMS     *int64 `json:"oldest_ready_age_ms"`
+	Delivered            int64  `json:"delivered"`
+	OldestDeliveredID    string `json:"oldest_delivered_id,omitempty"`
+	OldestDeliveredAgeMS *int64 `json:"oldest_delivered_age_ms"`
 }
 
 // Leader is the app's leader.

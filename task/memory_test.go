@@ -64,6 +64,12 @@ func TestNoKeysLeft(t *testing.T) {
 		if slices.Contains(allowed, k) || strings.HasPrefix(k, ks.TaskPrefix("mem")) {
 			continue
 		}
+		// the finished-task counters of the throughput expire by themselves
+		if strings.HasPrefix(k, ks.TaskFinishedPrefix("mem")) {
+			if ttl := e.client.PTTL(ctx, k).Val(); ttl > 0 && ttl <= 330*time.Second {
+				continue
+			}
+		}
 		left = append(left, k)
 	}
 	if len(left) > 0 {

@@ -213,13 +213,14 @@ func (g Group) Snapshot(ctx context.Context) (GroupSnapshot, error) {
 type AppSnapshot struct {
 	Streams    map[string]string // stream -> definition (JSON)
 	Processors map[string]string // "stream/processor" -> definition (JSON)
+	Queues     map[string]string // task queue -> definition (JSON)
 	Leader     string            // leader lease value, "" when none
 	Term       int64             // last leader term, 0 when none
 	Now        time.Time         // server time
 }
 
 // App reads the app-wide state of k in one pipelined round trip (HGETALL
-// of both registries, GET of the leader lease and term; the keys share a
+// of the registries of streams, processors and task queues, GET of the leader lease and term; the keys share a
 // slot) and the server time (TIME).
 func App(ctx context.Context, c redis.UniversalClient, k keys.Space) (AppSnapshot, error) {
 	var s AppSnapshot
@@ -231,6 +232,7 @@ func App(ctx context.Context, c redis.UniversalClient, k keys.Space) (AppSnapsho
 	pipe := c.Pipeline()
 	streams := pipe.HGetAll(ctx, k.Registry())
 	procs := pipe.HGetAll(ctx, k.Processors())
+	queues := pipe.HGetAll(ctx, k.TaskQueues())
 	leader := pipe.Get(ctx, k.Leader())
 	term := pipe.Get(ctx, k.LeaderTerm())
 	_, _ = pipe.Exec(ctx)
@@ -239,6 +241,9 @@ func App(ctx context.Context, c redis.UniversalClient, k keys.Space) (AppSnapsho
 	}
 	if s.Processors, err = procs.Result(); err != nil {
 		return s, fmt.Errorf("HGETALL %s: %w", k.Processors(), err)
+	}
+	if s.Queues, err = queues.Result(); err != nil {
+		return s, fmt.Errorf("HGETALL %s: %w", k.TaskQueues(), err)
 	}
 	if s.Leader, err = leader.Result(); err != nil && !errors.Is(err, redis.Nil) {
 		return s, fmt.Errorf("GET %s: %w", k.Leader(), err)

@@ -1,0 +1,141 @@
+package inspect_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/inspect"
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
+)
+
+// A task queue run through its scripts: the report's counts, ages and
+// throughput are what Redis holds.
+func TestQueueFigures(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	k := keys.New(prefix, "shop")
+	ks := taskrdb.Keys(k, "mail")
+	c.HSet(ctx, k.TaskQueues(), "mail", `{"name":"mail","levels":[{"Name":"high","Weight":1},{"Name":"low","Weight":1}],"strict":true,"concurrency":4}`)
+	for l := range 2 {
+		if err := c.XGroupCreateMkStream(ctx, k.TaskStream("mail", l), taskrdb.Group, "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := inspect.New(c, prefix, "shop")
+	r, err := in.Queue(ctx, "mail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OldestReadyAgeMS != nil || r.Delivered != 0 || r.Throughput.LastMinute.Finished != 0 || len(r.Levels) != 2 || r.Counts["pending"] != 0 {
+		t.Fatalf("empty queue: %+v", r)
+	}
+
+	// Five tasks enqueued between before and after; three taken, of which
+	// one succeeds and one dies.
+	before := c.Time(ctx).Val()
+	var tasks []taskrdb.NewTask
+	for i := range 5 {
+		tasks = append(tasks, taskrdb.NewTask{ID: "t" + strconv.Itoa(i), Payload: []byte(`1`), Retention: time.Hour})
+	}
+	if _, _, err := taskrdb.Enqueue(ctx, c, ks, tasks); err != nil {
+		t.Fatal(err)
+	}
+	after := c.Time(ctx).Val()
+	got, err := taskrdb.Fetch(ctx, c, ks, "A", taskrdb.Rate{}, []int{3, 0}, 3)
+	if err != nil || len(got) != 3 {
+		t.Fatal(got, err)
+	}
+	for i, kind := range []string{taskrdb.OK, taskrdb.Dead} {
+		if err := taskrdb.FinishCmd(ctx, c, ks, "A", 100, time.Hour, []taskrdb.Outcome{{ID: got[i].ID, Entry: got[i].Entry, Kind: kind, Data: []byte(`1`)}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A task of the low level ready for 90 seconds, as enqueue.lua leaves
+	// it but for the time in its entry ID.
+	oldMS := before.UnixMilli() - 90_000
+	oldEntry := strconv.FormatInt(oldMS, 10) + "-0"
+	c.XAdd(ctx, &redis.XAddArgs{Stream: k.TaskStream("mail", 1), ID: oldEntry, Values: []any{"t", "old"}})
+	c.HSet(ctx, k.TaskPrefix("mail")+"old", "s", "pending", "p", "1", "l", 1, "a", 0, "r", 0, "to", 1000, "ret", 3600000, "e", oldMS, "d", oldMS, "x", oldEntry)
+	c.HIncrBy(ctx, k.TaskCounts("mail"), "pending", 1)
+
+	r, err = in.Queue(ctx, "mail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := c.HGetAll(ctx, k.TaskCounts("mail")).Val()
+	for st, n := range map[string]int64{"pending": 3, "active": 1, "succeeded": 1, "dead": 1, "failed": 0} {
+		if r.Counts[st] != n || strconv.FormatInt(n, 10) != counts[st] && n != 0 {
+			t.Errorf("count of %s: report %d, Redis %q, want %d", st, r.Counts[st], counts[st], n)
+		}
+	}
+	now := r.Time.UnixMilli()
+	high, low := r.Levels[0], r.Levels[1]
+	// The oldest ready entry of the high level is the fourth task's, enqueued
+	// between before and after.
+	if want := c.HGet(ctx, k.TaskPrefix("mail")+"t3", "x").Val(); high.OldestReadyID != want || high.OldestReadyAgeMS == nil ||
+		*high.OldestReadyAgeMS < now-after.UnixMilli() || *high.OldestReadyAgeMS > now-before.UnixMilli() {
+		t.Errorf("high level %+v: want oldest ready %s, aged %d..%d ms", high, want, now-after.UnixMilli(), now-before.UnixMilli())
+	}
+	// The third task runs: its entry is the one delivered and not acknowledged.
+	if high.Delivered != 1 || high.OldestDeliveredID != got[2].Entry || high.OldestDeliveredAgeMS == nil || r.Delivered != 1 {
+		t.Errorf("high level %+v: want 1 delivered, %s", high, got[2].Entry)
+	}
+	if low.OldestReadyID != oldEntry || low.OldestReadyAgeMS == nil || *low.OldestReadyAgeMS != now-oldMS || low.Delivered != 0 || low.Name != "low" {
+		t.Errorf("low level %+v: want %s aged %d ms", low, oldEntry, now-oldMS)
+	}
+	if r.OldestReadyAgeMS == nil || *r.OldestReadyAgeMS != now-oldMS {
+		t.Errorf("oldest ready of the queue: %v, want %d", r.OldestReadyAgeMS, now-oldMS)
+	}
+
+	// Every task ends: 6 finished (the old one included).
+	for {
+		got, err := taskrdb.Fetch(ctx, c, ks, "B", taskrdb.Rate{}, []int{10, 10}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		for _, g := range got {
+			taskrdb.FinishCmd(ctx, c, ks, "B", 100, time.Hour, []taskrdb.Outcome{{ID: g.ID, Level: g.Level, Entry: g.Entry, Kind: taskrdb.OK}})
+		}
+	}
+	// The task A still runs fails its last attempt: dead.
+	taskrdb.FinishCmd(ctx, c, ks, "A", 100, time.Hour, []taskrdb.Outcome{{ID: got[2].ID, Entry: got[2].Entry, Kind: taskrdb.Dead}})
+	r, err = in.Queue(ctx, "mail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name       string
+		rate       inspect.Rate
+		minS, maxS float64
+	}{{"last minute", r.Throughput.LastMinute, 50, 60}, {"last 5 minutes", r.Throughput.LastFiveMinute, 290, 300}} {
+		if w.rate.Finished != 6 || w.rate.Seconds < w.minS || w.rate.Seconds > w.maxS || w.rate.PerSecond != 6/w.rate.Seconds {
+			t.Errorf("%s: %+v, want 6 finished over %v..%v s", w.name, w.rate, w.minS, w.maxS)
+		}
+	}
+	if r.Counts["succeeded"] != 4 || r.Counts["dead"] != 2 || r.Counts["pending"] != 0 || r.Counts["active"] != 0 ||
+		r.OldestReadyAgeMS != nil || r.Delivered != 0 || r.OldestDeliveredAgeMS != nil {
+		t.Errorf("after every task ended: %+v", r)
+	}
+
+	o, err := in.Overview(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Queues) != 1 || o.Queues[0].Name != "mail" || o.Queues[0].Concurrency != 4 || o.Queues[0].Counts["succeeded"] != 4 ||
+		o.Queues[0].Throughput.LastMinute.Finished != 6 {
+		t.Errorf("overview queues %+v", o.Queues)
+	}
+	if _, err := in.Queue(ctx, "nope"); !errors.Is(err, inspect.ErrUnknownQueue) {
+		t.Errorf("unknown queue: %v", err)
+	}
+}

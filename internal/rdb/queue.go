@@ -1,0 +1,143 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// QueueKeys names what the inspector reads of one task queue.
+type QueueKeys struct {
+	Counts   string   // hash of tasks per state
+	Levels   []string // ready stream of each priority level
+	Group    string   // the consumer group of the ready streams
+	Finished []string // finished-task counters to read
+}
+
+// QueueState is what Redis says of one task queue.
+type QueueState struct {
+	Counts   map[string]int64 // tasks per state (HGETALL of the counts hash)
+	Levels   []QueueLevel
+	Finished []int64 // each counter of QueueKeys.Finished (0 when missing)
+}
+
+// QueueLevel is what Redis says of one ready stream of a task queue.
+type QueueLevel struct {
+	// Delivered is the number of entries delivered to a worker and not
+	// acknowledged (XPENDING summary): tasks running, or taken by a worker
+	// that died and not reclaimed yet.
+	Delivered int64
+	// OldestDeliveredID is the smallest of those entries' IDs; "" when none.
+	OldestDeliveredID string
+	// OldestReadyID is the first entry after the group's last delivered ID
+	// (XRANGE (LAST + COUNT 1): the oldest entry no worker took yet; ""
+	// when none waits.
+	OldestReadyID string
+}
+
+// Queues reads the state of task queues in two pipelined round trips: first
+// HGETALL of the counts, XINFO GROUPS and XPENDING (summary form) of each
+// ready stream and MGET of the finished-task counters; then XRANGE with
+// COUNT 1 from each stream's last delivered ID. Every command is O(1) or
+// O(log N) per key but MGET, O(counters); nothing scans. A missing stream
+// or group reads as empty.
+func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]QueueState, error) {
+	type level struct {
+		groups  *redis.Cmd
+		pending *redis.XPendingCmd
+		first   *redis.XMessageSliceCmd
+	}
+	pipe := c.Pipeline()
+	counts := make([]*redis.MapStringStringCmd, len(qs))
+	finished := make([]*redis.SliceCmd, len(qs))
+	levels := make([][]level, len(qs))
+	for i, q := range qs {
+		counts[i] = pipe.HGetAll(ctx, q.Counts)
+		if len(q.Finished) > 0 {
+			finished[i] = pipe.MGet(ctx, q.Finished...)
+		}
+		levels[i] = make([]level, len(q.Levels))
+		for l, k := range q.Levels {
+			levels[i][l].groups = pipe.Do(ctx, "XINFO", "GROUPS", k)
+			levels[i][l].pending = pipe.XPending(ctx, k, q.Group)
+		}
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command
+	out := make([]QueueState, len(qs))
+	pipe = c.Pipeline()
+	firsts := 0
+	for i, q := range qs {
+		m, err := counts[i].Result()
+		if err != nil {
+			return nil, fmt.Errorf("HGETALL %s: %w", q.Counts, err)
+		}
+		st := QueueState{Counts: make(map[string]int64, len(m)), Levels: make([]QueueLevel, len(q.Levels)),
+			Finished: make([]int64, len(q.Finished))}
+		for k, v := range m {
+			st.Counts[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+		if finished[i] != nil {
+			vs, err := finished[i].Result()
+			if err != nil {
+				return nil, fmt.Errorf("MGET %s...: %w", q.Finished[0], err)
+			}
+			for j, v := range vs {
+				if s, ok := v.(string); ok {
+					st.Finished[j], _ = strconv.ParseInt(s, 10, 64)
+				}
+			}
+		}
+		for l, k := range q.Levels {
+			raw, err := levels[i][l].groups.Result()
+			if IsNoKey(err) {
+				continue // nothing enqueued at this level yet
+			}
+			if err != nil {
+				return nil, fmt.Errorf("XINFO GROUPS %s: %w", k, err)
+			}
+			gs, err := parseGroupStates(raw)
+			if err != nil {
+				return nil, fmt.Errorf("XINFO GROUPS %s: %w", k, err)
+			}
+			start := "-" // no group yet: no entry was ever delivered
+			for _, g := range gs {
+				if g.Name == q.Group {
+					start = "(" + g.LastDeliveredID
+				}
+			}
+			p, err := levels[i][l].pending.Result()
+			switch {
+			case err == nil:
+				st.Levels[l].Delivered, st.Levels[l].OldestDeliveredID = p.Count, p.Lower
+			case !IsNoGroup(err) && !IsNoKey(err) && !errors.Is(err, redis.Nil):
+				return nil, fmt.Errorf("XPENDING %s %s: %w", k, q.Group, err)
+			}
+			levels[i][l].first = pipe.XRangeN(ctx, k, start, "+", 1)
+			firsts++
+		}
+		out[i] = st
+	}
+	if firsts == 0 {
+		return out, nil
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, q := range qs {
+		for l, k := range q.Levels {
+			cmd := levels[i][l].first
+			if cmd == nil {
+				continue
+			}
+			ms, err := cmd.Result()
+			if err != nil && !IsNoKey(err) {
+				return nil, fmt.Errorf("XRANGE %s: %w", k, err)
+			}
+			if len(ms) > 0 {
+				out[i].Levels[l].OldestReadyID = ms[0].ID
+			}
+		}
+	}
+	return out, nil
+}
