@@ -97,7 +97,7 @@ func execWorker(c *cli.Context) error {
 	if exporter != nil {
 		// Ready while Redis answers and a handler process is ready.
 		ready := metrics.AllReady(a.Ping, func(context.Context) error { return ex.Ready() })
-		srv, err := serveMetricsReady(c.String(flagMetricsAddr), exporter, a, nil, ready)
+		srv, err := serveMetricsReady(c.String(flagMetricsAddr), exporter, a, nil, []string{queue}, ready)
 		if err != nil {
 			return err
 		}

@@ -44,20 +44,23 @@ type metricsServer struct {
 }
 
 // serveMetrics listens on addr and serves x's metrics, with lag and pending
-// of the streams of the processors selected ("stream/processor"), and the
-// health of the worker of a.
+// of the streams of the processors selected ("stream/processor"), the
+// figures of every task queue of the app, and the health of the worker of a.
 func serveMetrics(addr string, x *metrics.Exporter, a *app.App, selected []string) (*metricsServer, error) {
-	return serveMetricsReady(addr, x, a, selected, metrics.WorkerReady(a.Executors, a.Ping))
+	return serveMetricsReady(addr, x, a, selected, nil, metrics.WorkerReady(a.Executors, a.Ping))
 }
 
-// serveMetricsReady is serveMetrics with a readiness check of its own.
-func serveMetricsReady(addr string, x *metrics.Exporter, a *app.App, selected []string, ready func(context.Context) error) (*metricsServer, error) {
+// serveMetricsReady is serveMetrics with a readiness check of its own,
+// gathering the figures of the task queues named (all when none).
+func serveMetricsReady(addr string, x *metrics.Exporter, a *app.App, selected, queues []string, ready func(context.Context) error) (*metricsServer, error) {
 	var streams []string
 	for _, full := range selected {
 		s, _, _ := strings.Cut(full, "/")
 		streams = append(streams, s)
 	}
-	x.Gather(inspect.New(a.Client(), a.Config().KeyPrefix, a.Name()), func() []string { return streams })
+	in := inspect.New(a.Client(), a.Config().KeyPrefix, a.Name())
+	x.Gather(in, func() []string { return streams })
+	x.GatherQueues(in, func() []string { return queues })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", flagMetricsAddr, err)

@@ -90,10 +90,11 @@ func (i *Inspector) Queue(ctx context.Context, name string) (*QueueReport, error
 	return &rs[0], nil
 }
 
-// Queues reads the state of every task queue of the registry, sorted by
-// name, at the cost of Queue for all of them together (the same two
-// pipelined round trips).
-func (i *Inspector) Queues(ctx context.Context) ([]QueueReport, error) {
+// Queues reads the state of the task queues named, or of every task queue
+// of the registry when none is named, sorted by name, at the cost of Queue
+// for all of them together (the same two pipelined round trips). Names the
+// registry does not hold are skipped.
+func (i *Inspector) Queues(ctx context.Context, names ...string) ([]QueueReport, error) {
 	snap, err := rdb.App(ctx, i.c, i.k)
 	if err != nil {
 		return nil, err
@@ -101,6 +102,9 @@ func (i *Inspector) Queues(ctx context.Context) ([]QueueReport, error) {
 	defs, err := queueDefs(snap)
 	if err != nil {
 		return nil, err
+	}
+	if len(names) > 0 {
+		defs = slices.DeleteFunc(defs, func(d queueDef) bool { return !slices.Contains(names, d.Name) })
 	}
 	return i.queues(ctx, defs, snap.Now)
 }

@@ -9,8 +9,16 @@
 // commands per stream) and cached for a few seconds, so that frequent
 // scrapes, or many workers, do not multiply the load on Redis.
 //
-// Labels are stream, processor and partition: their number is bounded by
-// the partitions of the app's streams (no entry IDs, no executor IDs).
+// The exporter also implements task.HookTaskRun: it counts the runs of
+// tasks by outcome, their handler latency and the attempt at which tasks
+// ended. [Exporter.GatherQueues] adds gauges of each task queue's tasks per
+// state, the age of its oldest ready task and its throughput, read on
+// scrape through package inspect (two pipelined round trips for all the
+// queues) and cached like the partition figures.
+//
+// Labels are stream, processor and partition, or queue, state and outcome:
+// their number is bounded by the partitions of the app's streams and its
+// task queues (no entry IDs, no task IDs, no executor IDs).
 //
 // The package never starts an HTTP server: [NewHandler] returns a handler
 // serving /metrics, /healthz and /readyz for the caller to mount, as "leat
@@ -20,6 +28,8 @@ package metrics
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -62,6 +72,10 @@ type Exporter struct {
 	owned       *prometheus.GaugeVec
 	quarantines *prometheus.CounterVec
 	trimmed     *prometheus.CounterVec
+
+	taskRuns     *prometheus.CounterVec
+	taskLatency  *prometheus.HistogramVec
+	taskAttempts *prometheus.HistogramVec
 
 	gauges *gatherer
 }
@@ -112,10 +126,19 @@ func New(cfg Config) (*Exporter, error) {
 			Help: "Partitions stopped by the Quarantine policy."}, partitionLabels),
 		trimmed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "leat_entries_trimmed_total",
 			Help: "Entries trimmed by retention before the processor read them."}, partitionLabels),
+		taskRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "leat_task_runs_total",
+			Help: "Task runs whose outcome this worker recorded, by outcome: succeeded, retried, failed, dead, cancelled."},
+			[]string{"queue", "outcome"}),
+		taskLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "leat_task_duration_seconds",
+			Help:    "Time a task handler ran, per recorded run.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"queue"}),
+		taskAttempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "leat_task_attempts",
+			Help:    "Attempt at which a task ended (succeeded, failed, dead or cancelled while it ran).",
+			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 11, 16, 21, 31, 51}}, []string{"queue"}),
 		gauges: &gatherer{cacheFor: cfg.CacheFor},
 	}
 	for _, c := range []prometheus.Collector{x.processed, x.failed, x.latency, x.batch, x.lockLost,
-		x.rebalances, x.owned, x.quarantines, x.trimmed, x.gauges} {
+		x.rebalances, x.owned, x.quarantines, x.trimmed, x.taskRuns, x.taskLatency, x.taskAttempts, x.gauges} {
 		if err := cfg.Registry.Register(c); err != nil {
 			return nil, err
 		}
@@ -136,6 +159,18 @@ func (x *Exporter) Gather(in *inspect.Inspector, streams func() []string) {
 	x.gauges.mu.Lock()
 	defer x.gauges.mu.Unlock()
 	x.gauges.in, x.gauges.streams, x.gauges.at = in, streams, time.Time{}
+}
+
+// GatherQueues makes scrapes report the tasks per state, the age of the
+// oldest ready task and the throughput of the task queues that queues
+// returns (every queue of the app's registry when it returns none), read
+// through in (the same Inspector as Gather's, if both are used). Figures
+// are cached for Config.CacheFor; every worker reports the same values:
+// aggregate them with max by (queue, ...).
+func (x *Exporter) GatherQueues(in *inspect.Inspector, queues func() []string) {
+	x.gauges.mu.Lock()
+	defer x.gauges.mu.Unlock()
+	x.gauges.in, x.gauges.queues, x.gauges.at = in, queues, time.Time{}
 }
 
 func part(p int) string { return strconv.Itoa(p) }
@@ -167,6 +202,15 @@ func (x *Exporter) OnEntriesTrimmed(stream, processor string, partition int, ent
 	x.trimmed.WithLabelValues(stream, processor, part(partition)).Add(float64(entries))
 }
 
+// OnTaskRun implements task.HookTaskRun.
+func (x *Exporter) OnTaskRun(queue, outcome string, attempt int, took time.Duration) {
+	x.taskRuns.WithLabelValues(queue, outcome).Inc()
+	x.taskLatency.WithLabelValues(queue).Observe(took.Seconds())
+	if outcome != "retried" {
+		x.taskAttempts.WithLabelValues(queue).Observe(float64(attempt))
+	}
+}
+
 // OnRebalanced implements executor.HookRebalanced.
 func (x *Exporter) OnRebalanced(stream, processor string, owned []int) {
 	x.rebalances.WithLabelValues(stream, processor).Inc()
@@ -179,9 +223,11 @@ type gatherer struct {
 
 	mu      sync.Mutex // held during a refresh: concurrent scrapes share it
 	in      *inspect.Inspector
-	streams func() []string
-	at      time.Time // when reports were read; zero: never
+	streams func() []string // nil: no stream figures
+	queues  func() []string // nil: no task queue figures
+	at      time.Time       // when reports were read; zero: never
 	reports []*inspect.StreamReport
+	qs      []inspect.QueueReport
 	errors  float64
 }
 
@@ -199,12 +245,22 @@ var (
 	sizeDesc = prometheus.NewDesc("leat_partition_size",
 		"Retention size of each partition of the stream (XADD MAXLEN ~).", []string{"stream"}, nil)
 	errorsDesc = prometheus.NewDesc("leat_gather_errors_total",
-		"Scrapes whose reads of lag and pending from Redis failed.", nil, nil)
+		"Scrapes whose reads from Redis (lag, pending, task queues) failed.", nil, nil)
+	queueTasksDesc = prometheus.NewDesc("leat_task_queue_tasks",
+		"Tasks of the queue in each state (the queue's counters, HGETALL).", []string{"queue", "state"}, nil)
+	queueReadyAgeDesc = prometheus.NewDesc("leat_task_queue_oldest_ready_age_seconds",
+		"Age of the queue's oldest ready entry no worker took yet, over its priority levels; 0 when none.", []string{"queue"}, nil)
+	queueDeliveredAgeDesc = prometheus.NewDesc("leat_task_queue_oldest_delivered_age_seconds",
+		"Age of the queue's oldest entry delivered to a worker and not acknowledged (XPENDING summary); 0 when none.", []string{"queue"}, nil)
+	queueThroughputDesc = prometheus.NewDesc("leat_task_queue_finished_per_second",
+		"Tasks of the queue that reached a final state per second, over the last minute or 5 minutes (window 1m, 5m).",
+		[]string{"queue", "window"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (g *gatherer) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{lagDesc, pendingDesc, oldestDesc, quarantinedDesc, lengthDesc, sizeDesc, errorsDesc} {
+	for _, d := range []*prometheus.Desc{lagDesc, pendingDesc, oldestDesc, quarantinedDesc, lengthDesc, sizeDesc, errorsDesc,
+		queueTasksDesc, queueReadyAgeDesc, queueDeliveredAgeDesc, queueThroughputDesc} {
 		ch <- d
 	}
 }
@@ -218,6 +274,15 @@ func (g *gatherer) Collect(ch chan<- prometheus.Metric) {
 		g.refresh()
 	}
 	ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, g.errors)
+	for _, q := range g.qs {
+		for _, st := range slices.Sorted(maps.Keys(q.Counts)) {
+			ch <- prometheus.MustNewConstMetric(queueTasksDesc, prometheus.GaugeValue, float64(q.Counts[st]), q.Name, st)
+		}
+		ch <- prometheus.MustNewConstMetric(queueReadyAgeDesc, prometheus.GaugeValue, seconds(q.OldestReadyAgeMS), q.Name)
+		ch <- prometheus.MustNewConstMetric(queueDeliveredAgeDesc, prometheus.GaugeValue, seconds(q.OldestDeliveredAgeMS), q.Name)
+		ch <- prometheus.MustNewConstMetric(queueThroughputDesc, prometheus.GaugeValue, q.Throughput.LastMinute.PerSecond, q.Name, "1m")
+		ch <- prometheus.MustNewConstMetric(queueThroughputDesc, prometheus.GaugeValue, q.Throughput.LastFiveMinute.PerSecond, q.Name, "5m")
+	}
 	for _, r := range g.reports {
 		ch <- prometheus.MustNewConstMetric(sizeDesc, prometheus.GaugeValue, float64(r.Size), r.Stream)
 		for _, p := range r.Partitions {
@@ -245,13 +310,33 @@ func (g *gatherer) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// refresh reads the reports of the streams; on a failure it keeps none and
-// counts an error. Called with g.mu held.
+// seconds converts an age in milliseconds, 0 for none.
+func seconds(ms *int64) float64 {
+	if ms == nil {
+		return 0
+	}
+	return float64(*ms) / 1000
+}
+
+// refresh reads the reports of the streams and task queues; on a failure
+// it keeps none and counts an error. Called with g.mu held.
 func (g *gatherer) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), gatherTimeout)
 	defer cancel()
 	g.at = time.Now()
-	g.reports = g.reports[:0]
+	g.reports, g.qs = g.reports[:0], nil
+	if g.queues != nil {
+		qs, err := g.in.Queues(ctx, g.queues()...)
+		if err != nil {
+			g.errors++
+			g.reports = nil
+			return
+		}
+		g.qs = qs
+	}
+	if g.streams == nil {
+		return
+	}
 	seen := map[string]bool{}
 	for _, name := range g.streams() {
 		if seen[name] {
@@ -264,7 +349,7 @@ func (g *gatherer) refresh() {
 		}
 		if err != nil {
 			g.errors++
-			g.reports = nil
+			g.reports, g.qs = nil, nil
 			return
 		}
 		g.reports = append(g.reports, r)
