@@ -1,7 +1,8 @@
 // Package inspect reads the state of a leat app from Redis, for the "leat
 // inspect" command, dashboards and metrics: its streams, their partitions,
 // what each processor has done with each partition (owner, lag, pending,
-// quarantine), its leader and its workers.
+// quarantine), its leader, its workers, and its task queues (tasks per
+// state, oldest ready and delivered entries, throughput).
 //
 // # Cost
 //
@@ -10,14 +11,25 @@
 // GROUPS per partition, XPENDING in its summary form, GET of the partition
 // locks, ZRANGE of the members, GET of the assignment and HGETALL of the
 // registries and stop reports. Reading a stream costs O(partitions ×
-// processors) commands, whatever the length of the streams; nothing scans
-// entries or keys (no SCAN, no KEYS, no XRANGE).
+// processors) commands, whatever the length of the streams.
+//
+// A task queue costs O(priority levels) commands, whatever its number of
+// tasks: HGETALL of its counters of tasks per state, XINFO GROUPS and
+// XPENDING (summary form) per level, then XRANGE from the group's last
+// delivered ID with COUNT 1 (O(log N)) for the oldest ready entry, and one
+// MGET of the finished-task counters (at most 31 keys) that the scripts
+// ending tasks keep per 10-second bucket. All the queues of an app are read
+// in the same two round trips.
+//
+// Nothing scans entries or keys (no SCAN, no KEYS, no XRANGE beyond one
+// entry).
 //
 // # Output
 //
-// [Overview] and [StreamReport] are the JSON documents "leat inspect --json"
-// and "leat inspect STREAM --json" print. Their field names and meanings
-// are stable: fields may be added, never renamed.
+// [Overview], [StreamReport] and [QueueReport] are the JSON documents
+// "leat inspect --json", "leat inspect STREAM --json" and "leat inspect
+// queue QUEUE --json" print. Their field names and meanings are stable:
+// fields may be added, never renamed.
 //
 // # Retention
 //

@@ -32,6 +32,16 @@
 // cancelled. Enqueue, EnqueueMany, Cron, Cancel and Requeue move it; Info
 // and Wait read it; Counts reads the number of tasks in each state of a
 // queue, kept by every move so that reading them costs one O(1) command.
+// The scripts that end tasks also count them per 10-second bucket, for the
+// throughput that package inspect reports ("leat inspect queue").
+//
+// # Metrics
+//
+// A worker reports each run whose outcome it recorded to the hooks in
+// app.Config.Hooks that implement [HookTaskRun]: the queue, the outcome
+// (OutcomeSucceeded, OutcomeRetried, OutcomeFailed, OutcomeDead,
+// OutcomeCancelled), the attempt and the handler's time. metrics.Exporter
+// is one.
 //
 // # Scheduling
 //
