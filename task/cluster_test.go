@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/inspect"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
 )
@@ -62,6 +63,16 @@ func TestCluster(t *testing.T) {
 			if r, err := q.Result(ctx, id); err != nil || r.Double != 2*(j+1) {
 				t.Fatalf("queue %d task %d: %v %v", i, j, r, err)
 			}
+		}
+	}
+	// The inspector reads every queue (each in its own slot) in one go.
+	reports, err := inspect.New(cl.Client(t), "", "shop").Queues(ctx)
+	if err != nil || len(reports) != 4 {
+		t.Fatalf("inspect queues: %d, %v", len(reports), err)
+	}
+	for _, r := range reports {
+		if r.Counts["succeeded"] != 4 || r.Throughput.LastMinute.Finished != 4 || r.OldestReadyAgeMS != nil {
+			t.Errorf("queue %s: %+v", r.Name, r)
 		}
 	}
 }
