@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,7 +17,7 @@ import (
 // would get MOVED replies, after part of a batch was written. Set
 // Config.Cluster (CLI: --cluster or LEAT_REDIS_CLUSTER=1), or name more
 // nodes in the URL with ?addr=HOST:PORT.
-var ErrClusterNode = errors.New("the Redis server is a node of a Redis Cluster, and the app was not told to use a cluster")
+var ErrClusterNode = core.ErrClusterNode
 
 // IsClusterURL reports whether raw is in go-redis's cluster URL form, which
 // names more seed nodes of a Redis Cluster with addr query parameters:

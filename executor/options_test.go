@@ -15,7 +15,8 @@ func TestOptionsDefaults(t *testing.T) {
 	}
 	// Zero is a valid grace period: only DefaultOptions has one.
 	want := Options{LockExpiry: 10 * time.Second, Prefetch: 100, ReadBlock: 2 * time.Second,
-		Start: Earliest, OnError: Halt, Retry: Retry{Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}}
+		Start: Earliest, OnError: Halt, Retry: Retry{Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
+		Transient: TransientRetry{For: 30 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}}
 	if o != want {
 		t.Fatalf("defaults %+v, want %+v", o, want)
 	}
@@ -27,6 +28,26 @@ func TestOptionsDefaults(t *testing.T) {
 	m := Options{Prefetch: 7}.Merge(Options{Prefetch: 50, Grace: time.Second, OnError: Ignore})
 	if m.Prefetch != 7 || m.Grace != time.Second || m.OnError != Ignore {
 		t.Fatalf("merge %+v", m)
+	}
+	// Transient retries turned off app-wide stay off.
+	if m := (Options{}).Merge(Options{Transient: TransientRetry{Off: true}}); !m.Transient.Off {
+		t.Fatalf("merge %+v", m)
+	}
+}
+
+// The backoff doubles from the first wait up to the cap, with jitter in
+// [d/2, d], and never overflows.
+func TestBackoff(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond,
+		6: 3200 * time.Millisecond, 7: 5 * time.Second, 60: 5 * time.Second, 100: 5 * time.Second} {
+		for range 20 {
+			if d := backoff(100*time.Millisecond, 5*time.Second, n); d < want/2 || d > want {
+				t.Fatalf("retry %d: wait %s, want %s to %s", n, d, want/2, want)
+			}
+		}
+	}
+	if d := backoff(0, 0, 1); d != 0 {
+		t.Fatalf("no backoff: %s", d)
 	}
 }
 
@@ -44,6 +65,8 @@ func TestOptionsValidation(t *testing.T) {
 		{Options{OnError: 9}, "failure policy"},
 		{Options{Retry: Retry{Attempts: -1}}, "retries -1: want 0 or more"},
 		{Options{Retry: Retry{Backoff: time.Second, MaxBackoff: time.Millisecond}}, "backoff 1s up to 1ms"},
+		{Options{Transient: TransientRetry{For: -time.Second}}, "transient retries for -1s"},
+		{Options{Transient: TransientRetry{Backoff: 10 * time.Second}}, "transient retry backoff 10s up to 5s"},
 	}
 	for _, tc := range cases {
 		_, err := tc.o.WithDefaults()
