@@ -85,10 +85,11 @@ type Config struct {
 
 	// Processing holds the defaults of every processor's options (lock
 	// expiry, prefetch, read block, grace period, join delay, start
-	// position, failure policy, retry); zero fields take the executor
-	// package's defaults. See executor.Options. Flags of "leat worker":
-	// --lock-expiry, --prefetch, --read-block, --grace, --join-delay,
-	// --start, --on-error, --retries (env LEAT_LOCK_EXPIRY, ...).
+	// position, failure policy, retry, retries of transient Redis errors);
+	// zero fields take the executor package's defaults. See
+	// executor.Options. Flags of "leat worker": --lock-expiry, --prefetch,
+	// --read-block, --grace, --join-delay, --start, --on-error, --retries,
+	// --transient-retry (env LEAT_LOCK_EXPIRY, ...).
 	Processing executor.Options
 
 	// Middleware wraps the handling of every event (or batch) of every

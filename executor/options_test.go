@@ -35,22 +35,6 @@ func TestOptionsDefaults(t *testing.T) {
 	}
 }
 
-// The backoff doubles from the first wait up to the cap, with jitter in
-// [d/2, d], and never overflows.
-func TestBackoff(t *testing.T) {
-	for n, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond,
-		6: 3200 * time.Millisecond, 7: 5 * time.Second, 60: 5 * time.Second, 100: 5 * time.Second} {
-		for range 20 {
-			if d := backoff(100*time.Millisecond, 5*time.Second, n); d < want/2 || d > want {
-				t.Fatalf("retry %d: wait %s, want %s to %s", n, d, want/2, want)
-			}
-		}
-	}
-	if d := backoff(0, 0, 1); d != 0 {
-		t.Fatalf("no backoff: %s", d)
-	}
-}
-
 func TestOptionsValidation(t *testing.T) {
 	cases := []struct {
 		o    Options
