@@ -116,6 +116,17 @@ func TestClusterEnv(t *testing.T) {
 	wantFailure(t, run(t, nil, "", s.args("inspect")...), 2, "LEAT_REDIS_CLUSTER")
 }
 
+// --cluster naming a server that is no cluster node says so; bench, which
+// runs on a single server, refuses a cluster.
+func TestClusterFlagOnPlainServer(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	r := run(t, nil, "", append([]string{"--cluster"}, s.args("inspect")...)...)
+	wantFailure(t, r, exitUsage, "is not a node of a Redis Cluster", "drop --cluster")
+	wantFailure(t, run(t, nil, "", "--cluster", "--redis", redistest.URL(t), "bench"), exitUsage, "bench runs on a single Redis server")
+	wantFailure(t, run(t, nil, "", "--redis", "redis://h:1?addr=h:2", "bench"), exitUsage, "a Redis Cluster")
+}
+
 // A plain URL naming a cluster node, without --cluster, fails at connect
 // with the fix, before anything is written.
 func TestClusterNodeWithoutClusterFlag(t *testing.T) {

@@ -133,6 +133,10 @@ func explain(err error) (string, int) {
 			return fmt.Sprintf("cannot reach Redis%s: %v", at, ce.err), exitFailure
 		}
 		var re redis.Error
+		if errors.As(ce.err, &re) && strings.Contains(re.Error(), "cluster support disabled") {
+			return fmt.Sprintf("the Redis server%s is not a node of a Redis Cluster (%v): drop --%s and LEAT_REDIS_CLUSTER, "+
+				"and ?addr= from the URL", at, re, flagCluster), exitUsage
+		}
 		if errors.As(ce.err, &re) {
 			return fmt.Sprintf("Redis%s answered PING with an error: %v", at, re), exitFailure
 		}
