@@ -93,23 +93,21 @@ func newClient(cfg Config) (*redis.Client, error) {
 }
 
 // checkNotClusterNode returns ErrClusterNode when the single server c talks
-// to is a Redis Cluster node. It asks INFO cluster, or CLUSTER INFO when the
-// user may not run INFO; a user allowed neither is not checked (the first
+// to is a Redis Cluster node. It asks CLUSTER INFO (in @slow, not
+// @dangerous), which a server without cluster support refuses ("ERR This
+// instance has cluster support disabled"), or INFO cluster when the user may
+// not run CLUSTER INFO; a user allowed neither is not checked (the first
 // MOVED reply then names the fix, see deniedHook).
 func checkNotClusterNode(ctx context.Context, c *redis.Client) error {
-	info, err := c.Info(ctx, "cluster").Result()
-	if err == nil {
-		if strings.Contains(info, "cluster_enabled:1") {
-			return ErrClusterNode
-		}
+	_, err := c.ClusterInfo(ctx).Result()
+	switch {
+	case err == nil:
+		return ErrClusterNode
+	case !redis.IsPermissionError(err):
 		return nil
 	}
-	if ctx.Err() != nil {
-		return err
-	}
-	// A server without cluster support answers "ERR This instance has
-	// cluster support disabled".
-	if _, err := c.ClusterInfo(ctx).Result(); err == nil {
+	info, err := c.Info(ctx, "cluster").Result()
+	if err == nil && strings.Contains(info, "cluster_enabled:1") {
 		return ErrClusterNode
 	}
 	return nil

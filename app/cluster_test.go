@@ -140,8 +140,9 @@ func TestClusterConfigErrors(t *testing.T) {
 }
 
 // A RedisURL naming a cluster node, without Config.Cluster, fails Ping and
-// Run with ErrClusterNode before anything is written; a user who may run
-// neither INFO nor CLUSTER gets it at the first MOVED reply.
+// Run with ErrClusterNode before anything is written (found with CLUSTER
+// INFO, or INFO for a user who may not run CLUSTER); a user who may run
+// neither gets it at the first MOVED reply.
 func TestClusterNodeWithoutCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
@@ -167,11 +168,23 @@ func TestClusterNodeWithoutCluster(t *testing.T) {
 		if n := m.DBSize(ctx).Val(); n != 0 {
 			return fmt.Errorf("master %s holds %d keys", m.Options().Addr, n)
 		}
-		// A user who may not run INFO or CLUSTER.
+		// A user who may not run CLUSTER, and one who may run neither
+		// INFO nor CLUSTER.
+		if err := m.Do(ctx, "ACL", "SETUSER", "info", "on", ">pw", "~*", "&*", "+@all", "-cluster").Err(); err != nil {
+			return err
+		}
 		return m.Do(ctx, "ACL", "SETUSER", "blind", "on", ">pw", "~*", "&*", "+@all", "-info", "-cluster").Err()
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	i, err := app.New(app.Config{Name: "shop", RedisURL: "redis://info:pw@" + cl.Addrs[0], Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer i.Close()
+	if err := i.Ping(t.Context()); !errors.Is(err, app.ErrClusterNode) {
+		t.Fatalf("Ping by a user without CLUSTER: %v, want ErrClusterNode", err)
 	}
 	b, err := app.New(app.Config{Name: "shop", RedisURL: "redis://blind:pw@" + cl.Addrs[0], Logger: testLogger()})
 	if err != nil {
