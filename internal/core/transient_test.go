@@ -149,3 +149,23 @@ func freePortOf(addr string) int {
 	n, _ := strconv.Atoi(p)
 	return n
 }
+
+// The classifier runs once per failed processor call and per failed write:
+// its cost for an application error (the common case), a wrapped reply and a
+// network error.
+func BenchmarkIsTransient(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		err  error
+	}{
+		{"application", fmt.Errorf("order 7: %w", errors.New("boom"))},
+		{"reply", fmt.Errorf("xadd: %w", reply("READONLY You can't write against a read only replica."))},
+		{"network", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				core.IsTransient(bc.err)
+			}
+		})
+	}
+}
