@@ -113,13 +113,14 @@ func checkNotClusterNode(ctx context.Context, c *redis.Client) error {
 	return nil
 }
 
-// isMoved reports whether err is a cluster redirection (MOVED or ASK) that a
-// single-server client cannot follow.
-func isMoved(err error) bool {
+// isClusterReply reports whether err is a reply only a Redis Cluster node
+// gives: a redirection (MOVED or ASK) that a single-server client cannot
+// follow, or CROSSSLOT.
+func isClusterReply(err error) bool {
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return false
 	}
 	msg := re.Error()
-	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "CROSSSLOT ")
 }

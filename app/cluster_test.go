@@ -205,6 +205,9 @@ func TestClusterNodeWithoutCluster(t *testing.T) {
 	if _, err := s.SendMany(t.Context(), recs); !errors.Is(err, app.ErrClusterNode) {
 		t.Fatalf("SendMany: %v, want ErrClusterNode", err)
 	}
+	if err := b.Client().MGet(t.Context(), "a", "b", "c").Err(); !errors.Is(err, app.ErrClusterNode) || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Fatalf("MGET across slots: %v, want ErrClusterNode", err)
+	}
 }
 
 // A cluster client made from a rediss:// URL uses Config.TLS on its

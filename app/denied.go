@@ -12,8 +12,8 @@ import (
 // deniedHook says what to grant in the permission errors (NOPERM, and Lua
 // scripts calling a command the user may not run) of the client an App
 // makes from RedisURL; see scripts.Explain. On a single-server client it
-// also turns a MOVED or ASK reply, the sign of a Redis Cluster node the
-// App was not told about, into ErrClusterNode. A caller-owned client is
+// also turns a MOVED, ASK or CROSSSLOT reply, the sign of a Redis Cluster
+// node the App was not told about, into ErrClusterNode. A caller-owned client is
 // left as it is: Run explains the error it returns.
 type deniedHook struct {
 	prefix string
@@ -22,7 +22,7 @@ type deniedHook struct {
 
 // explain returns err with what it means for the App.
 func (h deniedHook) explain(err error) error {
-	if h.single && isMoved(err) && !errors.Is(err, ErrClusterNode) {
+	if h.single && isClusterReply(err) && !errors.Is(err, ErrClusterNode) {
 		return fmt.Errorf("%w (set Config.Cluster): %w", ErrClusterNode, err)
 	}
 	return scripts.Explain(err, h.prefix)
