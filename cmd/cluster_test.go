@@ -154,3 +154,42 @@ func TestClusterNodeWithoutClusterFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// On a cluster, the documented ACL with +cluster|slots (which the cluster
+// client reads the slot map with) runs a worker, sendmany and inspect.
+func TestClusterMinimalACL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	rules := append([]any{"ACL", "SETUSER", "leat", "on", ">pw", "resetchannels", "~acl:*", "+cluster|slots"}, anys(minimalACL)...)
+	err := cl.Client(t).ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		return m.Do(ctx, rules...).Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := shop{keys: keys.New("acl", "shop"), global: []string{"--redis", "redis://leat:pw@" + cl.Addrs[0], "--cluster", "--prefix", "acl", "--app", "shop"}}
+	ca := &clusterApp{}
+	b := start(t, ca.setup, s.quiet("worker")...)
+	ca.waitApp(t, b)
+	if r := run(t, nil, ticks(100), s.args("sendmany", "ticks", "-")...); r.status != 0 || r.stderr != "" {
+		t.Fatalf("sendmany: %+v", r)
+	}
+	waitUntil(t, b, "100 events processed", func() bool { return ca.tl.count() == 100 })
+	if rep := inspectStream(t, s, "ticks"); rep.Length != 100 {
+		t.Fatalf("inspect: %+v", rep)
+	}
+	if r := b.stop(t); r.status != 0 {
+		t.Fatalf("worker: %+v", r)
+	}
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
