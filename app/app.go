@@ -47,16 +47,9 @@ func New(cfg Config) (*App, error) {
 	}
 	a := &App{cfg: cfg, client: cfg.Client, keys: keys.New(cfg.KeyPrefix, cfg.Name)}
 	if a.client == nil {
-		opt, err := redis.ParseURL(cfg.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("app config: redis URL: %w", err)
+		if a.client, err = cfg.newOwnClient(); err != nil {
+			return nil, err
 		}
-		if err := cfg.TLS.Apply(opt); err != nil {
-			return nil, fmt.Errorf("app config: %w", err)
-		}
-		client := redis.NewClient(opt)
-		client.AddHook(deniedHook{prefix: cfg.KeyPrefix})
-		a.client = client
 		a.ownsClient = true
 	}
 	a.logger = cfg.Logger.With("app", cfg.Name, "worker", cfg.WorkerID)
@@ -88,10 +81,18 @@ func (a *App) Catalog() *stream.Catalog { return a.streams }
 // Logger returns the app's logger.
 func (a *App) Logger() *slog.Logger { return a.logger }
 
-// Ping checks that Redis answers.
+// Ping checks that Redis answers. When the App made a single-server client
+// from Config.RedisURL, it also checks that the server is not a Redis
+// Cluster node, and returns ErrClusterNode if it is: so nothing is written
+// before the mistake is found.
 func (a *App) Ping(ctx context.Context) error {
 	if err := a.client.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis: %w", err)
+	}
+	if c, ok := a.client.(*redis.Client); ok && a.ownsClient {
+		if err := checkNotClusterNode(ctx, c); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
 	}
 	return nil
 }

@@ -35,7 +35,19 @@ type Config struct {
 	// RedisURL is the server to connect to: redis://, rediss:// (TLS), with
 	// optional user:password@ and /db. Default DefaultRedisURL. Ignored when
 	// Client is set. Flag --redis, env LEAT_REDIS_URL.
+	//
+	// A URL naming more nodes with addr query parameters is a Redis
+	// Cluster URL (see Cluster): redis://[USER:PASSWORD@]HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3.
 	RedisURL string
+
+	// Cluster says that RedisURL names a seed node of a Redis Cluster: the
+	// App makes a cluster client, which finds the other nodes and follows
+	// the slots, with the same TLS and credentials for every node. Default
+	// false, except that a RedisURL with addr parameters is always a
+	// cluster. Without it, connecting to a cluster node fails with
+	// ErrClusterNode before anything is written. Ignored when Client is
+	// set. Flag --cluster, env LEAT_REDIS_CLUSTER.
+	Cluster bool
 
 	// TLS configures the TLS of a rediss:// RedisURL: CA, client
 	// certificate and key (mutual TLS), server name. Ignored when Client is
@@ -73,10 +85,11 @@ type Config struct {
 
 	// Processing holds the defaults of every processor's options (lock
 	// expiry, prefetch, read block, grace period, join delay, start
-	// position, failure policy, retry); zero fields take the executor
-	// package's defaults. See executor.Options. Flags of "leat worker":
-	// --lock-expiry, --prefetch, --read-block, --grace, --join-delay,
-	// --start, --on-error, --retries (env LEAT_LOCK_EXPIRY, ...).
+	// position, failure policy, retry, retries of transient Redis errors);
+	// zero fields take the executor package's defaults. See
+	// executor.Options. Flags of "leat worker": --lock-expiry, --prefetch,
+	// --read-block, --grace, --join-delay, --start, --on-error, --retries,
+	// --transient-retry (env LEAT_LOCK_EXPIRY, ...).
 	Processing executor.Options
 
 	// Middleware wraps the handling of every event (or batch) of every

@@ -15,7 +15,10 @@
 // means its default, and [New] validates the whole configuration, returning
 // one error that names every problem. An App accepts a caller-owned
 // redis.UniversalClient (standalone, Sentinel or Cluster) and never closes a
-// client it did not create. Config.Processing holds the defaults of every
+// client it did not create; from Config.RedisURL it makes a single-server
+// client, or a cluster client when Config.Cluster is set or the URL names
+// more nodes (?addr=HOST:PORT), and [App.Ping] refuses a Redis Cluster node
+// reached through a single-server client ([ErrClusterNode]). Config.Processing holds the defaults of every
 // processor's options; [Process] takes per-processor [ProcessorOption]
 // values (LockExpiry, Grace, OnError, Retries, ...), which set exactly the
 // value given, zero included. Settings that cannot work are refused by New

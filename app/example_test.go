@@ -114,3 +114,28 @@ func ExampleProcess_fenced() {
 		return nil
 	})
 }
+
+// Retries of transient Redis errors are on by default (30s, from 100ms up
+// to 5s); a processor can change them or turn them off.
+func ExampleTransientRetries() {
+	a, _ := app.New(app.Config{Name: "shop"})
+	defer a.Close()
+	orders, _ := stream.Declare[Order](a, "orders", stream.KeyField("customer"))
+	_ = app.Process(a, orders, "totals", func(ctx context.Context, events *stream.Events[Order]) error {
+		for range events.All() {
+		}
+		return nil
+	}, app.TransientRetries(time.Minute, 200*time.Millisecond, 10*time.Second))
+	_ = app.Process(a, orders, "audit", func(ctx context.Context, events *stream.Events[Order]) error {
+		for range events.All() {
+		}
+		return nil
+	}, app.NoTransientRetries())
+	for _, p := range a.Processors() {
+		t := p.Options.Transient
+		fmt.Println(p.Name, t.For, t.Backoff, t.MaxBackoff, t.Off)
+	}
+	// Output:
+	// totals 1m0s 200ms 10s false
+	// audit 30s 100ms 5s true
+}

@@ -69,6 +69,23 @@ func Backoff(first, max time.Duration) ProcessorOption {
 	return optionFunc(func(o *executor.Options) { o.Retry.Backoff, o.Retry.MaxBackoff = first, max })
 }
 
+// TransientRetries sets how long a processor call that failed with a
+// transient Redis error (stream.IsTransient) is retried in place, from the
+// first failure of an event, and the backoff between tries: it doubles from
+// first up to max, with jitter. By default 30s, from 100ms up to 5s; see
+// executor.TransientRetry.
+func TransientRetries(total, first, max time.Duration) ProcessorOption {
+	return optionFunc(func(o *executor.Options) {
+		o.Transient = executor.TransientRetry{For: total, Backoff: first, MaxBackoff: max}
+	})
+}
+
+// NoTransientRetries turns off the retries of transient Redis errors: they
+// count like any other failure, for Retries and the failure policy.
+func NoTransientRetries() ProcessorOption {
+	return optionFunc(func(o *executor.Options) { o.Transient.Off = true })
+}
+
 // Policy says what happens when a processor fails on an event after its
 // retries; see executor.Policy.
 type Policy = executor.Policy

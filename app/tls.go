@@ -106,3 +106,18 @@ func (t TLSConfig) Apply(opt *redis.Options) error {
 	opt.TLSConfig = tc
 	return nil
 }
+
+// ApplyCluster is Apply for the options of a cluster client, parsed from a
+// rediss:// URL by ParseClusterURL (or redis.ParseClusterURL): every node
+// connection uses the same TLS settings.
+func (t TLSConfig) ApplyCluster(opt *redis.ClusterOptions) error {
+	if t.IsZero() {
+		return nil
+	}
+	single := &redis.Options{TLSConfig: opt.TLSConfig}
+	if err := t.Apply(single); err != nil {
+		return err
+	}
+	opt.TLSConfig = single.TLSConfig
+	return nil
+}

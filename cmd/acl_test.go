@@ -20,7 +20,7 @@ import (
 // (HMGET, PEXPIRE, ZREMRANGEBYSCORE) and SELECT (a /db in the URL) are
 // added by hand.
 var minimalACL = []string{
-	"+ping", "+hello", "+select", "+client|id", "+client|unblock",
+	"+ping", "+hello", "+select", "+client|id", "+client|unblock", "+cluster|info",
 	"+eval", "+evalsha", "+script|load", "+multi", "+exec", "+watch", "+time",
 	"+get", "+mget", "+set", "+del", "+exists", "+pexpire",
 	"+hget", "+hmget", "+hgetall", "+hkeys", "+hset", "+hdel",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/bench"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
@@ -137,6 +138,9 @@ func benchConfig(c *cli.Context) (bench.Config, string, error) {
 // The caller closes the client.
 func benchClient(c *cli.Context) (*redis.Client, error) {
 	raw := c.String(flagRedis)
+	if c.Bool(flagCluster) || app.IsClusterURL(raw) {
+		return nil, usageErrorf("bench runs on a single Redis server; a Redis Cluster (--%s, LEAT_REDIS_CLUSTER or ?addr=) is not supported", flagCluster)
+	}
 	if err := checkRedisURL(raw); err != nil {
 		return nil, err
 	}

@@ -39,6 +39,7 @@ const pingTimeout = 5 * time.Second
 // Names of the global flags.
 const (
 	flagRedis    = "redis"
+	flagCluster  = "cluster"
 	flagApp      = "app"
 	flagPrefix   = "prefix"
 	flagLogLevel = "log-level"
@@ -62,6 +63,13 @@ func New(setup Setup) *cli.App {
 				Value:       app.DefaultRedisURL,
 				DefaultText: app.DefaultRedisURL, // help never shows a URL with a password from the environment
 				EnvVars:     []string{"LEAT_REDIS_URL"},
+			},
+			&cli.BoolFlag{
+				Name: flagCluster,
+				Usage: "--redis names a node of a Redis Cluster: talk to the whole cluster through it " +
+					"(implied by a URL with ?addr=HOST:PORT parameters naming more nodes)",
+				EnvVars:            []string{"LEAT_REDIS_CLUSTER"},
+				DisableDefaultText: true,
 			},
 			&cli.StringFlag{
 				Name:    flagApp,
@@ -205,7 +213,7 @@ func config(c *cli.Context) (app.Config, error) {
 		return app.Config{}, usageErrorf("--prefix %q is invalid: use 1 to 128 letters, digits, '_', '.', '-' or ':'", prefix)
 	}
 	redisURL := c.String(flagRedis)
-	if err := checkRedisURL(redisURL); err != nil {
+	if err := checkURL(redisURL, c.Bool(flagCluster)); err != nil {
 		return app.Config{}, err
 	}
 	tlsCfg, err := tlsConfig(c, redisURL)
@@ -219,6 +227,7 @@ func config(c *cli.Context) (app.Config, error) {
 	return app.Config{
 		Name:      name,
 		RedisURL:  redisURL,
+		Cluster:   c.Bool(flagCluster),
 		TLS:       tlsCfg,
 		KeyPrefix: prefix,
 		Logger:    slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})),

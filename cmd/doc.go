@@ -48,7 +48,9 @@
 // Each maps to a field of app.Config and has an environment variable:
 //
 //	--redis      LEAT_REDIS_URL  Config.RedisURL (default redis://127.0.0.1:6379);
-//	                             prefer the variable for a URL with a password
+//	                             prefer the variable for a URL with a password; a URL
+//	                             with ?addr=HOST:PORT parameters names a Redis Cluster
+//	--cluster    LEAT_REDIS_CLUSTER=1 Config.Cluster: --redis names a Redis Cluster node
 //	--tls-ca     LEAT_TLS_CA     Config.TLS.CAFile, for rediss:// (default: system roots)
 //	--tls-cert   LEAT_TLS_CERT   Config.TLS.CertFile, client certificate (mutual TLS)
 //	--tls-key    LEAT_TLS_KEY    Config.TLS.KeyFile, its private key
@@ -74,6 +76,7 @@
 //	--start         LEAT_START         Processing.Start: earliest or latest (default earliest)
 //	--on-error      LEAT_ON_ERROR      Processing.OnError: halt, quarantine, ignore or dead-letter (default halt)
 //	--retries       LEAT_RETRIES       Processing.Retry.Attempts (default 0)
+//	--transient-retry LEAT_TRANSIENT_RETRY Processing.Transient.For, or off (default 30s)
 //	--worker-id     LEAT_WORKER_ID     WorkerID (default host name, process ID and a random suffix)
 //	--leader-lease  LEAT_LEADER_LEASE  LeaderLease (default 10s)
 //

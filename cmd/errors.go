@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -57,7 +58,7 @@ func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 }
 
 // globalFlags are the names of the flags given before the command.
-var globalFlags = []string{flagRedis, flagTLSCA, flagTLSCert, flagTLSKey, flagTLSServerName, flagApp, flagPrefix, flagLogLevel}
+var globalFlags = []string{flagRedis, flagCluster, flagTLSCA, flagTLSCert, flagTLSKey, flagTLSServerName, flagApp, flagPrefix, flagLogLevel}
 
 func isGlobalFlag(name string) bool {
 	name = strings.TrimLeft(name, "-")
@@ -113,6 +114,13 @@ func explain(err error) (string, int) {
 	switch {
 	case redis.IsAuthError(err): // NOAUTH or WRONGPASS
 		return "Redis refused the credentials: " + redisCause(err), exitFailure
+	case errors.Is(err, app.ErrClusterNode):
+		at := ""
+		if errors.As(err, &ce) && ce.url != "" {
+			at = " at " + ce.url
+		}
+		return fmt.Sprintf("the Redis server%s is a node of a Redis Cluster: pass --%s (or set LEAT_REDIS_CLUSTER=1) "+
+			"to use the cluster through it, or name more nodes in the URL with ?addr=HOST:PORT", at, flagCluster), exitUsage
 	case errors.As(err, &ce):
 		at := ""
 		if ce.url != "" {
@@ -125,6 +133,10 @@ func explain(err error) (string, int) {
 			return fmt.Sprintf("cannot reach Redis%s: %v", at, ce.err), exitFailure
 		}
 		var re redis.Error
+		if errors.As(ce.err, &re) && strings.Contains(re.Error(), "cluster support disabled") {
+			return fmt.Sprintf("the Redis server%s is not a node of a Redis Cluster (%v): drop --%s and LEAT_REDIS_CLUSTER, "+
+				"and ?addr= from the URL", at, re, flagCluster), exitUsage
+		}
 		if errors.As(ce.err, &re) {
 			return fmt.Sprintf("Redis%s answered PING with an error: %v", at, re), exitFailure
 		}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/leatdev/leat/app"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,11 +22,17 @@ import (
 var schemeToken = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
 
 // hint is the form of a Redis URL, for messages.
-const urlForm = "redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss:// for TLS, or unix:///PATH"
+const urlForm = "redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss:// for TLS, or unix:///PATH " +
+	"(a Redis Cluster: redis://[USER:PASSWORD@]HOST:PORT?addr=HOST2:PORT2, or any node's URL with --cluster)"
 
 // checkRedisURL returns a usage error when raw is not a Redis URL leat can
 // use. Its messages show no part of the URL's user-info.
-func checkRedisURL(raw string) error {
+func checkRedisURL(raw string) error { return checkURL(raw, false) }
+
+// checkURL is checkRedisURL for a cluster's seed node when cluster is set
+// or raw names more nodes (?addr=HOST:PORT): then raw must be a URL that
+// app.ParseClusterURL takes.
+func checkURL(raw string, cluster bool) error {
 	fail := func(format string, args ...any) error {
 		return usageErrorf("invalid --redis URL: "+format, args...)
 	}
@@ -69,8 +76,13 @@ func checkRedisURL(raw string) error {
 		}
 		return fail("it does not parse as a URL; want %s", urlForm)
 	}
+	cluster = cluster || u.Query().Has("addr")
 	switch strings.ToLower(scheme) {
 	case "unix":
+		if cluster {
+			return fail("a Redis Cluster is reached over TCP: write redis://HOST:PORT (or rediss:// for TLS) " +
+				"with any node of the cluster")
+		}
 		if u.Path == "" {
 			return fail("no socket path; write unix:///PATH/TO/redis.sock")
 		}
@@ -78,6 +90,12 @@ func checkRedisURL(raw string) error {
 		if u.Hostname() == "" {
 			return fail("no host; write %s://HOST:PORT", strings.ToLower(scheme))
 		}
+	}
+	if cluster {
+		if _, err := app.ParseClusterURL(raw); err != nil {
+			return fail("%s", scrub(strings.TrimPrefix(err.Error(), "redis: "), raw))
+		}
+		return nil
 	}
 	if _, err := redis.ParseURL(raw); err != nil {
 		return fail("%s", scrub(strings.TrimPrefix(err.Error(), "redis: "), raw))

@@ -39,10 +39,24 @@ func TestRedisURLNeverShowsPasswords(t *testing.T) {
 		{"default:hunter2@db.example://x", []string{"no scheme"}},
 		{"redis://u:hunter2@db.example:6379/x", []string{"invalid database number"}},
 		{"", []string{"it is empty"}},
+		// Cluster URLs, which name more nodes with addr parameters, and
+		// any URL with --cluster.
+		{"redis://u:hunter2@db.example:6379?addr=db2.example:6379&addr=db3", []string{"unable to parse addr param: db3"}},
+		{"redis://u:hunter2@db.example:6379/2?addr=db2.example:6379", []string{"a Redis Cluster has database 0 only"}},
+		{"rediss://u:hunter2@db.example:6379?addr=db2.example:6379&ssl=1", []string{"unexpected option: ssl"}},
+		{"unix://u:hunter2@/tmp/redis.sock?addr=db2.example:6379", []string{"a Redis Cluster is reached over TCP"}},
+		{"redis://u:hun#ter2@db.example:6379?addr=db2.example:6379", []string{"'/', '?' or '#'", "%23"}},
+		{"--cluster redis://u:hunter2@db.example:6379/1", []string{"a Redis Cluster has database 0 only"}},
+		{"--cluster unix://u:hunter2@/tmp/redis.sock", []string{"a Redis Cluster is reached over TCP"}},
+		{"--cluster redis://u:hunter2@db.example:6379?dial_timeout=soon", []string{"invalid dial_timeout"}},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			t.Parallel()
-			r := run(t, nil, "", "--app", "shop", "--redis", tc.url, "send", "--key", "k", "orders", `{"k":1}`)
+			global := []string{"--app", "shop", "--redis", tc.url}
+			if u, ok := strings.CutPrefix(tc.url, "--cluster "); ok {
+				global = []string{"--app", "shop", "--cluster", "--redis", u}
+			}
+			r := run(t, nil, "", append(global, "send", "--key", "k", "orders", `{"k":1}`)...)
 			wantFailure(t, r, exitUsage, append([]string{"invalid --redis URL: "}, tc.want...)...)
 			for _, secret := range []string{"hunter2", "hun", "ter2", "u:"} {
 				if strings.Contains(r.stderr, secret) {
@@ -69,7 +83,8 @@ func TestTLSAgainstPlainServer(t *testing.T) {
 // the checks and the redaction never show it.
 func FuzzRedisURLSecrets(f *testing.F) {
 	for _, s := range []string{"redis://u:%s@host:6379", "default:%s@host:6379", "redis:u:%s@host", "redis://u:p#%s@host/0?x",
-		"rediss://:%s@h", "%s", "unix://u:%s@/tmp/s", "redis://u:%s@[::1]:6379/2"} {
+		"rediss://:%s@h", "%s", "unix://u:%s@/tmp/s", "redis://u:%s@[::1]:6379/2",
+		"redis://u:%s@h:1?addr=h2:2&addr=h3", "rediss://%s@h:1/3?addr=h2:2"} {
 		f.Add(s)
 	}
 	const secret = "Zq9SECRETx7"
@@ -87,6 +102,9 @@ func FuzzRedisURLSecrets(f *testing.F) {
 		}
 		if err := checkRedisURL(raw); err != nil && strings.Contains(err.Error(), secret) {
 			t.Fatalf("checkRedisURL(%q) shows the password: %v", raw, err)
+		}
+		if err := checkURL(raw, true); err != nil && strings.Contains(err.Error(), secret) {
+			t.Fatalf("checkURL(%q, cluster) shows the password: %v", raw, err)
 		}
 		if out := redactURL(raw); strings.Contains(out, secret) {
 			t.Fatalf("redactURL(%q) = %q", raw, out)

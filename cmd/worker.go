@@ -24,6 +24,7 @@ const (
 	flagStart       = "start"
 	flagOnError     = "on-error"
 	flagRetries     = "retries"
+	flagTransient   = "transient-retry"
 	flagWorkerID    = "worker-id"
 	flagLeaderLease = "leader-lease"
 )
@@ -168,7 +169,25 @@ func processingFlags() []processingFlag {
 			executor.Halt.String(), func(o *executor.Options, v string) (err error) { o.OnError, err = executor.ParsePolicy(v); return err }),
 		intOption(flagRetries, "`N` retries of a failing event, in place and with backoff, before the failure policy applies",
 			"0", func(o *executor.Options, n int) { o.Retry.Attempts = n }),
+		choiceOption(flagTransient, "`DURATION` for which a processor failing with a transient Redis error (connection lost, "+
+			"timeout, LOADING, READONLY, CLUSTERDOWN, ...) is retried in place, before --retries and the failure policy; off turns it off",
+			executor.DefaultTransientFor.String(), parseTransient),
 	}
+}
+
+// parseTransient parses the --transient-retry of a worker: a positive
+// duration, or off.
+func parseTransient(o *executor.Options, v string) error {
+	if v == "off" {
+		o.Transient.Off = true
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("%q: want a positive duration such as 30s or 2m, or off", v)
+	}
+	o.Transient.For = d
+	return nil
 }
 
 func workerFlags() []cli.Flag {

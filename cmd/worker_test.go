@@ -171,13 +171,13 @@ func TestWorker(t *testing.T) {
 	s := newShop(t)
 	ta := &ticksApp{}
 	b := start(t, ta.setup, s.quiet("worker", "--prefetch", "7", "--lock-expiry", "3s", "--on-error", "dead-letter",
-		"--retries", "2", "--start", "latest", "--worker-id", "w-1", "--leader-lease", "1500ms")...)
+		"--retries", "2", "--start", "latest", "--worker-id", "w-1", "--leader-lease", "1500ms", "--transient-retry", "off")...)
 	a := ta.waitApp(t, b)
 
 	// Flags win over the Setup's defaults, which fill the rest.
 	o := a.Executors()[0].Options()
 	if o.Prefetch != 7 || o.LockExpiry != 3*time.Second || o.OnError != executor.DeadLetter || o.Retry.Attempts != 2 ||
-		o.Start != executor.Latest || o.ReadBlock != 200*time.Millisecond || o.Grace != 2*time.Second {
+		o.Start != executor.Latest || o.ReadBlock != 200*time.Millisecond || o.Grace != 2*time.Second || !o.Transient.Off {
 		t.Errorf("options %+v", o)
 	}
 	if cfg := a.Config(); cfg.WorkerID != "w-1" || cfg.LeaderLease != 1500*time.Millisecond {
@@ -207,7 +207,7 @@ func TestWorkerEnv(t *testing.T) {
 	for k, v := range map[string]string{
 		"LEAT_PREFETCH": "9", "LEAT_ON_ERROR": "ignore", "LEAT_RETRIES": "1", "LEAT_LOCK_EXPIRY": "4s",
 		"LEAT_READ_BLOCK": "300ms", "LEAT_GRACE": "1s", "LEAT_JOIN_DELAY": "10ms", "LEAT_START": "earliest",
-		"LEAT_WORKER_ID": "w-env", "LEAT_LEADER_LEASE": "2s", "LEAT_PROCESSORS": "count",
+		"LEAT_WORKER_ID": "w-env", "LEAT_LEADER_LEASE": "2s", "LEAT_PROCESSORS": "count", "LEAT_TRANSIENT_RETRY": "45s",
 	} {
 		t.Setenv(k, v)
 	}
@@ -217,7 +217,8 @@ func TestWorkerEnv(t *testing.T) {
 	o := a.Executors()[0].Options()
 	want := executor.Options{LockExpiry: 4 * time.Second, Prefetch: 9, ReadBlock: 300 * time.Millisecond, Grace: time.Second,
 		JoinDelay: 10 * time.Millisecond, Start: executor.Earliest, OnError: executor.Ignore,
-		Retry: executor.Retry{Attempts: 1, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}}
+		Retry:     executor.Retry{Attempts: 1, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
+		Transient: executor.TransientRetry{For: 45 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}}
 	if o != want {
 		t.Errorf("options %+v, want %+v", o, want)
 	}
@@ -315,6 +316,8 @@ func TestWorkerUsageErrors(t *testing.T) {
 		{"negative prefetch", ta.setup, s.args("worker", "--prefetch", "-1"), []string{"--prefetch: prefetch -1 must be at least 1"}},
 		{"negative grace", ta.setup, s.args("worker", "--grace", "-1s"), []string{"--grace: grace period -1s is negative"}},
 		{"negative retries", ta.setup, s.args("worker", "--retries", "-2"), []string{"--retries: retries -2: want 0 or more"}},
+		{"zero transient retry", ta.setup, s.args("worker", "--transient-retry", "0"), []string{`--transient-retry: "0": want a positive duration such as 30s or 2m, or off`}},
+		{"bad transient retry", ta.setup, s.args("worker", "--transient-retry", "never"), []string{`--transient-retry: "never"`}},
 		{"short lease", ta.setup, s.args("worker", "--leader-lease", "10ms"), []string{"--leader-lease:", "leader lease 10ms is below 300ms"}},
 		{"two errors", ta.setup, s.args("worker", "--on-error", "x", "--start", "y"), []string{"--on-error", "--start"}},
 		{"bad duration", ta.setup, s.args("worker", "--grace", "soon"), []string{"worker: invalid value"}},
@@ -340,7 +343,7 @@ func TestWorkerAndResetHelp(t *testing.T) {
 	}
 	r := run(t, nil, "", "worker", "--help")
 	for _, flag := range []string{"--lock-expiry", "LEAT_LOCK_EXPIRY", "--prefetch", "--read-block", "--grace", "--join-delay",
-		"--start", "--on-error", "--retries", "LEAT_RETRIES", "--worker-id", "--leader-lease", "LEAT_LEADER_LEASE", "--processors"} {
+		"--start", "--on-error", "--retries", "LEAT_RETRIES", "--transient-retry", "LEAT_TRANSIENT_RETRY", "--worker-id", "--leader-lease", "LEAT_LEADER_LEASE", "--processors"} {
 		if !strings.Contains(r.stdout, flag) {
 			t.Errorf("worker help does not mention %s", flag)
 		}

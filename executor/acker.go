@@ -40,10 +40,22 @@ func (a *acker) add(key string, ids ...string) {
 	}
 }
 
-// flush sends every queued ack. IDs whose XACK failed are queued again.
+// ackFlushTimeout bounds each flush of the background loop, retries of
+// transient errors included, so that a flush before a release never waits
+// long behind it.
+const ackFlushTimeout = 5 * time.Second
+
+// flush sends every queued ack. IDs whose XACK failed with a connection
+// problem or a transient error reply are queued again, and sent again with
+// backoff until ctx ends (see ride).
 func (a *acker) flush(ctx context.Context) error {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
+	return ride(ctx, a.flushOnce)
+}
+
+// flushOnce is one try of flush; flushMu is held.
+func (a *acker) flushOnce(ctx context.Context) error {
 	a.mu.Lock()
 	batch := a.pending
 	if len(batch) == 0 {
@@ -65,23 +77,45 @@ func (a *acker) flush(ctx context.Context) error {
 	return err
 }
 
-// run flushes acks shortly after they are queued until ctx is done.
+// queued reports whether acks wait to be sent.
+func (a *acker) queued() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pending) > 0
+}
+
+// run flushes acks shortly after they are queued until ctx is done. Acks
+// queued again after a failed flush are tried again after a backoff, even
+// when no new ack comes.
 func (a *acker) run(ctx context.Context, onError func(error)) {
 	t := time.NewTicker(ackInterval)
 	defer t.Stop()
+	var again <-chan time.Time
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-a.kick:
+		case <-again:
 		}
+		again = nil
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := a.flush(ctx); err != nil && ctx.Err() == nil {
-			onError(err)
+		fctx, cancel := context.WithTimeout(ctx, ackFlushTimeout)
+		err := a.flush(fctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			failures = 0
+			continue
+		}
+		onError(err)
+		if a.queued() {
+			failures++
+			again = time.After(backoff(writeBackoff, writeMaxBackoff, failures))
 		}
 	}
 }

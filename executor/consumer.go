@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -56,17 +55,26 @@ func (p *partition) consume() {
 			retryable = !errors.Is(err, ErrSkipRetry)
 		}
 		if err == nil {
-			if p.consumed == 0 {
+			if p.consumed > 0 {
+				p.transient = transient{}
+			} else {
 				p.sleep(idleBackoff)
 			}
 			continue
 		}
 		e.obs.Failed(e.stream.Name(), e.processor, p.n, err)
+		headID := ""
+		if len(failing) > 0 {
+			headID = failing[0].ID
+		}
+		if retryable && p.retryTransient(headID, err) {
+			continue
+		}
 		if retryable && len(failing) > 0 && p.retry(failing[0].ID, err) {
 			p.log.Info("processor failed; retrying", "error", err, "id", failing[0].ID, "attempt", p.attempts)
 			continue
 		}
-		p.attempts, p.attemptID = 0, ""
+		p.attempts, p.attemptID, p.transient = 0, "", transient{}
 		if !p.applyPolicy(failing, err) {
 			return
 		}
@@ -96,11 +104,7 @@ func (p *partition) retry(id string, err error) bool {
 		return false
 	}
 	p.attempts++
-	d := r.Backoff << (p.attempts - 1)
-	if d > r.MaxBackoff || d <= 0 {
-		d = r.MaxBackoff
-	}
-	d = d/2 + rand.N(d/2+1) // jitter: [d/2, d]
+	d := backoff(r.Backoff, r.MaxBackoff, p.attempts)
 	if asked {
 		d = after
 	}
@@ -201,17 +205,20 @@ type stopReport struct {
 	Time     time.Time `json:"time"` // server time
 }
 
-// report records in Redis that policy stopped partition p. Its time is the
+// report records in Redis that policy stopped partition p, tried again for
+// up to 10s while it fails with a transient error. Its time is the
 // server's, the clock every executor compares it with (see prepare).
 func (e *Executor) report(p *partition, policy Policy, failing []core.Delivery, cause error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := e.group.WriteReport(ctx, p.n, func(now time.Time) ([]byte, error) {
-		r := stopReport{Policy: policy.String(), Executor: e.id, Worker: e.worker, Error: cause.Error(), Time: now.UTC()}
-		if len(failing) > 0 {
-			r.ID = failing[0].ID
-		}
-		return json.Marshal(r)
+	err := ride(ctx, func(ctx context.Context) error {
+		return e.group.WriteReport(ctx, p.n, func(now time.Time) ([]byte, error) {
+			r := stopReport{Policy: policy.String(), Executor: e.id, Worker: e.worker, Error: cause.Error(), Time: now.UTC()}
+			if len(failing) > 0 {
+				r.ID = failing[0].ID
+			}
+			return json.Marshal(r)
+		})
 	})
 	if err != nil {
 		p.log.Error("stop report not written", "error", err)

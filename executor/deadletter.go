@@ -21,8 +21,9 @@ const (
 )
 
 // deadLetter writes failing to the processor's dead-letter stream in one
-// pipelined round trip. The caller acknowledges them afterwards, so a crash
-// in between writes a dead letter twice rather than losing it.
+// pipelined round trip, tried again for up to 10s while it fails with a
+// transient error. The caller acknowledges them afterwards, so a crash in
+// between writes a dead letter twice rather than losing it.
 func (e *Executor) deadLetter(p *partition, failing []core.Delivery, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -45,5 +46,7 @@ func (e *Executor) deadLetter(p *partition, failing []core.Delivery, cause error
 		}
 		entries = append(entries, vals)
 	}
-	return e.group.DeadLetters(ctx, entries, e.stream.Definition().Size)
+	return ride(ctx, func(ctx context.Context) error {
+		return e.group.DeadLetters(ctx, entries, e.stream.Definition().Size)
+	})
 }

@@ -137,7 +137,11 @@
 // # Failure policies
 //
 // When the processor returns an error, the events handed out and not
-// acknowledged are the failing ones. Retry retries them in place, with
+// acknowledged are the failing ones. When the error is a transient Redis
+// error (core.IsTransient, exported as stream.IsTransient), Transient
+// retries them in place first, for up to 30s by default, without counting
+// them as Retry attempts and only while the partition is trusted. Retry
+// retries them in place, with
 // exponential backoff and jitter, so order holds; then OnError applies:
 // Halt, Quarantine, Ignore or DeadLetter. Halt and Quarantine record a report
 // in the processor's quarantine hash. A halt does not cascade: an executor

@@ -73,6 +73,37 @@ type Retry struct {
 	MaxBackoff time.Duration
 }
 
+// TransientRetry retries in place, so order holds, a processor call that
+// failed with a transient Redis error (stream.IsTransient: a connection
+// refused or reset, a timeout, LOADING, READONLY, CLUSTERDOWN, TRYAGAIN,
+// MASTERDOWN, MOVED, ...), as a failover or a restart of Redis causes, for
+// up to For, before the ordinary retries (Retry) and the failure policy
+// apply. The wait doubles from Backoff up to MaxBackoff, with jitter. These
+// retries do not count as Retry attempts, and stop when the partition
+// stops or its lock can no longer be trusted (the events are then
+// delivered again to the partition's next owner). An error marked with
+// SkipRetry is not retried.
+type TransientRetry struct {
+	// For is how long the failures of one event (or batch, or a call that
+	// failed before taking an event) may be retried, counted from the
+	// first failure. Default 30s.
+	For time.Duration
+	// Backoff is the wait before the first retry. Default 100ms.
+	Backoff time.Duration
+	// MaxBackoff caps the wait between retries. Default 5s.
+	MaxBackoff time.Duration
+	// Off turns these retries off: a transient error is then a failure
+	// like any other. Default false.
+	Off bool
+}
+
+// Defaults of TransientRetry.
+const (
+	DefaultTransientFor        = 30 * time.Second
+	DefaultTransientBackoff    = 100 * time.Millisecond
+	DefaultTransientMaxBackoff = 5 * time.Second
+)
+
 // Options configure a processor's runtime. The zero value of each field means
 // its default; app.Config holds app-wide defaults for every processor.
 type Options struct {
@@ -98,6 +129,9 @@ type Options struct {
 	OnError Policy
 	// Retry retries failures in place before OnError applies.
 	Retry Retry
+	// Transient retries failures caused by transient Redis errors in place,
+	// before Retry and OnError apply. On by default (see TransientRetry).
+	Transient TransientRetry
 }
 
 // Defaults.
@@ -140,6 +174,18 @@ func (o Options) Merge(defaults Options) Options {
 	if o.Retry.MaxBackoff == 0 {
 		o.Retry.MaxBackoff = defaults.Retry.MaxBackoff
 	}
+	if o.Transient.For == 0 {
+		o.Transient.For = defaults.Transient.For
+	}
+	if o.Transient.Backoff == 0 {
+		o.Transient.Backoff = defaults.Transient.Backoff
+	}
+	if o.Transient.MaxBackoff == 0 {
+		o.Transient.MaxBackoff = defaults.Transient.MaxBackoff
+	}
+	if !o.Transient.Off {
+		o.Transient.Off = defaults.Transient.Off
+	}
 	return o
 }
 
@@ -153,6 +199,9 @@ func DefaultOptions() Options {
 		Start:      Earliest,
 		OnError:    Halt,
 		Retry:      Retry{Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
+		Transient: TransientRetry{
+			For: DefaultTransientFor, Backoff: DefaultTransientBackoff, MaxBackoff: DefaultTransientMaxBackoff,
+		},
 	}
 }
 
@@ -195,6 +244,13 @@ func (o Options) Validate() error {
 	}
 	if o.Retry.Backoff < 0 || o.Retry.MaxBackoff < o.Retry.Backoff {
 		errs = append(errs, fmt.Errorf("backoff %s up to %s: want a first wait of 0 or more and a maximum at least as long", o.Retry.Backoff, o.Retry.MaxBackoff))
+	}
+	if o.Transient.For < 0 {
+		errs = append(errs, fmt.Errorf("transient retries for %s: want a positive duration (Off turns them off)", o.Transient.For))
+	}
+	if o.Transient.Backoff < 0 || o.Transient.MaxBackoff < o.Transient.Backoff || (o.Transient.MaxBackoff == 0 && o.Transient.For > 0) {
+		errs = append(errs, fmt.Errorf("transient retry backoff %s up to %s: want a first wait of 0 or more and a positive maximum at least as long",
+			o.Transient.Backoff, o.Transient.MaxBackoff))
 	}
 	return errors.Join(errs...)
 }

@@ -15,7 +15,8 @@ func TestOptionsDefaults(t *testing.T) {
 	}
 	// Zero is a valid grace period: only DefaultOptions has one.
 	want := Options{LockExpiry: 10 * time.Second, Prefetch: 100, ReadBlock: 2 * time.Second,
-		Start: Earliest, OnError: Halt, Retry: Retry{Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}}
+		Start: Earliest, OnError: Halt, Retry: Retry{Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
+		Transient: TransientRetry{For: 30 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}}
 	if o != want {
 		t.Fatalf("defaults %+v, want %+v", o, want)
 	}
@@ -26,6 +27,10 @@ func TestOptionsDefaults(t *testing.T) {
 	// Per-processor options win over app defaults, field by field.
 	m := Options{Prefetch: 7}.Merge(Options{Prefetch: 50, Grace: time.Second, OnError: Ignore})
 	if m.Prefetch != 7 || m.Grace != time.Second || m.OnError != Ignore {
+		t.Fatalf("merge %+v", m)
+	}
+	// Transient retries turned off app-wide stay off.
+	if m := (Options{}).Merge(Options{Transient: TransientRetry{Off: true}}); !m.Transient.Off {
 		t.Fatalf("merge %+v", m)
 	}
 }
@@ -44,6 +49,8 @@ func TestOptionsValidation(t *testing.T) {
 		{Options{OnError: 9}, "failure policy"},
 		{Options{Retry: Retry{Attempts: -1}}, "retries -1: want 0 or more"},
 		{Options{Retry: Retry{Backoff: time.Second, MaxBackoff: time.Millisecond}}, "backoff 1s up to 1ms"},
+		{Options{Transient: TransientRetry{For: -time.Second}}, "transient retries for -1s"},
+		{Options{Transient: TransientRetry{Backoff: 10 * time.Second}}, "transient retry backoff 10s up to 5s"},
 	}
 	for _, tc := range cases {
 		_, err := tc.o.WithDefaults()

@@ -62,6 +62,7 @@ type partition struct {
 	consumed  int  // deliveries handed out during the current call
 	attempts  int  // failed attempts at the head of pending
 	attemptID string
+	transient transient // transient failures at the head of pending
 }
 
 func (p *partition) softStop() { p.stopOnce.Do(func() { close(p.stop) }) }

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
 // Ack acknowledges ids of group, per partition key, in one pipelined round
 // trip (XACK). On failure it returns the keys whose acks were lost to a
-// connection problem and may be sent again; a reply error (a malformed ID)
-// would fail again, and is not among them.
+// connection problem or a transient error reply (core.IsTransient: LOADING,
+// READONLY, CLUSTERDOWN, ...) and may be sent again; another reply error (a
+// malformed ID) would fail again, and is not among them.
 func Ack(ctx context.Context, c redis.UniversalClient, group string, ids map[string][]string) (retry []string, err error) {
 	pipe := c.Pipeline()
 	cmds := make(map[string]*redis.IntCmd, len(ids))
@@ -24,7 +26,7 @@ func Ack(ctx context.Context, c redis.UniversalClient, group string, ids map[str
 	}
 	for key, cmd := range cmds {
 		var reply redis.Error
-		if cmd.Err() != nil && !errors.As(cmd.Err(), &reply) {
+		if cerr := cmd.Err(); cerr != nil && (!errors.As(cerr, &reply) || core.IsTransient(cerr)) {
 			retry = append(retry, key)
 		}
 	}
