@@ -73,9 +73,10 @@ func Explain(err error, prefix string) error {
 	msg := err.Error()
 	var hint string
 	switch {
-	case strings.Contains(msg, "NOPERM") && strings.Contains(msg, "access one of the keys"),
-		strings.Contains(msg, "NOPERM") && strings.Contains(msg, "access one of the channels"):
+	case strings.Contains(msg, "NOPERM") && strings.Contains(msg, "access one of the keys"):
 		hint = fmt.Sprintf("the Redis user may not access keys %s:...: grant it ~%s:* (or set --prefix, Config.KeyPrefix, to a prefix it may access)", prefix, prefix)
+	case strings.Contains(msg, "NOPERM") && strings.Contains(msg, "access one of the channels"):
+		hint = fmt.Sprintf("the Redis user may not use the channels %s:...: grant it &%s:* (task cancellations are published there)", prefix, prefix)
 	case strings.Contains(msg, "NOPERM"):
 		cmd := "the command"
 		if m := deniedCmd.FindStringSubmatch(msg); m != nil {
