@@ -3,11 +3,15 @@ package task
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -177,4 +181,59 @@ func FuzzTaskInfo(f *testing.F) {
 			t.Fatalf("status of %q does not encode: %v", m, err)
 		}
 	})
+}
+
+// FuzzFollowUpdate checks the reader of a task's updates stream: an update
+// as a worker records it (kind, JSON value, attempt) reads back the same,
+// and any other entry is an error, never an update that does not encode.
+func FuzzFollowUpdate(f *testing.F) {
+	f.Add("progress", []byte(`{"done":1,"of":3}`), "1")
+	f.Add("partial", []byte(`"half"`), "2")
+	f.Add("done", []byte(`1`), "1")
+	f.Add("progress", []byte(`{`), "1")
+	f.Add("progress", []byte(``), "")
+	f.Fuzz(func(t *testing.T, kind string, data []byte, attempt string) {
+		u, err := updateOf("t1", map[string]any{"k": kind, "d": string(data), "a": attempt})
+		at, aerr := strconv.Atoi(attempt)
+		valid := (kind == KindProgress || kind == KindPartial) && json.Valid(data) && aerr == nil && at >= 1
+		if valid != (err == nil) {
+			t.Fatalf("update %q %q %q: %+v, %v", kind, data, attempt, u, err)
+		}
+		if err != nil {
+			return
+		}
+		if u.Kind != kind || !bytes.Equal(u.Data, data) || u.Attempt != at {
+			t.Fatalf("update %q %q %q read as %+v", kind, data, attempt, u)
+		}
+		if _, err := json.Marshal(u); err != nil {
+			t.Fatalf("update %+v does not encode: %v", u, err)
+		}
+	})
+}
+
+type reports []string
+
+func (r *reports) report(_ context.Context, kind string, data json.RawMessage) error {
+	*r = append(*r, kind+" "+string(data))
+	return nil
+}
+
+// A handler's progress or partial result given as raw JSON is checked
+// before it is recorded: what is not JSON is refused, so that the task's
+// status and updates always encode.
+func TestReportRefusesRawNonJSON(t *testing.T) {
+	var got reports
+	tk := &Task[int]{ID: "t1", rep: &got}
+	if err := tk.Progress(json.RawMessage(`{"done":`)); err == nil || !strings.Contains(err.Error(), "is not JSON") {
+		t.Fatalf("progress of broken JSON: %v", err)
+	}
+	if err := tk.Partial(json.RawMessage(`nope`)); err == nil {
+		t.Fatal("partial of broken JSON accepted")
+	}
+	if err := tk.Progress(json.RawMessage(`{"done":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != `[progress {"done":1}]` {
+		t.Fatalf("recorded %v", got)
+	}
 }

@@ -48,6 +48,9 @@ func (t *Task[P]) send(kind string, v any) error {
 		return nil
 	}
 	b, ok := v.(json.RawMessage)
+	if ok && !json.Valid(b) {
+		return fmt.Errorf("task %s: %s %q is not JSON", t.ID, kind, clip(b))
+	}
 	if !ok {
 		var err error
 		if b, err = json.Marshal(v); err != nil {
@@ -127,11 +130,11 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 				for _, m := range s.Messages {
 					last = m.ID
 					n++
-					k, _ := m.Values["k"].(string)
-					d, _ := m.Values["d"].(string)
-					a, _ := m.Values["a"].(string)
-					at, _ := strconv.Atoi(a)
-					if !yield(Update{Kind: k, Data: json.RawMessage(d), Attempt: at}, nil) {
+					u, err := updateOf(id, m.Values)
+					if err != nil {
+						return n, err
+					}
+					if !yield(u, nil) {
 						return n, errStopFollow
 					}
 				}
@@ -176,3 +179,24 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 }
 
 var errStopFollow = errors.New("stop following")
+
+// updateOf reads an entry of the updates stream of task id. Only a worker
+// writes it, checked; an entry of another kind, or whose value is not JSON
+// (a corrupt or hand-written one), is an error rather than an update that
+// cannot be encoded.
+func updateOf(id string, values map[string]any) (Update, error) {
+	k, _ := values["k"].(string)
+	d, _ := values["d"].(string)
+	a, _ := values["a"].(string)
+	if k != KindProgress && k != KindPartial {
+		return Update{}, fmt.Errorf("task %s: update of unknown kind %q", id, k)
+	}
+	if !json.Valid([]byte(d)) {
+		return Update{}, fmt.Errorf("task %s: %s update is not JSON", id, k)
+	}
+	at, err := strconv.Atoi(a)
+	if err != nil || at < 1 {
+		return Update{}, fmt.Errorf("task %s: %s update of attempt %q", id, k, a)
+	}
+	return Update{Kind: k, Data: json.RawMessage(d), Attempt: at}, nil
+}
