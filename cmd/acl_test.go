@@ -357,3 +357,30 @@ func aclTaskScenario(t *testing.T, s shop, prefix string) {
 		t.Fatalf("requeued task: %+v, %v", in, err)
 	}
 }
+
+// A user that may not run a command of a task queue script is told the
+// script, its commands and what to grant.
+func TestACLTaskScriptDenied(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	prefix := s.global[3]
+	rules := append([]string{"~" + prefix + ":*", "&" + prefix + ":*"}, minimalACL...)
+	a, err := app.New(app.Config{Name: "shop", RedisURL: redistest.User(t, append(rules, "-hincrby")...), KeyPrefix: prefix,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	q, err := task.Declare[string, string](a, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = q.Enqueue(ctx, "x")
+	for _, want := range []string{"Lua script task queue enqueue.lua calls ", "HINCRBY", "+hincrby"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("enqueue: %v, want it to mention %q", err, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
@@ -80,13 +81,13 @@ func (q *core) updates(f *taskrdb.Fetched) reporter {
 
 // reportScript records an update of an active task: KEYS task hash,
 // updates stream; ARGV kind, data, cap, TTL ms, attempt.
-var reportScript = redis.NewScript(`
+var reportScript = redis.NewScript(scripts.Describe("task update", `
 if redis.call('HGET', KEYS[1], 's') ~= 'active' then return 0 end
 if ARGV[1] == 'progress' then redis.call('HSET', KEYS[1], 'prog', ARGV[2]) end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'k', ARGV[1], 'd', ARGV[2], 'a', ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return 1
-`)
+`))
 
 func (r *redisReporter) report(ctx context.Context, kind string, data json.RawMessage) error {
 	q := r.q
