@@ -509,7 +509,11 @@ func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
 	case m.Partial != nil:
 		cl.report(KindPartial, compact(m.Partial))
 	case m.Error != nil:
-		err := errors.New(*m.Error)
+		msg := *m.Error
+		if msg == "" {
+			msg = "handler process reported an error without a message"
+		}
+		err := errors.New(msg)
 		if m.Retry != nil && !*m.Retry {
 			err = SkipRetry(err)
 		}

@@ -50,6 +50,7 @@ func FuzzExecProtocol(f *testing.F) {
 	f.Add([]byte(`{"status":"ready"}` + "\n" + `{"task_id":"t1","progress":{"done":1,"of":3}}` + "\n" +
 		`{"task_id":"t1","partial":[1, 2]}` + "\n" + `{"task_id":"t1","result":{"ok":true}}` + "\n"))
 	f.Add([]byte(`{"status":"ready"}` + "\n" + `{"task_id":"t1","error":"boom","retry":false}` + "\n"))
+	f.Add([]byte(`{"status":"ready"}` + "\n" + `{"task_id":"t1","error":""}` + "\n"))
 	f.Add([]byte(`{"task_id":"t1","result":1}` + "\n" + `{"status":"ready"}` + "\n" + "not json\n" +
 		`{"task_id":"t2","result":2}` + "\n" + `{"task_id":"t1"}`))
 	f.Add([]byte(`{"status":"ready"}` + "\n" + `{"task_id":"t1","progress":"` + string(bytes.Repeat([]byte("x"), 80)) + `"}` + "\n"))
@@ -79,6 +80,9 @@ func FuzzExecProtocol(f *testing.F) {
 			}
 			if a.err == nil && !json.Valid(a.result) {
 				t.Fatalf("result %q is not JSON", a.result)
+			}
+			if a.err != nil && a.err.Error() == "" {
+				t.Fatal("an answer with an empty error")
 			}
 			if errors.Is(a.err, ErrExecLineTooLong) && !errors.Is(a.err, ErrSkipRetry) {
 				t.Fatalf("a line over the limit fails for good: %v", a.err)

@@ -35,7 +35,8 @@ type reporter interface {
 
 // Progress reports the task's progress, any JSON value (a percentage, a
 // stage...): it becomes the Progress of the task's Info and an update that
-// Follow yields. A report of a task no longer running is dropped.
+// Follow yields. A report of a task no longer running is dropped. A
+// json.RawMessage is recorded as it is, and refused when it is not JSON.
 func (t *Task[P]) Progress(v any) error { return t.send(KindProgress, v) }
 
 // Partial appends a partial result, any JSON value, to the task's updates
