@@ -68,31 +68,9 @@ func (h *handler) sendEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body = bytes.TrimSpace(body)
-	var records []json.RawMessage
-	switch {
-	case len(body) == 0:
-		bodyError(w, errEmpty, h.opts.MaxBody)
+	records := eventRecords(w, body, h.opts.MaxBody)
+	if records == nil {
 		return
-	case body[0] == '[':
-		if err := json.Unmarshal(body, &records); err != nil {
-			bodyError(w, err, h.opts.MaxBody)
-			return
-		}
-		if len(records) == 0 {
-			writeError(w, http.StatusBadRequest, "bad_json", "request body: an empty array: send at least one record")
-			return
-		}
-		if len(records) > maxRecords {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_many", fmt.Sprintf("%d records: at most %d a request", len(records), maxRecords))
-			return
-		}
-	default:
-		var v any
-		if err := json.Unmarshal(body, &v); err != nil {
-			bodyError(w, err, h.opts.MaxBody)
-			return
-		}
-		records = []json.RawMessage{body}
 	}
 	entries := make([]core.Entry, len(records))
 	for i, rec := range records {
@@ -120,6 +98,39 @@ func (h *handler) sendEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ids": ids})
+}
+
+// eventRecords returns the records of a send's body (trimmed): one JSON
+// value, or an array of 1 to maxRecords of them. It answers the request and
+// returns nil when the body is not that.
+func eventRecords(w http.ResponseWriter, body []byte, maxBody int64) []json.RawMessage {
+	var records []json.RawMessage
+	switch {
+	case len(body) == 0:
+		bodyError(w, errEmpty, maxBody)
+		return nil
+	case body[0] == '[':
+		if err := json.Unmarshal(body, &records); err != nil {
+			bodyError(w, err, maxBody)
+			return nil
+		}
+		if len(records) == 0 {
+			writeError(w, http.StatusBadRequest, "bad_json", "request body: an empty array: send at least one record")
+			return nil
+		}
+		if len(records) > maxRecords {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_many", fmt.Sprintf("%d records: at most %d a request", len(records), maxRecords))
+			return nil
+		}
+	default:
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			bodyError(w, err, maxBody)
+			return nil
+		}
+		records = []json.RawMessage{body}
+	}
+	return records
 }
 
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {

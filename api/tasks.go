@@ -117,6 +117,11 @@ func (h *handler) decodeEnqueue(w http.ResponseWriter, r *http.Request) (json.Ra
 		writeError(w, http.StatusBadRequest, "bad_json", "request body: more than one JSON value")
 		return nil, nil, false
 	}
+	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
+		// A closing } or ], which More does not count as a value.
+		writeError(w, http.StatusBadRequest, "bad_json", fmt.Sprintf("request body: invalid JSON after the object: %q", rest[:1]))
+		return nil, nil, false
+	}
 	if len(req.Payload) == 0 {
 		writeError(w, http.StatusBadRequest, "bad_json", `request body: field "payload" is missing (use null for no payload)`)
 		return nil, nil, false

@@ -116,3 +116,22 @@ func TestACLKeysOutsidePattern(t *testing.T) {
 		t.Fatalf("send: %v, want %q", err, want)
 	}
 }
+
+// A user whose channel pattern leaves out the app's prefix (task
+// cancellations are published there) is told which pattern to grant.
+func TestACLChannelsOutsidePattern(t *testing.T) {
+	t.Parallel()
+	prefix := redistest.Prefix(t)
+	url := redistest.User(t, "+@all", "-@dangerous", "~"+prefix+":*")
+	a, err := app.New(app.Config{Name: "shop", RedisURL: url, KeyPrefix: prefix, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = a.Client().Publish(ctx, prefix+":tcancel:{shop:q}", "t1").Err()
+	if want := "the Redis user may not use the channels " + prefix + ":...: grant it &" + prefix + ":*"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("publish: %v, want %q", err, want)
+	}
+}

@@ -2,30 +2,51 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/middleware"
+	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/task"
 )
 
 // minimalACL is the ACL README documents for a leat user, without its key
-// pattern: the commands a full run uses (workers with a rebalance, halts,
-// quarantine, dead letters, reset, send, sendmany, inspect), from INFO
-// commandstats after aclScenario (LEAT_MEASURE_ACL=1 go test -run
-// TestMeasureACL ./cmd prints them).
-// The commands Lua scripts may call but the scenario need not reach
-// (HMGET, PEXPIRE, ZREMRANGEBYSCORE) and SELECT (a /db in the URL) are
-// added by hand.
+// and channel patterns: the commands a full run uses (workers with a
+// rebalance, halts, quarantine, dead letters, reset, send, sendmany,
+// inspect; processors with Dedup and RateLimit; task queues run by an app
+// and by a subprocess handler, with follow, webhooks, logs, cancel, a keyed
+// queue with a rate per key, a dead bound and requeue), from INFO
+// commandstats after aclScenario, aclMiddlewareScenario and aclTaskScenario
+// (LEAT_MEASURE_ACL=1 go test -run TestMeasureACL ./cmd prints them).
+// The commands Lua scripts may call but the scenarios need not reach
+// (HMGET, PEXPIRE, ZREMRANGEBYSCORE, LPUSH, LREM, PTTL), UNWATCH (a
+// transactional read after every lock was lost) and SELECT (a /db in the
+// URL) are added by hand.
 var minimalACL = []string{
 	"+ping", "+hello", "+select", "+client|id", "+client|unblock", "+cluster|info",
-	"+eval", "+evalsha", "+script|load", "+multi", "+exec", "+watch", "+time",
-	"+get", "+mget", "+set", "+del", "+exists", "+pexpire",
-	"+hget", "+hmget", "+hgetall", "+hkeys", "+hset", "+hdel",
-	"+zadd", "+zcount", "+zrange", "+zrangebyscore", "+zremrangebyscore", "+zrem", "+zscore",
-	"+xadd", "+xlen", "+xrange", "+xrevrange", "+xread", "+xreadgroup", "+xack", "+xpending",
+	"+eval", "+evalsha", "+script|load", "+multi", "+exec", "+watch", "+unwatch", "+time",
+	"+publish", "+subscribe",
+	"+get", "+mget", "+set", "+del", "+exists", "+incr", "+incrby", "+pexpire", "+pttl", "+persist",
+	"+hget", "+hmget", "+hgetall", "+hkeys", "+hexists", "+hset", "+hdel", "+hincrby",
+	"+lpush", "+rpush", "+lpop", "+lindex", "+llen", "+lrem", "+sadd", "+srem", "+blpop",
+	"+zadd", "+zcard", "+zcount", "+zrange", "+zrangebyscore", "+zremrangebyscore", "+zremrangebyrank", "+zrem", "+zscore",
+	"+xadd", "+xdel", "+xlen", "+xrange", "+xrevrange", "+xread", "+xreadgroup", "+xack", "+xpending",
 	"+xautoclaim", "+xclaim", "+xgroup|create", "+xgroup|setid", "+xgroup|delconsumer",
 	"+xinfo|stream", "+xinfo|groups", "+xinfo|consumers",
 }
@@ -86,15 +107,17 @@ func aclScenario(t *testing.T, s shop) {
 	}
 }
 
-// A user with exactly the minimal ACL and the app's key pattern runs every
-// core command.
+// A user with exactly the minimal ACL and the app's key and channel patterns
+// runs every core command, processors with middleware, and task queues.
 func TestMinimalACL(t *testing.T) {
 	t.Parallel()
 	s := newShop(t)
 	prefix := strings.TrimSuffix(s.keys.Prefix, ":")
-	rules := append([]string{"~" + prefix + ":*"}, minimalACL...)
+	rules := append([]string{"~" + prefix + ":*", "&" + prefix + ":*"}, minimalACL...)
 	s.global[1] = redistest.User(t, rules...)
 	aclScenario(t, s)
+	aclMiddlewareScenario(t, s)
+	aclTaskScenario(t, s, s.global[3])
 }
 
 // TestMeasureACL prints the commands aclScenario runs, for minimalACL.
@@ -106,6 +129,8 @@ func TestMeasureACL(t *testing.T) {
 	s := shop{client: srv.Client(t), keys: keys.New("leat", "shop"),
 		global: []string{"--redis", srv.URL, "--prefix", "leat", "--app", "shop"}}
 	aclScenario(t, s)
+	aclMiddlewareScenario(t, s)
+	aclTaskScenario(t, s, "leat")
 	info := srv.Client(t).Info(context.Background(), "commandstats").Val()
 	var cmds []string
 	for _, line := range strings.Split(info, "\n") {
@@ -125,8 +150,237 @@ func TestMinimalACLDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "ACL SETUSER leat on >PASSWORD resetchannels ~leat:* " + strings.Join(minimalACL, " ")
+	want := "ACL SETUSER leat on >PASSWORD resetchannels ~leat:* &leat:* " + strings.Join(minimalACL, " ")
 	if !strings.Contains(string(readme), want) {
 		t.Errorf("README.md lacks the line\n%s", want)
+	}
+}
+
+// mwApp is an app with stream "orders" whose processor "bill" runs Dedup
+// (by partition key) and RateLimit, the middleware that keep state in
+// Redis, and counts the events it sees per key.
+type mwApp struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (m *mwApp) setup(cfg app.Config) (*app.App, error) {
+	cfg.Processing = cfg.Processing.Merge(executor.Options{
+		LockExpiry: 2 * time.Second, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second,
+	})
+	a, err := app.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := stream.Declare[tick](a, "orders", stream.KeyField("key"), stream.Partitions(2))
+	if err == nil {
+		err = app.Process(a, s, "bill", func(ctx context.Context, events *stream.Events[tick]) error {
+			for e := range events.All() {
+				m.mu.Lock()
+				if m.seen == nil {
+					m.seen = map[string]int{}
+				}
+				m.seen[e.Record.Key]++
+				m.mu.Unlock()
+			}
+			return nil
+		}, app.Use(
+			middleware.Dedup(middleware.DedupOptions{Key: func(e *middleware.Entry) string { return string(e.Key) }}),
+			middleware.RateLimit(middleware.RateOptions{PerSecond: 1000, Burst: 10, PerKey: true}),
+		))
+	}
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (m *mwApp) counts() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return fmt.Sprint(m.seen)
+}
+
+// aclMiddlewareScenario runs a worker whose processor uses the middleware
+// that keep state in Redis: a duplicate key is skipped.
+func aclMiddlewareScenario(t *testing.T, s shop) {
+	t.Helper()
+	m := &mwApp{}
+	for _, k := range []string{"k1", "k1", "k2"} {
+		if r := run(t, m.setup, "", s.args("send", "orders", `{"key":"`+k+`"}`)...); r.status != 0 {
+			t.Fatalf("send: %+v", r)
+		}
+	}
+	w := start(t, m.setup, s.quiet("worker", "--worker-id", "wm")...)
+	waitUntil(t, w, "every order acknowledged", func() bool {
+		rep := inspectStream(t, s, "orders")
+		if len(rep.Processors) == 0 {
+			return false
+		}
+		p := rep.Processors[0]
+		return p.Lag != nil && *p.Lag == 0 && p.Pending == 0 && p.Owned == 2
+	})
+	if got := m.counts(); got != "map[k1:1 k2:1]" {
+		t.Errorf("processed %s, want the duplicate skipped", got)
+	}
+	if r := w.stop(t); r.status != 0 {
+		t.Fatalf("worker: %+v", r)
+	}
+	s.waitStopped(t)
+}
+
+// aclHandler is a subprocess handler reporting progress and a partial
+// result, writing a log line, and answering; a payload with "block" runs
+// until cancelled.
+const aclHandler = `echo '{"status":"ready"}'
+while read -r line; do
+  id=$(printf '%s' "$line" | sed 's/.*"task_id":"\([^"]*\)".*/\1/')
+  case "$line" in *block*) sleep 60;; esac
+  echo "working on $id" >&2
+  printf '{"task_id":"%s","progress":{"done":1}}\n' "$id"
+  printf '{"task_id":"%s","partial":"half"}\n' "$id"
+  printf '{"task_id":"%s","result":"whole"}\n' "$id"
+done
+`
+
+// aclTaskScenario runs the task queue end to end: an app declares a queue
+// and enqueues; a worker runs a subprocess handler; the CLI enqueues with a
+// webhook, follows progress and partial results, reads the task's log,
+// cancels a running task and requeues it.
+func aclTaskScenario(t *testing.T, s shop, prefix string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hooks := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hooks <- string(b)
+	}))
+	defer srv.Close()
+	script := filepath.Join(t.TempDir(), "handler.sh")
+	if err := os.WriteFile(script, []byte(aclHandler), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(app.Config{Name: "shop", RedisURL: s.global[1], KeyPrefix: prefix,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	q, err := task.Declare[json.RawMessage, json.RawMessage](a, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := q.Enqueue(ctx, json.RawMessage(`{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := start(t, nil, s.quiet("worker", "--worker-id", "wt", "--queue", "jobs", "--exec", "sh "+script, "--grace", "1s")...)
+	if r := run(t, nil, "", s.args("tasks", "follow", first)...); r.status != 0 ||
+		!strings.Contains(r.stdout, "half") || !strings.Contains(r.stdout, "whole") {
+		t.Fatalf("follow: %+v", r)
+	}
+	r := run(t, nil, "", s.args("enqueue", "--webhook", srv.URL, "jobs", `{"n":2}`)...)
+	if r.status != 0 {
+		t.Fatalf("enqueue: %+v", r)
+	}
+	hooked := strings.TrimSpace(r.stdout)
+	select {
+	case body := <-hooks:
+		if !strings.Contains(body, hooked) || !strings.Contains(body, "whole") {
+			t.Fatalf("webhook body %s", body)
+		}
+	case <-ctx.Done():
+		t.Fatal("no webhook")
+	}
+	waitUntil(t, w, "the delivery recorded and the log kept", func() bool {
+		show := run(t, nil, "", s.args("tasks", "show", hooked)...)
+		logs := run(t, nil, "", s.args("tasks", "logs", hooked)...)
+		return strings.Contains(show.stdout, "delivered") && strings.Contains(logs.stdout, "working on "+hooked)
+	})
+	r = run(t, nil, "", s.args("enqueue", "jobs", `{"block":true}`)...)
+	blocked := strings.TrimSpace(r.stdout)
+	waitUntil(t, w, "the blocking task running", func() bool {
+		return strings.Contains(run(t, nil, "", s.args("tasks", "show", blocked)...).stdout, "active")
+	})
+	// Published on the queue's cancel channel (a warning says when it is
+	// not: the worker then reads the flag within a second).
+	if r := run(t, nil, "", s.args("tasks", "cancel", blocked)...); r.status != 0 || !strings.Contains(r.stdout, "was active") || r.stderr != "" {
+		t.Fatalf("cancel: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "wait", blocked)...), 1, "is cancelled")
+	if r := w.stop(t); r.status != 0 {
+		t.Fatalf("worker: %+v", r)
+	}
+
+	// A keyed queue with a rate per key and a bound on dead tasks, run by
+	// the app: tasks of a key in turn, the dead set trimmed, a dead task
+	// requeued.
+	keyed, err := task.Handle(a, "keyed", func(ctx context.Context, tk *task.Task[string]) (string, error) {
+		if tk.Payload == "fail" {
+			return "", errors.New("failed on purpose")
+		}
+		return tk.Payload, nil
+	}, task.Keyed(), task.KeyRate(100, time.Second), task.MaxRetries(0), task.KeepDead(1, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopApp := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- a.Run(runCtx) }()
+	defer func() {
+		stopApp()
+		if err := <-ran; err != nil {
+			t.Errorf("app: %v", err)
+		}
+	}()
+	var ids []string
+	for _, p := range []string{"ok", "fail", "fail", "ok"} {
+		id, err := keyed.Enqueue(ctx, p, task.Key("k1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// Tasks of a key run in order: once the last finished, all have.
+	if in, err := keyed.Wait(ctx, ids[3]); err != nil || in.State != task.Succeeded {
+		t.Fatalf("last task: %+v, %v", in, err)
+	}
+	if _, err := keyed.Info(ctx, ids[1]); !errors.Is(err, task.ErrNotFound) {
+		t.Fatalf("the first dead task: %v, want it dropped by the dead bound", err)
+	}
+	if r := run(t, nil, "", s.args("tasks", "requeue", "--all", "keyed")...); r.status != 0 || !strings.Contains(r.stdout, "requeued 1 dead task") {
+		t.Fatalf("requeue: %+v", r)
+	}
+	if in, err := keyed.Wait(ctx, ids[2]); err != nil || in.State != task.Dead {
+		t.Fatalf("requeued task: %+v, %v", in, err)
+	}
+}
+
+// A user that may not run a command of a task queue script is told the
+// script, its commands and what to grant.
+func TestACLTaskScriptDenied(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	prefix := s.global[3]
+	rules := append([]string{"~" + prefix + ":*", "&" + prefix + ":*"}, minimalACL...)
+	a, err := app.New(app.Config{Name: "shop", RedisURL: redistest.User(t, append(rules, "-hincrby")...), KeyPrefix: prefix,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	q, err := task.Declare[string, string](a, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = q.Enqueue(ctx, "x")
+	for _, want := range []string{"Lua script task queue enqueue.lua calls ", "HINCRBY", "+hincrby"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("enqueue: %v, want it to mention %q", err, want)
+		}
 	}
 }

@@ -18,11 +18,32 @@ const (
 )
 
 func (e *Executor) announce(ctx context.Context, kind, executor string, version int64) error {
+	return e.group.Announce(ctx, noticeFields(kind, executor, version)...)
+}
+
+// noticeFields returns the field, value list of a notice.
+func noticeFields(kind, executor string, version int64) []any {
 	vals := []any{"type", kind, "executor", executor}
 	if kind == noticeAssigned {
 		vals = append(vals, "version", strconv.FormatInt(version, 10))
 	}
-	return e.group.Announce(ctx, vals...)
+	return vals
+}
+
+// wakes reports whether the notice with fields values, read by executor
+// self, makes it check the membership or the assignment: a new assignment,
+// or another executor that joined, left or died. Other notices (unknown
+// types, written by a newer version) are ignored.
+func wakes(self string, values map[string]any) bool {
+	from, _ := values["executor"].(string)
+	kind, _ := values["type"].(string)
+	switch kind {
+	case noticeAssigned:
+		return true
+	case noticeJoin, noticeLeave, noticeDead:
+		return from != self
+	}
+	return false
 }
 
 // listen reads the control stream from the last ID it has seen, never from
@@ -48,14 +69,8 @@ func (e *Executor) listen(ctx context.Context) {
 		}
 		for _, m := range msgs {
 			last = m.ID
-			from, _ := m.Values["executor"].(string)
-			switch m.Values["type"] {
-			case noticeAssigned:
+			if wakes(e.id, m.Values) {
 				e.poke()
-			case noticeJoin, noticeLeave, noticeDead:
-				if from != e.id {
-					e.poke()
-				}
 			}
 		}
 	}

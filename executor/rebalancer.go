@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,13 +25,43 @@ type assignment struct {
 const adminTTL = 5 * time.Second
 
 func (e *Executor) loadAssignment(ctx context.Context) (assignment, error) {
-	var a assignment
 	b, err := e.group.Assignment(ctx)
 	if b == nil || err != nil {
-		return a, err
+		return assignment{}, err
 	}
+	return parseAssignment(b, e.stream.Partitions())
+}
+
+// errBadAssignment is matched by the error of an assignment that is JSON but
+// that no rebalance stores.
+var errBadAssignment = errors.New("invalid assignment")
+
+// parseAssignment reads the assignment key's value for a stream of
+// partitions partitions. It refuses an assignment no rebalance stores: a
+// partition out of range, or listed twice, would make an executor read a
+// partition that does not exist, or two executors fight over one. Such an
+// assignment's error matches errBadAssignment, and the assignment returned
+// has its version and no members, so that a rebalance replaces it.
+// Partitions without an owner are fine (no member is alive, or one just
+// left).
+func parseAssignment(b []byte, partitions int) (assignment, error) {
+	var a assignment
 	if err := json.Unmarshal(b, &a); err != nil {
-		return a, fmt.Errorf("assignment is not valid JSON: %w", err)
+		return assignment{}, fmt.Errorf("assignment is not valid JSON: %w", err)
+	}
+	owner := make(map[int]string)
+	for _, m := range slices.Sorted(maps.Keys(a.Members)) {
+		for _, p := range a.Members[m] {
+			if p < 0 || p >= partitions {
+				return assignment{Version: a.Version}, fmt.Errorf("%w: version %d: member %q has partition %d, outside [0,%d)",
+					errBadAssignment, a.Version, m, p, partitions)
+			}
+			if o, dup := owner[p]; dup {
+				return assignment{Version: a.Version}, fmt.Errorf("%w: version %d: partition %d is listed by %q and %q",
+					errBadAssignment, a.Version, p, o, m)
+			}
+			owner[p] = m
+		}
 	}
 	return a, nil
 }
@@ -53,6 +84,10 @@ func (e *Executor) maybeRebalance(ctx context.Context) {
 		return
 	}
 	a, err := e.loadAssignment(ctx)
+	if errors.Is(err, errBadAssignment) {
+		e.requestRebalance(ctx)
+		return
+	}
 	if err != nil {
 		return
 	}
@@ -89,7 +124,10 @@ func (e *Executor) rebalance(ctx context.Context) error {
 		return err
 	}
 	cur, err := e.loadAssignment(ctx)
-	if err != nil {
+	if errors.Is(err, errBadAssignment) {
+		// Replaced by one computed afresh, fenced by its version.
+		e.log.Warn("stored assignment is invalid: replacing it", "error", err)
+	} else if err != nil {
 		return err
 	}
 	next := rebalance.Assign(e.stream.Partitions(), live, cur.Members)

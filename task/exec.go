@@ -509,7 +509,11 @@ func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
 	case m.Partial != nil:
 		cl.report(KindPartial, compact(m.Partial))
 	case m.Error != nil:
-		err := errors.New(*m.Error)
+		msg := *m.Error
+		if msg == "" {
+			msg = "handler process reported an error without a message"
+		}
+		err := errors.New(msg)
 		if m.Retry != nil && !*m.Retry {
 			err = SkipRetry(err)
 		}
@@ -554,13 +558,14 @@ func (c *child) readStderr(r io.Reader) {
 	}
 }
 
-// readLine reads a line without its newline; a line over limit is
-// discarded (through its end) and reported as tooLong.
+// readLine reads a line without its newline; a line of more than limit
+// bytes (its newline not counted, ended by a newline or by the end of the
+// output) is discarded through its end and reported as tooLong.
 func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
 	for {
 		frag, e := br.ReadSlice('\n')
 		if !tooLong {
-			if len(line)+len(frag) > limit+1 {
+			if len(line)+len(bytes.TrimSuffix(frag, []byte("\n"))) > limit {
 				tooLong, line = true, nil
 			} else {
 				line = append(line, frag...)

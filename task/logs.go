@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -48,7 +49,7 @@ func (t *Task[P]) Log(line string) {
 // logScript appends a line to the log of an existing task: KEYS task hash,
 // log stream; ARGV line, cap, default TTL ms, attempt. The log lives for
 // the task's own timeout plus retention, when its hash has them.
-var logScript = redis.NewScript(`
+var logScript = redis.NewScript(scripts.Describe("task log", `
 local v = redis.call('HMGET', KEYS[1], 's', 'to', 'ret')
 if not v[1] then return 0 end
 local ttl = tonumber(ARGV[3])
@@ -56,7 +57,7 @@ if v[2] and v[3] then ttl = tonumber(v[2]) + tonumber(v[3]) end
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], '*', 'a', ARGV[4], 'm', ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ttl)
 return 1
-`)
+`))
 
 func (r *redisReporter) logLine(ctx context.Context, line string) error {
 	q := r.q

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
@@ -34,7 +35,8 @@ type reporter interface {
 
 // Progress reports the task's progress, any JSON value (a percentage, a
 // stage...): it becomes the Progress of the task's Info and an update that
-// Follow yields. A report of a task no longer running is dropped.
+// Follow yields. A report of a task no longer running is dropped. A
+// json.RawMessage is recorded as it is, and refused when it is not JSON.
 func (t *Task[P]) Progress(v any) error { return t.send(KindProgress, v) }
 
 // Partial appends a partial result, any JSON value, to the task's updates
@@ -48,6 +50,9 @@ func (t *Task[P]) send(kind string, v any) error {
 		return nil
 	}
 	b, ok := v.(json.RawMessage)
+	if ok && !json.Valid(b) {
+		return fmt.Errorf("task %s: %s %q is not JSON", t.ID, kind, clip(b))
+	}
 	if !ok {
 		var err error
 		if b, err = json.Marshal(v); err != nil {
@@ -77,13 +82,13 @@ func (q *core) updates(f *taskrdb.Fetched) reporter {
 
 // reportScript records an update of an active task: KEYS task hash,
 // updates stream; ARGV kind, data, cap, TTL ms, attempt.
-var reportScript = redis.NewScript(`
+var reportScript = redis.NewScript(scripts.Describe("task update", `
 if redis.call('HGET', KEYS[1], 's') ~= 'active' then return 0 end
 if ARGV[1] == 'progress' then redis.call('HSET', KEYS[1], 'prog', ARGV[2]) end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'k', ARGV[1], 'd', ARGV[2], 'a', ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return 1
-`)
+`))
 
 func (r *redisReporter) report(ctx context.Context, kind string, data json.RawMessage) error {
 	q := r.q
@@ -127,11 +132,11 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 				for _, m := range s.Messages {
 					last = m.ID
 					n++
-					k, _ := m.Values["k"].(string)
-					d, _ := m.Values["d"].(string)
-					a, _ := m.Values["a"].(string)
-					at, _ := strconv.Atoi(a)
-					if !yield(Update{Kind: k, Data: json.RawMessage(d), Attempt: at}, nil) {
+					u, err := updateOf(id, m.Values)
+					if err != nil {
+						return n, err
+					}
+					if !yield(u, nil) {
 						return n, errStopFollow
 					}
 				}
@@ -176,3 +181,24 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 }
 
 var errStopFollow = errors.New("stop following")
+
+// updateOf reads an entry of the updates stream of task id. Only a worker
+// writes it, checked; an entry of another kind, or whose value is not JSON
+// (a corrupt or hand-written one), is an error rather than an update that
+// cannot be encoded.
+func updateOf(id string, values map[string]any) (Update, error) {
+	k, _ := values["k"].(string)
+	d, _ := values["d"].(string)
+	a, _ := values["a"].(string)
+	if k != KindProgress && k != KindPartial {
+		return Update{}, fmt.Errorf("task %s: update of unknown kind %q", id, k)
+	}
+	if !json.Valid([]byte(d)) {
+		return Update{}, fmt.Errorf("task %s: %s update is not JSON", id, k)
+	}
+	at, err := strconv.Atoi(a)
+	if err != nil || at < 1 {
+		return Update{}, fmt.Errorf("task %s: %s update of attempt %q", id, k, a)
+	}
+	return Update{Kind: k, Data: json.RawMessage(d), Attempt: at}, nil
+}

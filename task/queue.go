@@ -107,6 +107,21 @@ func newCore(a *app.App, name string, opts []Option) (*core, error) {
 	if err := keys.CheckName("task queue", name); err != nil {
 		return nil, err
 	}
+	s, err := applyOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("task queue %q: %w", name, err)
+	}
+	cfg := a.Config()
+	ks := keys.New(cfg.KeyPrefix, cfg.Name)
+	return &core{
+		name: name, set: s, rdb: a.Client(), ks: ks, keys: taskrdb.Keys(ks, name),
+		log: a.Logger().With("queue", name), worker: cfg.WorkerID, hooks: taskHooks(cfg.Hooks),
+	}, nil
+}
+
+// applyOptions returns the default settings with opts applied, or what is
+// wrong with them.
+func applyOptions(opts []Option) (settings, error) {
 	s := defaultSettings()
 	var errs []error
 	for _, o := range opts {
@@ -123,15 +138,7 @@ func newCore(a *app.App, name string, opts []Option) (*core, error) {
 	if s.rate.N > 0 && !s.keyed {
 		errs = append(errs, errors.New("KeyRate needs a keyed queue (Keyed)"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("task queue %q: %w", name, err)
-	}
-	cfg := a.Config()
-	ks := keys.New(cfg.KeyPrefix, cfg.Name)
-	return &core{
-		name: name, set: s, rdb: a.Client(), ks: ks, keys: taskrdb.Keys(ks, name),
-		log: a.Logger().With("queue", name), worker: cfg.WorkerID, hooks: taskHooks(cfg.Hooks),
-	}, nil
+	return s, errors.Join(errs...)
 }
 
 // Name returns the queue's name.
@@ -230,18 +237,43 @@ func recorded(ctx context.Context, a *app.App, name string) ([]Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	var d Definition
-	if err := json.Unmarshal([]byte(v), &d); err != nil {
+	opts, err := definitionOptions([]byte(v))
+	if err != nil {
 		return nil, fmt.Errorf("task queue %q: definition: %w", name, err)
 	}
-	return []Option{Concurrency(max(d.Concurrency, 1)), optionFunc(func(s *settings) error {
-		s.timeout, s.maxRetries, s.retention = d.Timeout, d.MaxRetries, d.Retention
-		s.backoffMin, s.backoffMax, s.visibility = d.BackoffMin, d.BackoffMax, d.Visibility
-		s.deadMax, s.deadAge, s.keyed = d.DeadMax, d.DeadAge, d.Keyed
-		s.levels, s.strict = d.Levels, d.Strict
-		s.rate = taskrdb.Rate{N: d.KeyRate, Window: d.KeyWindow}
-		return nil
-	})}, nil
+	return opts, nil
+}
+
+// definitionOptions returns the options a registry definition records. They
+// are the options a declaration gives, checked the same way, so a corrupt or
+// hand-edited definition (a zero timeout, no priority level) is refused by
+// Declare rather than run.
+func definitionOptions(b []byte) ([]Option, error) {
+	var d Definition
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, err
+	}
+	opts := []Option{
+		Concurrency(max(d.Concurrency, 1)), Timeout(d.Timeout), MaxRetries(d.MaxRetries),
+		Backoff(d.BackoffMin, d.BackoffMax), Retention(d.Retention), Visibility(d.Visibility),
+		KeepDead(d.DeadMax, d.DeadAge),
+	}
+	if d.Strict {
+		names := make([]string, len(d.Levels))
+		for i, l := range d.Levels {
+			names[i] = l.Name
+		}
+		opts = append(opts, Priorities(names...))
+	} else {
+		opts = append(opts, Weighted(d.Levels...))
+	}
+	if d.Keyed {
+		opts = append(opts, Keyed())
+	}
+	if d.KeyRate != 0 || d.KeyWindow != 0 {
+		opts = append(opts, KeyRate(d.KeyRate, d.KeyWindow))
+	}
+	return opts, nil
 }
 
 // SetConcurrency sets how many tasks of the queue each worker runs at once,

@@ -77,6 +77,14 @@ func (q *core) Info(ctx context.Context, id string) (*Info, error) {
 	if len(m) == 0 || m["s"] == "" {
 		return nil, fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
 	}
+	return infoOf(id, q.name, q.set.levels, m)
+}
+
+// infoOf reads the status of task id from its hash m. The JSON fields
+// (payload, progress, result) were checked before they were written; one
+// that is not JSON (a corrupt or hand-edited hash) is an error, not a
+// status that cannot be encoded.
+func infoOf(id, queue string, levels []Level, m map[string]string) (*Info, error) {
 	num := func(f string) int64 { n, _ := strconv.ParseInt(m[f], 10, 64); return n }
 	at := func(f string) time.Time {
 		if n := num(f); n > 0 {
@@ -85,22 +93,24 @@ func (q *core) Info(ctx context.Context, id string) (*Info, error) {
 		return time.Time{}
 	}
 	in := &Info{
-		ID: id, Queue: q.name, State: State(m["s"]), Attempts: int(num("a")), MaxRetries: int(num("r")),
+		ID: id, Queue: queue, State: State(m["s"]), Attempts: int(num("a")), MaxRetries: int(num("r")),
 		Key: m["k"], Error: m["err"], Worker: m["w"], EnqueuedAt: at("e"), DueAt: at("d"),
 		StartedAt: at("st"), FinishedAt: at("f"), Timeout: time.Duration(num("to")) * time.Millisecond,
 		Retention: time.Duration(num("ret")) * time.Millisecond, CancelRequested: m["c"] == "1",
 	}
-	if l := int(num("l")); l < len(q.set.levels) && len(q.set.levels) > 1 {
-		in.Priority = q.set.levels[l].Name
+	if l := num("l"); l >= 0 && l < int64(len(levels)) && len(levels) > 1 {
+		in.Priority = levels[l].Name
 	}
-	if p := m["p"]; p != "" {
-		in.Payload = json.RawMessage(p)
-	}
-	if p := m["prog"]; p != "" {
-		in.Progress = json.RawMessage(p)
-	}
-	if r := m["res"]; r != "" {
-		in.Result = json.RawMessage(r)
+	for _, f := range []struct {
+		field, name string
+		dst         *json.RawMessage
+	}{{"p", "payload", &in.Payload}, {"prog", "progress", &in.Progress}, {"res", "result", &in.Result}} {
+		if v := m[f.field]; v != "" {
+			if !json.Valid([]byte(v)) {
+				return nil, fmt.Errorf("task %q in queue %q: its %s is not JSON", id, queue, f.name)
+			}
+			*f.dst = json.RawMessage(v)
+		}
 	}
 	if u := m["wh"]; u != "" {
 		in.Webhook = &WebhookStatus{URL: u, State: m["whs"], Attempts: int(num("wha")), LastError: m["whe"], DeliveredAt: at("whd")}

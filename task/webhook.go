@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -101,12 +102,12 @@ func WebhookRetry(attempts int, backoff time.Duration) Option {
 
 // claimHooks takes up to ARGV[3] due deliveries: KEYS webhook set; ARGV
 // now ms, lease ms, count. Each taken is pushed a lease ahead.
-var claimHooks = redis.NewScript(`
+var claimHooks = redis.NewScript(scripts.Describe("webhook claim", `
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
 for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), id) end
 local next = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return {ids, next[2] or ''}
-`)
+`))
 
 // deliver sends the queue's pending webhook deliveries until ctx ends.
 // Deliveries wait in Redis, so any worker of the queue sends them, and one

@@ -84,11 +84,7 @@ func LoadDefinition(ctx context.Context, c redis.UniversalClient, registry, name
 	if err != nil {
 		return Definition{}, err
 	}
-	var d Definition
-	if err := json.Unmarshal([]byte(s), &d); err != nil {
-		return Definition{}, fmt.Errorf("registry entry of stream %q is not valid JSON: %w", name, err)
-	}
-	return d, nil
+	return ParseDefinition(name, []byte(s))
 }
 
 // ListDefinitions reads every stream definition of the registry hash.
@@ -99,11 +95,30 @@ func ListDefinitions(ctx context.Context, c redis.UniversalClient, registry stri
 	}
 	out := make([]Definition, 0, len(m))
 	for name, s := range m {
-		var d Definition
-		if err := json.Unmarshal([]byte(s), &d); err != nil {
-			return nil, fmt.Errorf("registry entry of stream %q is not valid JSON: %w", name, err)
+		d, err := ParseDefinition(name, []byte(s))
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// ParseDefinition reads the registry entry of stream name. It refuses an
+// entry no declaration writes (another stream's name, a partition count or
+// size out of range, an unknown full-partition policy), so that tools never
+// route by a corrupt or hand-edited entry. The codec is checked by Open: a
+// stream's own codec is known only to its app.
+func ParseDefinition(name string, b []byte) (Definition, error) {
+	var d Definition
+	if err := json.Unmarshal(b, &d); err != nil {
+		return Definition{}, fmt.Errorf("registry entry of stream %q is not valid JSON: %w", name, err)
+	}
+	if d.Name != name {
+		return Definition{}, fmt.Errorf("registry entry of stream %q names stream %q", name, d.Name)
+	}
+	if err := d.validate(); err != nil {
+		return Definition{}, fmt.Errorf("registry entry: %w", err)
+	}
+	return d, nil
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // A Redis user whose ACL lacks a command or a key gets NOPERM errors that
@@ -38,17 +39,47 @@ var (
 			"alive": aliveSrc, "delete_consumers": deleteConsumersSrc, "set_deliveries": setDeliveriesSrc,
 			"set_group": setGroupSrc,
 		} {
-			var cmds []string
-			for _, c := range scriptCall.FindAllStringSubmatch(src, -1) {
-				cmds = append(cmds, strings.ToLower(c[1]))
-			}
-			slices.Sort(cmds)
-			sum := sha1.Sum([]byte(src))
-			m[hex.EncodeToString(sum[:])] = scriptInfo{name: name + ".lua", commands: slices.Compact(cmds)}
+			sha, info := describe(name+".lua", src)
+			m[sha] = info
 		}
 		return m
 	}()
+
+	// described holds the scripts of other packages (Describe): SHA1 ->
+	// scriptInfo.
+	described sync.Map
 )
+
+// describe returns the SHA1 of src and what it is.
+func describe(name, src string) (string, scriptInfo) {
+	var cmds []string
+	for _, c := range scriptCall.FindAllStringSubmatch(src, -1) {
+		cmds = append(cmds, strings.ToLower(c[1]))
+	}
+	slices.Sort(cmds)
+	sum := sha1.Sum([]byte(src))
+	return hex.EncodeToString(sum[:]), scriptInfo{name: name, commands: slices.Compact(cmds)}
+}
+
+// Describe records src, the source of a Lua script of another package (the
+// task queue's), under name, so that Explain names the script and its
+// commands when the Redis user may not run one of them. It returns src.
+func Describe(name, src string) string {
+	sha, info := describe(name, src)
+	described.Store(sha, info)
+	return src
+}
+
+// lookup returns what the script of SHA1 sha is.
+func lookup(sha string) (scriptInfo, bool) {
+	if info, ok := bySHA[sha]; ok {
+		return info, true
+	}
+	if v, ok := described.Load(sha); ok {
+		return v.(scriptInfo), true
+	}
+	return scriptInfo{}, false
+}
 
 // DeniedError is a Redis permission error with what to grant. Its message
 // starts with the server's; it is a redis.Error like the server's reply.
@@ -73,9 +104,10 @@ func Explain(err error, prefix string) error {
 	msg := err.Error()
 	var hint string
 	switch {
-	case strings.Contains(msg, "NOPERM") && strings.Contains(msg, "access one of the keys"),
-		strings.Contains(msg, "NOPERM") && strings.Contains(msg, "access one of the channels"):
+	case strings.Contains(msg, "NOPERM") && strings.Contains(msg, "access one of the keys"):
 		hint = fmt.Sprintf("the Redis user may not access keys %s:...: grant it ~%s:* (or set --prefix, Config.KeyPrefix, to a prefix it may access)", prefix, prefix)
+	case strings.Contains(msg, "NOPERM") && strings.Contains(msg, "access one of the channels"):
+		hint = fmt.Sprintf("the Redis user may not use the channels %s:...: grant it &%s:* (task cancellations are published there)", prefix, prefix)
 	case strings.Contains(msg, "NOPERM"):
 		cmd := "the command"
 		if m := deniedCmd.FindStringSubmatch(msg); m != nil {
@@ -85,7 +117,7 @@ func Explain(err error, prefix string) error {
 	case strings.Contains(msg, "can't run this command or subcommand"):
 		info, ok := scriptInfo{}, false
 		if m := scriptSHA.FindStringSubmatch(msg); m != nil {
-			info, ok = bySHA[m[1]]
+			info, ok = lookup(m[1])
 		}
 		if !ok {
 			hint = "the Redis user may not run a command that one of leat's Lua scripts calls (see the minimal ACL in leat's README)"

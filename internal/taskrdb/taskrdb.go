@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,17 +42,21 @@ var (
 	//go:embed requeue.lua
 	requeueSrc string
 
-	enqueue = script(enqueueSrc)
-	fetch   = script(fetchSrc)
-	finish  = script(finishSrc)
-	promote = script(promoteSrc)
-	reclaim = script(reclaimSrc)
-	janitor = script(janitorSrc)
-	cancel  = script(cancelSrc)
-	requeue = script(requeueSrc)
+	enqueue = script("enqueue.lua", enqueueSrc)
+	fetch   = script("fetch.lua", fetchSrc)
+	finish  = script("finish.lua", finishSrc)
+	promote = script("promote.lua", promoteSrc)
+	reclaim = script("reclaim.lua", reclaimSrc)
+	janitor = script("janitor.lua", janitorSrc)
+	cancel  = script("cancel.lua", cancelSrc)
+	requeue = script("requeue.lua", requeueSrc)
 )
 
-func script(src string) *redis.Script { return redis.NewScript(commonSrc + "\n" + src) }
+// script returns the script of file name, after common.lua; denied
+// commands name it (scripts.Describe).
+func script(name, src string) *redis.Script {
+	return redis.NewScript(scripts.Describe("task queue "+name, commonSrc+"\n"+src))
+}
 
 // Keys returns the KEYS of every task script for queue (see common.lua).
 func Keys(s keys.Space, queue string) []string {
@@ -381,7 +386,7 @@ func toString(v any) string {
 var (
 	//go:embed cron.lua
 	cronSrc  string
-	cronTick = redis.NewScript(cronSrc)
+	cronTick = redis.NewScript(scripts.Describe("task queue cron.lua", cronSrc))
 )
 
 // CronTick records that tick of schedule name was enqueued by the leader of
