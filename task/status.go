@@ -77,6 +77,11 @@ func (q *core) Info(ctx context.Context, id string) (*Info, error) {
 	if len(m) == 0 || m["s"] == "" {
 		return nil, fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
 	}
+	return q.info(id, m), nil
+}
+
+// info reads task id's hash m.
+func (q *core) info(id string, m map[string]string) *Info {
 	num := func(f string) int64 { n, _ := strconv.ParseInt(m[f], 10, 64); return n }
 	at := func(f string) time.Time {
 		if n := num(f); n > 0 {
@@ -105,7 +110,7 @@ func (q *core) Info(ctx context.Context, id string) (*Info, error) {
 	if u := m["wh"]; u != "" {
 		in.Webhook = &WebhookStatus{URL: u, State: m["whs"], Attempts: int(num("wha")), LastError: m["whe"], DeliveredAt: at("whd")}
 	}
-	return in, nil
+	return in
 }
 
 // Wait waits until task id is finished (succeeded, failed, dead or

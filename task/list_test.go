@@ -1,0 +1,117 @@
+package task_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/task"
+)
+
+func TestList(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	q, err := task.Handle(a, "l", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		if tk.Payload.N < 0 {
+			return out{}, errors.New("negative")
+		}
+		return out{Double: 2 * tk.Payload.N}, nil
+	}, task.MaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+
+	// Finished one after another, so that their ends of retention are in
+	// order; then two dead, one after the other.
+	var succeeded, dead []string
+	for n := range 3 {
+		id, _ := q.Enqueue(ctx, job{N: n})
+		if _, err := q.Result(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		succeeded = append(succeeded, id)
+		nextMilli(t, ctx, q, id)
+	}
+	for n := range 2 {
+		id, _ := q.Enqueue(ctx, job{N: -1 - n})
+		if _, err := q.Result(ctx, id); !errors.Is(err, task.ErrFailed) {
+			t.Fatal(err)
+		}
+		dead = append(dead, id)
+		nextMilli(t, ctx, q, id)
+	}
+	later, _ := q.Enqueue(ctx, job{N: 7}, task.Delay(2*time.Hour))
+	sooner, _ := q.Enqueue(ctx, job{N: 8}, task.Delay(time.Hour))
+
+	ids := func(in []*task.Info) []string {
+		var s []string
+		for _, i := range in {
+			s = append(s, i.ID)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		which task.Listing
+		limit int
+		want  []string
+		state task.State
+	}{
+		{task.ListDead, 20, []string{dead[1], dead[0]}, task.Dead},
+		{task.ListDead, 1, []string{dead[1]}, task.Dead},
+		{task.ListRecent, 20, []string{succeeded[2], succeeded[1], succeeded[0]}, task.Succeeded},
+		{task.ListRecent, 2, []string{succeeded[2], succeeded[1]}, task.Succeeded},
+		{task.ListScheduled, 100, []string{sooner, later}, task.Scheduled},
+	} {
+		got, err := q.List(ctx, c.which, c.limit)
+		if err != nil {
+			t.Fatal(c.which, err)
+		}
+		if !slices.Equal(ids(got), c.want) {
+			t.Errorf("%s limit %d: %v, want %v", c.which, c.limit, ids(got), c.want)
+		}
+		for _, in := range got {
+			if in.State != c.state || in.Queue != "l" || in.EnqueuedAt.IsZero() {
+				t.Errorf("%s: %+v", c.which, in)
+			}
+		}
+	}
+	got, _ := q.List(ctx, task.ListDead, 1)
+	if len(got) != 1 || got[0].Error != "negative" || string(got[0].Payload) != `{"n":-2}` {
+		t.Errorf("dead task: %+v", got)
+	}
+
+	// Requeued, a dead task leaves the listing.
+	if err := q.Requeue(ctx, dead[1]); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = q.List(ctx, task.ListDead, 20)
+	if !slices.Equal(ids(got), []string{dead[0]}) {
+		t.Errorf("dead after requeue: %v", ids(got))
+	}
+
+	for _, c := range []struct {
+		which task.Listing
+		limit int
+	}{{"done", 10}, {"", 10}, {task.ListDead, 0}, {task.ListDead, -1}, {task.ListDead, task.MaxList + 1}} {
+		if _, err := q.List(ctx, c.which, c.limit); !errors.Is(err, task.ErrBadList) {
+			t.Errorf("List(%q, %d): %v, want ErrBadList", c.which, c.limit, err)
+		}
+	}
+}
+
+// nextMilli waits until the millisecond in which task id finished has
+// passed, so that the next task's score differs.
+func nextMilli(t *testing.T, ctx context.Context, q *task.Queue[job, out], id string) {
+	t.Helper()
+	in, err := q.Info(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Second, "the next millisecond", func() bool {
+		return time.Now().UnixMilli() > in.FinishedAt.UnixMilli()
+	})
+}
