@@ -62,7 +62,7 @@ func serveCommand(setup Setup) *cli.Command {
 				return err
 			}
 			srv := &http.Server{
-				Handler:           api.NewHandler(a, api.Options{Token: token, ReadOnly: c.Bool(flagReadOnly), MaxBody: c.Int64(flagMaxBody)}),
+				Handler:           api.NewHandler(a, api.Options{Token: token, ReadOnly: c.Bool(flagReadOnly), MaxBody: c.Int64(flagMaxBody), Version: version()}),
 				ReadHeaderTimeout: 10 * time.Second,
 				BaseContext:       func(net.Listener) context.Context { return c.Context },
 			}
