@@ -26,8 +26,9 @@ const serveShutdown = 10 * time.Second
 func serveCommand(setup Setup) *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "serve the app as a JSON API over HTTP: send records, enqueue and run tasks, follow them, inspect",
-		Description: "The endpoints are under /v1 (see api/openapi.yaml). With --token (or\n" +
+		Usage: "serve the app's dashboard and JSON API over HTTP: send records, enqueue and run tasks, follow them, inspect",
+		Description: "The dashboard is at / (open http://HOST:PORT/ in a browser); the endpoints are\n" +
+			"under /v1 (see api/openapi.yaml). With --token (or\n" +
 			"LEAT_SERVE_TOKEN) every request needs \"Authorization: Bearer TOKEN\"; a token is\n" +
 			"required to listen on an address other than loopback. --read-only answers 403 to\n" +
 			"every request that writes. SIGINT or SIGTERM stops the server gracefully.",

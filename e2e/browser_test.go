@@ -59,7 +59,7 @@ func browser(t *testing.T) context.Context {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
-	tctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	tctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(cancelT)
 	return tctx
 }

@@ -53,7 +53,7 @@ func TestDashboard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	s := newShop(t, 16)
+	s := newShop(t, 16, 0)
 	s.worker("w1")
 	others := []string{"ada", "bob", "cy", "dee", "eve", "fay", "gus", "hal"}
 	s.send(ctx, append([]string{s.blocked, s.poison}, others...), 60)
@@ -188,13 +188,13 @@ func TestDashboard(t *testing.T) {
 
 // With a token, the page asks for it once and keeps it for the tab.
 func TestDashboardToken(t *testing.T) {
-	s := newShop(t, 4)
+	s := newShop(t, 4, 0)
 	srv := s.serve(api.Options{Token: "s3cret"})
 	b := browser(t)
 	run(t, b, "open the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#login-token")))
-	run(t, b, "give a wrong token", chromedp.SendKeys(chromedp.CSS("#login-token"), "wrong"), chromedp.Submit(chromedp.CSS("#login-form")))
+	run(t, b, "give a wrong token", chromedp.SendKeys(chromedp.CSS("#login-token"), "wrong"), chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)))
 	waitTrue(t, b, "the token refused", `document.querySelector('#login').open && !document.querySelector('#login-error').hidden`)
-	run(t, b, "give the token", chromedp.SetValue(chromedp.CSS("#login-token"), "s3cret"), chromedp.Submit(chromedp.CSS("#login-form")))
+	run(t, b, "give the token", chromedp.SetValue(chromedp.CSS("#login-token"), "s3cret"), chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)))
 	waitText(t, b, "#app-name", func() string { return "shop" })
 	run(t, b, "reload", chromedp.Reload())
 	waitText(t, b, "#app-name", func() string { return "shop" })

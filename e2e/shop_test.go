@@ -40,6 +40,8 @@ type shop struct {
 	client     *redis.Client
 	prefix     string
 	partitions int
+	size       int64                 // retention per partition (0: the default)
+	prefetch   int                   // events buffered per partition by a worker
 	orders     *stream.Stream[order] // on the serving app
 	emails     *task.Queue[email, string]
 	inspect    *inspect.Inspector
@@ -54,13 +56,13 @@ type shop struct {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newShop(t *testing.T, partitions int) *shop {
+func newShop(t *testing.T, partitions int, size int64) *shop {
 	t.Helper()
 	c, prefix := redistest.Client(t)
-	s := &shop{t: t, client: c, prefix: prefix, partitions: partitions}
+	s := &shop{t: t, client: c, prefix: prefix, partitions: partitions, size: size, prefetch: 20}
 	s.served = s.app("api")
 	var err error
-	if s.orders, err = stream.Declare[order](s.served, "orders", stream.KeyField("customer"), stream.Partitions(partitions)); err != nil {
+	if s.orders, err = s.declare(s.served); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.served.Register(context.Background()); err != nil {
@@ -88,6 +90,15 @@ func (s *shop) customerNotOn(p int) (string, int) {
 	}
 }
 
+// declare declares stream orders on a.
+func (s *shop) declare(a *app.App) (*stream.Stream[order], error) {
+	opts := []stream.Option{stream.KeyField("customer"), stream.Partitions(s.partitions)}
+	if s.size > 0 {
+		opts = append(opts, stream.Size(s.size))
+	}
+	return stream.Declare[order](a, "orders", opts...)
+}
+
 func (s *shop) app(worker string) *app.App {
 	s.t.Helper()
 	a, err := app.New(app.Config{Name: "shop", Client: s.client, KeyPrefix: s.prefix, WorkerID: worker, Logger: quiet(), LeaderLease: 2 * time.Second})
@@ -103,7 +114,7 @@ func (s *shop) app(worker string) *app.App {
 func (s *shop) worker(id string) {
 	s.t.Helper()
 	a := s.app(id)
-	st, err := stream.Declare[order](a, "orders", stream.KeyField("customer"), stream.Partitions(s.partitions))
+	st, err := s.declare(a)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -129,7 +140,7 @@ func (s *shop) worker(id string) {
 			}
 		}
 		return nil
-	}, app.OnError(app.Quarantine), app.Retries(0), app.Prefetch(20), app.JoinDelay(100*time.Millisecond), app.Grace(200*time.Millisecond))
+	}, app.OnError(app.Quarantine), app.Retries(0), app.Prefetch(s.prefetch), app.JoinDelay(100*time.Millisecond), app.Grace(200*time.Millisecond))
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -179,12 +179,13 @@ function record() {
   const t = Date.parse(ov.time) || Date.now();
   const s = { t, added: {}, lag: {}, succeeded: {} };
   for (const [name, r] of Object.entries(S.reports)) {
-    s.added[name] = r.partitions.reduce((a, p) => a + p.entries_added, 0);
+    // Counters carry the time they were read at, for exact rates.
+    s.added[name] = [Date.parse(r.time) || t, r.partitions.reduce((a, p) => a + p.entries_added, 0)];
     for (const p of r.processors) if (p.lag !== null) s.lag[name + '/' + p.processor] = p.lag;
   }
   s.counts = {};
   for (const q of S.queues) {
-    s.succeeded[q.queue] = q.counts.succeeded || 0;
+    s.succeeded[q.queue] = [t, q.counts.succeeded || 0];
     s.counts[q.queue] = { ...q.counts };
   }
   const last = S.hist[S.hist.length - 1];
@@ -193,16 +194,16 @@ function record() {
   while (S.hist.length && S.hist[0].t < t - HISTORY_MS) S.hist.shift();
 }
 
-// rates turns a counter of the history into per-second rates between
-// samples (a counter going down, such as succeeded tasks leaving at the end
-// of their retention, counts as zero).
+// rates turns a counter of the history ([time read, value]) into
+// per-second rates between samples (a counter going down, such as succeeded
+// tasks leaving at the end of their retention, counts as zero).
 function rates(get) {
   const out = [];
   for (let i = 1; i < S.hist.length; i++) {
     const a = get(S.hist[i - 1]), b = get(S.hist[i]);
-    if (a === undefined || b === undefined) continue;
-    const dt = (S.hist[i].t - S.hist[i - 1].t) / 1000;
-    if (dt > 0) out.push([S.hist[i].t, Math.max(0, b - a) / dt]);
+    if (!a || !b) continue;
+    const dt = (b[0] - a[0]) / 1000;
+    if (dt > 0) out.push([S.hist[i].t, Math.max(0, b[1] - a[1]) / dt]);
   }
   return out;
 }
@@ -354,7 +355,10 @@ function renderOverview() {
   const lag = lags.length ? lags.reduce((a, b) => a + b, 0) : null;
   const pending = ov.processors.reduce((a, p) => a + p.pending, 0);
   const quarantined = ov.processors.reduce((a, p) => a + p.quarantined, 0);
-  const added = rates((h) => sum(Object.values(h.added)));
+  const added = rates((h) => {
+    const cs = Object.values(h.added);
+    return cs.length ? [Math.max(...cs.map((c) => c[0])), sum(cs.map((c) => c[1]))] : undefined;
+  });
   const workers = ov.workers.filter((w) => w.id);
   const dead = S.queues.reduce((a, q) => a + (q.counts.dead || 0), 0);
   $('#ov-kpis').innerHTML = [
@@ -371,7 +375,7 @@ function renderOverview() {
 
   chart($('#ch-added'), Object.keys(S.reports).map((name, i) => ({ name, colour: PALETTE[i % PALETTE.length], points: rates((h) => h.added[name]) })), {});
   const lagKeys = ov.processors.map((p) => p.stream + '/' + p.processor);
-  chart($('#ch-lag'), lagKeys.map((k, i) => ({ name: k, colour: PALETTE[i % PALETTE.length], points: levels((h) => h.lag[k]) })), {});
+  chart($('#ch-lag'), lagKeys.map((k, i) => ({ name: k, colour: PALETTE[i % PALETTE.length], points: levels((h) => h.lag[k]) })), { levels: true });
   chart($('#ch-tasks'), S.queues.map((q, i) => ({ name: q.queue, colour: PALETTE[i % PALETTE.length], points: rates((h) => h.succeeded[q.queue]) })), {});
 
   $('#ov-procs').innerHTML = table(
@@ -401,7 +405,7 @@ function renderOverview() {
       <td class="r num">${q.counts.dead ? `<span class="badge bad">${fmt(q.counts.dead)}</span>` : '0'}</td></tr>`),
     'no task queues');
 
-  $('#ov-leader').innerHTML = ov.leader ? `leader <b>${esc(ov.leader.worker)}</b> · term <span class="num">${fmt(ov.leader.term)}</span>` : 'no leader';
+  $('#ov-leader').innerHTML = ov.leader ? `leader <b>${esc(ov.leader.worker)}</b> · term <span class="num">${esc(ov.leader.term)}</span>` : 'no leader';
   const rows = [];
   for (const w of ov.workers) {
     w.executors.forEach((e, i) => {
@@ -605,7 +609,7 @@ function renderStream(name) {
   $('#heat-legend').innerHTML = legend(S.colour, S.colour === 'pending' ? maxPending : maxLag, rows);
 
   chart($('#ch-st-added'), [{ name, colour: PALETTE[0], points: added }], {});
-  chart($('#ch-st-lag'), procs.map((p, i) => ({ name: p.processor, colour: PALETTE[i % PALETTE.length], points: levels((h) => h.lag[name + '/' + p.processor]) })), {});
+  chart($('#ch-st-lag'), procs.map((p, i) => ({ name: p.processor, colour: PALETTE[i % PALETTE.length], points: levels((h) => h.lag[name + '/' + p.processor]) })), { levels: true });
 
   // Table.
   const f = S.filter.trim().toLowerCase();
@@ -742,10 +746,10 @@ function renderQueue(name) {
         <td class="err" title="${esc(t.error)}">${esc(trim(t.error, 60)) || '<span class="muted">–</span>'}</td>
         <td class="num">${fmtTime(t.enqueued_at)}</td>
         <td class="num">${fmtTime(S.listState === 'scheduled' ? t.due_at : t.finished_at)}</td>
-        <td class="r actions">
+        <td class="r"><div class="actions">
           ${canRequeue ? `<button class="btn" data-action="requeue" data-id="${esc(t.id)}"${dis}>Requeue</button>` : ''}
           ${canCancel ? `<button class="btn danger" data-action="cancel" data-id="${esc(t.id)}"${dis}>Cancel</button>` : ''}
-        </td></tr>`;
+        </div></td></tr>`;
     }), `no ${S.listState} tasks`);
 }
 
@@ -755,7 +759,7 @@ function levelsChart(name) {
     { name: 'dead', colour: '#dc2626', points: levels(get('dead')) },
     { name: 'pending', colour: '#2563eb', points: levels(get('pending')) },
     { name: 'active', colour: '#059669', points: levels(get('active')) },
-  ], {});
+  ], { levels: true });
 }
 
 async function onTaskAction(e) {
@@ -825,7 +829,8 @@ function chart(el, series, opts) {
   const enough = series.some((s) => s.points.length > 1);
   const leg = series.length ? `<div class="chart-legend">${series.map((s) => {
     const lp = s.points[s.points.length - 1];
-    return `<span><span class="swatch" style="background:${s.colour}"></span>${esc(s.name)} <b class="num">${lp ? fmtRate(lp[1]) : '–'}</b></span>`;
+    const v = !lp ? '–' : opts.levels ? fmt(lp[1]) : fmtRate(lp[1]);
+    return `<span><span class="swatch" style="background:${s.colour}"></span>${esc(s.name)} <b class="num">${v}</b></span>`;
   }).join('')}</div>` : '';
   el.innerHTML = `${leg}<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img">${g}
     <line x1="${m.l}" x2="${W - m.r}" y1="${y(0)}" y2="${y(0)}" class="axis"/>${lines}
