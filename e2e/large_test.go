@@ -128,14 +128,8 @@ func TestDashboard256(t *testing.T) {
 
 	// Hovering a cell names its owner.
 	_, p7 := billing(s.report(ctx), 7)
-	run(t, b, "hover partition 7", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
-			const c = document.querySelector('#heat .cell[data-p="7"]');
-			const r = c.getBoundingClientRect();
-			return c.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: r.x + 2, clientY: r.y + 2}));
-		})()`))
-		return err
-	}))
+	xy := eval[[]float64](t, b, `(() => { const r = document.querySelector('#heat .cell[data-p="7"]').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`)
+	run(t, b, "hover partition 7", chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]))
 	waitTrue(t, b, "the owner in the tooltip", `!document.querySelector('#tip').hidden && document.querySelector('#tip').innerText.includes('partition 7') && document.querySelector('#tip').innerText.includes('owner `+p7.Owner.Worker+`')`)
 
 	// Filtering by worker keeps that worker's partitions.
@@ -145,15 +139,17 @@ func TestDashboard256(t *testing.T) {
 	waitText(t, b, "#shown", func() string { return fmt.Sprintf("%d partitions", partitions) })
 
 	if docs {
-		// A minute of history for the charts.
-		hist := time.Now()
-		redistest.Eventually(t, 2*time.Minute, "a minute of history", func() bool { return time.Since(hist) > time.Minute })
+		// The page's history spans a minute, for the charts.
+		redistest.Eventually(t, 2*time.Minute, "a minute of history", func() bool {
+			return eval[bool](t, b, `S.hist.length > 1 && S.hist[S.hist.length - 1].t - S.hist[0].t >= 60000`)
+		})
 		// The table with the partitions that lag most first.
 		run(t, b, "sort by lag", chromedp.Click(chromedp.CSS(`#parts th[data-sort="lag"]`)))
 		run(t, b, "scroll to the top", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.scrollTo(0, 0); document.querySelector('#tip').hidden = true; document.activeElement.blur(); return true; })()`))
+			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.scrollTo(0, 0); document.activeElement.blur(); return true; })()`))
 			return err
-		}))
+		}), chromedp.MouseEvent(chromedp.MouseMoved, 1430, 890))
+		waitTrue(t, b, "no tooltip", `document.querySelector('#tip').hidden`)
 	}
 	screenshot(t, b, "LEAT_SCREENSHOT_256")
 	if docs {
