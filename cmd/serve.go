@@ -71,7 +71,7 @@ func serveCommand(setup Setup) *cli.Command {
 			if c.Bool(flagReadOnly) {
 				mode = " (read-only)"
 			}
-			fmt.Fprintf(c.App.ErrWriter, "serving app %q on http://%s%s\n", a.Name(), ln.Addr(), mode)
+			fmt.Fprintf(c.App.ErrWriter, "serving app %q on http://%s%s: dashboard at http://%s/, API under /v1\n", a.Name(), ln.Addr(), mode, ln.Addr())
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
 			select {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/task"
 )
 
@@ -114,4 +116,39 @@ func nextMilli(t *testing.T, ctx context.Context, q *task.Queue[job, out], id st
 	eventually(t, time.Second, "the next millisecond", func() bool {
 		return time.Now().UnixMilli() > in.FinishedAt.UnixMilli()
 	})
+}
+
+// The keys a keyed queue parks in its scheduled set while they wait out
+// their rate window are not tasks: List leaves them out.
+func TestListSkipsParkedKeys(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	ran := make(chan string, 10)
+	q, err := task.Handle(a, "parked", func(ctx context.Context, tk *task.Task[keyed]) (struct{}, error) {
+		ran <- tk.ID
+		return struct{}{}, nil
+	}, task.Keyed(), task.KeyRate(1, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	first, _ := q.Enqueue(ctx, keyed{Key: "k"}, task.Key("k"))
+	second, _ := q.Enqueue(ctx, keyed{Key: "k", Seq: 1}, task.Key("k"))
+	later, _ := q.Enqueue(ctx, keyed{Key: "j"}, task.Key("j"), task.Delay(time.Hour))
+	if id := <-ran; id != first {
+		t.Fatalf("ran %s, want %s", id, first)
+	}
+	// Key k is parked until its window ends; its second task waits.
+	eventually(t, 10*time.Second, "key k parked", func() bool {
+		ids, _ := e.client.ZRange(ctx, keys.New(e.prefix, "shop").TaskScheduled("parked"), 0, -1).Result()
+		return slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "~k:") })
+	})
+	got, err := q.List(ctx, task.ListScheduled, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != later {
+		t.Errorf("scheduled: %+v, want only %s (not %s, waiting on its key)", got, later, second)
+	}
 }
