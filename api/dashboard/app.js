@@ -588,6 +588,7 @@ function renderStream(name) {
   const heat = $('#heat');
   heat.style.gridTemplateColumns = `repeat(${Math.max(cols, 1)}, minmax(0, 1fr))`;
   heat.classList.toggle('dense', rows.length > 64);
+  heat.classList.toggle('by-owner', S.colour === 'owner');
   heat.innerHTML = rows.map((r) => {
     let bg;
     if (S.colour === 'owner') bg = workerColour(r.worker);
