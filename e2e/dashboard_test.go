@@ -202,3 +202,38 @@ func TestDashboardToken(t *testing.T) {
 		t.Error("the page asked for the token again after a reload")
 	}
 }
+
+// While the tab is hidden the page reads nothing; shown again, it reads at
+// once.
+func TestDashboardPausesWhenHidden(t *testing.T) {
+	s := newShop(t, 4, 0)
+	srv := s.serve(api.Options{})
+	b := browser(t)
+	run(t, b, "open the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#kpi-entries")))
+	waitText(t, b, "#live-text", func() string { return "live" })
+	eval[bool](t, b, `(() => {
+		window.fetches = 0;
+		const f = window.fetch;
+		window.fetch = (...a) => { window.fetches++; return f(...a); };
+		Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+		return document.dispatchEvent(new Event('visibilitychange'));
+	})()`)
+	waitText(t, b, "#live-text", func() string { return "paused" })
+	// A poll, due or not, reads nothing while hidden.
+	n, err := chromedp.Run(b, chromedp.Evaluate[int](`(async () => {
+		while (S.busy) await new Promise((r) => setTimeout(r, 10));
+		const n = window.fetches;
+		await poll();
+		return window.fetches - n;
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil || n != 0 {
+		t.Fatalf("a poll while hidden made %d requests (%v)", n, err)
+	}
+	before := eval[int](t, b, `window.fetches`)
+	eval[bool](t, b, `(() => {
+		Object.defineProperty(document, 'hidden', { configurable: true, get: () => false });
+		return document.dispatchEvent(new Event('visibilitychange'));
+	})()`)
+	waitTrue(t, b, "reading again", `window.fetches > `+strconv.Itoa(before))
+	waitText(t, b, "#live-text", func() string { return "live" })
+}
