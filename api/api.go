@@ -106,7 +106,8 @@ func NewHandler(a *app.App, opts Options) http.Handler {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, static := dashboardPaths[r.URL.Path]
-	if h.opts.Token != "" && !(static && r.Method == http.MethodGet) {
+	static = static && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+	if h.opts.Token != "" && !static {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.Token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="leat"`)
