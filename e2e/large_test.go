@@ -151,6 +151,16 @@ func TestDashboard256(t *testing.T) {
 		}), chromedp.MouseEvent(chromedp.MouseMoved, 1430, 890))
 		waitTrue(t, b, "no tooltip", `document.querySelector('#tip').hidden`)
 	}
+	// What a poll costs at 256 partitions, as the browser timed it (logged,
+	// not asserted).
+	t.Logf("requests of the page (count, mean ms): %s", eval[string](t, b, `(() => {
+		const by = {};
+		for (const e of performance.getEntriesByType('resource')) {
+			const k = new URL(e.name).pathname.replace(/\/tasks.*$/, '/tasks');
+			(by[k] = by[k] || []).push(e.duration);
+		}
+		return Object.entries(by).map(([k, d]) => k + ' ' + d.length + ' ' + (d.reduce((a, b) => a + b, 0) / d.length).toFixed(1)).join(', ');
+	})()`))
 	screenshot(t, b, "LEAT_SCREENSHOT_256")
 	if docs {
 		// The other views, beside it.
