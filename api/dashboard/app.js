@@ -80,8 +80,13 @@ function fmtTime(iso) {
 
 function short(id, n = 8) { return id && id.length > n ? id.slice(0, n) : id || ''; }
 
+// css reads a colour of the style sheet (they change with the theme).
+function css(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+}
+
 function workerColour(w) {
-  if (!w) return '#cbd5e1';
+  if (!w) return css('--cell-unowned');
   let h = 0;
   for (const c of w) h = (h * 31 + c.charCodeAt(0)) >>> 0;
   const ws = (S.overview?.workers || []).map((x) => x.id).filter(Boolean).sort();
@@ -91,8 +96,8 @@ function workerColour(w) {
 
 // lagColour maps a lag to a colour from pale green (none) through amber to red.
 function lagColour(v, max) {
-  if (v === null || v === undefined) return '#e2e8f0';
-  if (v <= 0) return '#dcfce7';
+  if (v === null || v === undefined) return css('--cell-none');
+  if (v <= 0) return css('--cell-zero');
   const f = Math.min(1, Math.log1p(v) / Math.log1p(Math.max(max, 1)));
   const stops = [[254, 243, 199], [251, 191, 36], [234, 88, 12], [185, 28, 28]];
   const x = f * (stops.length - 1);
@@ -592,7 +597,7 @@ function renderStream(name) {
   heat.innerHTML = rows.map((r) => {
     let bg;
     if (S.colour === 'owner') bg = workerColour(r.worker);
-    else if (S.colour === 'pending') bg = r.pending ? lagColour(r.pending, maxPending) : '#f1f5f9';
+    else if (S.colour === 'pending') bg = r.pending ? lagColour(r.pending, maxPending) : css('--cell-idle');
     else bg = lagColour(r.lag, maxLag);
     const cls = ['cell', r.quarantine ? 'quarantined' : '', r.risk ? 'risk' : '', !r.worker ? 'unowned' : '', S.picked === r.partition ? 'picked' : ''].join(' ');
     const tip = [
