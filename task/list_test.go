@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,8 +17,9 @@ func TestList(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	a := e.app("w1")
+	var healed atomic.Bool // negative jobs die until then
 	q, err := task.Handle(a, "l", func(ctx context.Context, tk *task.Task[job]) (out, error) {
-		if tk.Payload.N < 0 {
+		if tk.Payload.N < 0 && !healed.Load() {
 			return out{}, errors.New("negative")
 		}
 		return out{Double: 2 * tk.Payload.N}, nil
@@ -86,8 +88,12 @@ func TestList(t *testing.T) {
 		t.Errorf("dead task: %+v", got)
 	}
 
-	// Requeued, a dead task leaves the listing.
+	// Requeued (and now succeeding), a dead task leaves the listing.
+	healed.Store(true)
 	if err := q.Requeue(ctx, dead[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Result(ctx, dead[1]); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = q.List(ctx, task.ListDead, 20)
