@@ -1,7 +1,17 @@
 // Package api serves a leat app over HTTP as a JSON API: send records to
 // its streams, enqueue tasks and run them synchronously, read their status,
-// follow their progress and partial results as server-sent events, cancel
-// and requeue them, and read what package inspect reports.
+// follow their progress and partial results as server-sent events, cancel,
+// requeue and list them, and read what package inspect reports.
+//
+// # Dashboard
+//
+// At / the handler serves a live dashboard: a page, with its script and
+// style sheet under /dashboard/, embedded in the binary (plain JavaScript,
+// no build step, nothing loaded from elsewhere). These files hold no data
+// and are served without the token; the page reads everything through the
+// API and, when the API answers 401, asks for the token once and keeps it
+// in the tab's session storage. It polls every 2 seconds while the tab is
+// visible and draws its charts from its own polling history.
 //
 // NewHandler returns the http.Handler; "leat serve" runs it, and a program
 // can mount it in its own server. The endpoints are described in
@@ -40,6 +50,9 @@ type Options struct {
 	MaxBody int64
 	// MaxWait bounds the timeout of runsync; default DefaultMaxWait.
 	MaxWait time.Duration
+	// Version is the version GET /v1/info reports ("leat serve" gives
+	// leat's); default "".
+	Version string
 }
 
 // handler serves one app.
@@ -65,6 +78,11 @@ func NewHandler(a *app.App, opts Options) http.Handler {
 	read := func(pattern string, fn http.HandlerFunc) { h.mux.Handle(pattern, fn) }
 	write := func(pattern string, fn http.HandlerFunc) { h.mux.Handle(pattern, h.writing(fn)) }
 
+	read("GET /{$}", dashboard)
+	read("GET /dashboard/app.js", dashboard)
+	read("GET /dashboard/style.css", dashboard)
+	read("GET /v1/info", h.info)
+
 	write("POST /v1/streams/{stream}/events", h.sendEvents)
 	read("GET /v1/streams/{stream}", h.streamReport)
 	read("GET /v1/overview", h.overview)
@@ -72,6 +90,7 @@ func NewHandler(a *app.App, opts Options) http.Handler {
 	read("GET /v1/queues", h.queues)
 	read("GET /v1/queues/{queue}", h.queue)
 	write("POST /v1/queues/{queue}/tasks", h.enqueue)
+	read("GET /v1/queues/{queue}/tasks", h.listTasks)
 	write("POST /v1/queues/{queue}/runsync", h.runSync)
 	read("GET /v1/queues/{queue}/tasks/{id}", h.taskInfo)
 	read("GET /v1/queues/{queue}/tasks/{id}/events", h.taskEvents)
@@ -86,7 +105,9 @@ func NewHandler(a *app.App, opts Options) http.Handler {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.opts.Token != "" {
+	_, static := dashboardPaths[r.URL.Path]
+	static = static && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+	if h.opts.Token != "" && !static {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.Token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="leat"`)

@@ -74,6 +74,8 @@ func newEnv(t *testing.T, opts api.Options) *env {
 		switch tk.Payload.Do {
 		case "fail":
 			return "", task.SkipRetry(errors.New("no such thing"))
+		case "die":
+			return "", errors.New("out of luck")
 		case "block":
 			<-ctx.Done()
 			return "", ctx.Err()

@@ -26,8 +26,9 @@ const serveShutdown = 10 * time.Second
 func serveCommand(setup Setup) *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "serve the app as a JSON API over HTTP: send records, enqueue and run tasks, follow them, inspect",
-		Description: "The endpoints are under /v1 (see api/openapi.yaml). With --token (or\n" +
+		Usage: "serve the app's dashboard and JSON API over HTTP: send records, enqueue and run tasks, follow them, inspect",
+		Description: "The dashboard is at / (open http://HOST:PORT/ in a browser); the endpoints are\n" +
+			"under /v1 (see api/openapi.yaml). With --token (or\n" +
 			"LEAT_SERVE_TOKEN) every request needs \"Authorization: Bearer TOKEN\"; a token is\n" +
 			"required to listen on an address other than loopback. --read-only answers 403 to\n" +
 			"every request that writes. SIGINT or SIGTERM stops the server gracefully.",
@@ -62,7 +63,7 @@ func serveCommand(setup Setup) *cli.Command {
 				return err
 			}
 			srv := &http.Server{
-				Handler:           api.NewHandler(a, api.Options{Token: token, ReadOnly: c.Bool(flagReadOnly), MaxBody: c.Int64(flagMaxBody)}),
+				Handler:           api.NewHandler(a, api.Options{Token: token, ReadOnly: c.Bool(flagReadOnly), MaxBody: c.Int64(flagMaxBody), Version: version()}),
 				ReadHeaderTimeout: 10 * time.Second,
 				BaseContext:       func(net.Listener) context.Context { return c.Context },
 			}
@@ -70,7 +71,7 @@ func serveCommand(setup Setup) *cli.Command {
 			if c.Bool(flagReadOnly) {
 				mode = " (read-only)"
 			}
-			fmt.Fprintf(c.App.ErrWriter, "serving app %q on http://%s%s\n", a.Name(), ln.Addr(), mode)
+			fmt.Fprintf(c.App.ErrWriter, "serving app %q on http://%s%s: dashboard at http://%s/, API under /v1\n", a.Name(), ln.Addr(), mode, ln.Addr())
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
 			select {

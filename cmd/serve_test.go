@@ -96,6 +96,12 @@ func TestServe(t *testing.T) {
 	if st, m := get("GET", "/v1/queues", "tok"); st != 200 || !strings.Contains(func() string { b, _ := json.Marshal(m); return string(b) }(), `"greet"`) {
 		t.Fatalf("queues: %d %v", st, m)
 	}
+	if st, m := get("GET", "/v1/info", "tok"); st != 200 || m["read_only"] != true || m["version"] != version() || m["version"] == "" {
+		t.Fatalf("info: %d %v", st, m)
+	}
+	if !strings.Contains(stderr.String(), "dashboard at "+base+"/") {
+		t.Errorf("serve does not say where the dashboard is: %s", stderr.String())
+	}
 	if st, m := get("GET", "/v1/queues", ""); st != 401 || m["code"] != "unauthorized" {
 		t.Fatalf("no token: %d %v", st, m)
 	}

@@ -31,7 +31,9 @@
 // succeeded, failed (ended by SkipRetry), dead (out of retries) or
 // cancelled. Enqueue, EnqueueMany, Cron, Cancel and Requeue move it; Info
 // and Wait read it; Counts reads the number of tasks in each state of a
-// queue, kept by every move so that reading them costs one O(1) command.
+// queue, kept by every move so that reading them costs one O(1) command;
+// List reads the latest dead, the latest finished or the soonest due tasks,
+// at a cost that grows with the number asked for, never with the queue.
 // The scripts that end tasks also count them per 10-second bucket, for the
 // throughput that package inspect reports ("leat inspect queue").
 //

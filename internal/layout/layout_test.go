@@ -68,8 +68,8 @@ func TestImportsFlowOneWay(t *testing.T) {
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The library's module graph, which its users inherit, has no in-memory
-// Redis server: the examples that embed one for trying them are a module of
-// their own.
+// Redis server and no browser driver: the examples that embed the one, and
+// the end-to-end tests that drive Chromium, are modules of their own.
 func TestLibraryModuleGraph(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
@@ -81,7 +81,7 @@ func TestLibraryModuleGraph(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -m all: %v", err)
 	}
-	for _, m := range []string{"github.com/alicebob/miniredis", "github.com/yuin/gopher-lua"} {
+	for _, m := range []string{"github.com/alicebob/miniredis", "github.com/yuin/gopher-lua", "github.com/chromedp/"} {
 		if strings.Contains(string(out), m) {
 			t.Errorf("the library's module graph includes %s", m)
 		}
@@ -91,7 +91,7 @@ func TestLibraryModuleGraph(t *testing.T) {
 // Users need Go 1.25 or newer, not more: a dependency upgrade that raises
 // a module's go directive is caught here.
 func TestGoVersion(t *testing.T) {
-	for _, mod := range []string{"../../go.mod", "../../leattest/go.mod", "../../examples/go.mod", "../../go.work"} {
+	for _, mod := range []string{"../../go.mod", "../../leattest/go.mod", "../../examples/go.mod", "../../e2e/go.mod", "../../go.work"} {
 		b, err := os.ReadFile(mod)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,239 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/leatdev/leat/api"
+	"github.com/leatdev/leat/inspect"
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/task"
+)
+
+// num writes n as the dashboard does (en-US grouping).
+func num(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+// processor returns the report of processor billing, and of its partition p.
+func billing(rep *inspect.StreamReport, p int) (*inspect.ProcessorReport, *inspect.ProcessorPartition) {
+	for i := range rep.Processors {
+		if rep.Processors[i].Processor == "billing" {
+			pr := &rep.Processors[i]
+			for j := range pr.Partitions {
+				if pr.Partitions[j].Partition == p {
+					return pr, &pr.Partitions[j]
+				}
+			}
+			return pr, nil
+		}
+	}
+	return nil, nil
+}
+
+// The dashboard shows what Redis holds: the stream's length, a partition's
+// lag and pending entries, the quarantined partition, a queue's counts per
+// state; Requeue on a dead task runs it again; read-only mode disables the
+// buttons; a token is asked for once.
+func TestDashboard(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	s := newShop(t, 16, 0)
+	s.worker("w1")
+	others := []string{"ada", "bob", "cy", "dee", "eve", "fay", "gus", "hal"}
+	s.send(ctx, append([]string{s.blocked, s.poison}, others...), 60)
+
+	// Emails: three sent, one dead while the mail server is down, one due
+	// in an hour.
+	for _, to := range []string{"ada@example.com", "bob@example.com", "cy@example.com"} {
+		id, _ := s.emails.Enqueue(ctx, email{To: to})
+		if _, err := s.emails.Result(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.broken.Store(true)
+	dead, _ := s.emails.Enqueue(ctx, email{To: "dee@example.com"})
+	if in, err := s.emails.Wait(ctx, dead); err != nil || in.State != task.Dead {
+		t.Fatalf("%+v %v", in, err)
+	}
+	later, _ := s.emails.Enqueue(ctx, email{To: "eve@example.com"}, task.Delay(time.Hour))
+
+	// The backlog settles: every partition done but the blocked one (lag
+	// and pending) and the quarantined one.
+	redistest.Eventually(t, 20*time.Second, "the backlog settled", func() bool {
+		rep := s.report(ctx)
+		pr, bp := billing(rep, s.blockedP)
+		_, qp := billing(rep, s.poisonP)
+		return pr != nil && bp != nil && bp.Lag != nil && *bp.Lag > 0 && bp.Pending > 0 && qp.Quarantine != nil && pr.Owned == s.partitions
+	})
+
+	t.Logf("settled at %s", time.Since(t0))
+	srv := s.serve(api.Options{Version: "v9.9.9-test"})
+	b := browser(t)
+
+	// The stream view.
+	run(t, b, "open the stream view", chromedp.Navigate(srv.URL+"/#/stream/orders"), chromedp.WaitVisible(chromedp.CSS("#stream-length")))
+	waitText(t, b, "#stream-length .kpi-value", func() string { return num(s.report(ctx).Length) })
+	lagCell := fmt.Sprintf(`#parts tr[data-partition="%d"] td[data-col="lag"]`, s.blockedP)
+	waitText(t, b, lagCell, func() string {
+		_, p := billing(s.report(ctx), s.blockedP)
+		return num(*p.Lag)
+	})
+	waitText(t, b, fmt.Sprintf(`#parts tr[data-partition="%d"] td[data-col="pending"]`, s.blockedP), func() string {
+		_, p := billing(s.report(ctx), s.blockedP)
+		return num(p.Pending)
+	})
+	waitText(t, b, "#stream-lag .kpi-value", func() string {
+		pr, _ := billing(s.report(ctx), 0)
+		return num(*pr.Lag)
+	})
+	qrow := fmt.Sprintf(`#parts tr[data-partition="%d"]`, s.poisonP)
+	waitTrue(t, b, "the quarantined partition stands out", `document.querySelector('`+qrow+`.row-bad') && document.querySelector('#heat .cell.quarantined[data-p="`+strconv.Itoa(s.poisonP)+`"]')`)
+	if got := text(t, b, qrow+` td[data-col="status"]`); !strings.Contains(got, "quarantine") || !strings.Contains(got, "card declined") {
+		t.Errorf("status of the quarantined partition: %q", got)
+	}
+	if got := text(t, b, "#stream-quarantined .kpi-value"); got != "1" {
+		t.Errorf("quarantined figure %q, want 1", got)
+	}
+	cells := eval[int](t, b, `document.querySelectorAll('#heat .cell').length`)
+	if cells != s.partitions {
+		t.Errorf("%d cells in the heat map, want %d", cells, s.partitions)
+	}
+	// Sorting by lag puts the partition with the most lag first; a filter
+	// keeps one row.
+	run(t, b, "sort by lag", chromedp.Click(chromedp.CSS(`#parts th[data-sort="lag"]`)))
+	waitText(t, b, `#parts tbody tr:first-child td[data-col="partition"]`, func() string {
+		pr, _ := billing(s.report(ctx), 0)
+		most := pr.Partitions[0]
+		for _, p := range pr.Partitions {
+			if p.Lag != nil && (most.Lag == nil || *p.Lag > *most.Lag) {
+				most = p
+			}
+		}
+		return strconv.Itoa(most.Partition)
+	})
+	run(t, b, "filter", chromedp.SendKeys(chromedp.CSS("#filter"), strconv.Itoa(s.poisonP)))
+	waitTrue(t, b, "one row left", `document.querySelectorAll('#parts tbody tr').length === 1 && document.querySelector('`+qrow+`')`)
+
+	// The overview.
+	run(t, b, "open the overview", chromedp.Navigate(srv.URL+"/#/"), chromedp.WaitVisible(chromedp.CSS("#kpi-entries")))
+	waitText(t, b, "#kpi-entries .kpi-value", func() string { return num(s.report(ctx).Length) })
+	waitText(t, b, "#kpi-quarantined .kpi-value", func() string { return "1" })
+	waitTrue(t, b, "the warning of the quarantine", `document.querySelector('#warnings') && document.querySelector('#warnings').innerText.includes('quarantine')`)
+	waitTrue(t, b, "the worker and the leader", `document.querySelector('#ov-workers').innerText.includes('w1') && document.querySelector('#ov-leader').innerText.includes('w1')`)
+	if v := text(t, b, "#version"); v != "leat v9.9.9-test" {
+		t.Errorf("version %q", v)
+	}
+
+	// Read-only: the buttons are there, disabled.
+	ro := s.serve(api.Options{ReadOnly: true})
+	rb := browser(t)
+	run(t, rb, "open the queue read-only", chromedp.Navigate(ro.URL+"/#/queue/emails"), chromedp.WaitVisible(chromedp.CSS("#count-dead")))
+	requeueBtn := fmt.Sprintf(`button[data-action="requeue"][data-id="%s"]`, dead)
+	waitTrue(t, rb, "a disabled Requeue button", `document.querySelector('#read-only') && document.querySelector('`+requeueBtn+`') && document.querySelector('`+requeueBtn+`').disabled`)
+	run(t, rb, "list scheduled tasks", chromedp.Click(chromedp.CSS(`#list-tabs button[data-list="scheduled"]`)))
+	cancelBtn := fmt.Sprintf(`button[data-action="cancel"][data-id="%s"]`, later)
+	waitTrue(t, rb, "a disabled Cancel button", `document.querySelector('`+cancelBtn+`') && document.querySelector('`+cancelBtn+`').disabled`)
+
+	// The queue: counts per state as Redis keeps them; Requeue runs the
+	// dead task again, and now it succeeds.
+	run(t, b, "open the queue", chromedp.Navigate(srv.URL+"/#/queue/emails"), chromedp.WaitVisible(chromedp.CSS("#count-dead")))
+	counts := func() map[task.State]int64 {
+		n, err := s.emails.Counts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, st := range task.States {
+		waitText(t, b, "#count-"+string(st)+" .kpi-value", func() string { return num(counts()[st]) })
+	}
+	if n := counts(); n[task.Dead] != 1 || n[task.Succeeded] != 3 || n[task.Scheduled] != 1 {
+		t.Errorf("counts %v", n)
+	}
+	s.broken.Store(false)
+	waitTrue(t, b, "an enabled Requeue button", `document.querySelector('`+requeueBtn+`') && !document.querySelector('`+requeueBtn+`').disabled`)
+	run(t, b, "click Requeue", chromedp.Click(chromedp.CSS(requeueBtn)))
+	redistest.Eventually(t, 10*time.Second, "the requeued task succeeded", func() bool {
+		in, err := s.emails.Info(ctx, dead)
+		return err == nil && in.State == task.Succeeded
+	})
+	if in, err := s.emails.Info(ctx, dead); err != nil || in.Attempts != 1 || string(in.Result) != `"sent to dee@example.com"` {
+		t.Fatalf("requeued task: %+v %v", in, err)
+	}
+	waitTrue(t, b, "the toast", `document.querySelector('#toast').innerText.includes('Requeued task `+dead+`')`)
+	waitText(t, b, "#count-dead .kpi-value", func() string { return num(counts()[task.Dead]) })
+	waitText(t, b, "#count-succeeded .kpi-value", func() string { return "4" })
+	waitTrue(t, b, "no dead task listed", `document.querySelector('#task-list').innerText.includes('no dead tasks')`)
+
+	t.Logf("requeued at %s", time.Since(t0))
+	run(t, b, "back to the stream", chromedp.Navigate(srv.URL+"/#/stream/orders"), chromedp.WaitVisible(chromedp.CSS("#heat .cell")))
+	screenshot(t, b, "LEAT_SCREENSHOT")
+}
+
+// With a token, the page asks for it once and keeps it for the tab.
+func TestDashboardToken(t *testing.T) {
+	s := newShop(t, 4, 0)
+	srv := s.serve(api.Options{Token: "s3cret"})
+	b := browser(t)
+	run(t, b, "open the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#login-token")))
+	run(t, b, "give a wrong token", chromedp.SendKeys(chromedp.CSS("#login-token"), "wrong"), chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)))
+	waitTrue(t, b, "the token refused", `document.querySelector('#login').open && !document.querySelector('#login-error').hidden`)
+	run(t, b, "give the token", chromedp.SetValue(chromedp.CSS("#login-token"), "s3cret"), chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)))
+	waitText(t, b, "#app-name", func() string { return "shop" })
+	run(t, b, "reload", chromedp.Reload())
+	waitText(t, b, "#app-name", func() string { return "shop" })
+	if eval[bool](t, b, `document.querySelector('#login').open`) {
+		t.Error("the page asked for the token again after a reload")
+	}
+}
+
+// While the tab is hidden the page reads nothing; shown again, it reads at
+// once.
+func TestDashboardPausesWhenHidden(t *testing.T) {
+	s := newShop(t, 4, 0)
+	srv := s.serve(api.Options{})
+	b := browser(t)
+	run(t, b, "open the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#kpi-entries")))
+	waitText(t, b, "#live-text", func() string { return "live" })
+	eval[bool](t, b, `(() => {
+		window.fetches = 0;
+		const f = window.fetch;
+		window.fetch = (...a) => { window.fetches++; return f(...a); };
+		Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+		return document.dispatchEvent(new Event('visibilitychange'));
+	})()`)
+	waitText(t, b, "#live-text", func() string { return "paused" })
+	// A poll, due or not, reads nothing while hidden.
+	n, err := chromedp.Run(b, chromedp.Evaluate[int](`(async () => {
+		while (S.busy) await new Promise((r) => setTimeout(r, 10));
+		const n = window.fetches;
+		await poll();
+		return window.fetches - n;
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil || n != 0 {
+		t.Fatalf("a poll while hidden made %d requests (%v)", n, err)
+	}
+	before := eval[int](t, b, `window.fetches`)
+	eval[bool](t, b, `(() => {
+		Object.defineProperty(document, 'hidden', { configurable: true, get: () => false });
+		return document.dispatchEvent(new Event('visibilitychange'));
+	})()`)
+	waitTrue(t, b, "reading again", `window.fetches > `+strconv.Itoa(before))
+	waitText(t, b, "#live-text", func() string { return "live" })
+}

@@ -1,0 +1,65 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/leatdev/leat/internal/taskrdb"
+)
+
+// A Listing is a set of tasks a queue keeps in order, which List reads.
+type Listing string
+
+// The listings.
+const (
+	ListDead      Listing = "dead"      // dead tasks, the latest death first
+	ListRecent    Listing = "recent"    // finished tasks still retained (succeeded, failed, cancelled), the latest end of retention first
+	ListScheduled Listing = "scheduled" // delayed and retrying tasks, the soonest due first
+)
+
+// Listings lists every Listing.
+var Listings = []Listing{ListDead, ListRecent, ListScheduled}
+
+// ErrBadList is matched by the error of List for an unknown listing or a
+// limit out of range.
+var ErrBadList = errors.New("task: bad list request")
+
+// MaxList is the largest limit of List.
+const MaxList = 100
+
+// List returns the status of at most limit (1 to MaxList) tasks of a
+// listing. It reads the sorted set the queue keeps for the listing and each
+// listed task's hash in one atomic call: its cost grows with limit, never
+// with the queue's size. Finished tasks are listed by the end of their
+// retention, so the latest finished come first when they share a retention.
+// An unknown listing or a limit out of range is refused (ErrBadList).
+func (q *core) List(ctx context.Context, which Listing, limit int) ([]*Info, error) {
+	var set string
+	switch which {
+	case ListDead:
+		set = taskrdb.SetDead
+	case ListRecent:
+		set = taskrdb.SetDone
+	case ListScheduled:
+		set = taskrdb.SetScheduled
+	default:
+		return nil, fmt.Errorf("%w: unknown listing %q: use %q, %q or %q", ErrBadList, which, ListDead, ListRecent, ListScheduled)
+	}
+	if limit < 1 || limit > MaxList {
+		return nil, fmt.Errorf("%w: limit %d: from 1 to %d", ErrBadList, limit, MaxList)
+	}
+	got, err := taskrdb.List(ctx, q.rdb, q.keys, set, limit)
+	if err != nil {
+		return nil, fmt.Errorf("task queue %q: list %s: %w", q.name, which, err)
+	}
+	out := make([]*Info, 0, len(got))
+	for _, t := range got {
+		in, err := infoOf(t.ID, q.name, q.set.levels, t.Fields)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}

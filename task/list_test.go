@@ -1,0 +1,160 @@
+package task_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/task"
+)
+
+func TestList(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	var healed atomic.Bool // negative jobs die until then
+	q, err := task.Handle(a, "l", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		if tk.Payload.N < 0 && !healed.Load() {
+			return out{}, errors.New("negative")
+		}
+		return out{Double: 2 * tk.Payload.N}, nil
+	}, task.MaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+
+	// Finished one after another, so that their ends of retention are in
+	// order; then two dead, one after the other.
+	var succeeded, dead []string
+	for n := range 3 {
+		id, _ := q.Enqueue(ctx, job{N: n})
+		if _, err := q.Result(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		succeeded = append(succeeded, id)
+		nextMilli(t, ctx, q, id)
+	}
+	for n := range 2 {
+		id, _ := q.Enqueue(ctx, job{N: -1 - n})
+		if _, err := q.Result(ctx, id); !errors.Is(err, task.ErrFailed) {
+			t.Fatal(err)
+		}
+		dead = append(dead, id)
+		nextMilli(t, ctx, q, id)
+	}
+	later, _ := q.Enqueue(ctx, job{N: 7}, task.Delay(2*time.Hour))
+	sooner, _ := q.Enqueue(ctx, job{N: 8}, task.Delay(time.Hour))
+
+	ids := func(in []*task.Info) []string {
+		var s []string
+		for _, i := range in {
+			s = append(s, i.ID)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		which task.Listing
+		limit int
+		want  []string
+		state task.State
+	}{
+		{task.ListDead, 20, []string{dead[1], dead[0]}, task.Dead},
+		{task.ListDead, 1, []string{dead[1]}, task.Dead},
+		{task.ListRecent, 20, []string{succeeded[2], succeeded[1], succeeded[0]}, task.Succeeded},
+		{task.ListRecent, 2, []string{succeeded[2], succeeded[1]}, task.Succeeded},
+		{task.ListScheduled, 100, []string{sooner, later}, task.Scheduled},
+	} {
+		got, err := q.List(ctx, c.which, c.limit)
+		if err != nil {
+			t.Fatal(c.which, err)
+		}
+		if !slices.Equal(ids(got), c.want) {
+			t.Errorf("%s limit %d: %v, want %v", c.which, c.limit, ids(got), c.want)
+		}
+		for _, in := range got {
+			if in.State != c.state || in.Queue != "l" || in.EnqueuedAt.IsZero() {
+				t.Errorf("%s: %+v", c.which, in)
+			}
+		}
+	}
+	got, _ := q.List(ctx, task.ListDead, 1)
+	if len(got) != 1 || got[0].Error != "negative" || string(got[0].Payload) != `{"n":-2}` {
+		t.Errorf("dead task: %+v", got)
+	}
+
+	// Requeued (and now succeeding), a dead task leaves the listing.
+	healed.Store(true)
+	if err := q.Requeue(ctx, dead[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Result(ctx, dead[1]); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = q.List(ctx, task.ListDead, 20)
+	if !slices.Equal(ids(got), []string{dead[0]}) {
+		t.Errorf("dead after requeue: %v", ids(got))
+	}
+
+	for _, c := range []struct {
+		which task.Listing
+		limit int
+	}{{"done", 10}, {"", 10}, {task.ListDead, 0}, {task.ListDead, -1}, {task.ListDead, task.MaxList + 1}} {
+		if _, err := q.List(ctx, c.which, c.limit); !errors.Is(err, task.ErrBadList) {
+			t.Errorf("List(%q, %d): %v, want ErrBadList", c.which, c.limit, err)
+		}
+	}
+}
+
+// nextMilli waits until the millisecond in which task id finished has
+// passed, so that the next task's score differs.
+func nextMilli(t *testing.T, ctx context.Context, q *task.Queue[job, out], id string) {
+	t.Helper()
+	in, err := q.Info(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Second, "the next millisecond", func() bool {
+		return time.Now().UnixMilli() > in.FinishedAt.UnixMilli()
+	})
+}
+
+// The keys a keyed queue parks in its scheduled set while they wait out
+// their rate window are not tasks: List leaves them out.
+func TestListSkipsParkedKeys(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	ran := make(chan string, 10)
+	q, err := task.Handle(a, "parked", func(ctx context.Context, tk *task.Task[keyed]) (struct{}, error) {
+		ran <- tk.ID
+		return struct{}{}, nil
+	}, task.Keyed(), task.KeyRate(1, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	first, _ := q.Enqueue(ctx, keyed{Key: "k"}, task.Key("k"))
+	second, _ := q.Enqueue(ctx, keyed{Key: "k", Seq: 1}, task.Key("k"))
+	later, _ := q.Enqueue(ctx, keyed{Key: "j"}, task.Key("j"), task.Delay(time.Hour))
+	if id := <-ran; id != first {
+		t.Fatalf("ran %s, want %s", id, first)
+	}
+	// Key k is parked until its window ends; its second task waits.
+	eventually(t, 10*time.Second, "key k parked", func() bool {
+		ids, _ := e.client.ZRange(ctx, keys.New(e.prefix, "shop").TaskScheduled("parked"), 0, -1).Result()
+		return slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "~k:") })
+	})
+	got, err := q.List(ctx, task.ListScheduled, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != later {
+		t.Errorf("scheduled: %+v, want only %s (not %s, waiting on its key)", got, later, second)
+	}
+}
