@@ -11,7 +11,9 @@
 // command that installs it, except under CI=true, where they fail.
 //
 // Tests that restart or stop Redis start a private server with [Start];
-// [StartCluster] starts a Redis Cluster.
+// [StartCluster] starts a Redis Cluster; [StartClusterReplicas] one with
+// replicas, whose masters a test can kill ([Cluster.Kill]) and wait for a
+// replica to take over ([Cluster.WaitFailover]).
 package redistest
 
 import (
