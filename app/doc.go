@@ -15,7 +15,11 @@
 // means its default, and [New] validates the whole configuration, returning
 // one error that names every problem. An App accepts a caller-owned
 // redis.UniversalClient (standalone, Sentinel or Cluster) and never closes a
-// client it did not create. Config.Processing holds the defaults of every
+// client it did not create. New adds one hook to a *redis.ClusterClient
+// (once, however many Apps share it): when a command or pipeline fails
+// because of a failover (connection refused or reset, CLUSTERDOWN, MOVED,
+// ASK, TRYAGAIN, READONLY, MASTERDOWN), it reloads the client's slot map,
+// at most every 100ms, instead of waiting for go-redis's periodic reload. Config.Processing holds the defaults of every
 // processor's options; [Process] takes per-processor [ProcessorOption]
 // values (LockExpiry, Grace, OnError, Retries, ...), which set exactly the
 // value given, zero included. Settings that cannot work are refused by New

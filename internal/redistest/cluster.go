@@ -210,11 +210,31 @@ func (c *Cluster) Kill(tb testing.TB, addr string) time.Time {
 	return at
 }
 
+// Failover is what WaitFailover observed after a Kill.
+type Failover struct {
+	Killed   time.Time // when the master was killed
+	Down     time.Time // when a live node first said cluster_state:fail (zero if none did)
+	Up       time.Time // when a live node last said cluster_state:fail
+	Promoted time.Time // when every live node saw the cluster whole without it
+}
+
+// Took returns the time from the kill to the promotion.
+func (f Failover) Took() time.Duration { return f.Promoted.Sub(f.Killed) }
+
+// DownFor returns how long some live node refused commands with
+// CLUSTERDOWN (cluster_state:fail).
+func (f Failover) DownFor() time.Duration {
+	if f.Down.IsZero() {
+		return 0
+	}
+	return f.Up.Sub(f.Down)
+}
+
 // WaitFailover waits, up to timeout, until a replica of the killed master at
 // addr serves its slots and every live node reports cluster_state:ok and
-// sees no slot on addr. It returns the time from the kill to the moment the
-// promotion was observed (polling every 10ms).
-func (c *Cluster) WaitFailover(tb testing.TB, addr string, timeout time.Duration) time.Duration {
+// sees no slot on addr. It polls every node every 10ms and reports when
+// the promotion was observed and when nodes said the cluster was down.
+func (c *Cluster) WaitFailover(tb testing.TB, addr string, timeout time.Duration) Failover {
 	tb.Helper()
 	c.mu.Lock()
 	at, ok := c.killed[addr]
@@ -222,19 +242,32 @@ func (c *Cluster) WaitFailover(tb testing.TB, addr string, timeout time.Duration
 	if !ok {
 		tb.Fatalf("redistest: %s was not killed", addr)
 	}
+	f := Failover{Killed: at}
+	clients := map[string]*redis.Client{}
+	for _, node := range c.live() {
+		clients[node] = redis.NewClient(&redis.Options{Addr: node, MaxRetries: -1, PoolSize: 1})
+		defer clients[node].Close()
+	}
 	deadline := time.Now().Add(timeout)
-	var why string
 	for {
 		done := true
-		for _, node := range c.live() {
-			ok, w := c.promotedAt(node, addr)
-			if !ok {
+		var why string
+		for node, nc := range clients {
+			ok, down, w := promotedAt(nc, addr)
+			if down {
+				now := time.Now()
+				if f.Down.IsZero() {
+					f.Down = now
+				}
+				f.Up = now
+			}
+			if !ok && done {
 				done, why = false, node+": "+w
-				break
 			}
 		}
 		if done {
-			return time.Since(at)
+			f.Promoted = time.Now()
+			return f
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("redistest: no failover of %s within %s: %s", addr, timeout, why)
@@ -243,32 +276,30 @@ func (c *Cluster) WaitFailover(tb testing.TB, addr string, timeout time.Duration
 	}
 }
 
-// promotedAt reports whether node sees the cluster whole again without the
-// master at dead.
-func (c *Cluster) promotedAt(node, dead string) (bool, string) {
+// promotedAt reports whether the node of nc sees the cluster whole again
+// without the master at dead, and whether it says the cluster is down.
+func promotedAt(nc *redis.Client, dead string) (ok, down bool, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	nc := redis.NewClient(&redis.Options{Addr: node, MaxRetries: -1})
-	defer nc.Close()
 	info, err := nc.ClusterInfo(ctx).Result()
 	if err != nil || !strings.Contains(info, "cluster_state:ok") {
-		return false, fmt.Sprintf("cluster state: %v %s", err, info)
+		return false, err == nil && strings.Contains(info, "cluster_state:fail"), fmt.Sprintf("cluster state: %v %s", err, info)
 	}
 	ranges, err := nc.ClusterSlots(ctx).Result()
 	if err != nil {
-		return false, err.Error()
+		return false, false, err.Error()
 	}
 	covered := 0
 	for _, r := range ranges {
 		if len(r.Nodes) == 0 || r.Nodes[0].Addr == dead {
-			return false, fmt.Sprintf("slots %d-%d still on %s", r.Start, r.End, dead)
+			return false, false, fmt.Sprintf("slots %d-%d still on %s", r.Start, r.End, dead)
 		}
 		covered += r.End - r.Start + 1
 	}
 	if covered != 16384 {
-		return false, fmt.Sprintf("%d slots served", covered)
+		return false, false, fmt.Sprintf("%d slots served", covered)
 	}
-	return true, ""
+	return true, false, ""
 }
 
 // live returns the addresses of the nodes not killed.

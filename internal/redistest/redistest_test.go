@@ -63,8 +63,11 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatalf("WAIT: %d %v", n, err)
 	}
 	cl.Kill(t, victim)
-	took := cl.WaitFailover(t, victim, 30*time.Second)
-	t.Logf("replica promoted %s after the kill", took)
+	f := cl.WaitFailover(t, victim, 30*time.Second)
+	t.Logf("replica promoted %s after the kill; cluster down for %s", f.Took(), f.DownFor())
+	if f.Took() <= 0 || f.DownFor() > f.Took() {
+		t.Fatalf("failover %+v", f)
+	}
 	now := cl.MasterOf(t, "k")
 	if now == victim || !slices.Contains(cl.Addrs, now) {
 		t.Fatalf("key k served by %s after the failover of %s", now, victim)
