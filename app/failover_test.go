@@ -21,6 +21,7 @@ const replicationLag = 250 * time.Millisecond
 
 // processedEvent is one event as a processor saw it.
 type processedEvent struct {
+	stream string
 	key    string
 	seq    int
 	part   int
@@ -44,10 +45,10 @@ type failoverLog struct {
 	fails int // sends that returned an error
 }
 
-func (l *failoverLog) processor(worker string) func(ctx context.Context, events *stream.Events[event]) error {
+func (l *failoverLog) processor(worker, name string) func(ctx context.Context, events *stream.Events[event]) error {
 	return func(ctx context.Context, events *stream.Events[event]) error {
 		for e := range events.All() {
-			p := processedEvent{key: e.Record.Key, seq: e.Record.Seq, part: e.Partition, worker: worker, token: events.Token(), at: time.Now()}
+			p := processedEvent{stream: name, key: e.Record.Key, seq: e.Record.Seq, part: e.Partition, worker: worker, token: events.Token(), at: time.Now()}
 			l.mu.Lock()
 			l.done = append(l.done, p)
 			l.mu.Unlock()
@@ -72,7 +73,7 @@ func TestClusterFailover(t *testing.T) {
 	const partitions = 12
 	opts := executor.Options{LockExpiry: 6 * time.Second, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second}
 	log := &failoverLog{}
-	newApp := func(worker string) (*app.App, *stream.Stream[event]) {
+	newApp := func(worker string) (*app.App, *stream.Stream[event], *stream.Stream[event]) {
 		a, err := app.New(app.Config{Name: "shop", Client: cl.Client(t), WorkerID: worker, Logger: testLogger(),
 			Processing: opts, LeaderLease: 2 * time.Second})
 		if err != nil {
@@ -82,14 +83,23 @@ func TestClusterFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := app.Process(a, s, "p", log.processor(worker)); err != nil {
+		if err := app.Process(a, s, "p", log.processor(worker, "events")); err != nil {
 			t.Fatal(err)
 		}
-		return a, s
+		// A stream that never trims unprocessed entries sends through a
+		// script: its sends are retried too.
+		gs, err := stream.Declare[event](a, "guarded", stream.KeyField("key"), stream.Partitions(6), stream.WhenFull(stream.Wait))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Process(a, gs, "p", log.processor(worker, "guarded")); err != nil {
+			t.Fatal(err)
+		}
+		return a, s, gs
 	}
-	_, s := newApp("producer") // sends only; never runs
-	a1, _ := newApp("w1")
-	a2, _ := newApp("w2")
+	_, s, gs := newApp("producer") // sends only; never runs
+	a1, _, _ := newApp("w1")
+	a2, _, _ := newApp("w2")
 	w1, w2 := startWorker(t, a1), startWorker(t, a2)
 
 	// Keys, their partitions and the masters serving them.
@@ -108,6 +118,19 @@ func TestClusterFailover(t *testing.T) {
 		masterOfPart[p] = cl.MasterOf(t, app.PartitionKey(s, p))
 	}
 	victim := masterOfPart[partOf[keys[0]]]
+	keyMaster := map[string]string{} // key of either stream -> its master
+	streamOf := map[string]*stream.Stream[event]{}
+	for _, k := range keys {
+		keyMaster[k], streamOf[k] = masterOfPart[partOf[k]], s
+	}
+	for i := range 6 {
+		k := fmt.Sprintf("g%d", i)
+		p, err := gs.Partition(event{Key: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyMaster[k], streamOf[k] = cl.MasterOf(t, app.PartitionKey(gs, p)), gs
+	}
 	var moved, kept []int // partitions with keys on the victim, on the others
 	for p := range partitions {
 		if !slices.Contains(slices.Collect(maps.Values(partOf)), p) {
@@ -127,7 +150,7 @@ func TestClusterFailover(t *testing.T) {
 	// last one was acknowledged, with a pause of 5ms between records.
 	ctx, stop := context.WithCancel(context.Background())
 	var prod sync.WaitGroup
-	for _, k := range keys {
+	for k, s := range streamOf {
 		prod.Add(1)
 		go func() {
 			defer prod.Done()
@@ -213,12 +236,12 @@ func TestClusterFailover(t *testing.T) {
 	// the kill; any other record not processed is a failure.
 	var lost []acked
 	for _, a := range missing() {
-		if masterOfPart[partOf[a.key]] == victim && a.at.Before(killedAt) && killedAt.Sub(a.at) < replicationLag {
+		if keyMaster[a.key] == victim && a.at.Before(killedAt) && killedAt.Sub(a.at) < replicationLag {
 			lost = append(lost, a)
 			continue
 		}
-		t.Errorf("record %s/%d (partition %d, acknowledged %s after the kill) not processed",
-			a.key, a.seq, partOf[a.key], a.at.Sub(killedAt))
+		t.Errorf("record %s/%d (on %s, acknowledged %s after the kill) not processed",
+			a.key, a.seq, keyMaster[a.key], a.at.Sub(killedAt))
 	}
 	for _, w := range []*worker{w1, w2} {
 		if err := w.stop(t); err != nil {
@@ -229,6 +252,7 @@ func TestClusterFailover(t *testing.T) {
 	done := slices.Clone(log.done)
 	log.mu.Unlock()
 	slices.SortStableFunc(done, func(a, b processedEvent) int { return a.at.Compare(b.at) })
+	events := slices.DeleteFunc(slices.Clone(done), func(p processedEvent) bool { return p.stream != "events" })
 
 	// Per key: in order, redeliveries aside.
 	last := map[string]int{}
@@ -250,22 +274,23 @@ func TestClusterFailover(t *testing.T) {
 	// fencing token) processed an event of a partition, an earlier owner
 	// processes none of it any more, and each owner's token is higher than
 	// the one before (a lock lost with the master included).
-	owners := map[int][]string{}
-	tokens := map[int][]int64{}
+	owners := map[string][]string{} // stream/partition -> owners in turn
+	tokens := map[string][]int64{}
 	for _, p := range done {
 		o := fmt.Sprintf("%s#%d", p.worker, p.token)
-		os := owners[p.part]
+		part := fmt.Sprintf("%s/%d", p.stream, p.part)
+		os := owners[part]
 		if n := len(os); n > 0 && os[n-1] == o {
 			continue
 		}
 		if slices.Contains(os, o) {
-			t.Errorf("partition %d: owner %s processed again after %v took over", p.part, o, os[slices.Index(os, o)+1:])
+			t.Errorf("partition %s: owner %s processed again after %v took over", part, o, os[slices.Index(os, o)+1:])
 		}
-		if ts := tokens[p.part]; len(ts) > 0 && p.token <= ts[len(ts)-1] {
-			t.Errorf("partition %d: owner %s after token %d", p.part, o, ts[len(ts)-1])
+		if ts := tokens[part]; len(ts) > 0 && p.token <= ts[len(ts)-1] {
+			t.Errorf("partition %s: owner %s after token %d", part, o, ts[len(ts)-1])
 		}
-		owners[p.part] = append(os, o)
-		tokens[p.part] = append(tokens[p.part], p.token)
+		owners[part] = append(os, o)
+		tokens[part] = append(tokens[part], p.token)
 	}
 
 	// The longest pause of partitions on the other masters, between the
@@ -276,7 +301,7 @@ func TestClusterFailover(t *testing.T) {
 		worstPart := -1
 		for _, part := range parts {
 			prev := from
-			for _, p := range done {
+			for _, p := range events {
 				if p.part != part || p.at.Before(from) || p.at.After(to) {
 					continue
 				}
@@ -303,7 +328,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	var keptLatency time.Duration
 	first := map[string]bool{}
-	for _, p := range done {
+	for _, p := range events {
 		id := fmt.Sprintf("%s/%d", p.key, p.seq)
 		if first[id] || masterOfPart[p.part] == victim {
 			continue
@@ -320,7 +345,7 @@ func TestClusterFailover(t *testing.T) {
 	sendGap := map[bool]time.Duration{} // on the victim -> longest pause
 	prevAck := map[string]time.Time{}
 	for _, a := range sent {
-		onVictim := masterOfPart[partOf[a.key]] == victim
+		onVictim := keyMaster[a.key] == victim
 		if onVictim && a.at.After(promotedAt) && (firstMoved < 0 || a.at.Sub(promotedAt) < firstMoved) {
 			firstMoved = a.at.Sub(promotedAt)
 		}
@@ -344,7 +369,7 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("longest wait from acknowledgement to processing on the other masters: %s", keptLatency.Round(time.Millisecond))
 	for p, os := range owners {
 		if len(os) > 1 {
-			t.Logf("partition %d owners in turn: %v", p, os)
+			t.Logf("partition %s owners in turn: %v", p, os)
 		}
 	}
 
