@@ -19,7 +19,9 @@
 // (once, however many Apps share it): when a command or pipeline fails
 // because of a failover (connection refused or reset, CLUSTERDOWN, MOVED,
 // ASK, TRYAGAIN, READONLY, MASTERDOWN), it reloads the client's slot map,
-// at most every 100ms, instead of waiting for go-redis's periodic reload. Config.Processing holds the defaults of every
+// at most every 100ms, instead of waiting for go-redis's periodic reload.
+// go-redis does not synchronise adding a hook with commands in flight:
+// create the App before other goroutines use a cluster client you pass. Config.Processing holds the defaults of every
 // processor's options; [Process] takes per-processor [ProcessorOption]
 // values (LockExpiry, Grace, OnError, Retries, ...), which set exactly the
 // value given, zero included. Settings that cannot work are refused by New

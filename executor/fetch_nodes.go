@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/leatdev/leat/internal/topology"
@@ -85,9 +86,11 @@ func (f *fetcher) isolate(ctx context.Context, failed []fetchWork, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for addr, states := range byNode {
+		again := false // a failure in a row: said already
 		for _, s := range states {
 			s.probing = true
 			s.failures++
+			again = again || s.failures > 1
 		}
 		if pr := f.probes[addr]; pr != nil {
 			pr.states = append(pr.states, states...)
@@ -95,7 +98,11 @@ func (f *fetcher) isolate(ctx context.Context, failed []fetchWork, err error) {
 		}
 		pr := &probe{states: states}
 		f.probes[addr] = pr
-		f.log.Warn("fetch failed on a cluster node: its partitions wait for it, the others go on",
+		level := slog.LevelWarn
+		if again {
+			level = slog.LevelDebug
+		}
+		f.log.Log(ctx, level, "fetch failed on a cluster node: its partitions wait for it, the others go on",
 			"node", addr, "partitions", len(states), "error", err)
 		f.probeWG.Add(1)
 		go func() {

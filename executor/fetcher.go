@@ -287,10 +287,13 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 	}
 	err := exec()
 	if scripts.IsNoScript(err) {
-		if err := scripts.Load(ctx, f.rounds); err != nil {
-			return nil, err
+		// On Cluster, SCRIPT LOAD fails while a master is gone: the reads
+		// of the nodes without the scripts then fail alone (see isolate).
+		if lerr := scripts.Load(ctx, f.rounds); lerr == nil {
+			err = exec()
+		} else if !f.perNode() {
+			return nil, lerr
 		}
-		err = exec()
 	}
 	var firstErr error
 	var failed []fetchWork

@@ -22,7 +22,8 @@ var attached sync.Map // weak.Pointer[redis.ClusterClient] -> struct{}
 // its slot map (ClusterClient.ReloadState) when a command or a pipeline
 // fails with an error that says the map is stale (see Stale), at most once
 // per ReloadEvery. Other clients are left as they are; attaching twice adds
-// one hook.
+// one hook. go-redis does not synchronise adding a hook with commands in
+// flight: attach before the client is used from other goroutines.
 func Attach(c redis.UniversalClient) {
 	cc, ok := c.(*redis.ClusterClient)
 	if !ok || cc == nil {
