@@ -39,10 +39,12 @@ type acked struct {
 
 // failoverLog records the sends and the processing of a failover test.
 type failoverLog struct {
-	mu    sync.Mutex
-	sent  []acked
-	done  []processedEvent
-	fails int // sends that returned an error
+	mu      sync.Mutex
+	sent    []acked
+	done    []processedEvent
+	fails   int                  // sends that returned an error
+	lastErr map[string]string    // key -> last send error
+	inSend  map[string]time.Time // key -> start of the send in progress
 }
 
 func (l *failoverLog) processor(worker, name string) func(ctx context.Context, events *stream.Events[event]) error {
@@ -72,7 +74,7 @@ func TestClusterFailover(t *testing.T) {
 	cl := redistest.StartClusterReplicas(t, 3, 1)
 	const partitions = 12
 	opts := executor.Options{LockExpiry: 6 * time.Second, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second}
-	log := &failoverLog{}
+	log := &failoverLog{inSend: map[string]time.Time{}}
 	newApp := func(worker string) (*app.App, *stream.Stream[event], *stream.Stream[event]) {
 		a, err := app.New(app.Config{Name: "shop", Client: cl.Client(t), WorkerID: worker, Logger: testLogger(),
 			Processing: opts, LeaderLease: 2 * time.Second})
@@ -150,6 +152,7 @@ func TestClusterFailover(t *testing.T) {
 	// last one was acknowledged, with a pause of 5ms between records.
 	ctx, stop := context.WithCancel(context.Background())
 	var prod sync.WaitGroup
+	t.Cleanup(func() { stop(); prod.Wait() }) // before the clients close, also after a Fatal
 	for k, s := range streamOf {
 		prod.Add(1)
 		go func() {
@@ -158,14 +161,21 @@ func TestClusterFailover(t *testing.T) {
 			defer tick.Stop()
 			for seq := 0; ctx.Err() == nil; seq++ {
 				sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				log.mu.Lock()
+				log.inSend[k] = time.Now()
+				log.mu.Unlock()
 				_, err := s.Send(sctx, event{Key: k, Seq: seq})
 				cancel()
 				log.mu.Lock()
+				delete(log.inSend, k)
 				if err == nil {
 					log.sent = append(log.sent, acked{key: k, seq: seq, at: time.Now()})
 				} else if ctx.Err() == nil {
 					log.fails++
-					t.Logf("send %s/%d: %v", k, seq, err)
+					if log.lastErr == nil {
+						log.lastErr = map[string]string{}
+					}
+					log.lastErr[k] = fmt.Sprintf("%d: %v", seq, err)
 				}
 				log.mu.Unlock()
 				select {
@@ -181,12 +191,34 @@ func TestClusterFailover(t *testing.T) {
 		return len(log.done)
 	}
 	redistest.Eventually(t, 20*time.Second, "processing under load", func() bool { return count() > 500 })
+	// The kill comes once the workers share the partitions and no partition
+	// changed owner for a second: a partition being handed over when its
+	// lock's master dies, or whose new owner's acquisition fails after
+	// writing the lock, waits for the lock to expire (LockExpiry).
+	ownership := func() (workers, total int) {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		seen, ws := map[string]bool{}, map[string]bool{}
+		for _, p := range log.done {
+			seen[fmt.Sprintf("%s/%d %s#%d", p.stream, p.part, p.worker, p.token)] = true
+			ws[p.worker] = true
+		}
+		return len(ws), len(seen)
+	}
+	stable, lastN := time.Now(), -1
+	redistest.Eventually(t, 20*time.Second, "a stable assignment", func() bool {
+		w, n := ownership()
+		if n != lastN {
+			stable, lastN = time.Now(), n
+		}
+		return w == 2 && time.Since(stable) > time.Second
+	})
 
 	killedAt := cl.Kill(t, victim)
 	fo := cl.WaitFailover(t, victim, 30*time.Second)
 	promotion, promotedAt := fo.Took(), fo.Promoted
 	// Load goes on until every key's sends succeed again, and a while after.
-	redistest.Eventually(t, 30*time.Second, "sends to every key after the promotion", func() bool {
+	recovered := func() []string { // keys without an acknowledged send since the promotion
 		log.mu.Lock()
 		defer log.mu.Unlock()
 		after := map[string]bool{}
@@ -195,8 +227,21 @@ func TestClusterFailover(t *testing.T) {
 				after[a.key] = true
 			}
 		}
-		return len(after) == len(keys)
-	})
+		var out []string
+		for k := range streamOf {
+			if !after[k] {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	for wait := time.Now().Add(30 * time.Second); len(recovered()) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(wait) {
+			keys := recovered()
+			log.mu.Lock()
+			t.Fatalf("no acknowledged send since the promotion 30s ago to keys %v (last errors %v, sends in progress since %v)", keys, log.lastErr, log.inSend)
+		}
+	}
 	settled := time.Now()
 	redistest.Eventually(t, 10*time.Second, "load after the failover", func() bool { return time.Since(settled) > time.Second })
 	stop()

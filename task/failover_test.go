@@ -106,7 +106,7 @@ func TestClusterFailover(t *testing.T) {
 			}
 		}()
 	}
-	defer func() { stop(); prod.Wait() }()
+	t.Cleanup(func() { stop(); prod.Wait() }) // before the clients close, also after a Fatal
 	redistest.Eventually(t, 20*time.Second, "tasks under load", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
