@@ -11,6 +11,7 @@ import (
 	"github.com/leatdev/leat/internal/clock"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
@@ -52,6 +53,7 @@ func New(cfg Config) (*App, error) {
 		}
 		a.ownsClient = true
 	}
+	topology.Attach(a.client) // Cluster: reload the slot map at the first sign of a failover
 	a.logger = cfg.Logger.With("app", cfg.Name, "worker", cfg.WorkerID)
 	a.catalog = core.NewCatalog(a.client, a.keys, core.Defaults{
 		Partitions: cfg.Partitions,

@@ -18,7 +18,14 @@
 // client it did not create; from Config.RedisURL it makes a single-server
 // client, or a cluster client when Config.Cluster is set or the URL names
 // more nodes (?addr=HOST:PORT), and [App.Ping] refuses a Redis Cluster node
-// reached through a single-server client ([ErrClusterNode]). Config.Processing holds the defaults of every
+// reached through a single-server client ([ErrClusterNode]). New adds one
+// hook to a *redis.ClusterClient (once, however many Apps share it): when a
+// command or pipeline fails because of a failover (connection refused or
+// reset, CLUSTERDOWN, MOVED, ASK, TRYAGAIN, READONLY, MASTERDOWN), it
+// reloads the client's slot map, at most every 100ms, instead of waiting for
+// go-redis's periodic reload. go-redis does not synchronise adding a hook
+// with commands in flight: create the App before other goroutines use a
+// cluster client you pass. Config.Processing holds the defaults of every
 // processor's options; [Process] takes per-processor [ProcessorOption]
 // values (LockExpiry, Grace, OnError, Retries, ...), which set exactly the
 // value given, zero included. Settings that cannot work are refused by New

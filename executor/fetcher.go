@@ -51,6 +51,10 @@ type fetcher struct {
 	unblock chan struct{}
 
 	tx *txConn // the fetcher goroutine's own connection for fenced reads
+
+	rounds  redis.UniversalClient // the client of scripted reads (roundClient)
+	probes  map[string]*probe     // Cluster: failing nodes' partitions, by node (fetch_nodes.go)
+	probeWG sync.WaitGroup
 }
 
 type fetchState struct {
@@ -59,6 +63,9 @@ type fetchState struct {
 	hasData bool   // the last read was full: read again without waiting
 	last    string // last ID seen, for the blocking XREAD
 	noGroup bool   // the group is missing (stream deleted): create it again
+
+	probing  bool // its node failed: a probe owns it until the node answers (fetch_nodes.go)
+	failures int  // reads failed in a row, for the probe's backoff
 
 	trimReported int64          // unread trimmed entries already reported (see trim.go)
 	trimNotice   *core.Delivery // a report to deliver before the next entries
@@ -86,7 +93,7 @@ func (s *fetchState) push(ds []core.Delivery) {
 
 func newFetcher(e *Executor) *fetcher {
 	return &fetcher{
-		e: e, log: e.log, parts: map[int]*fetchState{},
+		e: e, log: e.log, parts: map[int]*fetchState{}, probes: map[string]*probe{},
 		wake: make(chan struct{}, 1), unblock: make(chan struct{}, 1),
 	}
 }
@@ -170,8 +177,12 @@ type fetchWork struct {
 
 // run reads until ctx is done.
 func (f *fetcher) run(ctx context.Context) {
+	rounds, closeRounds := roundClient(f.e.client)
+	defer closeRounds() // after the probes and the unblocker ended
+	f.rounds = rounds
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer f.probeWG.Wait()
 	bctx, stop := context.WithCancel(ctx)
 	defer stop()
 	blocker := newBlocker(f.e.own)
@@ -212,6 +223,9 @@ func (f *fetcher) collect() []fetchWork {
 			s.push(nil) // no read until what was read is in the buffer
 			continue
 		}
+		if s.probing {
+			continue
+		}
 		free := cap(s.p.buf) - len(s.p.buf)
 		if free < f.watermark() || (s.cursor == "" && !s.hasData) {
 			continue
@@ -250,15 +264,20 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 		}
 		work = scripted
 	}
-	return f.readScripted(ctx, work)
+	failed, err := f.readScripted(ctx, work)
+	if len(failed) > 0 && f.perNode() {
+		f.isolate(ctx, failed, err) // the others go on at once
+		return nil
+	}
+	return err
 }
 
 // readScripted runs the fenced fetch script of every partition in work in
-// one pipeline.
-func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) error {
+// one pipeline. It returns the reads that failed, and the first error.
+func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWork, error) {
 	e := f.e
 	exec := func() error {
-		pipe := e.client.Pipeline()
+		pipe := f.rounds.Pipeline()
 		for i := range work {
 			w := &work[i]
 			w.cmd = scripts.Fetch(ctx, pipe, w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
@@ -268,12 +287,16 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) error {
 	}
 	err := exec()
 	if scripts.IsNoScript(err) {
-		if err := scripts.Load(ctx, e.client); err != nil {
-			return err
+		// On Cluster, SCRIPT LOAD fails while a master is gone: the reads
+		// of the nodes without the scripts then fail alone (see isolate).
+		if lerr := scripts.Load(ctx, f.rounds); lerr == nil {
+			err = exec()
+		} else if !f.perNode() {
+			return nil, lerr
 		}
-		err = exec()
 	}
 	var firstErr error
+	var failed []fetchWork
 	for _, w := range work {
 		res, err := scripts.ParseFetch(w.cmd)
 		if err != nil {
@@ -282,6 +305,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) error {
 				continue
 			}
 			firstErr = cmp.Or(firstErr, err)
+			failed = append(failed, w)
 			continue
 		}
 		f.deliver(w, res)
@@ -289,7 +313,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) error {
 	if firstErr == nil && err != nil && !isNoGroup(err) {
 		firstErr = err
 	}
-	return firstErr
+	return failed, firstErr
 }
 
 func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error(), "NOGROUP") }
@@ -328,6 +352,7 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 		s.trimNotice = nil
 	}
 	s.push(ds)
+	s.failures = 0
 	if w.cursor != "" {
 		s.cursor = res.Cursor
 		if s.cursor == "0-0" || s.cursor == "" {

@@ -28,6 +28,12 @@
 // record first, so a record that cannot be encoded fails the call before
 // anything is sent ([ErrEncode]). Then they pipeline XADD ... MAXLEN ~ size,
 // a batch of commands per round trip, and return the entry IDs in order.
+// On Redis Cluster, records that a failover refused (the node was gone or
+// answered CLUSTERDOWN, MOVED, TRYAGAIN, READONLY: the XADD did not run) are
+// sent again after the client's slot map was reloaded, in order, before the
+// partition's next records, until ctx ends or 30s pass without progress;
+// records whose connection broke after they were written are sent again
+// too, and may then be added twice (delivery is at-least-once).
 //
 // # Events
 //

@@ -1,12 +1,15 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -136,7 +139,9 @@ func (c *Core) SendEntries(ctx context.Context, entries []Entry) ([]string, erro
 }
 
 // sendLane sends the entries at idx (all of them when idx is nil) in order,
-// a pipeline of SendBatch XADDs at a time, writing their IDs into ids.
+// a pipeline of SendBatch XADDs at a time, writing their IDs into ids. On a
+// Cluster client, the part of a round trip that failed because of a
+// failover is sent again (see sendRetry) before the next round trip.
 func (c *Core) sendLane(ctx context.Context, entries []Entry, idx []int, ids []string) error {
 	n := len(idx)
 	if idx == nil {
@@ -149,24 +154,111 @@ func (c *Core) sendLane(ctx context.Context, entries []Entry, idx []int, ids []s
 		return idx[k]
 	}
 	batch := c.catalog.defaults.SendBatch
-	size := strconv.FormatInt(c.def.Size, 10)
-	cmds := make([]*redis.Cmd, 0, min(batch, n))
+	_, cluster := c.catalog.client.(*redis.ClusterClient)
+	todo := make([]int, 0, min(batch, n))
 	for start := 0; start < n; start += batch {
 		end := min(start+batch, n)
-		cmds = cmds[:0]
-		pipe := c.catalog.client.Pipeline()
+		todo = todo[:0]
 		for k := start; k < end; k++ {
-			e := &entries[at(k)]
-			cmds = append(cmds, pipe.Do(ctx, e.xaddArgs(c.PartitionKey(e.Partition), size)...))
+			todo = append(todo, at(k))
 		}
-		_, err := pipe.Exec(ctx)
-		for k, cmd := range cmds {
-			if id, err := cmd.Text(); err == nil {
-				ids[at(start+k)] = id
-			}
+		again, err := c.sendRound(ctx, entries, todo, ids)
+		if len(again) > 0 && cluster {
+			err = c.sendRetry(ctx, entries, again, ids, err)
 		}
 		if err != nil {
 			return fmt.Errorf("stream %q: send: %w", c.def.Name, err)
+		}
+	}
+	return nil
+}
+
+// sendRound sends the entries at todo in one pipeline and writes the IDs
+// of those that were added into ids. It returns the entries to send again
+// (see retryable), in order, with the error of the first of them, or, when
+// an entry failed otherwise, no entries and that error.
+func (c *Core) sendRound(ctx context.Context, entries []Entry, todo []int, ids []string) ([]int, error) {
+	size := strconv.FormatInt(c.def.Size, 10)
+	cmds := make([]*redis.Cmd, len(todo))
+	pipe := c.catalog.client.Pipeline()
+	for k, i := range todo {
+		e := &entries[i]
+		cmds[k] = pipe.Do(ctx, e.xaddArgs(c.PartitionKey(e.Partition), size)...)
+	}
+	_, err := pipe.Exec(ctx)
+	var again []int
+	var againErr error
+	var failed map[int]bool // partitions with an entry to send again
+	for k, cmd := range cmds {
+		i := todo[k]
+		id, cerr := cmd.Text()
+		if cerr == nil {
+			ids[i] = id
+			if failed[entries[i].Partition] {
+				// An earlier entry of this partition failed and this one
+				// was added: the node's state changed within the round trip.
+				c.catalog.logger.Warn("send: entries of a partition added out of order during a cluster failover",
+					"stream", c.def.Name, "partition", entries[i].Partition)
+				delete(failed, entries[i].Partition) // once
+			}
+			continue
+		}
+		if !retryable(cerr) {
+			return nil, cerr
+		}
+		if failed == nil {
+			failed = map[int]bool{}
+		}
+		failed[entries[i].Partition] = true
+		again = append(again, i)
+		againErr = cmp.Or(againErr, cerr)
+	}
+	return again, cmp.Or(againErr, err)
+}
+
+// retryable reports whether an XADD that failed with err may be sent again:
+// it did not run (refused, CLUSTERDOWN, MOVED, TRYAGAIN, ...), or its
+// connection broke after it was written, when sending it again may add it
+// twice, which at-least-once delivery allows.
+func retryable(err error) bool { return topology.Classify(err) != topology.Final }
+
+// Send retries on Cluster: after a failed round trip the client's slot map
+// is reloaded and the failed entries are sent again, with backoff from
+// sendRetryMin to sendRetryMax, until they are added, one fails otherwise,
+// ctx ends, or sendRetryFor passed without progress.
+const (
+	sendRetryMin = 20 * time.Millisecond
+	sendRetryMax = 500 * time.Millisecond
+	sendRetryFor = 30 * time.Second
+)
+
+// sendRetry sends the entries at again until they are added (see the
+// constants above); err is the error of the round that left them.
+func (c *Core) sendRetry(ctx context.Context, entries []Entry, again []int, ids []string, err error) error {
+	wait := sendRetryMin
+	giveUp := time.Now().Add(sendRetryFor)
+	for len(again) > 0 {
+		if time.Now().After(giveUp) {
+			return fmt.Errorf("%d entries not added after retrying for %s: %w", len(again), sendRetryFor, err)
+		}
+		topology.Reload(c.catalog.client)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%d entries not added: %w (retrying after: %w)", len(again), ctx.Err(), err)
+		case <-t.C:
+		}
+		before := len(again)
+		again, err = c.sendRound(ctx, entries, again, ids)
+		if len(again) == 0 {
+			return err
+		}
+		if len(again) < before {
+			giveUp = time.Now().Add(sendRetryFor)
+			wait = sendRetryMin
+		} else {
+			wait = min(2*wait, sendRetryMax)
 		}
 	}
 	return nil

@@ -1,12 +1,14 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,7 +20,10 @@ import (
 // entries, trims only processed ones. The chunks of all partitions share
 // a pipelined round trip. A partition that has no room fails (refuse: the
 // rest of its entries are not sent, to keep their order) or waits, with
-// backoff, for its processors to make room (wait).
+// backoff, for its processors to make room (wait). On Redis Cluster, a
+// chunk refused because of a failover is sent again like the XADDs of
+// other streams (see sendRetry): after a reload of the slot map, with
+// backoff, until ctx ends or sendRetryFor passes without progress.
 
 // guardWaitMax caps the wait between two tries of a full partition.
 const guardWaitMax = time.Second
@@ -36,11 +41,15 @@ func (c *Core) sendGuarded(ctx context.Context, entries []Entry, ids []string) e
 		}
 		byPart[p] = append(byPart[p], i)
 	}
-	if err := scripts.Load(ctx, c.catalog.client); err != nil {
+	_, cluster := c.catalog.client.(*redis.ClusterClient)
+	// SCRIPT LOAD goes to every master: during a failover one is gone, and
+	// the chunks tell which partitions cannot be sent (NOSCRIPT included).
+	if err := scripts.Load(ctx, c.catalog.client); err != nil && !(cluster && retryable(err)) {
 		return fmt.Errorf("stream %q: send: %w", c.def.Name, err)
 	}
 	var refused []error
 	wait := 10 * time.Millisecond
+	lastProgress := time.Now()
 	for len(order) > 0 {
 		pipe := c.catalog.client.Pipeline()
 		type chunk struct {
@@ -61,9 +70,14 @@ func (c *Core) sendGuarded(ctx context.Context, entries []Entry, ids []string) e
 		_, _ = pipe.Exec(ctx) // replies are read one by one
 		next := order[:0:0]
 		progress := false
+		var failover error // of a chunk to send again
 		for _, ch := range chunks {
 			got, unprocessed, ok, err := scripts.ParseGuardedAdd(ch.cmd)
 			switch {
+			case err != nil && (scripts.IsNoScript(err) || cluster && retryable(err)):
+				// Not run (or, connection lost, perhaps run): send again.
+				failover = cmp.Or(failover, err)
+				next = append(next, ch.p)
 			case err != nil:
 				return fmt.Errorf("stream %q: send: %w", c.def.Name, err)
 			case ok:
@@ -91,6 +105,19 @@ func (c *Core) sendGuarded(ctx context.Context, entries []Entry, ids []string) e
 			break
 		}
 		if progress {
+			lastProgress = time.Now()
+		}
+		if failover != nil {
+			if time.Since(lastProgress) > sendRetryFor {
+				return fmt.Errorf("stream %q: send: entries of %d partitions not added after retrying for %s: %w",
+					c.def.Name, len(order), sendRetryFor, failover)
+			}
+			topology.Reload(c.catalog.client)
+			if scripts.IsNoScript(failover) {
+				_ = scripts.Load(ctx, c.catalog.client) // a promoted replica may lack them; else the next round tells
+			}
+		}
+		if progress && failover == nil {
 			wait = 10 * time.Millisecond
 			continue
 		}
@@ -98,6 +125,9 @@ func (c *Core) sendGuarded(ctx context.Context, entries []Entry, ids []string) e
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if failover != nil {
+				return fmt.Errorf("stream %q: %d partitions not sent: %w (retrying after: %w)", c.def.Name, len(order), ctx.Err(), failover)
+			}
 			return fmt.Errorf("stream %q: waiting for room in %d partitions: %w", c.def.Name, len(order), ctx.Err())
 		case <-t.C:
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -137,6 +138,7 @@ func Client(c redis.UniversalClient, size int) (redis.UniversalClient, func()) {
 		opt.MaintNotificationsConfig = off
 		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = size, 0, size
 		lc := redis.NewClusterClient(&opt)
+		topology.Attach(lc) // hooks are not options: follow failovers like c
 		return lc, func() { _ = lc.Close() }
 	}
 	return c, func() {}

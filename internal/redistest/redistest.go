@@ -11,7 +11,9 @@
 // command that installs it, except under CI=true, where they fail.
 //
 // Tests that restart or stop Redis start a private server with [Start];
-// [StartCluster] starts a Redis Cluster.
+// [StartCluster] starts a Redis Cluster; [StartClusterReplicas] one with
+// replicas, whose masters a test can kill ([Cluster.Kill]) and wait for a
+// replica to take over ([Cluster.WaitFailover]).
 package redistest
 
 import (
@@ -51,6 +53,10 @@ func Main(m *testing.M, opts ...goleak.Option) {
 		shared.Stop()
 	}
 	if code == 0 {
+		// After a test killed a server (a cluster master), go-redis keeps
+		// one goroutine per pool that had a dial fail, trying to dial again
+		// every second: it ends at its next try once the client is closed.
+		opts = append(opts, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
 		if err := goleak.Find(opts...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 			code = 1
