@@ -23,32 +23,32 @@ func Send(ctx context.Context, client redis.UniversalClient, cfg Config) (res Re
 	if err != nil {
 		return Result{}, err
 	}
-	sp, err := newSpace(client)
+	sp, err := NewSpace(client)
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() { err = errors.Join(err, sp.drop(ctx)) }()
+	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
 
 	recs := records(cfg.Events, cfg.PayloadBytes)
 	raw, err := encodeRaw(recs, sp, cfg.Partitions)
 	if err != nil {
 		return Result{}, err
 	}
-	vs, err := measure(ctx, cfg, sp, []variant{
-		{VariantLeat, func(ctx context.Context) (time.Duration, error) { return sendLeat(ctx, sp, cfg, recs) }},
-		{VariantRaw, func(ctx context.Context) (time.Duration, error) { return sendRaw(ctx, client, raw) }},
+	vs, err := measure(ctx, cfg, sp, []Workload{
+		Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return sendLeat(ctx, sp, cfg, recs) }),
+		Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return sendRaw(ctx, client, raw) }),
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	return newResult(BenchmarkSend, cfg, vs), nil
+	return NewResult(BenchmarkSend, cfg, vs, Pair{VariantLeat, VariantRaw}), nil
 }
 
 // sendLeat sends recs to a new stream with SendMany, sendChunk records per
 // call, and returns how long the sends took. The stream's registry entry is
 // written before the clock starts.
-func sendLeat(ctx context.Context, sp space, cfg Config, recs []record) (time.Duration, error) {
-	a, err := sp.newApp(cfg)
+func sendLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Duration, error) {
+	a, err := sp.NewApp(cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -77,7 +77,7 @@ type rawEntry struct {
 }
 
 // encodeRaw encodes and routes recs as leat would, for the raw variant.
-func encodeRaw(recs []record, sp space, partitions int) ([]rawEntry, error) {
+func encodeRaw(recs []record, sp Space, partitions int) ([]rawEntry, error) {
 	ks := sp.keys()
 	out := make([]rawEntry, len(recs))
 	for i := range recs {
