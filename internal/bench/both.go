@@ -28,7 +28,7 @@ const bothChunk = 1000
 // XREADGROUP on all partitions, decoding each record and acknowledging each
 // reply. Every key it wrote is deleted before it returns.
 func Both(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.withDefaults()
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
 		return Result{}, err
 	}

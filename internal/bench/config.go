@@ -49,8 +49,9 @@ type Config struct {
 	Logger *slog.Logger `json:"-"`
 }
 
-// withDefaults checks c and returns it with defaults filled in.
-func (c Config) withDefaults() (Config, error) {
+// WithDefaults checks c and returns it with defaults filled in, or an
+// error naming every setting out of range.
+func (c Config) WithDefaults() (Config, error) {
 	var errs []error
 	fill := func(v *int, name string, def, limit int) {
 		switch {

@@ -28,7 +28,7 @@ const (
 // connections (CLIENT LIST, by the name of its client). The server should
 // be otherwise idle. Every key it wrote is deleted before it returns.
 func Idle(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.withDefaults()
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
 		return Result{}, err
 	}

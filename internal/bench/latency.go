@@ -47,7 +47,7 @@ type latRecord struct {
 // reports p50, p99 and p99.9 in milliseconds and the rate achieved. Every
 // key it wrote is deleted before it returns.
 func Latency(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.withDefaults()
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
 		return Result{}, err
 	}

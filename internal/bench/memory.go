@@ -48,7 +48,7 @@ const (
 // the same 100 bytes as the only field (as "raw"). RSS needs Linux's
 // /proc. Every key it wrote is deleted before it returns.
 func Memory(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.withDefaults()
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
 		return Result{}, err
 	}

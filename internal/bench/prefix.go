@@ -20,9 +20,9 @@ const (
 	streamName = "events"
 )
 
-// dropTimeout bounds the final deletion of a benchmark's keys, which runs
+// DropTimeout bounds the final deletion of a benchmark's keys, which runs
 // even when the benchmark's context is cancelled.
-const dropTimeout = 30 * time.Second
+const DropTimeout = 30 * time.Second
 
 // Space is the key prefix of one benchmark on one server: PrefixRoot and a
 // random suffix, so that benchmarks never meet each other's keys nor an
@@ -92,7 +92,7 @@ func (s Space) Clean(ctx context.Context) error {
 // Drop deletes every key of the space at the end of a benchmark, also when
 // ctx is already cancelled.
 func (s Space) Drop(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DropTimeout)
 	defer cancel()
 	return s.Clean(ctx)
 }

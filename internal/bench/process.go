@@ -26,7 +26,7 @@ const (
 // the same records beforehand. See the package documentation. Every key it
 // wrote is deleted before it returns.
 func Process(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.withDefaults()
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
 		return Result{}, err
 	}
@@ -188,4 +188,23 @@ func decodeRecord(m redis.XMessage) error {
 		return fmt.Errorf("decode entry %s: %w", m.ID, err)
 	}
 	return nil
+}
+
+// LeatProcess is the leat variant of Process as a workload.
+func LeatProcess(sp Space, cfg Config) Workload {
+	return Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		return processLeat(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes))
+	})
+}
+
+// RawProcess is the raw variant of Process as a workload, decoding each
+// record with decode.
+func RawProcess(sp Space, cfg Config, decode bool) Workload {
+	name := VariantRaw
+	if decode {
+		name = VariantRawDecode
+	}
+	return Timed(name, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		return processRaw(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes), decode)
+	})
 }

@@ -44,7 +44,7 @@ var rebFigures = []string{FigureMoved, FigureMovedGap, FigureMovedGapMed, Figure
 // partitions of their largest gap), and the largest gap of a partition
 // that did not move. Every key it wrote is deleted before it returns.
 func Rebalance(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.withDefaults()
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
 		return Result{}, err
 	}

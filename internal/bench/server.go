@@ -29,10 +29,15 @@ type Server struct {
 // persisting every write to an append-only file (appendonly yes,
 // appendfsync everysec) in a new temporary directory, and waits until it
 // answers. Stop stops it and deletes the directory.
-func StartAOFServer(ctx context.Context) (*Server, error) {
+func StartAOFServer(ctx context.Context) (*Server, error) { return StartServer(ctx, true) }
+
+// StartServer starts a redis-server found in PATH on a free local port,
+// without persistence or, with aof, as StartAOFServer does, and waits until
+// it answers. Stop stops it and deletes its directory.
+func StartServer(ctx context.Context, aof bool) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, errors.New("bench: redis-server is not in PATH; install it (apt-get install -y redis-server) or run without --aof against --redis")
+		return nil, errors.New("bench: redis-server is not in PATH; install it (apt-get install -y redis-server) or name a running server with --redis")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -44,8 +49,12 @@ func StartAOFServer(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--daemonize", "no", "--logfile", dir+"/redis.log")
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--daemonize", "no", "--logfile", dir + "/redis.log"}
+	if aof {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "everysec")
+	}
+	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("bench: start redis-server: %w", err)

@@ -31,7 +31,7 @@ var TaskConcurrencies = []int{10, 50}
 // timed. See the package documentation. Every key it wrote is deleted
 // before it returns.
 func Tasks(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.withDefaults()
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
 		return Result{}, err
 	}
