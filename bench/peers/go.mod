@@ -10,6 +10,7 @@ require (
 	github.com/hibiken/asynq v0.26.0
 	github.com/leatdev/leat v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.22.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

@@ -79,6 +79,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *url != "" && *aof {
 		return errors.New("--aof starts a server of its own: drop --redis")
 	}
+	for name, v := range map[string]int{"events": *events, "rounds": *rounds, "payload": *payload} {
+		if v < 1 {
+			return fmt.Errorf("--%s %d: want at least 1", name, v)
+		}
+	}
 	switch *only {
 	case "", benchEnqueue, benchTasks, benchPublish, benchSubscribe:
 	default:
