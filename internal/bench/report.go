@@ -189,10 +189,11 @@ func WriteTable(w io.Writer, results []Result) error {
 	return nil
 }
 
-// FormatFigure formats a figure for the table: from 100 up, rounded to an
-// integer with comma separators (192,300); below, with two decimals (0.41).
+// FormatFigure formats a figure for the table: whole numbers and figures
+// from 100 up rounded to an integer with comma separators (192,300; 8);
+// others with two decimals (0.41).
 func FormatFigure(v float64) string {
-	if math.Abs(v) >= 100 {
+	if math.Abs(v) >= 100 || v == math.Trunc(v) {
 		return thousands(v)
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)

@@ -85,7 +85,7 @@ func TestNewResult(t *testing.T) {
 }
 
 func TestFormatFigure(t *testing.T) {
-	for v, want := range map[float64]string{0: "0.00", 0.414: "0.41", 99.994: "99.99", 100: "100", 192300.4: "192,300", -1234: "-1,234"} {
+	for v, want := range map[float64]string{0: "0", 8: "8", 0.414: "0.41", 0.2: "0.20", 99.994: "99.99", 100: "100", 192300.4: "192,300", -1234: "-1,234"} {
 		if got := FormatFigure(v); got != want {
 			t.Errorf("FormatFigure(%v) = %q, want %q", v, got, want)
 		}
