@@ -84,6 +84,9 @@ func benchCommand() *cli.Command {
 				return err
 			}
 			var client *redis.Client
+			if c.Bool(flagAOF) && c.IsSet(flagRedis) {
+				return usageErrorf("--aof starts a redis-server of its own: drop --redis (or LEAT_REDIS_URL)")
+			}
 			if c.Bool(flagAOF) {
 				srv, err := bench.StartAOFServer(c.Context)
 				if err != nil {

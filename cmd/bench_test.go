@@ -107,6 +107,7 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"bench", "--rate", "0"}, "--rate 0 out of range 1..1000000"},
 		{[]string{"bench", "--latency", "0s"}, "--latency 0s out of range 1ms..1h"},
 		{[]string{"bench", "--wide", "0"}, "--wide 0 out of range"},
+		{[]string{"bench", "--aof"}, "--aof starts a redis-server of its own: drop --redis"},
 		{[]string{"bench", "--events", "0"}, "--events 0 out of range 1..2147483647"},
 		{[]string{"bench", "--rounds", "-1"}, "--rounds -1 out of range"},
 		{[]string{"bench", "--partitions", "70000"}, "--partitions 70000 out of range 1..65536"},
