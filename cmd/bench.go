@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/leatdev/leat/internal/bench"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
 // Names of the bench command's flags (--partitions is flagPartitions).
@@ -102,12 +105,20 @@ func benchCommand() *cli.Command {
 				return err
 			}
 			defer client.Close()
+			// A full run takes minutes: on a terminal, say what runs.
+			status := io.Discard
+			if f, ok := c.App.ErrWriter.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+				status = f
+			}
 			var results []bench.Result
 			for _, b := range benchmarks {
 				if only != nil && !only[b.name] {
 					continue
 				}
+				start := time.Now()
+				fmt.Fprintf(status, "bench: %s ...", b.name)
 				r, err := b.run(c.Context, client, cfg)
+				fmt.Fprintf(status, " %s\n", time.Since(start).Round(time.Second))
 				if err != nil {
 					return fmt.Errorf("bench %s: %w", b.name, err)
 				}
