@@ -4,12 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/bench"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
 // Names of the bench command's flags (--partitions is flagPartitions).
@@ -19,16 +25,29 @@ const (
 	flagPayload = "payload"
 	flagOnly    = "only"
 	flagJSON    = "json"
+	flagRate    = "rate"
+	flagLatency = "latency"
+	flagIdle    = "idle"
+	flagWide    = "wide"
+	flagAOF     = "aof"
 )
 
-// benchmarks are the benchmarks of "leat bench", in the order they run.
-var benchmarks = []struct {
+// benchmark is one benchmark of "leat bench".
+type benchmark struct {
 	name string
 	run  func(context.Context, redis.UniversalClient, bench.Config) (bench.Result, error)
-}{
+}
+
+// benchmarks are the benchmarks of "leat bench", in the order they run.
+var benchmarks = []benchmark{
 	{bench.BenchmarkSend, bench.Send},
 	{bench.BenchmarkProcess, bench.Process},
+	{bench.BenchmarkBoth, bench.Both},
+	{bench.BenchmarkLatency, bench.Latency},
 	{bench.BenchmarkTasks, bench.Tasks},
+	{bench.BenchmarkRebalance, bench.Rebalance},
+	{bench.BenchmarkMemory, bench.Memory},
+	{bench.BenchmarkIdle, bench.Idle},
 }
 
 // benchReport is the document "leat bench --json" prints.
@@ -39,18 +58,24 @@ type benchReport struct {
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "measure leat against raw go-redis loops on the same Redis and print the ratio",
-		Description: "send: SendMany (which encodes and routes) against pipelined XADD MAXLEN ~ of records\n" +
-			"encoded and routed beforehand. process: a worker with a no-op processor (which decodes)\n" +
-			"against one consumer looping over XREADGROUP on all partitions and XACK, without\n" +
-			"decoding (raw) and with msgpack decoding (raw+decode). tasks: a worker running no-op\n" +
-			"tasks of a task queue at concurrency 50, results stored, against a raw loop that\n" +
-			"stores each result and acknowledges (enqueueing untimed). Each variant runs once per\n" +
-			"round, in an order that rotates from round to round; the table shows the median\n" +
-			"events/s and the ratio leat/raw (below 1: leat is slower).\n\n" +
-			"Runs against the --redis server (no --app needed), under a fresh key prefix\n" +
-			"leat-bench:RANDOM whose keys are all deleted at the end. The server should be\n" +
-			"standalone and otherwise idle; Redis Cluster is not supported.",
+		Usage: "measure leat against raw go-redis loops on the same Redis and print the ratios",
+		Description: "send: SendMany against pipelined XADD MAXLEN ~ of records encoded beforehand.\n" +
+			"process: a worker with a no-op processor against an XREADGROUP/XACK loop, without\n" +
+			"and with decoding (raw, raw+decode). produce+consume: both at once, from an empty\n" +
+			"stream. latency: --rate events/s for --latency, one unpipelined Send each, to a\n" +
+			"processor, against XADD to a blocking XREADGROUP: p50, p99, p99.9. tasks: no-op\n" +
+			"tasks, results stored, at concurrency 10 and 50 against a raw loop. rebalance: the\n" +
+			"pause of moved and unmoved partitions when a worker joins and stops gracefully.\n" +
+			"memory: worker RSS idle and draining (--wide partitions) and Redis bytes per entry\n" +
+			"of a 100-byte payload, leat against raw XADD. idle: Redis calls/s and connections of\n" +
+			"one idle worker over --wide partitions.\n\n" +
+			"Each variant runs once per round, in an order that rotates from round to round; the\n" +
+			"table shows each figure's median and the ratios leat/baseline (for a rate, below 1\n" +
+			"is slower; for a latency or a size, above 1 costs more).\n\n" +
+			"Runs against the --redis server (no --app needed), or with --aof against a\n" +
+			"redis-server it starts with appendonly yes and appendfsync everysec, under a fresh\n" +
+			"key prefix leat-bench:RANDOM whose keys are all deleted at the end. The server should\n" +
+			"be standalone and otherwise idle; Redis Cluster is not supported.",
 		Flags:        benchFlags(),
 		HideHelp:     true, // see helpFlag
 		OnUsageError: onUsageError,
@@ -62,17 +87,39 @@ func benchCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			client, err := benchClient(c)
-			if err != nil {
+			var client *redis.Client
+			if c.Bool(flagAOF) && c.IsSet(flagRedis) {
+				return usageErrorf("--aof starts a redis-server of its own: drop --redis (or LEAT_REDIS_URL)")
+			}
+			if c.Bool(flagAOF) {
+				srv, err := bench.StartAOFServer(c.Context)
+				if err != nil {
+					return err
+				}
+				defer srv.Stop()
+				opt, err := redis.ParseURL(srv.URL)
+				if err != nil {
+					return err
+				}
+				client = redis.NewClient(opt)
+			} else if client, err = benchClient(c); err != nil {
 				return err
 			}
 			defer client.Close()
+			// A full run takes minutes: on a terminal, say what runs.
+			status := io.Discard
+			if f, ok := c.App.ErrWriter.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+				status = f
+			}
 			var results []bench.Result
 			for _, b := range benchmarks {
-				if only != "" && only != b.name {
+				if only != nil && !only[b.name] {
 					continue
 				}
+				start := time.Now()
+				fmt.Fprintf(status, "bench: %s ...", b.name)
 				r, err := b.run(c.Context, client, cfg)
+				fmt.Fprintf(status, " %s\n", time.Since(start).Round(time.Second))
 				if err != nil {
 					return fmt.Errorf("bench %s: %w", b.name, err)
 				}
@@ -88,26 +135,44 @@ func benchCommand() *cli.Command {
 	}
 }
 
+// benchNames returns the names of the benchmarks, comma-separated.
+func benchNames() string {
+	names := make([]string, len(benchmarks))
+	for i, b := range benchmarks {
+		names[i] = b.name
+	}
+	return strings.Join(names, ",")
+}
+
 func benchFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: flagEvents, Usage: "`N` events each variant sends or processes per round", Value: bench.DefaultEvents},
+		&cli.IntFlag{Name: flagEvents, Usage: "`N` events (or tasks) each throughput variant moves per round", Value: bench.DefaultEvents},
 		&cli.IntFlag{Name: flagRounds, Usage: "`N` rounds; the table shows the median", Value: bench.DefaultRounds},
 		&cli.IntFlag{Name: flagPartitions, Usage: "`N` partitions of the benchmark streams", Value: bench.DefaultPartitions},
 		&cli.IntFlag{Name: flagPayload, Usage: "`BYTES` of filler in each record", Value: bench.DefaultPayloadBytes},
-		&cli.StringFlag{Name: flagOnly, Usage: "run only one benchmark: `send|process|tasks`", DefaultText: "all"},
+		&cli.IntFlag{Name: flagRate, Usage: "`N` events/s the latency benchmark sends", Value: bench.DefaultRate},
+		&cli.DurationFlag{Name: flagLatency, Usage: "`DURATION` of sending per latency round", Value: bench.DefaultLatency},
+		&cli.DurationFlag{Name: flagIdle, Usage: "`DURATION` the idle benchmark watches an idle worker", Value: bench.DefaultIdle},
+		&cli.IntFlag{Name: flagWide, Usage: "`N` partitions of the memory and idle benchmarks", Value: bench.DefaultWide},
+		&cli.StringFlag{Name: flagOnly, Usage: "run only these benchmarks: `LIST` of " + benchNames(), DefaultText: "all"},
+		&cli.BoolFlag{Name: flagAOF, Usage: "start a redis-server (from PATH) with appendonly yes, appendfsync everysec, and run against it instead of --redis"},
 		&cli.BoolFlag{Name: flagJSON, Usage: "print every round's figures as JSON instead of the table"},
 		helpFlag(),
 	}
 }
 
-// benchConfig returns the benchmark configuration and the --only benchmark
-// ("" for all) from the flags.
-func benchConfig(c *cli.Context) (bench.Config, string, error) {
+// benchConfig returns the benchmark configuration and the --only
+// benchmarks (nil for all) from the flags.
+func benchConfig(c *cli.Context) (bench.Config, map[string]bool, error) {
 	cfg := bench.Config{
 		Events:       c.Int(flagEvents),
 		Rounds:       c.Int(flagRounds),
 		Partitions:   c.Int(flagPartitions),
 		PayloadBytes: c.Int(flagPayload),
+		Rate:         c.Int(flagRate),
+		Latency:      c.Duration(flagLatency),
+		Idle:         c.Duration(flagIdle),
+		Wide:         c.Int(flagWide),
 	}
 	for _, f := range []struct {
 		name     string
@@ -117,18 +182,34 @@ func benchConfig(c *cli.Context) (bench.Config, string, error) {
 		{flagRounds, cfg.Rounds, 1000},
 		{flagPartitions, cfg.Partitions, 65536},
 		{flagPayload, cfg.PayloadBytes, 1 << 20},
+		{flagRate, cfg.Rate, 1_000_000},
+		{flagWide, cfg.Wide, 65536},
 	} {
 		if f.v < 1 || f.v > f.limit {
-			return cfg, "", usageErrorf("--%s %d out of range 1..%d", f.name, f.v, f.limit)
+			return cfg, nil, usageErrorf("--%s %d out of range 1..%d", f.name, f.v, f.limit)
 		}
 	}
-	only := c.String(flagOnly)
-	if only != "" && only != bench.BenchmarkSend && only != bench.BenchmarkProcess && only != bench.BenchmarkTasks {
-		return cfg, "", usageErrorf("--only %q: want %s, %s or %s", only, bench.BenchmarkSend, bench.BenchmarkProcess, bench.BenchmarkTasks)
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{flagLatency, cfg.Latency}, {flagIdle, cfg.Idle}} {
+		if f.v < time.Millisecond || f.v > time.Hour {
+			return cfg, nil, usageErrorf("--%s %s out of range 1ms..1h", f.name, f.v)
+		}
+	}
+	var only map[string]bool
+	if c.IsSet(flagOnly) {
+		only = map[string]bool{}
+		for name := range strings.SplitSeq(c.String(flagOnly), ",") {
+			if !slices.ContainsFunc(benchmarks, func(b benchmark) bool { return b.name == name }) {
+				return cfg, nil, usageErrorf("--only %q: want a comma-separated list of %s", name, benchNames())
+			}
+			only[name] = true
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String(flagLogLevel))); err != nil {
-		return cfg, "", usageErrorf("--log-level %q is invalid: use debug, info, warn or error", c.String(flagLogLevel))
+		return cfg, nil, usageErrorf("--log-level %q is invalid: use debug, info, warn or error", c.String(flagLogLevel))
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 	return cfg, only, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,36 +13,45 @@ import (
 	"github.com/leatdev/leat/internal/redistest"
 )
 
-// benchLine is one line of the bench table: benchmark, variant, events/s and
-// a ratio on the lines of leat and raw+decode.
-var benchLine = regexp.MustCompile(`^(send|process|tasks) +(leat|raw|raw\+decode) +[0-9][0-9,]*(?: +([0-9]+\.[0-9]{2}))?$`)
+// benchLine is one line of the bench table: benchmark, variant (or ratio),
+// figure and median.
+var benchLine = regexp.MustCompile(`^([a-z+]+) {2,}(\S+(?: \S+)*) {2,}(\S+(?: \S+)*) {2,}(-?[0-9][0-9,]*(?:\.[0-9]{2})?)$`)
 
 func TestBench(t *testing.T) {
 	t.Parallel()
 	c, _ := redistest.Client(t)
 	global := []string{"--redis", redistest.URL(t)} // no --app: bench needs none
 
-	r := run(t, nil, "", append(global, "bench", "--events", "2000", "--rounds", "1")...)
+	r := run(t, nil, "", append(global, "bench", "--events", "2000", "--rounds", "1", "--partitions", "4",
+		"--rate", "500", "--latency", "200ms", "--idle", "100ms", "--wide", "8")...)
 	if r.status != 0 || r.stderr != "" {
 		t.Fatalf("status %d, stderr %q", r.status, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-	want := []string{"send leat", "send raw", "process leat", "process raw", "process raw+decode", "tasks leat", "tasks raw"}
-	if len(lines) != 1+len(want) || !strings.HasPrefix(lines[0], "benchmark") || !strings.Contains(lines[0], "events/s (median of 1)") {
-		t.Fatalf("stdout:\n%s\nwant a header and %d lines", r.stdout, len(want))
+	if !strings.HasPrefix(lines[0], "benchmark") || !strings.Contains(lines[0], "median of 1") {
+		t.Fatalf("header %q", lines[0])
 	}
-	for i, line := range lines[1:] {
+	seen := map[string]bool{}
+	for _, line := range lines[1:] {
 		m := benchLine.FindStringSubmatch(line)
-		if m == nil || m[1]+" "+m[2] != want[i] {
-			t.Errorf("line %q, want %s and its figures", line, want[i])
+		if m == nil {
+			t.Errorf("line %q does not read as benchmark, variant, figure, median", line)
 			continue
 		}
-		if hasRatio := m[2] != "raw"; hasRatio != (m[3] != "") {
-			t.Errorf("line %q: a ratio belongs on the leat and raw+decode lines only", line)
+		seen[m[1]+" "+m[2]+" "+m[3]] = true
+	}
+	for _, want := range []string{
+		"send leat/raw events/s", "process leat/raw+decode events/s", "produce+consume leat/raw events/s",
+		"latency leat p99.9 ms", "latency leat/raw p99 ms", "tasks leat c10/raw tasks/s", "tasks leat c50/raw tasks/s",
+		"rebalance join moved: max gap ms", "rebalance graceful stop unmoved: max gap ms",
+		"memory leat worker RSS idle MiB", "memory leat/raw Redis bytes/entry", "idle leat connections",
+	} {
+		if !seen[want] {
+			t.Errorf("no line %q in\n%s", want, r.stdout)
 		}
 	}
 
-	r = run(t, nil, "", append(global, "bench", "--events", "500", "--rounds", "2", "--partitions", "4", "--payload", "8", "--only", "send", "--json")...)
+	r = run(t, nil, "", append(global, "bench", "--events", "500", "--rounds", "2", "--partitions", "4", "--payload", "8", "--only", "send,process", "--json")...)
 	if r.status != 0 || r.stderr != "" {
 		t.Fatalf("--json: status %d, stderr %q", r.status, r.stderr)
 	}
@@ -49,14 +59,19 @@ func TestBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatalf("--json output does not parse: %v\n%s", err, r.stdout)
 	}
-	if len(doc.Benchmarks) != 1 {
-		t.Fatalf("--only send: %d benchmarks, want 1", len(doc.Benchmarks))
+	if len(doc.Benchmarks) != 2 {
+		t.Fatalf("--only send,process: %d benchmarks, want 2", len(doc.Benchmarks))
 	}
 	res := doc.Benchmarks[0]
-	wantCfg := bench.Config{Events: 500, Rounds: 2, Partitions: 4, PayloadBytes: 8}
+	wantCfg := bench.Config{Events: 500, Rounds: 2, Partitions: 4, PayloadBytes: 8, Rate: bench.DefaultRate,
+		Latency: bench.DefaultLatency, Idle: bench.DefaultIdle, Wide: bench.DefaultWide}
+	ratio, ok := res.Ratio(bench.VariantLeat, bench.VariantRaw, bench.FigureRate)
 	if res.Benchmark != bench.BenchmarkSend || res.Config != wantCfg || len(res.Variants) != 2 ||
-		len(res.Variants[0].Rates) != 2 || res.Ratio <= 0 {
-		t.Errorf("--json result %+v, want send with %+v, 2 variants, 2 rates each and a ratio", res, wantCfg)
+		len(res.Variants[0].Figures[0].Values) != 2 || !ok || ratio <= 0 {
+		t.Errorf("--json result %+v, want send with %+v, 2 variants, 2 values each and a ratio", res, wantCfg)
+	}
+	if doc.Benchmarks[1].Benchmark != bench.BenchmarkProcess {
+		t.Errorf("second benchmark %q, want process", doc.Benchmarks[1].Benchmark)
 	}
 
 	ctx := context.Background()
@@ -88,7 +103,11 @@ func TestBenchErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"bench", "--only", "receive"}, `--only "receive": want send, process or tasks`},
+		{[]string{"bench", "--only", "send,receive"}, `--only "receive": want a comma-separated list of send,process,produce+consume,latency,tasks,rebalance,memory,idle`},
+		{[]string{"bench", "--rate", "0"}, "--rate 0 out of range 1..1000000"},
+		{[]string{"bench", "--latency", "0s"}, "--latency 0s out of range 1ms..1h"},
+		{[]string{"bench", "--wide", "0"}, "--wide 0 out of range"},
+		{[]string{"bench", "--aof"}, "--aof starts a redis-server of its own: drop --redis"},
 		{[]string{"bench", "--events", "0"}, "--events 0 out of range 1..2147483647"},
 		{[]string{"bench", "--rounds", "-1"}, "--rounds -1 out of range"},
 		{[]string{"bench", "--partitions", "70000"}, "--partitions 70000 out of range 1..65536"},
@@ -99,4 +118,24 @@ func TestBenchErrors(t *testing.T) {
 		r := run(t, nil, "", append([]string{"--redis", url}, tc.args...)...)
 		wantFailure(t, r, exitUsage, tc.want)
 	}
+}
+
+// TestBenchAOF runs a benchmark against the persisted server --aof starts.
+func TestBenchAOF(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not in PATH")
+	}
+	r := run(t, nil, "", "bench", "--aof", "--only", "send", "--events", "300", "--rounds", "1", "--partitions", "2")
+	if r.status != 0 || r.stderr != "" {
+		t.Fatalf("status %d, stderr %q", r.status, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "send        leat/raw   events/s") {
+		t.Errorf("stdout:\n%s\nwant the send ratio", r.stdout)
+	}
+}
+
+func TestBenchAOFMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	r := run(t, nil, "", "bench", "--aof", "--only", "send")
+	wantFailure(t, r, exitFailure, "redis-server is not in PATH")
 }

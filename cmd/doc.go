@@ -7,7 +7,7 @@
 //	leat [global flags] sendmany [--partitions N] [--key FIELD] [--header NAME=VALUE ...] STREAM FILE|-
 //	leat [global flags] worker [--processors NAME,...] [processing flags]
 //	leat [global flags] reset [--start earliest|latest|ID] [--yes] PROCESSOR
-//	leat [global flags] bench [--events N] [--rounds N] [--partitions N] [--payload BYTES] [--only send|process] [--json]
+//	leat [global flags] bench [--only LIST] [--events N] [--rounds N] [--partitions N] [--payload BYTES] [--rate N] [--latency D] [--idle D] [--wide N] [--aof] [--json]
 //
 // send sends one record given as a JSON object and prints its entry ID.
 // sendmany reads one JSON object per line from FILE, or stdin for "-"; it
@@ -39,9 +39,11 @@
 // confirmation on stdin unless --yes is given.
 //
 // bench runs leat and raw go-redis loops side by side on the same Redis
-// (sending, and processing with a no-op processor) and prints the median
-// events/s of each and their ratio. It needs no --app and deletes every key
-// it wrote.
+// (sending, processing, both at once, latency, tasks, rebalance pauses,
+// memory and the idle cost of a worker), in interleaved rounds, and prints
+// the median of each figure and the ratios leat/raw. With --aof it runs
+// against a redis-server it starts with appendonly yes. It needs no --app
+// and deletes every key it wrote. docs/benchmarks.md explains the figures.
 //
 // # Global flags
 //

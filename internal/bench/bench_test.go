@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,11 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // any benchmark is left on the shared server.
 
 // tiny is a configuration that runs in well under a second.
-var tiny = bench.Config{Events: 2000, Rounds: 2, Partitions: 4, PayloadBytes: 16, Logger: slog.New(slog.DiscardHandler)}
+var tiny = bench.Config{
+	Events: 2000, Rounds: 2, Partitions: 4, PayloadBytes: 16,
+	Rate: 500, Latency: 200 * time.Millisecond, Idle: 200 * time.Millisecond, Wide: 8,
+	Logger: slog.New(slog.DiscardHandler),
+}
 
 func TestSend(t *testing.T) {
 	c, _ := redistest.Client(t)
@@ -27,9 +32,7 @@ func TestSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkResult(t, r, bench.BenchmarkSend, bench.VariantLeat, bench.VariantRaw)
-	if r.RatioDecode != 0 {
-		t.Errorf("send has a raw+decode ratio %v", r.RatioDecode)
-	}
+	checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, bench.FigureRate)
 	checkClean(t, c)
 }
 
@@ -40,9 +43,8 @@ func TestProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkResult(t, r, bench.BenchmarkProcess, bench.VariantLeat, bench.VariantRaw, bench.VariantRawDecode)
-	if r.RatioDecode <= 0 {
-		t.Errorf("raw+decode ratio %v, want positive", r.RatioDecode)
-	}
+	checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, bench.FigureRate)
+	checkRatio(t, r, bench.VariantLeat, bench.VariantRawDecode, bench.FigureRate)
 	checkClean(t, c)
 }
 
@@ -68,7 +70,8 @@ func TestCleanupOnError(t *testing.T) {
 	cfg := tiny
 	cfg.Events = 50_000
 	for name, run := range map[string]func(context.Context, redis.UniversalClient, bench.Config) (bench.Result, error){
-		"send": bench.Send, "process": bench.Process,
+		"send": bench.Send, "process": bench.Process, "produce+consume": bench.Both, "latency": bench.Latency,
+		"tasks": bench.Tasks, "rebalance": bench.Rebalance, "memory": bench.Memory, "idle": bench.Idle,
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
@@ -95,7 +98,7 @@ func TestBadConfig(t *testing.T) {
 }
 
 // checkResult checks that r is a result of benchmark with the variants
-// named, each with one positive rate per round, and a positive ratio.
+// named, each figure with one value per round and a median.
 func checkResult(t *testing.T, r bench.Result, benchmark string, variants ...string) {
 	t.Helper()
 	if r.Benchmark != benchmark {
@@ -108,20 +111,47 @@ func checkResult(t *testing.T, r bench.Result, benchmark string, variants ...str
 		if v.Name != variants[i] {
 			t.Errorf("variant %d is %q, want %q", i, v.Name, variants[i])
 		}
-		if len(v.Rates) != r.Config.Rounds {
-			t.Errorf("%s: %d rates, want one per round (%d)", v.Name, len(v.Rates), r.Config.Rounds)
+		if len(v.Figures) == 0 {
+			t.Errorf("%s: no figures", v.Name)
 		}
-		for _, rate := range v.Rates {
-			if rate <= 0 {
-				t.Errorf("%s: rate %v, want positive", v.Name, rate)
+		for _, f := range v.Figures {
+			if len(f.Values) != r.Config.Rounds {
+				t.Errorf("%s %s: %d values, want one per round (%d)", v.Name, f.Name, len(f.Values), r.Config.Rounds)
 			}
 		}
-		if v.Median <= 0 {
-			t.Errorf("%s: median %v, want positive", v.Name, v.Median)
+	}
+}
+
+// checkPositive checks that every value of the figures named of variant is
+// positive.
+func checkPositive(t *testing.T, r bench.Result, variant string, figures ...string) {
+	t.Helper()
+	v := r.Variant(variant)
+	if v == nil {
+		t.Fatalf("no variant %q", variant)
+	}
+	for _, name := range figures {
+		f := v.Figure(name)
+		if f == nil {
+			t.Errorf("%s: no figure %q", variant, name)
+			continue
+		}
+		for _, x := range f.Values {
+			if x <= 0 {
+				t.Errorf("%s %s: value %v, want positive", variant, name, x)
+			}
 		}
 	}
-	if r.Ratio <= 0 {
-		t.Errorf("ratio %v, want positive", r.Ratio)
+}
+
+// checkRatio checks that r has a positive ratio of figure between of and
+// to, and that both have the figure positive in every round.
+func checkRatio(t *testing.T, r bench.Result, of, to, figure string) {
+	t.Helper()
+	checkPositive(t, r, of, figure)
+	checkPositive(t, r, to, figure)
+	if v, ok := r.Ratio(of, to, figure); !ok || v <= 0 {
+		t.Errorf("ratio %s/%s of %s: %v %v, want positive", of, to, figure, v, ok)
 	}
 }
 
@@ -153,6 +183,142 @@ func TestTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkResult(t, r, bench.BenchmarkTasks, bench.VariantLeat, bench.VariantRaw)
+	c10, c50 := bench.TaskVariant(10), bench.TaskVariant(50)
+	checkResult(t, r, bench.BenchmarkTasks, c10, c50, bench.VariantRaw)
+	checkRatio(t, r, c10, bench.VariantRaw, bench.FigureTaskRate)
+	checkRatio(t, r, c50, bench.VariantRaw, bench.FigureTaskRate)
 	checkClean(t, c)
+}
+
+func TestBoth(t *testing.T) {
+	c, _ := redistest.Client(t)
+	r, err := bench.Both(context.Background(), c, tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, r, bench.BenchmarkBoth, bench.VariantLeat, bench.VariantRaw)
+	checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, bench.FigureRate)
+	checkClean(t, c)
+}
+
+func TestLatency(t *testing.T) {
+	c, _ := redistest.Client(t)
+	r, err := bench.Latency(context.Background(), c, tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, r, bench.BenchmarkLatency, bench.VariantLeat, bench.VariantRaw)
+	for _, f := range []string{bench.FigureP50, bench.FigureP99, bench.FigureP999, bench.FigureSent} {
+		checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, f)
+	}
+	for _, v := range r.Variants {
+		p50, p99, p999 := v.Figure(bench.FigureP50), v.Figure(bench.FigureP99), v.Figure(bench.FigureP999)
+		for i := range p50.Values {
+			if !(p50.Values[i] <= p99.Values[i] && p99.Values[i] <= p999.Values[i]) {
+				t.Errorf("%s round %d: p50 %v, p99 %v, p99.9 %v out of order", v.Name, i+1, p50.Values[i], p99.Values[i], p999.Values[i])
+			}
+		}
+	}
+	checkClean(t, c)
+}
+
+func TestRebalance(t *testing.T) {
+	c, _ := redistest.Client(t)
+	cfg := tiny
+	cfg.Rounds = 1
+	r, err := bench.Rebalance(context.Background(), c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, r, bench.BenchmarkRebalance, bench.VariantJoin, bench.VariantStop)
+	// Of 4 partitions, sticky assignment moves half to the joining worker
+	// and back when it leaves; each moved one pauses a while.
+	for _, v := range r.Variants {
+		if moved := v.Figure(bench.FigureMoved).Values[0]; moved != 2 {
+			t.Errorf("%s: %v partitions moved, want 2", v.Name, moved)
+		}
+	}
+	checkPositive(t, r, bench.VariantJoin, bench.FigureMovedGap, bench.FigureUnmovedGap)
+	checkPositive(t, r, bench.VariantStop, bench.FigureMovedGap, bench.FigureUnmovedGap)
+	if _, err := bench.Rebalance(context.Background(), c, bench.Config{Partitions: 1}); err == nil || !strings.Contains(err.Error(), "at least 2") {
+		t.Errorf("one partition: error %v", err)
+	}
+	checkClean(t, c)
+}
+
+func TestMemory(t *testing.T) {
+	c, _ := redistest.Client(t)
+	cfg := tiny
+	cfg.Rounds = 1
+	r, err := bench.Memory(context.Background(), c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, r, bench.BenchmarkMemory, bench.VariantRSS, bench.VariantLeat, bench.VariantRaw)
+	checkPositive(t, r, bench.VariantRSS, bench.FigureRSSBase, bench.FigureRSSIdle, bench.FigureRSSDrain)
+	checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, bench.FigureEntryBytes)
+	// Each entry holds at least its 100 bytes; leat's also its key and
+	// codec, so it costs more than raw.
+	if raw := r.Variant(bench.VariantRaw).Figure(bench.FigureEntryBytes).Median; raw < 100 {
+		t.Errorf("raw entry %v bytes, want at least the 100 of its payload", raw)
+	}
+	if v, _ := r.Ratio(bench.VariantLeat, bench.VariantRaw, bench.FigureEntryBytes); v <= 1 {
+		t.Errorf("leat/raw bytes per entry %v, want above 1", v)
+	}
+	checkClean(t, c)
+}
+
+func TestIdle(t *testing.T) {
+	c, _ := redistest.Client(t)
+	cfg := tiny
+	cfg.Rounds = 1
+	cfg.Idle = 2500 * time.Millisecond // longer than a blocking read (2s), so reads are counted
+	r, err := bench.Idle(context.Background(), c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, r, bench.BenchmarkIdle, bench.VariantLeat)
+	// A worker holds at least one connection and reads its partitions.
+	checkPositive(t, r, bench.VariantLeat, bench.FigureCalls, bench.FigureConnections)
+	checkClean(t, c)
+}
+
+// TestAOFServer runs a benchmark against a persisted server the package
+// starts.
+func TestAOFServer(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not in PATH")
+	}
+	s, err := bench.StartAOFServer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	opt, err := redis.ParseURL(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	ctx := context.Background()
+	conf, err := c.ConfigGet(ctx, "append*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conf["appendonly"] != "yes" || conf["appendfsync"] != "everysec" {
+		t.Errorf("config %v, want appendonly yes and appendfsync everysec", conf)
+	}
+	cfg := tiny
+	cfg.Rounds = 1
+	if _, err := bench.Send(ctx, c, cfg); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, c)
+}
+
+func TestAOFServerMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if _, err := bench.StartAOFServer(context.Background()); err == nil || !strings.Contains(err.Error(), "redis-server is not in PATH") {
+		t.Errorf("error %v, want redis-server named missing", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // Defaults of Config.
@@ -12,6 +13,10 @@ const (
 	DefaultRounds       = 5
 	DefaultPartitions   = 16
 	DefaultPayloadBytes = 64
+	DefaultRate         = 5000
+	DefaultLatency      = 2 * time.Second
+	DefaultIdle         = 10 * time.Second
+	DefaultWide         = 256
 )
 
 // Config configures a benchmark. The zero value of each field means its
@@ -28,13 +33,25 @@ type Config struct {
 	// PayloadBytes is the length of each record's note, a filler string.
 	// Default 64.
 	PayloadBytes int `json:"payload_bytes"`
+	// Rate is the events/s the latency benchmark sends. Default 5,000.
+	Rate int `json:"rate"`
+	// Latency is how long each round of the latency benchmark sends.
+	// Default 2s.
+	Latency time.Duration `json:"latency"`
+	// Idle is how long the idle benchmark watches an idle worker.
+	// Default 10s.
+	Idle time.Duration `json:"idle"`
+	// Wide is the partition count of the memory and idle benchmarks.
+	// Default 256.
+	Wide int `json:"wide"`
 	// Logger receives the logs of the apps the benchmark runs.
 	// Default slog.Default().
 	Logger *slog.Logger `json:"-"`
 }
 
-// withDefaults checks c and returns it with defaults filled in.
-func (c Config) withDefaults() (Config, error) {
+// WithDefaults checks c and returns it with defaults filled in, or an
+// error naming every setting out of range.
+func (c Config) WithDefaults() (Config, error) {
 	var errs []error
 	fill := func(v *int, name string, def, limit int) {
 		switch {
@@ -48,6 +65,18 @@ func (c Config) withDefaults() (Config, error) {
 	fill(&c.Rounds, "rounds", DefaultRounds, 1000)
 	fill(&c.Partitions, "partitions", DefaultPartitions, 65536)
 	fill(&c.PayloadBytes, "payload bytes", DefaultPayloadBytes, 1<<20)
+	fill(&c.Rate, "rate", DefaultRate, 1_000_000)
+	fill(&c.Wide, "wide partitions", DefaultWide, 65536)
+	fillD := func(v *time.Duration, name string, def time.Duration) {
+		switch {
+		case *v == 0:
+			*v = def
+		case *v < time.Millisecond || *v > time.Hour:
+			errs = append(errs, fmt.Errorf("%s %s out of range 1ms..1h", name, *v))
+		}
+	}
+	fillD(&c.Latency, "latency duration", DefaultLatency)
+	fillD(&c.Idle, "idle duration", DefaultIdle)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -20,33 +20,33 @@ const (
 	streamName = "events"
 )
 
-// dropTimeout bounds the final deletion of a benchmark's keys, which runs
+// DropTimeout bounds the final deletion of a benchmark's keys, which runs
 // even when the benchmark's context is cancelled.
-const dropTimeout = 30 * time.Second
+const DropTimeout = 30 * time.Second
 
-// space is the key prefix of one benchmark on one server: PrefixRoot and a
+// Space is the key prefix of one benchmark on one server: PrefixRoot and a
 // random suffix, so that benchmarks never meet each other's keys nor an
 // app's.
-type space struct {
+type Space struct {
 	client redis.UniversalClient
 	prefix string
 }
 
-// newSpace returns a fresh space on client, which must not be a Redis
+// NewSpace returns a fresh space on client, which must not be a Redis
 // Cluster client (see the package documentation).
-func newSpace(client redis.UniversalClient) (space, error) {
+func NewSpace(client redis.UniversalClient) (Space, error) {
 	switch client.(type) {
 	case nil:
-		return space{}, errors.New("bench: no Redis client")
+		return Space{}, errors.New("bench: no Redis client")
 	case *redis.ClusterClient:
-		return space{}, errors.New("bench: Redis Cluster is not supported (the raw reader's XREADGROUP over all partitions would cross slots)")
+		return Space{}, errors.New("bench: Redis Cluster is not supported (the raw reader's XREADGROUP over all partitions would cross slots)")
 	}
-	return space{client: client, prefix: PrefixRoot + uuid.NewString()[:8]}, nil
+	return Space{client: client, prefix: PrefixRoot + uuid.NewString()[:8]}, nil
 }
 
-// newApp returns an App named appName on the space's prefix, using client.
-// The caller closes it (which leaves client open).
-func (s space) newApp(cfg Config) (*app.App, error) {
+// NewApp returns an App named "bench" on the space's prefix, using its
+// client. The caller closes it (which leaves the client open).
+func (s Space) NewApp(cfg Config) (*app.App, error) {
 	return app.New(app.Config{
 		Name:       appName,
 		Client:     s.client,
@@ -57,10 +57,16 @@ func (s space) newApp(cfg Config) (*app.App, error) {
 }
 
 // keys returns the key space of the benchmark app.
-func (s space) keys() keys.Space { return keys.New(s.prefix, appName) }
+func (s Space) keys() keys.Space { return keys.New(s.prefix, appName) }
 
-// clean deletes every key of the space.
-func (s space) clean(ctx context.Context) error {
+// Prefix is the space's key prefix.
+func (s Space) Prefix() string { return s.prefix }
+
+// Client is the client the space was made with.
+func (s Space) Client() redis.UniversalClient { return s.client }
+
+// Clean deletes every key of the space.
+func (s Space) Clean(ctx context.Context) error {
 	it := s.client.Scan(ctx, 0, s.prefix+":*", 1000).Iterator()
 	batch := make([]string, 0, 1000)
 	for it.Next(ctx) {
@@ -83,10 +89,25 @@ func (s space) clean(ctx context.Context) error {
 	return nil
 }
 
-// drop deletes every key of the space at the end of a benchmark, also when
+// Drop deletes every key of the space at the end of a benchmark, also when
 // ctx is already cancelled.
-func (s space) drop(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
+func (s Space) Drop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DropTimeout)
 	defer cancel()
-	return s.clean(ctx)
+	return s.Clean(ctx)
+}
+
+// namedClient returns a new client of the space's server whose connections
+// are named name (CLIENT SETNAME). The caller closes it.
+func (s Space) namedClient(name string) (*redis.Client, error) {
+	c, ok := s.client.(*redis.Client)
+	if !ok {
+		return nil, fmt.Errorf("bench: a %T cannot be copied; use a standalone client", s.client)
+	}
+	o := c.Options()
+	return redis.NewClient(&redis.Options{
+		Network: o.Network, Addr: o.Addr, Dialer: o.Dialer, TLSConfig: o.TLSConfig,
+		Username: o.Username, Password: o.Password, CredentialsProvider: o.CredentialsProvider, DB: o.DB,
+		Protocol: o.Protocol, ClientName: name,
+	}), nil
 }

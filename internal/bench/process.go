@@ -26,33 +26,37 @@ const (
 // the same records beforehand. See the package documentation. Every key it
 // wrote is deleted before it returns.
 func Process(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.withDefaults()
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
 		return Result{}, err
 	}
-	sp, err := newSpace(client)
+	sp, err := NewSpace(client)
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() { err = errors.Join(err, sp.drop(ctx)) }()
+	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
 
 	recs := records(cfg.Events, cfg.PayloadBytes)
-	vs, err := measure(ctx, cfg, sp, []variant{
-		{VariantLeat, func(ctx context.Context) (time.Duration, error) { return processLeat(ctx, sp, cfg, recs) }},
-		{VariantRaw, func(ctx context.Context) (time.Duration, error) { return processRaw(ctx, sp, cfg, recs, false) }},
-		{VariantRawDecode, func(ctx context.Context) (time.Duration, error) { return processRaw(ctx, sp, cfg, recs, true) }},
+	vs, err := measure(ctx, cfg, sp, []Workload{
+		Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return processLeat(ctx, sp, cfg, recs) }),
+		Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+			return processRaw(ctx, sp, cfg, recs, false)
+		}),
+		Timed(VariantRawDecode, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+			return processRaw(ctx, sp, cfg, recs, true)
+		}),
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	return newResult(BenchmarkProcess, cfg, vs), nil
+	return NewResult(BenchmarkProcess, cfg, vs, Pair{VariantLeat, VariantRaw}, Pair{VariantLeat, VariantRawDecode}), nil
 }
 
 // fill returns a new App with the benchmark stream declared and holding
 // recs. The partitions are sized so that nothing is trimmed. The caller
 // closes the App.
-func fill(ctx context.Context, sp space, cfg Config, recs []record) (*app.App, *stream.Stream[record], error) {
-	a, err := sp.newApp(cfg)
+func fill(ctx context.Context, sp Space, cfg Config, recs []record) (*app.App, *stream.Stream[record], error) {
+	a, err := sp.NewApp(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,7 +77,7 @@ func fill(ctx context.Context, sp space, cfg Config, recs []record) (*app.App, *
 // that counts events until it has seen all of them, and returns the time
 // from starting the worker to the last event. The worker is stopped, and
 // has shut down, before it returns.
-func processLeat(ctx context.Context, sp space, cfg Config, recs []record) (time.Duration, error) {
+func processLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Duration, error) {
 	a, s, err := fill(ctx, sp, cfg, recs)
 	if err != nil {
 		return 0, err
@@ -123,7 +127,7 @@ func processLeat(ctx context.Context, sp space, cfg Config, recs []record) (time
 // XREADGROUP over all partitions, then one pipeline of an XACK per
 // partition read. With decode, it also decodes each record. It returns how
 // long the reading took.
-func processRaw(ctx context.Context, sp space, cfg Config, recs []record, decode bool) (time.Duration, error) {
+func processRaw(ctx context.Context, sp Space, cfg Config, recs []record, decode bool) (time.Duration, error) {
 	a, s, err := fill(ctx, sp, cfg, recs)
 	if err != nil {
 		return 0, err
@@ -184,4 +188,23 @@ func decodeRecord(m redis.XMessage) error {
 		return fmt.Errorf("decode entry %s: %w", m.ID, err)
 	}
 	return nil
+}
+
+// LeatProcess is the leat variant of Process as a workload.
+func LeatProcess(sp Space, cfg Config) Workload {
+	return Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		return processLeat(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes))
+	})
+}
+
+// RawProcess is the raw variant of Process as a workload, decoding each
+// record with decode.
+func RawProcess(sp Space, cfg Config, decode bool) Workload {
+	name := VariantRaw
+	if decode {
+		name = VariantRawDecode
+	}
+	return Timed(name, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		return processRaw(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes), decode)
+	})
 }

@@ -19,36 +19,36 @@ const sendChunk = 10_000
 // carrying records encoded and routed beforehand. See the package
 // documentation. Every key it wrote is deleted before it returns.
 func Send(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.withDefaults()
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
 		return Result{}, err
 	}
-	sp, err := newSpace(client)
+	sp, err := NewSpace(client)
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() { err = errors.Join(err, sp.drop(ctx)) }()
+	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
 
 	recs := records(cfg.Events, cfg.PayloadBytes)
 	raw, err := encodeRaw(recs, sp, cfg.Partitions)
 	if err != nil {
 		return Result{}, err
 	}
-	vs, err := measure(ctx, cfg, sp, []variant{
-		{VariantLeat, func(ctx context.Context) (time.Duration, error) { return sendLeat(ctx, sp, cfg, recs) }},
-		{VariantRaw, func(ctx context.Context) (time.Duration, error) { return sendRaw(ctx, client, raw) }},
+	vs, err := measure(ctx, cfg, sp, []Workload{
+		Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return sendLeat(ctx, sp, cfg, recs) }),
+		Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return sendRaw(ctx, client, raw) }),
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	return newResult(BenchmarkSend, cfg, vs), nil
+	return NewResult(BenchmarkSend, cfg, vs, Pair{VariantLeat, VariantRaw}), nil
 }
 
 // sendLeat sends recs to a new stream with SendMany, sendChunk records per
 // call, and returns how long the sends took. The stream's registry entry is
 // written before the clock starts.
-func sendLeat(ctx context.Context, sp space, cfg Config, recs []record) (time.Duration, error) {
-	a, err := sp.newApp(cfg)
+func sendLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Duration, error) {
+	a, err := sp.NewApp(cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -77,7 +77,7 @@ type rawEntry struct {
 }
 
 // encodeRaw encodes and routes recs as leat would, for the raw variant.
-func encodeRaw(recs []record, sp space, partitions int) ([]rawEntry, error) {
+func encodeRaw(recs []record, sp Space, partitions int) ([]rawEntry, error) {
 	ks := sp.keys()
 	out := make([]rawEntry, len(recs))
 	for i := range recs {
@@ -109,4 +109,53 @@ func sendRaw(ctx context.Context, client redis.UniversalClient, entries []rawEnt
 		}
 	}
 	return time.Since(start), nil
+}
+
+// LeatSendEach is the workload that times sending cfg.Events records with
+// one Send call each, from the number of goroutines given.
+func LeatSendEach(sp Space, cfg Config, goroutines int) Workload {
+	return Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		a, err := sp.NewApp(cfg)
+		if err != nil {
+			return 0, err
+		}
+		defer a.Close()
+		s, err := stream.Declare[record](a, streamName, stream.KeyField("customer"))
+		if err != nil {
+			return 0, err
+		}
+		if err := a.Register(ctx); err != nil {
+			return 0, err
+		}
+		recs := records(cfg.Events, cfg.PayloadBytes)
+		start := time.Now()
+		err = Spread(ctx, len(recs), goroutines, func(ctx context.Context, i int) error {
+			_, err := s.Send(ctx, recs[i])
+			return err
+		})
+		return time.Since(start), err
+	})
+}
+
+// RawSendEach is the raw baseline of LeatSendEach: each record encoded,
+// routed and sent with one XADD MAXLEN ~ call, from the number of
+// goroutines given.
+func RawSendEach(sp Space, cfg Config, goroutines int) Workload {
+	return Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		recs := records(cfg.Events, cfg.PayloadBytes)
+		ks := sp.keys()
+		start := time.Now()
+		err := Spread(ctx, len(recs), goroutines, func(ctx context.Context, i int) error {
+			data, err := stream.MsgPack.Marshal(&recs[i])
+			if err != nil {
+				return err
+			}
+			key := []byte(recs[i].Customer)
+			return sp.client.XAdd(ctx, &redis.XAddArgs{
+				Stream: ks.Partition(streamName, stream.PartitionOf(key, cfg.Partitions)), MaxLen: stream.DefaultSize, Approx: true,
+				Values: []any{core.FieldKey, key, core.FieldCodec, stream.MsgPack.Name(), core.FieldData, data},
+			}).Err()
+		})
+		return time.Since(start), err
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/leatdev/leat/task"
@@ -16,47 +17,130 @@ const BenchmarkTasks = "tasks"
 
 // Settings of the task benchmark.
 const (
-	taskQueue       = "bench"
-	taskConcurrency = 50
-	taskRetention   = time.Hour
+	taskQueue     = "bench"
+	taskRetention = time.Hour
 )
 
+// TaskConcurrencies are the concurrencies at which the task benchmark runs
+// leat's workers.
+var TaskConcurrencies = []int{10, 50}
+
 // Tasks measures running cfg.Events no-op tasks, results stored, with a
-// leat worker against a raw go-redis loop doing a task's Redis work without
-// leat's bookkeeping. Enqueueing is not timed. See the package
-// documentation. Every key it wrote is deleted before it returns.
+// leat worker at each of TaskConcurrencies against a raw go-redis loop
+// doing a task's Redis work without leat's bookkeeping. Enqueueing is not
+// timed. See the package documentation. Every key it wrote is deleted
+// before it returns.
 func Tasks(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.withDefaults()
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
 		return Result{}, err
 	}
-	sp, err := newSpace(client)
+	sp, err := NewSpace(client)
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() { err = errors.Join(err, sp.drop(ctx)) }()
-	recs := records(cfg.Events, cfg.PayloadBytes)
-	vs, err := measure(ctx, cfg, sp, []variant{
-		{VariantLeat, func(ctx context.Context) (time.Duration, error) { return tasksLeat(ctx, sp, cfg, recs) }},
-		{VariantRaw, func(ctx context.Context) (time.Duration, error) { return tasksRaw(ctx, sp, cfg, recs) }},
+	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
+	var ws []Workload
+	var pairs []Pair
+	for _, c := range TaskConcurrencies {
+		w := LeatTasks(sp, cfg, c)
+		ws = append(ws, w)
+		pairs = append(pairs, Pair{w.Name, VariantRaw})
+	}
+	ws = append(ws, RawTasks(sp, cfg))
+	vs, err := measure(ctx, cfg, sp, ws)
+	if err != nil {
+		return Result{}, err
+	}
+	return NewResult(BenchmarkTasks, cfg, vs, pairs...), nil
+}
+
+// TaskVariant names leat's variant at a concurrency: "leat c50".
+func TaskVariant(concurrency int) string { return fmt.Sprintf("%s c%d", VariantLeat, concurrency) }
+
+// LeatTasks is the workload that enqueues cfg.Events tasks (untimed), then
+// times a worker running them all with a no-op handler that returns the
+// payload's ID, results stored, at the concurrency given.
+func LeatTasks(sp Space, cfg Config, concurrency int) Workload {
+	return Timed(TaskVariant(concurrency), FigureTaskRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		return tasksLeat(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes), concurrency)
 	})
-	if err != nil {
-		return Result{}, err
+}
+
+// RawTasks is the raw baseline of LeatTasks (see tasksRaw).
+func RawTasks(sp Space, cfg Config) Workload {
+	return Timed(VariantRaw, FigureTaskRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		return tasksRaw(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes))
+	})
+}
+
+// LeatEnqueue is the workload that times enqueueing cfg.Events tasks one
+// Enqueue call each, from the number of goroutines given.
+func LeatEnqueue(sp Space, cfg Config, goroutines int) Workload {
+	return Timed(VariantLeat, FigureTaskRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		a, err := sp.NewApp(cfg)
+		if err != nil {
+			return 0, err
+		}
+		defer a.Close()
+		q, err := task.Declare[record, int64](a, taskQueue, task.Retention(taskRetention))
+		if err != nil {
+			return 0, err
+		}
+		recs := records(cfg.Events, cfg.PayloadBytes)
+		start := time.Now()
+		err = Spread(ctx, len(recs), goroutines, func(ctx context.Context, i int) error {
+			_, err := q.Enqueue(ctx, recs[i])
+			return err
+		})
+		return time.Since(start), err
+	})
+}
+
+// Spread calls fn for each i in [0, n) from the number of goroutines
+// given, each taking the next i in turn, and returns the first error, after
+// which the others stop.
+func Spread(ctx context.Context, n, goroutines int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	errs := make(chan error, goroutines)
+	for range goroutines {
+		go func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					errs <- ctx.Err()
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					cancel()
+					errs <- err
+					return
+				}
+			}
+		}()
 	}
-	return newResult(BenchmarkTasks, cfg, vs), nil
+	var first error
+	for range goroutines {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // tasksLeat enqueues recs as tasks, then times a worker running them all
-// with a no-op handler at concurrency 50.
-func tasksLeat(ctx context.Context, sp space, cfg Config, recs []record) (time.Duration, error) {
-	a, err := sp.newApp(cfg)
+// with a no-op handler at the concurrency given.
+func tasksLeat(ctx context.Context, sp Space, cfg Config, recs []record, concurrency int) (time.Duration, error) {
+	a, err := sp.NewApp(cfg)
 	if err != nil {
 		return 0, err
 	}
 	defer a.Close()
 	q, err := task.Handle(a, taskQueue, func(ctx context.Context, t *task.Task[record]) (int64, error) {
 		return t.Payload.ID, nil
-	}, task.Concurrency(taskConcurrency), task.Retention(taskRetention))
+	}, task.Concurrency(concurrency), task.Retention(taskRetention))
 	if err != nil {
 		return 0, err
 	}
@@ -94,7 +178,7 @@ func tasksLeat(ctx context.Context, sp space, cfg Config, recs []record) (time.D
 // pipeline that stores each result in its hash with a TTL and acknowledges
 // and deletes the entries. It has no retries, states, counts or
 // concurrency control: it is the floor of a task's Redis work.
-func tasksRaw(ctx context.Context, sp space, cfg Config, recs []record) (time.Duration, error) {
+func tasksRaw(ctx context.Context, sp Space, cfg Config, recs []record) (time.Duration, error) {
 	c := sp.client
 	stream := sp.prefix + ":raw-tasks"
 	if err := c.XGroupCreateMkStream(ctx, stream, group, "0").Err(); err != nil {

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/leatdev/leat/internal/bench"
+	"github.com/redis/go-redis/v9"
+)
+
+// asynqTaskType is the type of the no-op tasks.
+const asynqTaskType = "noop"
+
+// asynqQueue is the queue of a benchmark run: a name of its own, so that
+// cleaning deletes only its keys.
+func asynqQueue(sp bench.Space) string { return "leat-bench-" + sp.Prefix()[len(bench.PrefixRoot):] }
+
+// asynqEnqueue is the workload that times enqueueing cfg.Events tasks with
+// asynq, one Enqueue call each, from the number of goroutines given, each
+// kept as completed with its result for an hour.
+func asynqEnqueue(dial func() *redis.Client, sp bench.Space, cfg bench.Config, goroutines int) bench.Workload {
+	return bench.Timed(peerAsynq, bench.FigureTaskRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		client := dial()
+		defer client.Close()
+		c := asynq.NewClientFromRedisClient(client)
+		defer c.Close()
+		payload := make([]byte, cfg.PayloadBytes)
+		start := time.Now()
+		err := bench.Spread(ctx, cfg.Events, goroutines, func(ctx context.Context, i int) error {
+			_, err := c.EnqueueContext(ctx, asynq.NewTask(asynqTaskType, payload), asynq.Queue(asynqQueue(sp)), asynq.Retention(time.Hour))
+			return err
+		})
+		return time.Since(start), err
+	})
+}
+
+// asynqTasks is the workload that enqueues cfg.Events tasks (untimed,
+// pipelined), then times an asynq server running them with a no-op handler
+// that writes a result, at the concurrency given: from starting the server
+// to the last task completed.
+func asynqTasks(dial func() *redis.Client, sp bench.Space, cfg bench.Config, concurrency int) bench.Workload {
+	name := fmt.Sprintf("%s c%d", peerAsynq, concurrency)
+	return bench.Timed(name, bench.FigureTaskRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+		q := asynqQueue(sp)
+		client := dial()
+		defer client.Close()
+		c := asynq.NewClientFromRedisClient(client)
+		defer c.Close()
+		payload := make([]byte, cfg.PayloadBytes)
+		if err := bench.Spread(ctx, cfg.Events, 16, func(ctx context.Context, i int) error {
+			_, err := c.EnqueueContext(ctx, asynq.NewTask(asynqTaskType, payload), asynq.Queue(q), asynq.Retention(time.Hour))
+			return err
+		}); err != nil {
+			return 0, fmt.Errorf("enqueue: %w", err)
+		}
+		srv := asynq.NewServerFromRedisClient(client, asynq.Config{
+			Concurrency: concurrency, Queues: map[string]int{q: 1}, LogLevel: asynq.ErrorLevel,
+		})
+		completed := "asynq:{" + q + "}:completed"
+		start := time.Now()
+		if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+			_, err := t.ResultWriter().Write([]byte(strconv.Itoa(len(t.Payload()))))
+			return err
+		})); err != nil {
+			return 0, err
+		}
+		defer srv.Shutdown()
+		for {
+			n, err := client.ZCard(ctx, completed).Result()
+			if err != nil {
+				return 0, err
+			}
+			if n >= int64(cfg.Events) {
+				return time.Since(start), nil
+			}
+			t := time.NewTimer(2 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return 0, ctx.Err()
+			}
+		}
+	})
+}
+
+// asynqClean deletes the benchmark queue's keys.
+func asynqClean(ctx context.Context, client *redis.Client, sp bench.Space) error {
+	q := asynqQueue(sp)
+	it := client.Scan(ctx, 0, "asynq:{"+q+"}:*", 1000).Iterator()
+	var batch []string
+	for it.Next(ctx) {
+		batch = append(batch, it.Val())
+		if len(batch) == 1000 {
+			if err := client.Unlink(ctx, batch...).Err(); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if len(batch) > 0 {
+		if err := client.Unlink(ctx, batch...).Err(); err != nil {
+			return err
+		}
+	}
+	if err := client.SRem(ctx, "asynq:queues", q).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// BenchmarkIdle is the name of the idle cost benchmark.
+const BenchmarkIdle = "idle"
+
+// Figures of the idle benchmark.
+const (
+	FigureCalls       = "Redis calls/s"
+	FigureConnections = "connections"
+)
+
+// Idle measures what one idle worker costs Redis: a worker with one
+// processor over a stream of cfg.Wide partitions, every partition owned
+// and read, nothing to process. Over cfg.Idle it counts the commands Redis
+// ran (INFO commandstats, Lua scripts' commands included, the benchmark's
+// own INFO and CLIENT calls excluded) per second, and the worker's
+// connections (CLIENT LIST, by the name of its client). The server should
+// be otherwise idle. Every key it wrote is deleted before it returns.
+func Idle(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
+	cfg, err = cfg.WithDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	sp, err := NewSpace(client)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
+	vs, err := measure(ctx, cfg, sp, []Workload{{Name: VariantLeat, Figures: []string{FigureCalls, FigureConnections}, Run: func(ctx context.Context) ([]float64, error) {
+		var calls, conns float64
+		_, err := idleWorker(ctx, sp, cfg, func(ctx context.Context) (float64, error) {
+			if err := sleep(ctx, memIdleSettle); err != nil {
+				return 0, err
+			}
+			before, err := commandCalls(ctx, sp.client)
+			if err != nil {
+				return 0, err
+			}
+			start := time.Now()
+			if err := sleep(ctx, cfg.Idle); err != nil {
+				return 0, err
+			}
+			after, err := commandCalls(ctx, sp.client)
+			if err != nil {
+				return 0, err
+			}
+			calls = float64(after-before) / time.Since(start).Seconds()
+			n, err := namedConnections(ctx, sp.client, idleClientName(sp))
+			conns = float64(n)
+			return 0, err
+		})
+		return []float64{calls, conns}, err
+	}}})
+	if err != nil {
+		return Result{}, err
+	}
+	return NewResult(BenchmarkIdle, cfg, vs), nil
+}
+
+// idleClientName is the connection name of the idle worker's client.
+func idleClientName(sp Space) string {
+	return "leat-bench-worker-" + strings.TrimPrefix(sp.prefix, PrefixRoot)
+}
+
+// commandCalls returns the calls of every command in INFO commandstats,
+// but INFO's and CLIENT's, which the benchmark itself sends.
+func commandCalls(ctx context.Context, c redis.UniversalClient) (int64, error) {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO commandstats: %w", err)
+	}
+	return parseCommandCalls(info)
+}
+
+// parseCommandCalls sums the calls of an INFO commandstats reply, lines
+// such as "cmdstat_xreadgroup:calls=12,usec=...", without the commands
+// info and client (subcommands included).
+func parseCommandCalls(info string) (int64, error) {
+	var total int64
+	for line := range strings.Lines(info) {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		cmd, isStat := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isStat {
+			continue
+		}
+		if cmd == "info" || cmd == "client" || strings.HasPrefix(cmd, "client|") {
+			continue
+		}
+		for field := range strings.SplitSeq(rest, ",") {
+			if v, ok := strings.CutPrefix(field, "calls="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("INFO commandstats: %q: %w", line, err)
+				}
+				total += n
+			}
+		}
+	}
+	return total, nil
+}
+
+// namedConnections counts the connections in CLIENT LIST named name.
+func namedConnections(ctx context.Context, c redis.UniversalClient, name string) (int, error) {
+	list, err := c.ClientList(ctx).Result()
+	if err != nil {
+		return 0, fmt.Errorf("CLIENT LIST: %w", err)
+	}
+	n := 0
+	for line := range strings.Lines(list) {
+		for field := range strings.FieldsSeq(line) {
+			if field == "name="+name {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
