@@ -9,18 +9,25 @@ import (
 )
 
 // Control notices, XADDed to the processor's control stream with the fields
-// "type", "executor" and, for noticeAssigned, "version".
+// "type", "executor" and, for noticeAssigned, "version", for
+// noticeReleased, "partition".
 const (
 	noticeJoin     = "join"
 	noticeLeave    = "leave"
 	noticeDead     = "dead"
 	noticeAssigned = "assigned"
+	noticeReleased = "released" // a partition lock was released: its next owner may take it now
 )
 
-func (e *Executor) announce(ctx context.Context, kind, executor string, version int64) error {
+// announce adds a notice; n is the version of noticeAssigned, the partition
+// of noticeReleased.
+func (e *Executor) announce(ctx context.Context, kind, executor string, n int64) error {
 	vals := []any{"type", kind, "executor", executor}
-	if kind == noticeAssigned {
-		vals = append(vals, "version", strconv.FormatInt(version, 10))
+	switch kind {
+	case noticeAssigned:
+		vals = append(vals, "version", strconv.FormatInt(n, 10))
+	case noticeReleased:
+		vals = append(vals, "partition", strconv.FormatInt(n, 10))
 	}
 	return e.group.Announce(ctx, vals...)
 }
@@ -52,6 +59,11 @@ func (e *Executor) listen(ctx context.Context) {
 			switch m.Values["type"] {
 			case noticeAssigned:
 				e.poke()
+			case noticeReleased:
+				ps, _ := m.Values["partition"].(string)
+				if n, err := strconv.Atoi(ps); err == nil {
+					e.freed(n)
+				}
 			case noticeJoin, noticeLeave, noticeDead:
 				if from != e.id {
 					e.poke()

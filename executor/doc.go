@@ -36,20 +36,29 @@
 // A partition changes hands like this:
 //
 //	old owner                          new owner
-//	stop handing out events            try the lock every LockExpiry/20
-//	finish the event in flight           (at most 250ms)
+//	stop handing out events            try the lock: held (its TTL comes
+//	finish the event in flight           back with the failure); wait
 //	  (at most Grace, then cancel)
-//	acknowledge, release the lock  ->  lock obtained
+//	acknowledge, release the lock,
+//	announce "released" on the    ->  woken by the notice: lock obtained
+//	  control stream
 //	                                   take over the group's pending
 //	                                     entries (XAUTOCLAIM), in order
 //	                                   then read new entries
 //
+// The new owner tries again when the notice arrives, when the lock's TTL
+// runs out, or after LockExpiry/4 in case a notice was missed, whichever is
+// first; Redis gives the lock only once it was released or expired, so a
+// partition never has two holders. A graceful hand-over therefore pauses
+// the partition for the old owner's drain plus a few round trips.
+//
 // After a crash the lock is not released: it expires LockExpiry after its
 // last refresh, and the dead executor's heartbeat expires as fast; a
 // survivor notices at its next heartbeat and rebalances, and the new owner's
-// next lock attempt succeeds. The partition resumes at most LockExpiry +
-// min(LockExpiry/3, 1s) + min(LockExpiry/20, 250ms) after the crash, plus
-// round trips: 11.25s with the default 10s expiry.
+// first attempt succeeds (or, if the lock still has TTL left, the attempt
+// after it, timed by that TTL). The partition resumes at most LockExpiry +
+// min(LockExpiry/3, 1s) after the crash, plus round trips: 11s with the
+// default 10s expiry.
 //
 // # Lock arithmetic
 //

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -79,9 +80,20 @@ type Executor struct {
 
 	atRisk map[int]bool // partitions whose lag was reported near retention (under mu)
 
+	stats acquireStats
+
 	mu    sync.Mutex
 	owned map[int]*partition // partitions whose goroutine runs
 	ready map[int]bool       // partitions whose lock is held and whose consumer runs
+}
+
+// acquireStats counts lock attempts, for tests and debugging.
+type acquireStats struct {
+	attempts        atomic.Int64 // lock attempts
+	busy            atomic.Int64 // attempts that found another holder
+	retriedOnNotice atomic.Int64 // retries woken by a "released" notice
+	retriedOnTimer  atomic.Int64 // retries of a held lock woken by its expiry or the fallback
+	released        atomic.Int64 // locks released while still held (by this acquisition)
 }
 
 // New validates cfg and returns an executor.
@@ -332,5 +344,6 @@ func (e *Executor) newPartition(ctx context.Context, n int) *partition {
 		life:    life,
 		cancel:  cancel,
 		stop:    make(chan struct{}),
+		freed:   make(chan struct{}, 1),
 	}
 }

@@ -52,19 +52,29 @@ func Holder(value string) string {
 	return id
 }
 
+// Held describes the holder of a lock that was not obtained.
+type Held struct {
+	// Holder is the holder's identity.
+	Holder string
+	// Left is the lock's remaining TTL when it was tried: it expires then
+	// unless its holder refreshes or releases it first. Negative when the
+	// key had no TTL.
+	Left time.Duration
+}
+
 // Acquire takes the lock key for identity with the given TTL, and a new
 // fencing token from the counter fenceKey (in key's hash slot). It returns
-// ErrNotObtained, with the current holder's identity, when the lock is taken.
-func Acquire(ctx context.Context, c redis.Scripter, key, fenceKey, identity string, ttl time.Duration) (*Lock, string, error) {
+// ErrNotObtained, with the current holder, when the lock is taken.
+func Acquire(ctx context.Context, c redis.Scripter, key, fenceKey, identity string, ttl time.Duration) (*Lock, Held, error) {
 	value := NewValue(identity)
-	token, holder, ok, err := scripts.AcquireLock(ctx, c, key, fenceKey, value, ttl)
+	token, holder, left, ok, err := scripts.AcquireLock(ctx, c, key, fenceKey, value, ttl)
 	switch {
 	case err != nil:
-		return nil, "", err
+		return nil, Held{}, err
 	case !ok:
-		return nil, Holder(holder), ErrNotObtained
+		return nil, Held{Holder: Holder(holder), Left: left}, ErrNotObtained
 	}
-	return &Lock{key: key, value: value, token: token}, "", nil
+	return &Lock{key: key, value: value, token: token}, Held{}, nil
 }
 
 // Release deletes the lock if this acquisition still holds it.

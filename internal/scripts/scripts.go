@@ -328,23 +328,25 @@ func strings1(v any) []string {
 // AcquireLock takes lock, holding value, for ttl, unless another value holds
 // it. On success it returns the new fencing token, which is larger than any
 // token handed out for this lock before (see lock_acquire.lua); otherwise it
-// returns ok false and the value that holds the lock.
+// returns ok false, the value that holds the lock and its remaining TTL
+// (negative when the key has no TTL or is already gone).
 //
 // KEYS: lock, fence. ARGV: value, ttl in ms.
-func AcquireLock(ctx context.Context, c redis.Scripter, lock, fence, value string, ttl time.Duration) (token int64, holder string, ok bool, err error) {
+func AcquireLock(ctx context.Context, c redis.Scripter, lock, fence, value string, ttl time.Duration) (token int64, holder string, left time.Duration, ok bool, err error) {
 	v, err := lockAcquire.Run(ctx, c, []string{lock, fence}, value, ttl.Milliseconds()).Slice()
 	if err != nil {
-		return 0, "", false, err
+		return 0, "", 0, false, err
 	}
-	if len(v) != 2 {
-		return 0, "", false, fmt.Errorf("lock_acquire: malformed reply %v", v)
-	}
-	if st, _ := v[0].(int64); st == 1 {
+	if st, _ := v[0].(int64); st == 1 && len(v) == 2 {
 		token, _ = v[1].(int64)
-		return token, "", true, nil
+		return token, "", 0, true, nil
+	}
+	if len(v) != 3 {
+		return 0, "", 0, false, fmt.Errorf("lock_acquire: malformed reply %v", v)
 	}
 	holder, _ = v[1].(string)
-	return 0, holder, false, nil
+	pttl, _ := v[2].(int64)
+	return 0, holder, time.Duration(pttl) * time.Millisecond, false, nil
 }
 
 // RefreshLock queues on pipe the extension of lock to ttl if it holds value;
