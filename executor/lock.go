@@ -131,6 +131,7 @@ func (e *Executor) refreshLocks(ctx context.Context) {
 			rctx, cancel := context.WithTimeout(ctx, max(bound, time.Millisecond))
 			errs := lease.Refresh(rctx, e.lockc, locks, e.opts.LockExpiry)
 			cancel()
+			e.refreshCount.Add(1)
 			for i, p := range parts {
 				switch err := errs[i]; {
 				case err == nil:
@@ -174,7 +175,7 @@ func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) 
 	if p.lock == nil || p.lost() {
 		return core.ErrNotOwner
 	}
-	err := rdb.Fenced(ctx, p.e.client, p.lockKey, p.lock.Value(), fn)
+	err := rdb.Fenced(ctx, p.e.app, p.lockKey, p.lock.Value(), fn)
 	if errors.Is(err, rdb.ErrNotHeld) {
 		p.cancel(errLockLost)
 		return core.ErrNotOwner

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/rebalance"
 )
@@ -24,8 +25,12 @@ type assignment struct {
 const adminTTL = 5 * time.Second
 
 func (e *Executor) loadAssignment(ctx context.Context) (assignment, error) {
+	return loadAssignment(ctx, e.group)
+}
+
+func loadAssignment(ctx context.Context, g rdb.Group) (assignment, error) {
 	var a assignment
-	b, err := e.group.Assignment(ctx)
+	b, err := g.Assignment(ctx)
 	if b == nil || err != nil {
 		return a, err
 	}

@@ -39,6 +39,10 @@ var (
 	lockRefreshSrc string
 	lockRefresh    = redis.NewScript(lockRefreshSrc)
 
+	//go:embed group_counters.lua
+	groupCountersSrc string
+	groupCounters    = redis.NewScript(groupCountersSrc)
+
 	//go:embed lock_release.lua
 	lockReleaseSrc string
 	lockRelease    = redis.NewScript(lockReleaseSrc)
@@ -67,7 +71,7 @@ var (
 // Load loads the scripts that are run with EVALSHA inside pipelines, after
 // a NOSCRIPT error (a restarted or failed-over server).
 func Load(ctx context.Context, c redis.Scripter) error {
-	for _, s := range []*redis.Script{fetch, lockRefresh, setGroup, deleteConsumers, guardedAdd} {
+	for _, s := range []*redis.Script{fetch, lockRefresh, groupCounters, setGroup, deleteConsumers, guardedAdd} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
@@ -349,13 +353,95 @@ func AcquireLock(ctx context.Context, c redis.Scripter, lock, fence, value strin
 	return 0, holder, time.Duration(pttl) * time.Millisecond, false, nil
 }
 
-// RefreshLock queues on pipe the extension of lock to ttl if it holds value;
-// the command's reply is 1 when extended, 0 when value does not hold it.
-// Load the scripts (Load) and run the pipeline again after a NOSCRIPT error.
+// RefreshLocks queues on pipe the extension to ttl of every lock in locks
+// that still holds its value in values (one call; on Cluster the locks must
+// share a hash slot). The command's reply lists the positions (1-based) of
+// the locks not held; read it with LostLocks. Load the scripts (Load) and
+// run the pipeline again after a NOSCRIPT error.
 //
-// KEYS: lock. ARGV: value, ttl in ms.
-func RefreshLock(ctx context.Context, pipe redis.Scripter, lock, value string, ttl time.Duration) *redis.Cmd {
-	return lockRefresh.EvalSha(ctx, pipe, []string{lock}, value, ttl.Milliseconds())
+// KEYS: locks. ARGV: ttl in ms, values.
+func RefreshLocks(ctx context.Context, pipe redis.Scripter, locks, values []string, ttl time.Duration) *redis.Cmd {
+	args := make([]any, 0, len(values)+1)
+	args = append(args, ttl.Milliseconds())
+	for _, v := range values {
+		args = append(args, v)
+	}
+	return lockRefresh.EvalSha(ctx, pipe, locks, args...)
+}
+
+// LostLocks returns the positions (0-based) of the locks a RefreshLocks
+// command found not held.
+func LostLocks(cmd *redis.Cmd) ([]int, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(v))
+	for _, x := range v {
+		n, ok := x.(int64)
+		if !ok || n < 1 {
+			return nil, fmt.Errorf("lock_refresh: malformed reply %v", v)
+		}
+		out = append(out, int(n-1))
+	}
+	return out, nil
+}
+
+// GroupCounters queues on pipe a read of the counters of the partition
+// streams keys and of group on each (see group_counters.lua; on Cluster the
+// keys must share a hash slot); read it with ParseGroupCounters. Load the
+// scripts (Load) and run the pipeline again after a NOSCRIPT error.
+//
+// KEYS: partition streams. ARGV: group.
+func GroupCounters(ctx context.Context, pipe redis.Scripter, keys []string, group string) *redis.Cmd {
+	return groupCounters.EvalSha(ctx, pipe, keys, group)
+}
+
+// Counters are the figures GroupCounters reads about one partition stream.
+type Counters struct {
+	Exists          bool   // false when the stream does not exist
+	Length          int64  // entries in the stream
+	Added           int64  // entries-added
+	FirstID         string // first entry's ID, "" when empty
+	Group           bool   // the group exists
+	LastDeliveredID string // the group's last-delivered-id
+	EntriesRead     int64  // the group's entries-read
+	EntriesReadOK   bool   // false when Redis does not know entries-read
+}
+
+// ParseGroupCounters parses the reply of a GroupCounters command of n keys.
+func ParseGroupCounters(cmd *redis.Cmd, n int) ([]Counters, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(v) != n {
+		return nil, fmt.Errorf("group_counters: %d replies for %d keys", len(v), n)
+	}
+	out := make([]Counters, n)
+	for i, x := range v {
+		r, _ := x.([]any)
+		if len(r) == 0 {
+			return nil, fmt.Errorf("group_counters: malformed reply %v", x)
+		}
+		if st, _ := r[0].(int64); st == 0 {
+			continue
+		}
+		if len(r) != 7 {
+			return nil, fmt.Errorf("group_counters: malformed reply %v", x)
+		}
+		c := &out[i]
+		c.Exists = true
+		c.Length, _ = r[1].(int64)
+		c.Added, _ = r[2].(int64)
+		c.FirstID, _ = r[3].(string)
+		g, _ := r[4].(int64)
+		c.Group = g == 1
+		c.LastDeliveredID, _ = r[5].(string)
+		c.EntriesRead, _ = r[6].(int64)
+		c.EntriesReadOK = c.Group && c.EntriesRead >= 0
+	}
+	return out, nil
 }
 
 // ReleaseLock deletes lock if it holds value, and reports whether it did.
