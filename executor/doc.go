@@ -4,21 +4,25 @@
 //
 // # Pieces
 //
-// An Executor owns these goroutines, and waits for all of them:
+// An executor runs its commands on clients of its own with fixed pools
+// (connections.go), so a worker's connections do not grow with its
+// partitions or with the application pool's size. It owns these
+// goroutines, and waits for all of them:
 //
 //   - heartbeat: refreshes its deadline in the processor's members sorted set
 //     every min(LockExpiry/3, 1s) and finds members whose deadline passed;
-//   - listen: reads the processor's control stream (join, leave, dead and
-//     assigned notices) from the last ID it saw, never "$";
+//   - listen: reads the processor's control stream (join, leave, dead,
+//     assigned and released notices) from the last ID it saw, never "$";
 //   - fetcher: one goroutine reading every owned partition into a bounded
 //     buffer of Prefetch events, a partition again once its buffer is half
 //     empty, several partitions per round trip;
 //   - acker: XACKs of every partition, flushed every few milliseconds in one
 //     pipelined round trip;
-//   - refresher: extends the locks of every owned partition together
-//     (lock.go);
+//   - refresher: extends the locks of every owned partition together, with
+//     one script that reports the locks lost (lock.go);
 //   - trim checker: looks for entries trimmed before they were read, every
-//     few heartbeat periods (trim.go);
+//     few heartbeat periods, with one script reading every partition's
+//     counters (trim.go);
 //   - per owned partition: a goroutine that acquires, drains and releases it,
 //     and a consumer calling the processor, so a slow partition never
 //     stalls the others.
@@ -67,8 +71,10 @@
 // inspect); refreshes, releases and fenced reads and writes compare the
 // whole value, so no other acquisition, even one with the same identity, can
 // pass for this one. Its TTL is LockExpiry; one refresher per executor
-// extends all its locks together, in one pipelined round trip, every
-// LockExpiry/3. The executor trusts a lock until
+// extends all its locks together every LockExpiry/3, in one round trip: one
+// script call on a single server (up to 1,000 locks a call), one per lock,
+// pipelined, on Cluster, where each partition has its own hash slot. The
+// executor trusts a lock until
 //
 //	start of the last successful acquisition or refresh + LockExpiry - margin
 //	margin = LockExpiry/100 + min(LockExpiry/10, 500ms)
