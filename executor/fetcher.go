@@ -24,6 +24,10 @@ import (
 //     partitions (from the last ID each has seen) waits for new entries, up
 //     to ReadBlock. XREAD takes nothing into the pending list: only the
 //     fenced read does, and only for the lock holder.
+//   - the partitions the blocking XREAD saw new entries on are read next
+//     with the fenced fetch script, in one round trip (the transaction of
+//     fetch_tx.go takes two; it serves partitions with a backlog, whose
+//     larger replies a script would cost Redis more to return).
 //
 // A consumer that drains its buffer below the watermark, or a new partition,
 // wakes the fetcher, interrupting the blocking XREAD with CLIENT UNBLOCK.
@@ -57,6 +61,7 @@ type fetchState struct {
 	p       *partition
 	cursor  string // XAUTOCLAIM cursor while recovering; "" once reading new entries
 	hasData bool   // the last read was full: read again without waiting
+	woke    bool   // the blocking read saw new entries: read them with the script (one round trip)
 	last    string // last ID seen, for the blocking XREAD
 	noGroup bool   // the group is missing (stream deleted): create it again
 
@@ -165,6 +170,7 @@ type fetchWork struct {
 	s      *fetchState
 	count  int
 	cursor string
+	woke   bool
 	cmd    *redis.Cmd
 }
 
@@ -216,14 +222,16 @@ func (f *fetcher) collect() []fetchWork {
 		if free < f.watermark() || (s.cursor == "" && !s.hasData) {
 			continue
 		}
-		work = append(work, fetchWork{s: s, count: free, cursor: s.cursor})
+		work = append(work, fetchWork{s: s, count: free, cursor: s.cursor, woke: s.woke})
 	}
 	return work
 }
 
 // read reads every partition in work. New entries are read with one
-// transaction when the client has a single connection pool; recovery, and
-// every read on other clients (Cluster), use the fenced fetch script.
+// transaction when the client has a single connection pool; recovery, the
+// first read after the blocking read saw new entries (the idle path: one
+// round trip instead of the transaction's two), and every read on other
+// clients (Cluster), use the fenced fetch script.
 func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 	e := f.e
 	for i := range work {
@@ -238,7 +246,7 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 		var scripted []fetchWork
 		var fresh []fetchWork
 		for _, w := range work {
-			if w.cursor == "" {
+			if w.cursor == "" && !w.woke {
 				fresh = append(fresh, w)
 			} else {
 				scripted = append(scripted, w)
@@ -328,6 +336,7 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 		s.trimNotice = nil
 	}
 	s.push(ds)
+	s.woke = false
 	if w.cursor != "" {
 		s.cursor = res.Cursor
 		if s.cursor == "0-0" || s.cursor == "" {
@@ -416,7 +425,7 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	f.blocking = false
 	for _, s := range states {
 		if slices.Contains(got, s.p.key) {
-			s.hasData = true
+			s.hasData, s.woke = true, true
 		}
 	}
 	f.mu.Unlock()
