@@ -304,18 +304,7 @@ func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error
 
 // deliver puts the entries of one read in the partition's buffer.
 func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	s := w.s
-	if cur, ok := f.parts[s.p.n]; !ok || cur != s {
-		return // removed meanwhile: the entries stay pending for the next owner
-	}
-	if !res.Held {
-		delete(f.parts, s.p.n)
-		f.log.Warn("partition lock not held at fetch", "partition", s.p.n)
-		s.p.cancel(errLockLost)
-		return
-	}
 	ds := make([]core.Delivery, 0, len(res.Messages)+len(res.Deleted))
 	for i, m := range res.Messages {
 		d := toDelivery(s.p.n, m)
@@ -331,6 +320,29 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 	if len(res.Deleted) > 0 {
 		slices.SortFunc(ds, func(a, b core.Delivery) int { return compareIDs(a.ID, b.ID) })
 	}
+	last := res.Last
+	if n := len(res.Messages); n > 0 {
+		last = res.Messages[n-1].ID
+	}
+	f.put(w, res, ds, len(res.Messages), last)
+}
+
+// put puts ds, from one read of read new or pending entries, in the
+// partition's buffer; last is the ID of the last entry read, or the stream's
+// last ID when none was.
+func (f *fetcher) put(w fetchWork, res scripts.FetchResult, ds []core.Delivery, read int, last string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := w.s
+	if cur, ok := f.parts[s.p.n]; !ok || cur != s {
+		return // removed meanwhile: the entries stay pending for the next owner
+	}
+	if !res.Held {
+		delete(f.parts, s.p.n)
+		f.log.Warn("partition lock not held at fetch", "partition", s.p.n)
+		s.p.cancel(errLockLost)
+		return
+	}
 	if s.trimNotice != nil && len(ds) > 0 && len(ds) < cap(s.p.buf)-len(s.p.buf) {
 		ds = append([]core.Delivery{*s.trimNotice}, ds...)
 		s.trimNotice = nil
@@ -344,11 +356,9 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 		}
 		return
 	}
-	s.hasData = len(res.Messages) >= w.count
-	if n := len(res.Messages); n > 0 {
-		s.last = res.Messages[n-1].ID
-	} else if res.Last != "" {
-		s.last = res.Last
+	s.hasData = read >= w.count
+	if last != "" {
+		s.last = last
 	}
 }
 

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -80,6 +81,44 @@ func ParseFields(id string, partition int, fields []any) (Entry, error) {
 	}
 	return p.done()
 }
+
+// ParseFieldBytes is ParseFields for fields read from a raw reply
+// (scripts.EachRawEntry): the entry's Key and Data are the slices given,
+// not copies, so reading an entry costs no allocation unless it has
+// headers.
+func ParseFieldBytes(id string, partition int, fields [][]byte) (Entry, error) {
+	p := entryParser{e: Entry{ID: id, Partition: partition}}
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, v := fields[i], fields[i+1]
+		switch {
+		case string(k) == FieldKey:
+			p.e.Key = v
+		case string(k) == FieldCodec:
+			p.e.Codec, p.hasCodec = codecName(v), true
+		case string(k) == FieldData:
+			p.e.Data, p.hasData = v, true
+		case bytes.HasPrefix(k, []byte(HeaderField)):
+			if p.e.Headers == nil {
+				p.e.Headers = Headers{}
+			}
+			p.e.Headers[string(k[len(HeaderField):])] = string(v)
+		}
+	}
+	return p.done()
+}
+
+// codecName returns the codec name b, without allocating for the built-in
+// codecs' names.
+func codecName(b []byte) string {
+	for _, n := range builtinCodecNames {
+		if string(b) == n {
+			return n
+		}
+	}
+	return string(b)
+}
+
+var builtinCodecNames = []string{MsgPack.Name(), JSON.Name()}
 
 type entryParser struct {
 	e                 Entry

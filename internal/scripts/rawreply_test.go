@@ -1,0 +1,121 @@
+package scripts_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// EachRawEntry reads raw XREADGROUP replies, RESP2 and RESP3, as
+// ParseStreamReply reads go-redis's parsed ones: new entries with binary
+// values, an empty read, pending entries read again, one of them deleted
+// (no fields), a read inside MULTI/EXEC, and an error reply.
+func TestEachRawEntry(t *testing.T) {
+	t.Parallel()
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			c, prefix := redistest.Client(t)
+			opt := *c.Options()
+			opt.Protocol = proto
+			opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+			rc := redis.NewClient(&opt)
+			defer rc.Close()
+			ctx := context.Background()
+			key := prefix + ":s"
+			rc.XGroupCreateMkStream(ctx, key, "g", "0")
+			var ids []string
+			for i := range 3 {
+				ids = append(ids, rc.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"key", fmt.Sprint(i), "data", "\r\n\x00\xff", "h:x", "y"}}).Val())
+			}
+			entries := func(raw []byte) []scripts.Message {
+				t.Helper()
+				var got []scripts.Message
+				err := scripts.EachRawEntry(raw, func(id string, fields [][]byte) error {
+					m := scripts.Message{ID: id}
+					for _, f := range fields {
+						m.Fields = append(m.Fields, string(f))
+					}
+					got = append(got, m)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			readNew := func() []scripts.Message {
+				return entries(rc.DoRaw(ctx, "XREADGROUP", "GROUP", "g", "c", "COUNT", 10, "STREAMS", key, ">").Val())
+			}
+			// Pending entries read again: the same reply, parsed both ways.
+			same := func() {
+				t.Helper()
+				args := []any{"XREADGROUP", "GROUP", "g", "c", "COUNT", 10, "STREAMS", key, "0"}
+				raw := rc.DoRaw(ctx, args...).Val()
+				want, err := scripts.ParseStreamReply(rc.Do(ctx, args...).Val())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := entries(raw); fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 3 {
+					t.Fatalf("raw    %q\nparsed %q", got, want)
+				}
+			}
+
+			got := readNew()
+			if len(got) != 3 || got[2].ID != ids[2] || fmt.Sprint(got[2].Fields) != fmt.Sprint([]any{"key", "2", "data", "\r\n\x00\xff", "h:x", "y"}) {
+				t.Fatalf("new entries %q", got)
+			}
+			if got := readNew(); len(got) != 0 {
+				t.Fatalf("nothing new: %q", got)
+			}
+			same()
+			rc.XDel(ctx, key, ids[1])
+			same()
+
+			tx := rc.TxPipeline()
+			cmd := redis.NewRawCmd(ctx, "XREADGROUP", "GROUP", "g", "c", "STREAMS", key, "0")
+			_ = tx.Process(ctx, cmd)
+			if _, err := tx.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := entries(cmd.Val()); len(got) != 3 {
+				t.Fatalf("in a transaction: %q", got)
+			}
+
+			bad := rc.DoRaw(ctx, "XREADGROUP", "GROUP", "nogroup", "c", "STREAMS", key, ">")
+			if err := scripts.EachRawEntry(bad.Val(), func(string, [][]byte) error { return nil }); err == nil && bad.Err() == nil {
+				t.Fatal("NOGROUP read as no entries")
+			}
+		})
+	}
+}
+
+func FuzzEachRawEntry(f *testing.F) {
+	f.Add([]byte("*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n"))
+	f.Add([]byte("%1\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*-1\r\n"))
+	f.Add([]byte("*-1\r\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		_ = scripts.EachRawEntry(raw, func(id string, fields [][]byte) error { return nil })
+	})
+}
+
+// BenchmarkEachRawEntry reads a raw reply of 100 entries: the allocations
+// per reply do not grow with its entries.
+func BenchmarkEachRawEntry(b *testing.B) {
+	raw := []byte("*1\r\n*2\r\n$1\r\ns\r\n*100\r\n")
+	for i := range 100 {
+		id := fmt.Sprintf("1700000000000-%d", i)
+		raw = fmt.Appendf(raw, "*2\r\n$%d\r\n%s\r\n*6\r\n$3\r\nkey\r\n$5\r\nkey-1\r\n$5\r\ncodec\r\n$7\r\nmsgpack\r\n$4\r\ndata\r\n$10\r\n0123456789\r\n", len(id), id)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		if err := scripts.EachRawEntry(raw, func(id string, fields [][]byte) error { n += len(fields); return nil }); err != nil || n != 600 {
+			b.Fatal(n, err)
+		}
+	}
+}
