@@ -130,5 +130,5 @@ func rawDelivery(p int, id string, fields [][]byte) core.Delivery {
 
 // lost drops a partition whose lock is no longer this executor's.
 func (f *fetcher) lost(s *fetchState) {
-	f.deliver(fetchWork{s: s}, scripts.FetchResult{Held: false})
+	f.put(fetchWork{s: s}, scripts.FetchResult{Held: false}, nil, 0, "")
 }

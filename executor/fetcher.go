@@ -171,7 +171,7 @@ type fetchWork struct {
 	count  int
 	cursor string
 	woke   bool
-	cmd    *redis.Cmd
+	cmd    *redis.RawCmd
 }
 
 // run reads until ctx is done.
@@ -269,21 +269,43 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) error {
 		pipe := e.client.Pipeline()
 		for i := range work {
 			w := &work[i]
-			w.cmd = scripts.Fetch(ctx, pipe, w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
+			w.cmd = scripts.FetchRaw(ctx, pipe, w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
 		}
 		_, err := pipe.Exec(ctx)
 		return err
 	}
+	// Replies are read raw (see scripts.EachRawEntry): an error reply such
+	// as NOSCRIPT comes out of the parse, not Exec.
+	type parsed struct {
+		res scripts.FetchResult
+		ds  []core.Delivery
+		err error
+	}
+	results := make([]parsed, len(work))
+	parse := func() bool {
+		noScript := false
+		for i, w := range work {
+			var ds []core.Delivery
+			res, err := scripts.ParseRawFetch(w.cmd, func(id string, fields [][]byte) error {
+				ds = append(ds, rawDelivery(w.s.p.n, id, fields))
+				return nil
+			})
+			results[i] = parsed{res, ds, err}
+			noScript = noScript || scripts.IsNoScript(err)
+		}
+		return noScript
+	}
 	err := exec()
-	if scripts.IsNoScript(err) {
+	if noScript := parse(); noScript || scripts.IsNoScript(err) {
 		if err := scripts.Load(ctx, e.client); err != nil {
 			return err
 		}
 		err = exec()
+		parse()
 	}
 	var firstErr error
-	for _, w := range work {
-		res, err := scripts.ParseFetch(w.cmd)
+	for i, w := range work {
+		res, ds, err := results[i].res, results[i].ds, results[i].err
 		if err != nil {
 			if isNoGroup(err) {
 				w.s.noGroup = true
@@ -292,7 +314,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) error {
 			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
-		f.deliver(w, res)
+		f.deliver(w, res, ds)
 	}
 	if firstErr == nil && err != nil && !isNoGroup(err) {
 		firstErr = err
@@ -302,17 +324,16 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) error {
 
 func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error(), "NOGROUP") }
 
-// deliver puts the entries of one read in the partition's buffer.
-func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
+// deliver puts the entries of one scripted read (ds, in the order read) in
+// the partition's buffer, with their delivery counts and the pending entries
+// found deleted.
+func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult, ds []core.Delivery) {
 	s := w.s
-	ds := make([]core.Delivery, 0, len(res.Messages)+len(res.Deleted))
-	for i, m := range res.Messages {
-		d := toDelivery(s.p.n, m)
-		d.Deliveries = 1
+	read := len(ds)
+	for i := range ds {
 		if i < len(res.Counts) && res.Counts[i] > 0 {
-			d.Deliveries = res.Counts[i]
+			ds[i].Deliveries = res.Counts[i]
 		}
-		ds = append(ds, d)
 	}
 	for _, id := range res.Deleted {
 		ds = append(ds, core.Delivery{Entry: core.Entry{ID: id, Partition: s.p.n}, Deliveries: 2, Err: core.ErrTrimmed})
@@ -321,10 +342,10 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 		slices.SortFunc(ds, func(a, b core.Delivery) int { return compareIDs(a.ID, b.ID) })
 	}
 	last := res.Last
-	if n := len(res.Messages); n > 0 {
-		last = res.Messages[n-1].ID
+	if read > 0 {
+		last = ds[read-1].ID // before the deleted ones were sorted in: recovery does not use it
 	}
-	f.put(w, res, ds, len(res.Messages), last)
+	f.put(w, res, ds, read, last)
 }
 
 // put puts ds, from one read of read new or pending entries, in the
@@ -360,14 +381,6 @@ func (f *fetcher) put(w fetchWork, res scripts.FetchResult, ds []core.Delivery, 
 	if last != "" {
 		s.last = last
 	}
-}
-
-func toDelivery(p int, m scripts.Message) core.Delivery {
-	if len(m.Fields) == 0 {
-		return core.Delivery{Entry: core.Entry{ID: m.ID, Partition: p}, Err: core.ErrTrimmed}
-	}
-	e, err := core.ParseFields(m.ID, p, m.Fields)
-	return core.Delivery{Entry: e, Err: err}
 }
 
 // waitIdle blocks until an idle partition gets new entries, a consumer or a

@@ -68,24 +68,11 @@ func ParseEntry(id string, partition int, fields map[string]any) (Entry, error) 
 	return p.done()
 }
 
-// ParseFields reads an entry from the flat field, value, field, value...
-// list of a stream message, as Redis sends it. It fails when the codec or
-// data field is missing.
-func ParseFields(id string, partition int, fields []any) (Entry, error) {
-	p := entryParser{e: Entry{ID: id, Partition: partition}}
-	for i := 0; i+1 < len(fields); i += 2 {
-		k, _ := fields[i].(string)
-		if err := p.field(k, fields[i+1]); err != nil {
-			return p.e, err
-		}
-	}
-	return p.done()
-}
-
-// ParseFieldBytes is ParseFields for fields read from a raw reply
-// (scripts.EachRawEntry): the entry's Key and Data are the slices given,
-// not copies, so reading an entry costs no allocation unless it has
-// headers.
+// ParseFieldBytes reads an entry from the flat field, value, field,
+// value... list of a stream message read from a raw reply
+// (scripts.EachRawEntry). It fails when the codec or data field is missing.
+// The entry's Key and Data are the slices given, not copies, so reading an
+// entry costs no allocation unless it has headers.
 func ParseFieldBytes(id string, partition int, fields [][]byte) (Entry, error) {
 	p := entryParser{e: Entry{ID: id, Partition: partition}}
 	for i := 0; i+1 < len(fields); i += 2 {

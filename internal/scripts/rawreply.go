@@ -2,9 +2,12 @@ package scripts
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Stream replies read raw. go-redis parses a generic reply into a tree of
@@ -35,13 +38,20 @@ func EachRawEntry(raw []byte, fn func(id string, fields [][]byte) error) error {
 	if err := r.skip(); err != nil { // the key
 		return err
 	}
+	return r.entries(fn)
+}
+
+// entries reads an array of stream entries ({id, {field, value, ...}}),
+// calling fn for each (see EachRawEntry).
+func (r *respReader) entries(fn func(id string, fields [][]byte) error) error {
 	entries, err := r.aggregate()
-	if err != nil {
+	if err != nil || entries <= 0 {
 		return err
 	}
+	raw := r.b
 	s := string(raw) // the IDs share one copy of the reply
 	var fields [][]byte
-	for range max(entries, 0) {
+	for range entries {
 		if m, err := r.aggregate(); err != nil || m != 2 {
 			return cmpErr(err, "stream entry")
 		}
@@ -74,6 +84,74 @@ func cmpErr(err error, what string) error {
 		return err
 	}
 	return fmt.Errorf("malformed %s in stream reply", what)
+}
+
+// FetchRaw queues on pipe a fenced read of one partition (see fetch.lua)
+// as a raw command; read its reply with ParseRawFetch. cursor "" reads new
+// entries, otherwise it continues recovery from cursor. Load the scripts (Load) and run the pipeline
+// again when ParseRawFetch says NOSCRIPT (IsNoScript).
+//
+// KEYS: lock, partition. ARGV: token, group, consumer, count, cursor.
+func FetchRaw(ctx context.Context, pipe redis.Pipeliner, lock, partition, token, group, consumer string, count int, cursor string) *redis.RawCmd {
+	cmd := redis.NewRawCmd(ctx, "EVALSHA", fetch.Hash(), 2, lock, partition, token, group, consumer, count, cursor)
+	_ = pipe.Process(ctx, cmd)
+	return cmd
+}
+
+// ParseRawFetch parses the reply of a FetchRaw command: fn is called for
+// each entry read, as by EachRawEntry, and the result's Messages stay
+// empty (Counts are aligned with the entries fn saw). An error reply
+// (NOSCRIPT, NOGROUP) is returned as an error.
+func ParseRawFetch(cmd *redis.RawCmd, fn func(id string, fields [][]byte) error) (FetchResult, error) {
+	var res FetchResult
+	raw, err := cmd.Result()
+	if err != nil {
+		return res, err
+	}
+	r := respReader{b: raw}
+	n, err := r.aggregate()
+	if err != nil {
+		return res, err
+	}
+	if n < 1 {
+		return res, fmt.Errorf("fetch: empty reply")
+	}
+	if st, err := r.integer(); err != nil || st == 0 {
+		return res, err
+	}
+	if n < 6 {
+		return res, fmt.Errorf("fetch: short reply (%d elements)", n)
+	}
+	res.Held = true
+	if res.Cursor, err = r.text(); err != nil {
+		return res, err
+	}
+	if err := r.entries(fn); err != nil {
+		return res, err
+	}
+	m, err := r.aggregate()
+	if err != nil {
+		return res, err
+	}
+	for range max(m, 0) {
+		c, err := r.integer()
+		if err != nil {
+			return res, err
+		}
+		res.Counts = append(res.Counts, c)
+	}
+	if m, err = r.aggregate(); err != nil {
+		return res, err
+	}
+	for range max(m, 0) {
+		id, err := r.text()
+		if err != nil {
+			return res, err
+		}
+		res.Deleted = append(res.Deleted, id)
+	}
+	res.Last, err = r.text()
+	return res, err
 }
 
 // respReader walks a complete raw RESP reply.
@@ -153,6 +231,30 @@ func (r *respReader) bulk() (from, to int, null bool, err error) {
 		return 0, 0, false, errors.New(string(rest))
 	}
 	return 0, 0, false, fmt.Errorf("RESP: string expected, got %q", t)
+}
+
+// integer reads an integer.
+func (r *respReader) integer() (int64, error) {
+	t, rest, err := r.line()
+	if err != nil {
+		return 0, err
+	}
+	switch t {
+	case ':':
+		return strconv.ParseInt(string(rest), 10, 64)
+	case '-', '!':
+		return 0, errors.New(string(rest))
+	}
+	return 0, fmt.Errorf("RESP: integer expected, got %q", t)
+}
+
+// text reads a string ("" for a null) as a new string.
+func (r *respReader) text() (string, error) {
+	from, to, null, err := r.bulk()
+	if err != nil || null {
+		return "", err
+	}
+	return string(r.b[from:to]), nil
 }
 
 // skip moves past the next value, whatever it is.
