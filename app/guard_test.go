@@ -98,6 +98,11 @@ func TestWhenFullWait(t *testing.T) {
 	w := startWorker(t, a)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// The guard protects the groups that exist: the processor's is created
+	// when its worker takes the partition.
+	redistest.Eventually(t, 10*time.Second, "the processor's group", func() bool {
+		return len(env.client.XInfoGroups(ctx, app.PartitionKey(s, 0)).Val()) == 1
+	})
 	waited := time.Duration(0)
 	for i := 0; i < 1000; i += 50 {
 		start := time.Now()

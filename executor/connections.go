@@ -1,10 +1,13 @@
 package executor
 
-// The executor's own connections. Long blocking reads (the control stream,
-// idle partitions) and the fetcher's transactions run on a small client of
-// the executor's own (ownClient), so they never hold connections of the
-// application's pool; lock commands run on another (lease.Client), whose
-// socket deadlines follow the context.
+// The executor's own connections. Its runtime commands run on a client of
+// its own (runtimeClient) with a fixed pool, so the connections one worker
+// opens do not grow with the application pool's size (10 per GOMAXPROCS by
+// default) or with the number of partitions: at most ownConns on a single
+// server (the fetcher's blocking and transaction connections, the control
+// stream's blocking read, and two for everything else), plus lockConns for
+// partition locks (lease.Client, whose socket deadlines follow the
+// context). Only processors' fenced writes use the application's client.
 
 import (
 	"context"
@@ -13,7 +16,39 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/leatdev/leat/internal/topology"
 )
+
+// Connection budget of one executor (see above).
+const (
+	ownConns  = 5 // blocking fetch, fenced-read transaction, control stream, 2 shared
+	lockConns = 2 // lock refreshes, acquisitions and releases
+)
+
+// runtimeClient returns the client the executor runs its commands on, a
+// copy of c's settings with a fixed pool, the same client as a
+// *redis.Client when it has a single connection pool (standalone,
+// Sentinel; nil otherwise: the fetcher then polls), and a function that
+// closes it. Clients of other kinds are used as they are.
+func runtimeClient(c redis.UniversalClient) (redis.UniversalClient, *redis.Client, func()) {
+	off := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	switch c := c.(type) {
+	case *redis.Client:
+		own := ownClient(c)
+		return own, own, func() { _ = own.Close() }
+	case *redis.ClusterClient:
+		opt := *c.Options()
+		// The shared client may update its own notification settings while
+		// connecting: give this client settings of its own (it needs none).
+		opt.MaintNotificationsConfig = off
+		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = ownConns, 0, ownConns
+		cc := redis.NewClusterClient(&opt)
+		topology.Attach(cc) // hooks are not options: follow failovers like c
+		return cc, nil, func() { _ = cc.Close() }
+	}
+	return c, nil, func() {}
+}
 
 // blocker owns the connection the fetcher blocks on. Only clients with a
 // single connection pool (standalone, Sentinel) have one; others poll.
@@ -25,23 +60,13 @@ type blocker struct {
 
 func newBlocker(c *redis.Client) *blocker { return &blocker{client: c} }
 
-// ownClient returns a client with three connections to the server of c,
-// when c is a single-pool client (standalone or Sentinel); nil otherwise.
-// The executor's long blocking reads (control stream, idle partitions) and
-// the fetcher's transactions use it, so they never hold connections of the
-// application's pool.
-func ownClient(c redis.UniversalClient) *redis.Client {
-	rc, ok := c.(*redis.Client)
-	if !ok {
-		return nil
-	}
-	opt := *rc.Options()
-	// The shared client may update its own notification settings while
-	// connecting: give this client settings of its own (it needs none).
+// ownClient returns a client of ownConns connections to the server of c.
+func ownClient(c *redis.Client) *redis.Client {
+	opt := *c.Options()
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	opt.PoolSize = 3
+	opt.PoolSize = ownConns
 	opt.MinIdleConns = 0
-	opt.MaxIdleConns = 3
+	opt.MaxIdleConns = ownConns
 	return redis.NewClient(&opt)
 }
 

@@ -9,23 +9,30 @@ import (
 )
 
 // Control notices, XADDed to the processor's control stream with the fields
-// "type", "executor" and, for noticeAssigned, "version".
+// "type", "executor" and, for noticeAssigned, "version", for
+// noticeReleased, "partition".
 const (
 	noticeJoin     = "join"
 	noticeLeave    = "leave"
 	noticeDead     = "dead"
 	noticeAssigned = "assigned"
+	noticeReleased = "released" // a partition lock was released: its next owner may take it now
 )
 
-func (e *Executor) announce(ctx context.Context, kind, executor string, version int64) error {
-	return e.group.Announce(ctx, noticeFields(kind, executor, version)...)
+// announce adds a notice; n is the version of noticeAssigned, the partition
+// of noticeReleased.
+func (e *Executor) announce(ctx context.Context, kind, executor string, n int64) error {
+	return e.group.Announce(ctx, noticeFields(kind, executor, n)...)
 }
 
 // noticeFields returns the field, value list of a notice.
-func noticeFields(kind, executor string, version int64) []any {
+func noticeFields(kind, executor string, n int64) []any {
 	vals := []any{"type", kind, "executor", executor}
-	if kind == noticeAssigned {
-		vals = append(vals, "version", strconv.FormatInt(version, 10))
+	switch kind {
+	case noticeAssigned:
+		vals = append(vals, "version", strconv.FormatInt(n, 10))
+	case noticeReleased:
+		vals = append(vals, "partition", strconv.FormatInt(n, 10))
 	}
 	return vals
 }
@@ -44,6 +51,17 @@ func wakes(self string, values map[string]any) bool {
 		return from != self
 	}
 	return false
+}
+
+// released returns the partition of a noticeReleased: its lock is free, so
+// an executor waiting to take it can try at once.
+func released(values map[string]any) (int, bool) {
+	if kind, _ := values["type"].(string); kind != noticeReleased {
+		return 0, false
+	}
+	ps, _ := values["partition"].(string)
+	p, err := strconv.Atoi(ps)
+	return p, err == nil && p >= 0
 }
 
 // listen reads the control stream from the last ID it has seen, never from
@@ -71,6 +89,8 @@ func (e *Executor) listen(ctx context.Context) {
 			last = m.ID
 			if wakes(e.id, m.Values) {
 				e.poke()
+			} else if p, ok := released(m.Values); ok {
+				e.freed(p)
 			}
 		}
 	}

@@ -4,21 +4,25 @@
 //
 // # Pieces
 //
-// An Executor owns these goroutines, and waits for all of them:
+// An executor runs its commands on clients of its own with fixed pools
+// (connections.go), so a worker's connections do not grow with its
+// partitions or with the application pool's size. It owns these
+// goroutines, and waits for all of them:
 //
 //   - heartbeat: refreshes its deadline in the processor's members sorted set
 //     every min(LockExpiry/3, 1s) and finds members whose deadline passed;
-//   - listen: reads the processor's control stream (join, leave, dead and
-//     assigned notices) from the last ID it saw, never "$";
+//   - listen: reads the processor's control stream (join, leave, dead,
+//     assigned and released notices) from the last ID it saw, never "$";
 //   - fetcher: one goroutine reading every owned partition into a bounded
 //     buffer of Prefetch events, a partition again once its buffer is half
 //     empty, several partitions per round trip;
 //   - acker: XACKs of every partition, flushed every few milliseconds in one
 //     pipelined round trip;
-//   - refresher: extends the locks of every owned partition together
-//     (lock.go);
+//   - refresher: extends the locks of every owned partition together, with
+//     one script that reports the locks lost (lock.go);
 //   - trim checker: looks for entries trimmed before they were read, every
-//     few heartbeat periods (trim.go);
+//     few heartbeat periods, with one script reading every partition's
+//     counters (trim.go);
 //   - per owned partition: a goroutine that acquires, drains and releases it,
 //     and a consumer calling the processor, so a slow partition never
 //     stalls the others.
@@ -36,20 +40,29 @@
 // A partition changes hands like this:
 //
 //	old owner                          new owner
-//	stop handing out events            try the lock every LockExpiry/20
-//	finish the event in flight           (at most 250ms)
+//	stop handing out events            try the lock: held (its TTL comes
+//	finish the event in flight           back with the failure); wait
 //	  (at most Grace, then cancel)
-//	acknowledge, release the lock  ->  lock obtained
+//	acknowledge, release the lock,
+//	announce "released" on the    ->  woken by the notice: lock obtained
+//	  control stream
 //	                                   take over the group's pending
 //	                                     entries (XAUTOCLAIM), in order
 //	                                   then read new entries
 //
+// The new owner tries again when the notice arrives, when the lock's TTL
+// runs out, or after LockExpiry/4 in case a notice was missed, whichever is
+// first; Redis gives the lock only once it was released or expired, so a
+// partition never has two holders. A graceful hand-over therefore pauses
+// the partition for the old owner's drain plus a few round trips.
+//
 // After a crash the lock is not released: it expires LockExpiry after its
 // last refresh, and the dead executor's heartbeat expires as fast; a
 // survivor notices at its next heartbeat and rebalances, and the new owner's
-// next lock attempt succeeds. The partition resumes at most LockExpiry +
-// min(LockExpiry/3, 1s) + min(LockExpiry/20, 250ms) after the crash, plus
-// round trips: 11.25s with the default 10s expiry.
+// first attempt succeeds (or, if the lock still has TTL left, the attempt
+// after it, timed by that TTL). The partition resumes at most LockExpiry +
+// min(LockExpiry/3, 1s) after the crash, plus round trips: 11s with the
+// default 10s expiry.
 //
 // # Lock arithmetic
 //
@@ -58,8 +71,10 @@
 // inspect); refreshes, releases and fenced reads and writes compare the
 // whole value, so no other acquisition, even one with the same identity, can
 // pass for this one. Its TTL is LockExpiry; one refresher per executor
-// extends all its locks together, in one pipelined round trip, every
-// LockExpiry/3. The executor trusts a lock until
+// extends all its locks together every LockExpiry/3, in one round trip: one
+// script call on a single server (up to 1,000 locks a call), one per lock,
+// pipelined, on Cluster, where each partition has its own hash slot. The
+// executor trusts a lock until
 //
 //	start of the last successful acquisition or refresh + LockExpiry - margin
 //	margin = LockExpiry/100 + min(LockExpiry/10, 500ms)

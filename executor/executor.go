@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -56,13 +57,15 @@ type Executor struct {
 	stream    *core.Core
 	handler   Handler
 	opts      Options
-	client    redis.UniversalClient
-	own       *redis.Client // see ownClient; nil for Cluster clients
-	started   time.Time     // local, for its monotonic reading; see startedOnServer
+	app       redis.UniversalClient // the application's client: processors' fenced writes
+	client    redis.UniversalClient // the executor's own client during Run (see runtimeClient)
+	own       *redis.Client         // see ownClient; nil for Cluster clients
+	started   time.Time             // local, for its monotonic reading; see startedOnServer
 	startedMu sync.Mutex
 	startedAt time.Time // Run's start on the server's clock, once known
 	keys      keys.Space
-	group     rdb.Group             // the processor's state in Redis
+	group     rdb.Group             // the processor's state in Redis, on client
+	appGroup  rdb.Group             // the same on app, for calls outside Run
 	locker    *redislock.Client     // the admin lock
 	lockc     redis.UniversalClient // partition locks (see lease.Client)
 	log       *slog.Logger
@@ -79,9 +82,21 @@ type Executor struct {
 
 	atRisk map[int]bool // partitions whose lag was reported near retention (under mu)
 
+	stats        acquireStats
+	refreshCount atomic.Int64 // lock refresh rounds done
+
 	mu    sync.Mutex
 	owned map[int]*partition // partitions whose goroutine runs
 	ready map[int]bool       // partitions whose lock is held and whose consumer runs
+}
+
+// acquireStats counts lock attempts, for tests and debugging.
+type acquireStats struct {
+	attempts        atomic.Int64 // lock attempts
+	busy            atomic.Int64 // attempts that found another holder
+	retriedOnNotice atomic.Int64 // retries woken by a "released" notice
+	retriedOnTimer  atomic.Int64 // retries of a held lock woken by its expiry or the fallback
+	released        atomic.Int64 // locks released while still held (by this acquisition)
 }
 
 // New validates cfg and returns an executor.
@@ -110,9 +125,11 @@ func New(cfg Config) (*Executor, error) {
 		stream:    cfg.Stream,
 		handler:   cfg.Handler,
 		opts:      opts,
+		app:       cat.Client(),
 		client:    cat.Client(),
 		keys:      cat.Keys(),
 		group:     rdb.NewGroup(cat.Client(), cat.Keys(), cfg.Stream.Name(), cfg.Processor),
+		appGroup:  rdb.NewGroup(cat.Client(), cat.Keys(), cfg.Stream.Name(), cfg.Processor),
 		locker:    redislock.New(cat.Client()),
 		log:       cfg.Logger.With("stream", cfg.Stream.Name(), "processor", cfg.Processor, "executor", cfg.ID),
 		obs:       newHooks(cfg.Hooks),
@@ -122,7 +139,7 @@ func New(cfg Config) (*Executor, error) {
 		ready:     map[int]bool{},
 	}
 	e.fetch = newFetcher(e)
-	e.acks = newAcker(e.client, cfg.Processor)
+	e.acks = newAcker(cat.Client(), cfg.Processor)
 	return e, nil
 }
 
@@ -167,12 +184,15 @@ func (e *Executor) poke() {
 // event within the grace period; acknowledge; release the locks.
 func (e *Executor) Run(ctx context.Context) error {
 	e.started = time.Now()
-	e.own = ownClient(e.client)
-	if e.own != nil {
-		defer e.own.Close()
-	}
-	var closeLocks func()
-	e.lockc, closeLocks = lease.Client(e.client, 4)
+	// The executor's own connections, whatever the application's pool
+	// (connections.go); set before any goroutine starts.
+	var closeOwn, closeLocks func()
+	e.client, e.own, closeOwn = runtimeClient(e.app)
+	defer closeOwn()
+	e.group = rdb.NewGroup(e.client, e.keys, e.stream.Name(), e.processor)
+	e.locker = redislock.New(e.client)
+	e.acks.client = e.client
+	e.lockc, closeLocks = lease.Client(e.app, lockConns)
 	defer closeLocks()
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -332,5 +352,6 @@ func (e *Executor) newPartition(ctx context.Context, n int) *partition {
 		life:    life,
 		cancel:  cancel,
 		stop:    make(chan struct{}),
+		freed:   make(chan struct{}, 1),
 	}
 }

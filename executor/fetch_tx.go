@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
@@ -62,11 +63,13 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		}
 		return err
 	}
-	reads := make([]*redis.Cmd, len(held))
+	reads := make([]*redis.RawCmd, len(held))
 	tails := make([]*redis.XMessageSliceCmd, len(held))
 	_, err = conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i, w := range held {
-			reads[i] = p.Do(ctx, "XREADGROUP", "GROUP", e.processor, e.id, "COUNT", w.count, "STREAMS", w.s.p.key, ">")
+			// Raw: parsed without a tree of interfaces (scripts.EachRawEntry).
+			reads[i] = redis.NewRawCmd(ctx, "XREADGROUP", "GROUP", e.processor, e.id, "COUNT", w.count, "STREAMS", w.s.p.key, ">")
+			_ = p.Process(ctx, reads[i])
 			if w.s.last == "" {
 				tails[i] = p.XRevRangeN(ctx, w.s.p.key, "+", "-", 1)
 			}
@@ -81,8 +84,15 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		return err
 	}
 	for i, w := range held {
-		res := scripts.FetchResult{Held: true}
-		reply, err := reads[i].Result()
+		raw, err := reads[i].Result()
+		var ds []core.Delivery
+		if err == nil {
+			ds = make([]core.Delivery, 0, w.count)
+			err = scripts.EachRawEntry(raw, func(id string, fields [][]byte) error {
+				ds = append(ds, rawDelivery(w.s.p.n, id, fields))
+				return nil
+			})
+		}
 		switch {
 		case isNoGroup(err):
 			w.s.noGroup = true
@@ -90,25 +100,35 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		case err != nil && !errors.Is(err, redis.Nil):
 			return err
 		}
-		if res.Messages, err = scripts.ParseStreamReply(reply); err != nil {
-			return err
-		}
-		if len(res.Messages) == 0 {
-			res.Last = "0-0"
+		last := ""
+		if n := len(ds); n > 0 {
+			last = ds[n-1].ID
+		} else {
+			last = "0-0"
 			if tails[i] != nil {
 				if tail := tails[i].Val(); len(tail) > 0 {
-					res.Last = tail[0].ID
+					last = tail[0].ID
 				}
 			} else {
-				res.Last = w.s.last
+				last = w.s.last
 			}
 		}
-		f.deliver(w, res)
+		f.put(w, scripts.FetchResult{Held: true}, ds, len(ds), last)
 	}
 	return nil
 }
 
+// rawDelivery is the delivery of a new entry read raw (fields point into
+// the reply; see scripts.EachRawEntry).
+func rawDelivery(p int, id string, fields [][]byte) core.Delivery {
+	if len(fields) == 0 {
+		return core.Delivery{Entry: core.Entry{ID: id, Partition: p}, Deliveries: 1, Err: core.ErrTrimmed}
+	}
+	e, err := core.ParseFieldBytes(id, p, fields)
+	return core.Delivery{Entry: e, Deliveries: 1, Err: err}
+}
+
 // lost drops a partition whose lock is no longer this executor's.
 func (f *fetcher) lost(s *fetchState) {
-	f.deliver(fetchWork{s: s}, scripts.FetchResult{Held: false})
+	f.put(fetchWork{s: s}, scripts.FetchResult{Held: false}, nil, 0, "")
 }

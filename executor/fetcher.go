@@ -24,6 +24,10 @@ import (
 //     partitions (from the last ID each has seen) waits for new entries, up
 //     to ReadBlock. XREAD takes nothing into the pending list: only the
 //     fenced read does, and only for the lock holder.
+//   - the partitions the blocking XREAD saw new entries on are read next
+//     with the fenced fetch script, in one round trip (the transaction of
+//     fetch_tx.go takes two; it serves partitions with a backlog, whose
+//     larger replies a script would cost Redis more to return).
 //
 // A consumer that drains its buffer below the watermark, or a new partition,
 // wakes the fetcher, interrupting the blocking XREAD with CLIENT UNBLOCK.
@@ -61,6 +65,7 @@ type fetchState struct {
 	p       *partition
 	cursor  string // XAUTOCLAIM cursor while recovering; "" once reading new entries
 	hasData bool   // the last read was full: read again without waiting
+	woke    bool   // the blocking read saw new entries: read them with the script (one round trip)
 	last    string // last ID seen, for the blocking XREAD
 	noGroup bool   // the group is missing (stream deleted): create it again
 
@@ -172,7 +177,8 @@ type fetchWork struct {
 	s      *fetchState
 	count  int
 	cursor string
-	cmd    *redis.Cmd
+	woke   bool
+	cmd    *redis.RawCmd
 }
 
 // run reads until ctx is done.
@@ -230,14 +236,16 @@ func (f *fetcher) collect() []fetchWork {
 		if free < f.watermark() || (s.cursor == "" && !s.hasData) {
 			continue
 		}
-		work = append(work, fetchWork{s: s, count: free, cursor: s.cursor})
+		work = append(work, fetchWork{s: s, count: free, cursor: s.cursor, woke: s.woke})
 	}
 	return work
 }
 
 // read reads every partition in work. New entries are read with one
-// transaction when the client has a single connection pool; recovery, and
-// every read on other clients (Cluster), use the fenced fetch script.
+// transaction when the client has a single connection pool; recovery, the
+// first read after the blocking read saw new entries (the idle path: one
+// round trip instead of the transaction's two), and every read on other
+// clients (Cluster), use the fenced fetch script.
 func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 	e := f.e
 	for i := range work {
@@ -252,7 +260,7 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 		var scripted []fetchWork
 		var fresh []fetchWork
 		for _, w := range work {
-			if w.cursor == "" {
+			if w.cursor == "" && !w.woke {
 				fresh = append(fresh, w)
 			} else {
 				scripted = append(scripted, w)
@@ -280,25 +288,47 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 		pipe := f.rounds.Pipeline()
 		for i := range work {
 			w := &work[i]
-			w.cmd = scripts.Fetch(ctx, pipe, w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
+			w.cmd = scripts.FetchRaw(ctx, pipe, w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
 		}
 		_, err := pipe.Exec(ctx)
 		return err
 	}
+	// Replies are read raw (see scripts.EachRawEntry): an error reply such
+	// as NOSCRIPT comes out of the parse, not Exec.
+	type parsed struct {
+		res scripts.FetchResult
+		ds  []core.Delivery
+		err error
+	}
+	results := make([]parsed, len(work))
+	parse := func() bool {
+		noScript := false
+		for i, w := range work {
+			var ds []core.Delivery
+			res, err := scripts.ParseRawFetch(w.cmd, func(id string, fields [][]byte) error {
+				ds = append(ds, rawDelivery(w.s.p.n, id, fields))
+				return nil
+			})
+			results[i] = parsed{res, ds, err}
+			noScript = noScript || scripts.IsNoScript(err)
+		}
+		return noScript
+	}
 	err := exec()
-	if scripts.IsNoScript(err) {
+	if noScript := parse(); noScript || scripts.IsNoScript(err) {
 		// On Cluster, SCRIPT LOAD fails while a master is gone: the reads
 		// of the nodes without the scripts then fail alone (see isolate).
 		if lerr := scripts.Load(ctx, f.rounds); lerr == nil {
 			err = exec()
+			parse()
 		} else if !f.perNode() {
 			return nil, lerr
 		}
 	}
 	var firstErr error
 	var failed []fetchWork
-	for _, w := range work {
-		res, err := scripts.ParseFetch(w.cmd)
+	for i, w := range work {
+		res, ds, err := results[i].res, results[i].ds, results[i].err
 		if err != nil {
 			if isNoGroup(err) {
 				w.s.noGroup = true
@@ -308,7 +338,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 			failed = append(failed, w)
 			continue
 		}
-		f.deliver(w, res)
+		f.deliver(w, res, ds)
 	}
 	if firstErr == nil && err != nil && !isNoGroup(err) {
 		firstErr = err
@@ -318,8 +348,34 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 
 func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error(), "NOGROUP") }
 
-// deliver puts the entries of one read in the partition's buffer.
-func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
+// deliver puts the entries of one scripted read (ds, in the order read) in
+// the partition's buffer, with their delivery counts and the pending entries
+// found deleted.
+func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult, ds []core.Delivery) {
+	s := w.s
+	read := len(ds)
+	for i := range ds {
+		if i < len(res.Counts) && res.Counts[i] > 0 {
+			ds[i].Deliveries = res.Counts[i]
+		}
+	}
+	for _, id := range res.Deleted {
+		ds = append(ds, core.Delivery{Entry: core.Entry{ID: id, Partition: s.p.n}, Deliveries: 2, Err: core.ErrTrimmed})
+	}
+	if len(res.Deleted) > 0 {
+		slices.SortFunc(ds, func(a, b core.Delivery) int { return compareIDs(a.ID, b.ID) })
+	}
+	last := res.Last
+	if read > 0 {
+		last = ds[read-1].ID // before the deleted ones were sorted in: recovery does not use it
+	}
+	f.put(w, res, ds, read, last)
+}
+
+// put puts ds, from one read of read new or pending entries, in the
+// partition's buffer; last is the ID of the last entry read, or the stream's
+// last ID when none was.
+func (f *fetcher) put(w fetchWork, res scripts.FetchResult, ds []core.Delivery, read int, last string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := w.s
@@ -332,27 +388,13 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 		s.p.cancel(errLockLost)
 		return
 	}
-	ds := make([]core.Delivery, 0, len(res.Messages)+len(res.Deleted))
-	for i, m := range res.Messages {
-		d := toDelivery(s.p.n, m)
-		d.Deliveries = 1
-		if i < len(res.Counts) && res.Counts[i] > 0 {
-			d.Deliveries = res.Counts[i]
-		}
-		ds = append(ds, d)
-	}
-	for _, id := range res.Deleted {
-		ds = append(ds, core.Delivery{Entry: core.Entry{ID: id, Partition: s.p.n}, Deliveries: 2, Err: core.ErrTrimmed})
-	}
-	if len(res.Deleted) > 0 {
-		slices.SortFunc(ds, func(a, b core.Delivery) int { return compareIDs(a.ID, b.ID) })
-	}
 	if s.trimNotice != nil && len(ds) > 0 && len(ds) < cap(s.p.buf)-len(s.p.buf) {
 		ds = append([]core.Delivery{*s.trimNotice}, ds...)
 		s.trimNotice = nil
 	}
 	s.push(ds)
 	s.failures = 0
+	s.woke = false
 	if w.cursor != "" {
 		s.cursor = res.Cursor
 		if s.cursor == "0-0" || s.cursor == "" {
@@ -360,20 +402,10 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult) {
 		}
 		return
 	}
-	s.hasData = len(res.Messages) >= w.count
-	if n := len(res.Messages); n > 0 {
-		s.last = res.Messages[n-1].ID
-	} else if res.Last != "" {
-		s.last = res.Last
+	s.hasData = read >= w.count
+	if last != "" {
+		s.last = last
 	}
-}
-
-func toDelivery(p int, m scripts.Message) core.Delivery {
-	if len(m.Fields) == 0 {
-		return core.Delivery{Entry: core.Entry{ID: m.ID, Partition: p}, Err: core.ErrTrimmed}
-	}
-	e, err := core.ParseFields(m.ID, p, m.Fields)
-	return core.Delivery{Entry: e, Err: err}
 }
 
 // waitIdle blocks until an idle partition gets new entries, a consumer or a
@@ -441,7 +473,7 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	f.blocking = false
 	for _, s := range states {
 		if slices.Contains(got, s.p.key) {
-			s.hasData = true
+			s.hasData, s.woke = true, true
 		}
 	}
 	f.mu.Unlock()

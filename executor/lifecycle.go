@@ -61,7 +61,15 @@ func (e *Executor) runPartition(p *partition) {
 	if lost {
 		return
 	}
-	if err := p.lock.Release(ctx, e.lockc); err != nil && !errors.Is(err, lease.ErrNotHeld) {
+	err := p.lock.Release(ctx, e.lockc)
+	switch {
+	case err == nil:
+		e.stats.released.Add(1)
+		// The next owner, if it already tried, waits for this notice.
+		if err := e.announce(ctx, noticeReleased, e.id, int64(p.n)); err != nil {
+			p.log.Warn("release notice failed; the next owner takes the partition at its next attempt", "error", err)
+		}
+	case !errors.Is(err, lease.ErrNotHeld):
 		p.log.Warn("lock release failed; it expires by itself", "error", err)
 	}
 	p.log.Info("partition released")

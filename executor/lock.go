@@ -21,8 +21,14 @@ import (
 // acquire takes p's lock, retrying until it is free or expired, and prepares
 // the consumer group. It returns false when p was released meanwhile. On
 // success p.lock and p.trust are set.
+//
+// A lock held by another executor is tried again when its holder announces
+// that it released it (a "released" notice on the control stream, see
+// freed), or when it expires (its remaining TTL comes with the failed
+// attempt), whichever comes first; at the latest after LockExpiry/4, in
+// case a notice was missed. An attempt is never made to win a race: Redis
+// gives the lock only once it was released or expired.
 func (e *Executor) acquire(p *partition) bool {
-	retry := max(min(e.opts.LockExpiry/20, 250*time.Millisecond), 10*time.Millisecond)
 	fence := e.keys.Fence(e.stream.Name(), e.processor, p.n)
 	for {
 		if p.stopping() {
@@ -30,8 +36,10 @@ func (e *Executor) acquire(p *partition) bool {
 		}
 		start := lease.Now()
 		ctx, cancel := context.WithTimeout(p.life, e.opts.LockExpiry-lease.Margin(e.opts.LockExpiry))
-		lock, holder, err := lease.Acquire(ctx, e.lockc, p.lockKey, fence, e.identity(), e.opts.LockExpiry)
+		lock, held, err := lease.Acquire(ctx, e.lockc, p.lockKey, fence, e.identity(), e.opts.LockExpiry)
 		cancel()
+		e.stats.attempts.Add(1)
+		retry := acquireRetry
 		if err == nil {
 			p.lock = lock
 			p.trust = lease.NewTrust(p.life, lease.Until(start, e.opts.LockExpiry))
@@ -43,20 +51,46 @@ func (e *Executor) acquire(p *partition) bool {
 			} else {
 				return true
 			}
-		} else if !errors.Is(err, lease.ErrNotObtained) && p.life.Err() == nil {
+		} else if errors.Is(err, lease.ErrNotObtained) {
+			e.stats.busy.Add(1)
+			p.log.Debug("lock held by another executor", "holder", held.Holder, "expires_in", held.Left)
+			retry = min(max(held.Left+time.Millisecond, time.Millisecond), e.opts.LockExpiry/4)
+		} else if p.life.Err() == nil {
 			p.log.Debug("lock not obtained", "error", err)
-		} else if holder != "" {
-			p.log.Debug("lock held by another executor", "holder", holder)
 		}
 		t := time.NewTimer(retry)
 		select {
 		case <-t.C:
+			if errors.Is(err, lease.ErrNotObtained) {
+				e.stats.retriedOnTimer.Add(1)
+			}
+		case <-p.freed:
+			t.Stop()
+			e.stats.retriedOnNotice.Add(1)
 		case <-p.stop:
 			t.Stop()
 			return false
 		case <-p.life.Done():
 			t.Stop()
 			return false
+		}
+	}
+}
+
+// acquireRetry is the wait after an attempt that failed for another reason
+// than a holder (a connection problem).
+const acquireRetry = 50 * time.Millisecond
+
+// freed wakes the acquisition of partition n, whose holder announced that
+// it released the lock.
+func (e *Executor) freed(n int) {
+	e.mu.Lock()
+	p := e.owned[n]
+	e.mu.Unlock()
+	if p != nil {
+		select {
+		case p.freed <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -97,6 +131,7 @@ func (e *Executor) refreshLocks(ctx context.Context) {
 			rctx, cancel := context.WithTimeout(ctx, max(bound, time.Millisecond))
 			errs := lease.Refresh(rctx, e.lockc, locks, e.opts.LockExpiry)
 			cancel()
+			e.refreshCount.Add(1)
 			for i, p := range parts {
 				switch err := errs[i]; {
 				case err == nil:
@@ -140,7 +175,7 @@ func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) 
 	if p.lock == nil || p.lost() {
 		return core.ErrNotOwner
 	}
-	err := rdb.Fenced(ctx, p.e.client, p.lockKey, p.lock.Value(), fn)
+	err := rdb.Fenced(ctx, p.e.app, p.lockKey, p.lock.Value(), fn)
 	if errors.Is(err, rdb.ErrNotHeld) {
 		p.cancel(errLockLost)
 		return core.ErrNotOwner

@@ -46,6 +46,7 @@ type partition struct {
 
 	stopOnce sync.Once
 	stop     chan struct{} // soft stop: no more events handed out
+	freed    chan struct{} // the previous holder announced it released the lock
 
 	held     bool            // halted by another worker: owned, not processed (see prepare)
 	leftover []core.Delivery // read but never buffered when fetching stopped; guarded by the fetcher's mu

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/rebalance"
 )
@@ -25,11 +26,17 @@ type assignment struct {
 const adminTTL = 5 * time.Second
 
 func (e *Executor) loadAssignment(ctx context.Context) (assignment, error) {
-	b, err := e.group.Assignment(ctx)
+	return loadAssignment(ctx, e.group, e.stream.Partitions())
+}
+
+// loadAssignment reads and checks the stored assignment of g (see
+// parseAssignment).
+func loadAssignment(ctx context.Context, g rdb.Group, partitions int) (assignment, error) {
+	b, err := g.Assignment(ctx)
 	if b == nil || err != nil {
 		return assignment{}, err
 	}
-	return parseAssignment(b, e.stream.Partitions())
+	return parseAssignment(b, partitions)
 }
 
 // errBadAssignment is matched by the error of an assignment that is JSON but

@@ -16,7 +16,7 @@ func (e *Executor) Processor() string { return e.processor }
 // partition the assignment gives it. It reads the assignment (one GET).
 // During a rebalance an executor is briefly not settled.
 func (e *Executor) Settled(ctx context.Context) (bool, error) {
-	a, err := e.loadAssignment(ctx)
+	a, err := loadAssignment(ctx, e.appGroup, e.stream.Partitions())
 	if err != nil {
 		return false, err
 	}

@@ -14,7 +14,8 @@ import (
 // partition size loses entries without ever seeing them. Redis counts what
 // was added to a stream and what a group read, so the executor checks every
 // few heartbeat periods (on a ticker of its own), for each partition it
-// owns:
+// owns, with one script reading every partition's counters (one call per
+// check on a single server, whatever the number of partitions):
 //
 //	removed = entries-added - length        (trimmed or deleted so far)
 //	unread  = removed - entries-read        (of those, never read by the group)
@@ -76,23 +77,22 @@ func (e *Executor) checkTrimmed(ctx context.Context) {
 	for i, p := range parts {
 		keys[i] = p.key
 	}
-	states, err := rdb.PartitionStates(ctx, e.client, keys)
+	states, err := rdb.GroupCounters(ctx, e.client, keys, e.processor)
 	if err != nil {
-		return // a stream or group went missing: the fetcher repairs it
+		return // checked again next time
 	}
 	for i, p := range parts {
-		info := states[i]
-		for _, g := range info.Groups {
-			if g.Name != e.processor || g.LastDeliveredID == "0-0" || !g.EntriesReadOK {
-				// Redis does not know the counter (before the first read,
-				// after a move without one, after XDEL in between): nothing
-				// can be told until it does again.
-				continue
-			}
-			unread := info.Added - info.Length - g.EntriesRead
-			e.fetch.trimmed(p, unread, info.FirstID)
-			e.checkRetention(p.n, info.Added-g.EntriesRead)
+		c := states[i]
+		if !c.Exists || !c.Group || c.LastDeliveredID == "0-0" || !c.EntriesReadOK {
+			// A stream or group missing (the fetcher repairs it), or Redis
+			// does not know the counter (before the first read, after a move
+			// without one, after XDEL in between): nothing can be told
+			// until it does again.
+			continue
 		}
+		unread := c.Added - c.Length - c.EntriesRead
+		e.fetch.trimmed(p, unread, c.FirstID)
+		e.checkRetention(p.n, c.Added-c.EntriesRead)
 	}
 }
 

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -67,19 +68,44 @@ func ParseEntry(id string, partition int, fields map[string]any) (Entry, error) 
 	return p.done()
 }
 
-// ParseFields reads an entry from the flat field, value, field, value...
-// list of a stream message, as Redis sends it. It fails when the codec or
-// data field is missing.
-func ParseFields(id string, partition int, fields []any) (Entry, error) {
+// ParseFieldBytes reads an entry from the flat field, value, field,
+// value... list of a stream message read from a raw reply
+// (scripts.EachRawEntry). It fails when the codec or data field is missing.
+// The entry's Key and Data are the slices given, not copies, so reading an
+// entry costs no allocation unless it has headers.
+func ParseFieldBytes(id string, partition int, fields [][]byte) (Entry, error) {
 	p := entryParser{e: Entry{ID: id, Partition: partition}}
 	for i := 0; i+1 < len(fields); i += 2 {
-		k, _ := fields[i].(string)
-		if err := p.field(k, fields[i+1]); err != nil {
-			return p.e, err
+		k, v := fields[i], fields[i+1]
+		switch {
+		case string(k) == FieldKey:
+			p.e.Key = v
+		case string(k) == FieldCodec:
+			p.e.Codec, p.hasCodec = codecName(v), true
+		case string(k) == FieldData:
+			p.e.Data, p.hasData = v, true
+		case bytes.HasPrefix(k, []byte(HeaderField)):
+			if p.e.Headers == nil {
+				p.e.Headers = Headers{}
+			}
+			p.e.Headers[string(k[len(HeaderField):])] = string(v)
 		}
 	}
 	return p.done()
 }
+
+// codecName returns the codec name b, without allocating for the built-in
+// codecs' names.
+func codecName(b []byte) string {
+	for _, n := range builtinCodecNames {
+		if string(b) == n {
+			return n
+		}
+	}
+	return string(b)
+}
+
+var builtinCodecNames = []string{MsgPack.Name(), JSON.Name()}
 
 type entryParser struct {
 	e                 Entry

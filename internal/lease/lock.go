@@ -53,19 +53,29 @@ func Holder(value string) string {
 	return id
 }
 
+// Held describes the holder of a lock that was not obtained.
+type Held struct {
+	// Holder is the holder's identity.
+	Holder string
+	// Left is the lock's remaining TTL when it was tried: it expires then
+	// unless its holder refreshes or releases it first. Negative when the
+	// key had no TTL.
+	Left time.Duration
+}
+
 // Acquire takes the lock key for identity with the given TTL, and a new
 // fencing token from the counter fenceKey (in key's hash slot). It returns
-// ErrNotObtained, with the current holder's identity, when the lock is taken.
-func Acquire(ctx context.Context, c redis.Scripter, key, fenceKey, identity string, ttl time.Duration) (*Lock, string, error) {
+// ErrNotObtained, with the current holder, when the lock is taken.
+func Acquire(ctx context.Context, c redis.Scripter, key, fenceKey, identity string, ttl time.Duration) (*Lock, Held, error) {
 	value := NewValue(identity)
-	token, holder, ok, err := scripts.AcquireLock(ctx, c, key, fenceKey, value, ttl)
+	token, holder, left, ok, err := scripts.AcquireLock(ctx, c, key, fenceKey, value, ttl)
 	switch {
 	case err != nil:
-		return nil, "", err
+		return nil, Held{}, err
 	case !ok:
-		return nil, Holder(holder), ErrNotObtained
+		return nil, Held{Holder: Holder(holder), Left: left}, ErrNotObtained
 	}
-	return &Lock{key: key, value: value, token: token}, "", nil
+	return &Lock{key: key, value: value, token: token}, Held{}, nil
 }
 
 // Release deletes the lock if this acquisition still holds it.
@@ -77,25 +87,44 @@ func (l *Lock) Release(ctx context.Context, c redis.Scripter) error {
 	return err
 }
 
-// Refresh extends every lock in locks to ttl in one pipelined round trip and
-// returns one error per lock: nil when extended, ErrNotHeld when the lock is
-// gone, or what went wrong. Bound the call with a context deadline (and a
+// refreshBatch bounds the locks one refresh script extends.
+const refreshBatch = 1000
+
+// Refresh extends every lock in locks to ttl in one round trip and returns
+// one error per lock: nil when extended, ErrNotHeld when the lock is gone,
+// or what went wrong. On a single server one script extends up to
+// refreshBatch locks, so the cost in commands does not grow with the number
+// of locks; on Cluster, whose locks live in different hash slots, one script
+// call per lock is pipelined. Bound the call with a context deadline (and a
 // client with ContextTimeoutEnabled) by the trust that remains.
 func Refresh(ctx context.Context, c redis.UniversalClient, locks []*Lock, ttl time.Duration) []error {
 	errs := make([]error, len(locks))
 	if len(locks) == 0 {
 		return errs
 	}
-	run := func() ([]*redis.Cmd, error) {
+	batch := refreshBatch
+	if _, single := c.(*redis.Client); !single {
+		batch = 1
+	}
+	type call struct {
+		from int
+		cmd  *redis.Cmd
+	}
+	run := func() ([]call, error) {
 		pipe := c.Pipeline()
-		cmds := make([]*redis.Cmd, len(locks))
-		for i, l := range locks {
-			cmds[i] = scripts.RefreshLock(ctx, pipe, l.key, l.value, ttl)
+		calls := make([]call, 0, (len(locks)+batch-1)/batch)
+		for from := 0; from < len(locks); from += batch {
+			part := locks[from:min(from+batch, len(locks))]
+			keys, values := make([]string, len(part)), make([]string, len(part))
+			for i, l := range part {
+				keys[i], values[i] = l.key, l.value
+			}
+			calls = append(calls, call{from, scripts.RefreshLocks(ctx, pipe, keys, values, ttl)})
 		}
 		_, err := pipe.Exec(ctx)
-		return cmds, err
+		return calls, err
 	}
-	cmds, err := run()
+	calls, err := run()
 	if scripts.IsNoScript(err) {
 		if lerr := scripts.Load(ctx, c); lerr != nil {
 			for i := range errs {
@@ -103,15 +132,21 @@ func Refresh(ctx context.Context, c redis.UniversalClient, locks []*Lock, ttl ti
 			}
 			return errs
 		}
-		cmds, _ = run()
+		calls, _ = run()
 	}
-	for i, cmd := range cmds {
-		n, err := cmd.Int64()
-		switch {
-		case err != nil:
-			errs[i] = err
-		case n != 1:
-			errs[i] = ErrNotHeld
+	for _, cl := range calls {
+		n := min(batch, len(locks)-cl.from)
+		lost, err := scripts.LostLocks(cl.cmd)
+		if err != nil {
+			for i := range n {
+				errs[cl.from+i] = err
+			}
+			continue
+		}
+		for _, i := range lost {
+			if i < n {
+				errs[cl.from+i] = ErrNotHeld
+			}
 		}
 	}
 	return errs

@@ -20,8 +20,9 @@ func TestLockIdentityAndFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same identity does not get the lock again: values are per acquisition.
-	if _, holder, err := Acquire(ctx, c, key, fence, "w-1", time.Minute); !errors.Is(err, ErrNotObtained) || holder != "w-1" {
-		t.Fatalf("second acquisition by the same identity: %v (holder %q)", err, holder)
+	if _, held, err := Acquire(ctx, c, key, fence, "w-1", time.Minute); !errors.Is(err, ErrNotObtained) || held.Holder != "w-1" ||
+		held.Left <= 0 || held.Left > time.Minute {
+		t.Fatalf("second acquisition by the same identity: %v (holder %+v)", err, held)
 	}
 	if Holder(a.Value()) != "w-1" || a.Value() == NewValue("w-1") {
 		t.Fatalf("value %q", a.Value())

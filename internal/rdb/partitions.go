@@ -82,3 +82,47 @@ func IsNoGroup(err error) bool { return err != nil && strings.Contains(err.Error
 
 // IsNoKey reports whether err says a stream is missing.
 func IsNoKey(err error) bool { return err != nil && err.Error() == "ERR no such key" }
+
+// countersBatch bounds the streams one group_counters script reads.
+const countersBatch = 500
+
+// GroupCounters reads the counters of each partition stream in keys and of
+// group on it (scripts.GroupCounters) in one round trip. On a single server
+// one script call reads up to countersBatch streams, so the commands sent do
+// not grow with the number of partitions; on Cluster, where partitions live
+// in different hash slots, one call per stream is pipelined.
+func GroupCounters(ctx context.Context, c redis.UniversalClient, keys []string, group string) ([]scripts.Counters, error) {
+	batch := countersBatch
+	if _, single := c.(*redis.Client); !single {
+		batch = 1
+	}
+	run := func() ([]*redis.Cmd, error) {
+		pipe := c.Pipeline()
+		var cmds []*redis.Cmd
+		for from := 0; from < len(keys); from += batch {
+			cmds = append(cmds, scripts.GroupCounters(ctx, pipe, keys[from:min(from+batch, len(keys))], group))
+		}
+		_, err := pipe.Exec(ctx)
+		return cmds, err
+	}
+	cmds, err := run()
+	if scripts.IsNoScript(err) {
+		if err := scripts.Load(ctx, c); err != nil {
+			return nil, err
+		}
+		cmds, err = run()
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]scripts.Counters, 0, len(keys))
+	for i, cmd := range cmds {
+		n := min(batch, len(keys)-i*batch)
+		cs, err := scripts.ParseGroupCounters(cmd, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	return out, nil
+}

@@ -67,3 +67,49 @@ func TestGroupReports(t *testing.T) {
 		t.Fatalf("report %q after clearing", b)
 	}
 }
+
+// GroupCounters reads, in one script, what XINFO STREAM and XINFO GROUPS
+// tell about each stream and one group: a missing stream, a stream without
+// the group, a group whose entries-read Redis does not know, and one it
+// does.
+func TestGroupCounters(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	missing, nogroup, unknown, known := prefix+":a", prefix+":b", prefix+":c", prefix+":d"
+	for _, k := range []string{nogroup, unknown, known} {
+		for range 3 {
+			c.XAdd(ctx, &redis.XAddArgs{Stream: k, Values: []any{"f", "v"}})
+		}
+	}
+	c.XGroupCreate(ctx, unknown, "g", "$")
+	c.XDel(ctx, unknown, c.XRange(ctx, unknown, "-", "+").Val()[1].ID) // a hole: entries-read unknown after a read past it
+	c.XGroupSetID(ctx, unknown, "g", "0")
+	c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "x", Streams: []string{unknown, ">"}, Count: 1})
+	c.XGroupCreate(ctx, known, "g", "0")
+	c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "x", Streams: []string{known, ">"}, Count: 2})
+	c.XTrimMaxLen(ctx, known, 1)
+
+	got, err := rdb.GroupCounters(ctx, c, []string{missing, nogroup, unknown, known}, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := rdb.PartitionStates(ctx, c, []string{missing, nogroup, unknown, known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		g, ok := w.Group("g")
+		if got[i].Exists != w.Exists || got[i].Length != w.Length || got[i].Added != w.Added || got[i].FirstID != w.FirstID ||
+			got[i].Group != ok || got[i].LastDeliveredID != g.LastDeliveredID || got[i].EntriesReadOK != g.EntriesReadOK ||
+			(g.EntriesReadOK && got[i].EntriesRead != g.EntriesRead) {
+			t.Errorf("stream %d: %+v, XINFO says %+v", i, got[i], w)
+		}
+	}
+	if k := got[3]; !k.EntriesReadOK || k.EntriesRead != 2 || k.Added-k.Length-k.EntriesRead != 0 || k.Length != 1 {
+		t.Errorf("read and trimmed stream: %+v", k)
+	}
+	if got[2].EntriesReadOK {
+		t.Errorf("entries-read known across a deleted entry: %+v", got[2])
+	}
+}

@@ -7,15 +7,16 @@
 --          the holder's identity (see internal/lease)
 -- ARGV[2]  TTL in milliseconds
 --
--- Returns {1, fence} when the lock was taken, {0, holder} when another value
--- holds it (holder is that value).
+-- Returns {1, fence} when the lock was taken, {0, holder, pttl} when another
+-- value holds it (holder is that value, pttl its remaining TTL in
+-- milliseconds: when it expires unless refreshed).
 --
 -- The token is max(counter + 1, server time in microseconds): it grows by
 -- one per acquisition, and it keeps growing even if the counter was lost (a
 -- restart without persistence, a failover to a replica that had not seen the
 -- last increment), as long as the server clock does not step back.
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {0, redis.call('GET', KEYS[1]) or ''}
+  return {0, redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}
 end
 local t = redis.call('TIME')
 local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])

@@ -1,12 +1,18 @@
--- lock_refresh: extend a lock the caller holds.
+-- lock_refresh: extend the locks a caller holds, all in one call (they must
+-- share a hash slot on Cluster; on a single server, any number of locks).
 --
--- KEYS[1]  the lock
--- ARGV[1]  the caller's lock value
--- ARGV[2]  TTL in milliseconds
+-- KEYS[i]    a lock
+-- ARGV[1]    TTL in milliseconds
+-- ARGV[i+1]  the caller's value of KEYS[i]
 --
--- Returns 1 when the lock was extended, 0 when the caller does not hold it.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
+-- Returns the positions (1-based) of the locks the caller no longer holds;
+-- every other lock was extended.
+local lost = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i + 1] then
+    redis.call('PEXPIRE', key, ARGV[1])
+  else
+    lost[#lost + 1] = i
+  end
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
+return lost

@@ -39,6 +39,10 @@ var (
 	lockRefreshSrc string
 	lockRefresh    = redis.NewScript(lockRefreshSrc)
 
+	//go:embed group_counters.lua
+	groupCountersSrc string
+	groupCounters    = redis.NewScript(groupCountersSrc)
+
 	//go:embed lock_release.lua
 	lockReleaseSrc string
 	lockRelease    = redis.NewScript(lockReleaseSrc)
@@ -67,7 +71,7 @@ var (
 // Load loads the scripts that are run with EVALSHA inside pipelines, after
 // a NOSCRIPT error (a restarted or failed-over server).
 func Load(ctx context.Context, c redis.Scripter) error {
-	for _, s := range []*redis.Script{fetch, lockRefresh, setGroup, deleteConsumers, guardedAdd} {
+	for _, s := range []*redis.Script{fetch, lockRefresh, groupCounters, setGroup, deleteConsumers, guardedAdd} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
@@ -156,118 +160,11 @@ func SetDeliveries(ctx context.Context, c redis.Scripter, lock, partition, token
 
 // FetchResult is the outcome of a fenced fetch of one partition.
 type FetchResult struct {
-	Held     bool      // the caller held the lock; false means nothing was read
-	Cursor   string    // next XAUTOCLAIM cursor in recovery, "0-0" when done; "" for new entries
-	Messages []Message // entries read, in ID order
-	Counts   []int64   // delivery counts aligned with Messages (recovery only)
-	Deleted  []string  // pending IDs whose entries are gone (recovery only)
-	Last     string    // the stream's last ID, when no new entry was read
-}
-
-// Fetch queues on pipe a fenced read of one partition (see fetch.lua) and
-// returns the command; parse its result with ParseFetch after Exec. cursor ""
-// reads new entries, otherwise it continues recovery from cursor.
-//
-// KEYS: lock, partition. ARGV: token, group, consumer, count, cursor.
-func Fetch(ctx context.Context, pipe redis.Scripter, lock, partition, token, group, consumer string, count int, cursor string) *redis.Cmd {
-	return fetch.EvalSha(ctx, pipe, []string{lock, partition}, token, group, consumer, count, cursor)
-}
-
-// ParseFetch parses the reply of a Fetch command.
-func ParseFetch(cmd *redis.Cmd) (FetchResult, error) {
-	v, err := cmd.Slice()
-	if err != nil {
-		return FetchResult{}, err
-	}
-	var r FetchResult
-	if len(v) == 0 {
-		return r, fmt.Errorf("fetch: empty reply")
-	}
-	if st, _ := v[0].(int64); st == 0 {
-		return r, nil
-	}
-	if len(v) < 6 {
-		return r, fmt.Errorf("fetch: short reply (%d elements)", len(v))
-	}
-	r.Held = true
-	r.Cursor, _ = v[1].(string)
-	entries, _ := v[2].([]any)
-	r.Messages = make([]Message, 0, len(entries))
-	for _, e := range entries {
-		m, err := parseMessage(e)
-		if err != nil {
-			return r, err
-		}
-		r.Messages = append(r.Messages, m)
-	}
-	counts, _ := v[3].([]any)
-	for _, c := range counts {
-		n, _ := c.(int64)
-		r.Counts = append(r.Counts, n)
-	}
-	deleted, _ := v[4].([]any)
-	for _, d := range deleted {
-		if s, ok := d.(string); ok {
-			r.Deleted = append(r.Deleted, s)
-		}
-	}
-	r.Last, _ = v[5].(string)
-	return r, nil
-}
-
-// Message is a stream entry as Redis sends it: its ID and its flat field,
-// value, ... list (empty for an entry deleted since it was delivered).
-// Parsing it into a map, as go-redis does, costs more than the fields are
-// worth here.
-type Message struct {
-	ID     string
-	Fields []any
-}
-
-func parseMessage(e any) (Message, error) {
-	pair, ok := e.([]any)
-	if !ok || len(pair) != 2 {
-		return Message{}, fmt.Errorf("malformed stream entry %v", e)
-	}
-	id, _ := pair[0].(string)
-	fields, _ := pair[1].([]any)
-	return Message{ID: id, Fields: fields}, nil
-}
-
-// ParseStreamReply parses the reply of XREADGROUP or XREAD on one stream,
-// in RESP2 (an array of [key, entries] pairs) or RESP3 (a map of key to
-// entries). A nil reply (nothing read) gives no messages.
-func ParseStreamReply(v any) ([]Message, error) {
-	var entries any
-	switch r := v.(type) {
-	case nil:
-		return nil, nil
-	case []any:
-		if len(r) == 0 {
-			return nil, nil
-		}
-		pair, ok := r[0].([]any)
-		if !ok || len(pair) != 2 {
-			return nil, fmt.Errorf("malformed stream reply %v", v)
-		}
-		entries = pair[1]
-	case map[any]any:
-		for _, e := range r {
-			entries = e
-		}
-	default:
-		return nil, fmt.Errorf("malformed stream reply %T", v)
-	}
-	list, _ := entries.([]any)
-	out := make([]Message, 0, len(list))
-	for _, e := range list {
-		m, err := parseMessage(e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	Held    bool     // the caller held the lock; false means nothing was read
+	Cursor  string   // next XAUTOCLAIM cursor in recovery, "0-0" when done; "" for new entries
+	Counts  []int64  // delivery counts aligned with the entries read (recovery only)
+	Deleted []string // pending IDs whose entries are gone (recovery only)
+	Last    string   // the stream's last ID, when no new entry was read
 }
 
 // Heartbeat records that member is alive for ttlMillis more (server time)
@@ -328,32 +225,116 @@ func strings1(v any) []string {
 // AcquireLock takes lock, holding value, for ttl, unless another value holds
 // it. On success it returns the new fencing token, which is larger than any
 // token handed out for this lock before (see lock_acquire.lua); otherwise it
-// returns ok false and the value that holds the lock.
+// returns ok false, the value that holds the lock and its remaining TTL
+// (negative when the key has no TTL or is already gone).
 //
 // KEYS: lock, fence. ARGV: value, ttl in ms.
-func AcquireLock(ctx context.Context, c redis.Scripter, lock, fence, value string, ttl time.Duration) (token int64, holder string, ok bool, err error) {
+func AcquireLock(ctx context.Context, c redis.Scripter, lock, fence, value string, ttl time.Duration) (token int64, holder string, left time.Duration, ok bool, err error) {
 	v, err := lockAcquire.Run(ctx, c, []string{lock, fence}, value, ttl.Milliseconds()).Slice()
 	if err != nil {
-		return 0, "", false, err
+		return 0, "", 0, false, err
 	}
-	if len(v) != 2 {
-		return 0, "", false, fmt.Errorf("lock_acquire: malformed reply %v", v)
-	}
-	if st, _ := v[0].(int64); st == 1 {
+	if st, _ := v[0].(int64); st == 1 && len(v) == 2 {
 		token, _ = v[1].(int64)
-		return token, "", true, nil
+		return token, "", 0, true, nil
+	}
+	if len(v) != 3 {
+		return 0, "", 0, false, fmt.Errorf("lock_acquire: malformed reply %v", v)
 	}
 	holder, _ = v[1].(string)
-	return 0, holder, false, nil
+	pttl, _ := v[2].(int64)
+	return 0, holder, time.Duration(pttl) * time.Millisecond, false, nil
 }
 
-// RefreshLock queues on pipe the extension of lock to ttl if it holds value;
-// the command's reply is 1 when extended, 0 when value does not hold it.
-// Load the scripts (Load) and run the pipeline again after a NOSCRIPT error.
+// RefreshLocks queues on pipe the extension to ttl of every lock in locks
+// that still holds its value in values (one call; on Cluster the locks must
+// share a hash slot). The command's reply lists the positions (1-based) of
+// the locks not held; read it with LostLocks. Load the scripts (Load) and
+// run the pipeline again after a NOSCRIPT error.
 //
-// KEYS: lock. ARGV: value, ttl in ms.
-func RefreshLock(ctx context.Context, pipe redis.Scripter, lock, value string, ttl time.Duration) *redis.Cmd {
-	return lockRefresh.EvalSha(ctx, pipe, []string{lock}, value, ttl.Milliseconds())
+// KEYS: locks. ARGV: ttl in ms, values.
+func RefreshLocks(ctx context.Context, pipe redis.Scripter, locks, values []string, ttl time.Duration) *redis.Cmd {
+	args := make([]any, 0, len(values)+1)
+	args = append(args, ttl.Milliseconds())
+	for _, v := range values {
+		args = append(args, v)
+	}
+	return lockRefresh.EvalSha(ctx, pipe, locks, args...)
+}
+
+// LostLocks returns the positions (0-based) of the locks a RefreshLocks
+// command found not held.
+func LostLocks(cmd *redis.Cmd) ([]int, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(v))
+	for _, x := range v {
+		n, ok := x.(int64)
+		if !ok || n < 1 {
+			return nil, fmt.Errorf("lock_refresh: malformed reply %v", v)
+		}
+		out = append(out, int(n-1))
+	}
+	return out, nil
+}
+
+// GroupCounters queues on pipe a read of the counters of the partition
+// streams keys and of group on each (see group_counters.lua; on Cluster the
+// keys must share a hash slot); read it with ParseGroupCounters. Load the
+// scripts (Load) and run the pipeline again after a NOSCRIPT error.
+//
+// KEYS: partition streams. ARGV: group.
+func GroupCounters(ctx context.Context, pipe redis.Scripter, keys []string, group string) *redis.Cmd {
+	return groupCounters.EvalSha(ctx, pipe, keys, group)
+}
+
+// Counters are the figures GroupCounters reads about one partition stream.
+type Counters struct {
+	Exists          bool   // false when the stream does not exist
+	Length          int64  // entries in the stream
+	Added           int64  // entries-added
+	FirstID         string // first entry's ID, "" when empty
+	Group           bool   // the group exists
+	LastDeliveredID string // the group's last-delivered-id
+	EntriesRead     int64  // the group's entries-read
+	EntriesReadOK   bool   // false when Redis does not know entries-read
+}
+
+// ParseGroupCounters parses the reply of a GroupCounters command of n keys.
+func ParseGroupCounters(cmd *redis.Cmd, n int) ([]Counters, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(v) != n {
+		return nil, fmt.Errorf("group_counters: %d replies for %d keys", len(v), n)
+	}
+	out := make([]Counters, n)
+	for i, x := range v {
+		r, _ := x.([]any)
+		if len(r) == 0 {
+			return nil, fmt.Errorf("group_counters: malformed reply %v", x)
+		}
+		if st, _ := r[0].(int64); st == 0 {
+			continue
+		}
+		if len(r) != 7 {
+			return nil, fmt.Errorf("group_counters: malformed reply %v", x)
+		}
+		c := &out[i]
+		c.Exists = true
+		c.Length, _ = r[1].(int64)
+		c.Added, _ = r[2].(int64)
+		c.FirstID, _ = r[3].(string)
+		g, _ := r[4].(int64)
+		c.Group = g == 1
+		c.LastDeliveredID, _ = r[5].(string)
+		c.EntriesRead, _ = r[6].(int64)
+		c.EntriesReadOK = c.Group && c.EntriesRead >= 0
+	}
+	return out, nil
 }
 
 // ReleaseLock deletes lock if it holds value, and reports whether it did.

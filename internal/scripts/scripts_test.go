@@ -13,22 +13,56 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-func fetch(t *testing.T, c *redis.Client, lock, key, token string, count int, cursor string) scripts.FetchResult {
+// message is an entry as the fetch script returns it.
+type message struct {
+	ID     string
+	Fields []string
+}
+
+type fetchResult struct {
+	scripts.FetchResult
+	Messages []message
+}
+
+func fetch(t *testing.T, c *redis.Client, lock, key, token string, count int, cursor string) fetchResult {
 	t.Helper()
 	ctx := context.Background()
 	if err := scripts.Load(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	pipe := c.Pipeline()
-	cmd := scripts.Fetch(ctx, pipe, lock, key, token, "g", "c1", count, cursor)
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	cmd := scripts.FetchRaw(ctx, pipe, lock, key, token, "g", "c1", count, cursor)
+	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := scripts.ParseFetch(cmd)
+	var msgs []message
+	r, err := scripts.ParseRawFetch(cmd, func(id string, fields [][]byte) error {
+		m := message{ID: id}
+		for _, f := range fields {
+			m.Fields = append(m.Fields, string(f))
+		}
+		msgs = append(msgs, m)
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return fetchResult{r, msgs}
+}
+
+// A script unknown to the server (restarted, failed over) comes back from
+// the raw read as NOSCRIPT, which callers answer by loading the scripts.
+func TestFetchRawNoScript(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	ctx := context.Background()
+	c.ScriptFlush(ctx)
+	pipe := c.Pipeline()
+	cmd := scripts.FetchRaw(ctx, pipe, "lock", "s", "me", "g", "c1", 10, "")
+	_, _ = pipe.Exec(ctx)
+	if _, err := scripts.ParseRawFetch(cmd, nil); !scripts.IsNoScript(err) {
+		t.Fatalf("fetch without the script loaded: %v, want NOSCRIPT", err)
+	}
 }
 
 func TestFetchIsFencedByTheLock(t *testing.T) {
@@ -153,30 +187,6 @@ func TestRegisterStream(t *testing.T) {
 	}
 	if got := c.HGet(ctx, reg, "f").Val(); got != fn {
 		t.Fatalf("function-keyed definition replaced by %q", got)
-	}
-}
-
-func TestParseStreamReply(t *testing.T) {
-	entries := []any{
-		[]any{"1-1", []any{"data", "a"}},
-		[]any{"1-2", nil}, // deleted since delivery
-	}
-	for name, reply := range map[string]any{
-		"resp2": []any{[]any{"key", entries}},
-		"resp3": map[any]any{"key": entries},
-	} {
-		msgs, err := scripts.ParseStreamReply(reply)
-		if err != nil || len(msgs) != 2 || msgs[0].ID != "1-1" || msgs[0].Fields[1] != "a" || msgs[1].Fields != nil {
-			t.Errorf("%s: %+v, %v", name, msgs, err)
-		}
-	}
-	if msgs, err := scripts.ParseStreamReply(nil); err != nil || msgs != nil {
-		t.Errorf("nil reply: %v, %v", msgs, err)
-	}
-	for _, bad := range []any{"x", []any{"only"}, []any{[]any{"key", []any{"not-a-pair"}}}} {
-		if _, err := scripts.ParseStreamReply(bad); err == nil {
-			t.Errorf("ParseStreamReply(%v) succeeded", bad)
-		}
 	}
 }
 

@@ -1,0 +1,49 @@
+package executor
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/redistest"
+)
+
+// On the idle path, entries the blocking read saw arrive are read with the
+// fenced fetch script, one round trip, not with the two of the optimistic
+// transaction (WATCH, MGET, then MULTI ... EXEC).
+func TestWakeUpReadIsOneScript(t *testing.T) {
+	r, s := privateRig(t, 4)
+	var got atomic.Int64
+	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, func(ctx context.Context, feed core.Feed) error {
+		for ds := feed.Next(1, 0); ds != nil; ds = feed.Next(1, 0) {
+			got.Add(int64(len(ds)))
+			feed.Done(ds)
+		}
+		return nil
+	})
+	r.run(e)
+	owns(t, e, 0, 1, 2, 3)
+	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 4 })
+	cc := countCommands(t, s)
+	const sends = 20
+	for i := range sends {
+		r.send(i%4, 1)
+		redistest.Eventually(t, 10*time.Second, "the entry processed", func() bool { return got.Load() == int64(i+1) })
+		redistest.Eventually(t, 10*time.Second, "the fetcher waiting again", func() bool { return e.fetch.idle() == 4 })
+	}
+	cc.stop()
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if n := cc.byCmd["watch"] + cc.byCmd["multi"] + cc.byCmd["mget"]; n != 0 {
+		t.Errorf("wake-up reads used the transaction: %v", cc.byCmd)
+	}
+	if n := cc.byCmd["xread"]; n < sends {
+		t.Errorf("%d blocking reads for %d entries sent one at a time: %v", n, sends, cc.byCmd)
+	}
+	if n := cc.byCmd["evalsha"] + cc.byCmd["eval"]; n < sends {
+		t.Errorf("%d scripts for %d wake-ups: %v", n, sends, cc.byCmd)
+	}
+	t.Logf("commands for %d entries sent to idle partitions one at a time: %v", sends, cc.byCmd)
+}

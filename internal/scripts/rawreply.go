@@ -1,0 +1,280 @@
+package scripts
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Stream replies read raw. go-redis parses a generic reply into a tree of
+// interfaces, two allocations per string (the bytes and the interface), a
+// dozen per stream entry. The fetcher reads XREADGROUP replies as raw RESP
+// bytes instead (redis.RawCmd) and walks them here: the entries' IDs share
+// one string made from the reply, their field values are slices of the reply
+// itself, so an entry costs no allocation.
+
+// EachRawEntry calls fn for each entry of a raw RESP2 or RESP3 reply of
+// XREADGROUP or XREAD on one stream (a null reply has none), in order. id
+// may be kept; fields (field, value, ...) is reused from one call to the
+// next, but the byte slices in it point into raw and may be kept as long as
+// raw is not modified. An entry deleted since it was delivered has no
+// fields.
+func EachRawEntry(raw []byte, fn func(id string, fields [][]byte) error) error {
+	r := respReader{b: raw}
+	n, err := r.aggregate()
+	if err != nil || n <= 0 {
+		return err
+	}
+	// RESP2: [[key, entries]]; RESP3: {key: entries}. One stream.
+	if r.peek() == '*' {
+		if m, err := r.aggregate(); err != nil || m != 2 {
+			return cmpErr(err, "stream pair")
+		}
+	}
+	if err := r.skip(); err != nil { // the key
+		return err
+	}
+	return r.entries(fn)
+}
+
+// entries reads an array of stream entries ({id, {field, value, ...}}),
+// calling fn for each (see EachRawEntry).
+func (r *respReader) entries(fn func(id string, fields [][]byte) error) error {
+	entries, err := r.aggregate()
+	if err != nil || entries <= 0 {
+		return err
+	}
+	raw := r.b
+	s := string(raw) // the IDs share one copy of the reply
+	var fields [][]byte
+	for range entries {
+		if m, err := r.aggregate(); err != nil || m != 2 {
+			return cmpErr(err, "stream entry")
+		}
+		from, to, null, err := r.bulk()
+		if err != nil || null {
+			return cmpErr(err, "stream entry ID")
+		}
+		id := s[from:to]
+		nf, err := r.aggregate()
+		if err != nil {
+			return err
+		}
+		fields = fields[:0]
+		for range max(nf, 0) {
+			from, to, null, err := r.bulk()
+			if err != nil || null {
+				return cmpErr(err, "stream entry field")
+			}
+			fields = append(fields, raw[from:to:to])
+		}
+		if err := fn(id, fields); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cmpErr(err error, what string) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("malformed %s in stream reply", what)
+}
+
+// FetchRaw queues on pipe a fenced read of one partition (see fetch.lua)
+// as a raw command; read its reply with ParseRawFetch. cursor "" reads new
+// entries, otherwise it continues recovery from cursor. Load the scripts (Load) and run the pipeline
+// again when ParseRawFetch says NOSCRIPT (IsNoScript).
+//
+// KEYS: lock, partition. ARGV: token, group, consumer, count, cursor.
+func FetchRaw(ctx context.Context, pipe redis.Pipeliner, lock, partition, token, group, consumer string, count int, cursor string) *redis.RawCmd {
+	cmd := redis.NewRawCmd(ctx, "EVALSHA", fetch.Hash(), 2, lock, partition, token, group, consumer, count, cursor)
+	_ = pipe.Process(ctx, cmd)
+	return cmd
+}
+
+// ParseRawFetch parses the reply of a FetchRaw command: fn is called for
+// each entry read, as by EachRawEntry, and the result's Messages stay
+// empty (Counts are aligned with the entries fn saw). An error reply
+// (NOSCRIPT, NOGROUP) is returned as an error.
+func ParseRawFetch(cmd *redis.RawCmd, fn func(id string, fields [][]byte) error) (FetchResult, error) {
+	var res FetchResult
+	raw, err := cmd.Result()
+	if err != nil {
+		return res, err
+	}
+	r := respReader{b: raw}
+	n, err := r.aggregate()
+	if err != nil {
+		return res, err
+	}
+	if n < 1 {
+		return res, fmt.Errorf("fetch: empty reply")
+	}
+	if st, err := r.integer(); err != nil || st == 0 {
+		return res, err
+	}
+	if n < 6 {
+		return res, fmt.Errorf("fetch: short reply (%d elements)", n)
+	}
+	res.Held = true
+	if res.Cursor, err = r.text(); err != nil {
+		return res, err
+	}
+	if err := r.entries(fn); err != nil {
+		return res, err
+	}
+	m, err := r.aggregate()
+	if err != nil {
+		return res, err
+	}
+	for range max(m, 0) {
+		c, err := r.integer()
+		if err != nil {
+			return res, err
+		}
+		res.Counts = append(res.Counts, c)
+	}
+	if m, err = r.aggregate(); err != nil {
+		return res, err
+	}
+	for range max(m, 0) {
+		id, err := r.text()
+		if err != nil {
+			return res, err
+		}
+		res.Deleted = append(res.Deleted, id)
+	}
+	res.Last, err = r.text()
+	return res, err
+}
+
+// respReader walks a complete raw RESP reply.
+type respReader struct {
+	b   []byte
+	pos int
+}
+
+var errShortReply = errors.New("short RESP reply")
+
+// line returns the type byte and the rest of the next line, and moves past
+// it.
+func (r *respReader) line() (byte, []byte, error) {
+	i := bytes.Index(r.b[r.pos:], []byte("\r\n"))
+	if i < 1 {
+		return 0, nil, errShortReply
+	}
+	t, rest := r.b[r.pos], r.b[r.pos+1:r.pos+i]
+	r.pos += i + 2
+	return t, rest, nil
+}
+
+// peek returns the type byte of the next value.
+func (r *respReader) peek() byte {
+	if r.pos >= len(r.b) {
+		return 0
+	}
+	return r.b[r.pos]
+}
+
+// aggregate reads an array, set or map header and returns its number of
+// elements (2 per map entry), -1 for a null. An error reply is returned as
+// an error.
+func (r *respReader) aggregate() (int, error) {
+	t, rest, err := r.line()
+	if err != nil {
+		return 0, err
+	}
+	switch t {
+	case '*', '~', '>':
+		return strconv.Atoi(string(rest))
+	case '%':
+		n, err := strconv.Atoi(string(rest))
+		return 2 * n, err
+	case '_':
+		return -1, nil
+	case '-', '!':
+		return 0, errors.New(string(rest))
+	}
+	return 0, fmt.Errorf("RESP: aggregate expected, got %q", t)
+}
+
+// bulk reads a bulk or simple string and returns its offsets in the reply,
+// or null.
+func (r *respReader) bulk() (from, to int, null bool, err error) {
+	t, rest, err := r.line()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	switch t {
+	case '+':
+		return r.pos - 2 - len(rest), r.pos - 2, false, nil
+	case '_':
+		return 0, 0, true, nil
+	case '$':
+		n, err := strconv.Atoi(string(rest))
+		if err != nil || n < 0 {
+			return 0, 0, true, err
+		}
+		if len(r.b)-r.pos < n+2 {
+			return 0, 0, false, errShortReply
+		}
+		from = r.pos
+		r.pos += n + 2
+		return from, from + n, false, nil
+	case '-', '!':
+		return 0, 0, false, errors.New(string(rest))
+	}
+	return 0, 0, false, fmt.Errorf("RESP: string expected, got %q", t)
+}
+
+// integer reads an integer.
+func (r *respReader) integer() (int64, error) {
+	t, rest, err := r.line()
+	if err != nil {
+		return 0, err
+	}
+	switch t {
+	case ':':
+		return strconv.ParseInt(string(rest), 10, 64)
+	case '-', '!':
+		return 0, errors.New(string(rest))
+	}
+	return 0, fmt.Errorf("RESP: integer expected, got %q", t)
+}
+
+// text reads a string ("" for a null) as a new string.
+func (r *respReader) text() (string, error) {
+	from, to, null, err := r.bulk()
+	if err != nil || null {
+		return "", err
+	}
+	return string(r.b[from:to]), nil
+}
+
+// skip moves past the next value, whatever it is.
+func (r *respReader) skip() error {
+	switch r.peek() {
+	case '*', '~', '>', '%':
+		n, err := r.aggregate()
+		if err != nil {
+			return err
+		}
+		for range max(n, 0) {
+			if err := r.skip(); err != nil {
+				return err
+			}
+		}
+		return nil
+	case '$':
+		_, _, _, err := r.bulk()
+		return err
+	}
+	_, _, err := r.line()
+	return err
+}

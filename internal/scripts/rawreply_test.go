@@ -1,0 +1,127 @@
+package scripts_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/scripts"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// EachRawEntry reads raw XREADGROUP replies, RESP2 and RESP3, as go-redis
+// reads its parsed ones: new entries with binary
+// values, an empty read, pending entries read again, one of them deleted
+// (no fields), a read inside MULTI/EXEC, and an error reply.
+func TestEachRawEntry(t *testing.T) {
+	t.Parallel()
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			c, prefix := redistest.Client(t)
+			opt := *c.Options()
+			opt.Protocol = proto
+			opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+			rc := redis.NewClient(&opt)
+			defer rc.Close()
+			ctx := context.Background()
+			key := prefix + ":s"
+			rc.XGroupCreateMkStream(ctx, key, "g", "0")
+			var ids []string
+			for i := range 3 {
+				ids = append(ids, rc.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"key", fmt.Sprint(i), "data", "\r\n\x00\xff", "h:x", "y"}}).Val())
+			}
+			entries := func(raw []byte) []message {
+				t.Helper()
+				var got []message
+				err := scripts.EachRawEntry(raw, func(id string, fields [][]byte) error {
+					m := message{ID: id}
+					for _, f := range fields {
+						m.Fields = append(m.Fields, string(f))
+					}
+					got = append(got, m)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			readNew := func() []message {
+				return entries(rc.DoRaw(ctx, "XREADGROUP", "GROUP", "g", "c", "COUNT", 10, "STREAMS", key, ">").Val())
+			}
+			// Pending entries read again: the same reply, parsed both ways.
+			same := func() {
+				t.Helper()
+				raw := rc.DoRaw(ctx, "XREADGROUP", "GROUP", "g", "c", "COUNT", 10, "STREAMS", key, "0").Val()
+				typed := rc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Count: 10, Streams: []string{key, "0"}}).Val()
+				got := entries(raw)
+				if len(typed) != 1 || len(got) != 3 || len(typed[0].Messages) != 3 {
+					t.Fatalf("raw %q, typed %v", got, typed)
+				}
+				for i, m := range typed[0].Messages {
+					values := map[string]any{}
+					for j := 0; j+1 < len(got[i].Fields); j += 2 {
+						values[got[i].Fields[j]] = got[i].Fields[j+1]
+					}
+					if got[i].ID != m.ID || fmt.Sprint(values) != fmt.Sprint(m.Values) && len(m.Values)+len(values) > 0 {
+						t.Fatalf("entry %d: raw %q, typed %v", i, got[i], m)
+					}
+				}
+			}
+
+			got := readNew()
+			if len(got) != 3 || got[2].ID != ids[2] || fmt.Sprint(got[2].Fields) != fmt.Sprint([]string{"key", "2", "data", "\r\n\x00\xff", "h:x", "y"}) {
+				t.Fatalf("new entries %q", got)
+			}
+			if got := readNew(); len(got) != 0 {
+				t.Fatalf("nothing new: %q", got)
+			}
+			same()
+			rc.XDel(ctx, key, ids[1])
+			same()
+
+			tx := rc.TxPipeline()
+			cmd := redis.NewRawCmd(ctx, "XREADGROUP", "GROUP", "g", "c", "STREAMS", key, "0")
+			_ = tx.Process(ctx, cmd)
+			if _, err := tx.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := entries(cmd.Val()); len(got) != 3 {
+				t.Fatalf("in a transaction: %q", got)
+			}
+
+			bad := rc.DoRaw(ctx, "XREADGROUP", "GROUP", "nogroup", "c", "STREAMS", key, ">")
+			if err := scripts.EachRawEntry(bad.Val(), func(string, [][]byte) error { return nil }); err == nil && bad.Err() == nil {
+				t.Fatal("NOGROUP read as no entries")
+			}
+		})
+	}
+}
+
+func FuzzEachRawEntry(f *testing.F) {
+	f.Add([]byte("*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n"))
+	f.Add([]byte("%1\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*-1\r\n"))
+	f.Add([]byte("*-1\r\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		_ = scripts.EachRawEntry(raw, func(id string, fields [][]byte) error { return nil })
+	})
+}
+
+// BenchmarkEachRawEntry reads a raw reply of 100 entries: the allocations
+// per reply do not grow with its entries.
+func BenchmarkEachRawEntry(b *testing.B) {
+	raw := []byte("*1\r\n*2\r\n$1\r\ns\r\n*100\r\n")
+	for i := range 100 {
+		id := fmt.Sprintf("1700000000000-%d", i)
+		raw = fmt.Appendf(raw, "*2\r\n$%d\r\n%s\r\n*6\r\n$3\r\nkey\r\n$5\r\nkey-1\r\n$5\r\ncodec\r\n$7\r\nmsgpack\r\n$4\r\ndata\r\n$10\r\n0123456789\r\n", len(id), id)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		if err := scripts.EachRawEntry(raw, func(id string, fields [][]byte) error { n += len(fields); return nil }); err != nil || n != 600 {
+			b.Fatal(n, err)
+		}
+	}
+}
