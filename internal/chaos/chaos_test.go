@@ -85,6 +85,7 @@ func TestChaos(t *testing.T) {
 		defer close(produced)
 		prod.run(ctx)
 	}()
+	defer func() { cancel(); <-produced }() // also when a fault fails the test
 	in := &injector{t: t, rng: rand.New(rand.NewPCG(seed, 2)), fleet: f, srv: srv, begin: begin}
 	in.run(ctx, d)
 	<-produced

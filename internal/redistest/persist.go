@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // StartPersistent is Start for a server that keeps its data in an
@@ -23,7 +24,8 @@ func StartPersistent(tb testing.TB) *Server {
 
 // Shutdown stops the server gracefully: SIGTERM, on which Redis writes and
 // fsyncs its append-only file (when it has one) before it exits, and waits
-// for the exit. The directory is kept for Relaunch.
+// for the exit (failing tb after 30 seconds). The directory is kept for
+// Relaunch.
 func (s *Server) Shutdown(tb testing.TB) {
 	tb.Helper()
 	s.mu.Lock()
@@ -36,8 +38,17 @@ func (s *Server) Shutdown(tb testing.TB) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		tb.Fatalf("redistest: SIGTERM redis-server: %v", err)
 	}
-	<-exited
+	select {
+	case <-exited:
+	case <-time.After(shutdownTimeout):
+		_ = cmd.Process.Kill()
+		<-exited
+		tb.Fatalf("redistest: redis-server did not exit within %s of SIGTERM (killed)", shutdownTimeout)
+	}
 }
+
+// shutdownTimeout bounds the wait for a server to exit after SIGTERM.
+const shutdownTimeout = 30 * time.Second
 
 // Relaunch starts the server again on its port, with its directory and
 // arguments, after Shutdown. It fails tb when the server does not come up.
