@@ -164,10 +164,10 @@ func TestChaos(t *testing.T) {
 
 	rd := readRedis(t, srv, prefix, queue, prod.tasks)
 	res := chaos.Check(prod.sends, prod.tasks, log, rd)
-	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d events=%d processed=%d duplicates=%d commits=%d refused=%d "+
+	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d events=%d processed=%d duplicates=%d commits=%d refused=%d abandoned=%d "+
 		"tasks=%d task-runs=%d task-duplicates=%d kills=%d stalls=%d (mid-event %d) freezes=%d starts=%d redis-restarts=%d "+
 		"send-retries=%d drain=%s lost=%d order-violations=%d fencing-violations=%d state-mismatches=%d tasks-lost=%d",
-		seed, d, len(f.all()), res.Events, res.Processed, res.Duplicates, res.Commits, res.Refused,
+		seed, d, len(f.all()), res.Events, res.Processed, res.Duplicates, res.Commits, res.Refused, res.Abandoned,
 		res.Tasks, res.TaskRuns, res.TaskDuplicates, in.n.Kills, in.n.Stalls, in.n.MidEvent, in.n.Freezes, in.n.Starts,
 		in.n.RedisRestarts, prod.sendFails, drainTime.Round(time.Millisecond),
 		res.Lost, res.Order, res.Fencing, res.State, res.TasksLost)

@@ -26,7 +26,8 @@ type Result struct {
 	Phantoms       int   // records of events never sent
 	Fencing        int   // applied commits with a token lower than an earlier one of the partition
 	Commits        int   // entries in the partitions' commit logs
-	Refused        int   // commits refused because the token was superseded
+	Refused        int   // commits refused because the token was superseded (ErrNotOwner)
+	Abandoned      int   // commits given up because the partition's work had ended
 	State          int   // keys whose committed state is not their last sequence number
 	Tasks          int   // acknowledged enqueues
 	TaskRuns       int   // successful handler runs
@@ -65,7 +66,7 @@ type Redis struct {
 // acknowledged task ran to success at least once and is in state
 // succeeded.
 func Check(sends Sends, tasks []string, l *Log, rd Redis) *Result {
-	r := &Result{Processed: len(l.Processed), Refused: l.Refused, Tasks: len(tasks)}
+	r := &Result{Processed: len(l.Processed), Refused: l.Refused, Abandoned: l.Abandoned, Tasks: len(tasks)}
 	for _, n := range sends.Acked {
 		r.Events += n
 	}

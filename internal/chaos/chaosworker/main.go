@@ -68,6 +68,7 @@ func run() error {
 
 	cfg := chaos.Config(*url, *prefix, *id)
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	slog.SetDefault(cfg.Logger)
 	a, err := app.New(cfg)
 	if err != nil {
 		return err
@@ -129,6 +130,7 @@ func (w *worker) process(ctx context.Context, events *stream.Events[chaos.Event]
 			}
 			select {
 			case <-ctx.Done():
+				slog.Warn("commit given up", "partition", e.Partition, "token", token, "error", err, "cause", context.Cause(ctx))
 				return w.rec.Record("R", e.Partition, token, k, seq, "ended")
 			case <-time.After(100 * time.Millisecond):
 			}
