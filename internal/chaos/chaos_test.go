@@ -47,7 +47,19 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos: seed %d (replay the faults with LEAT_CHAOS_SEED=%d), duration %s, %d CPUs, load average %s",
 		seed, seed, d, runtime.NumCPU(), loadavg())
 
-	dir := t.TempDir()
+	// The records, the workers' logs and the worker program stay for
+	// inspection when the run fails.
+	dir, err := os.MkdirTemp("", "leat-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("records and worker logs kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
 	srv := redistest.StartPersistent(t)
 	const prefix = "chaos"
 	f := &fleet{t: t, bin: buildWorker(t, dir), dir: dir, url: srv.URL, prefix: prefix}
@@ -166,13 +178,16 @@ func TestChaos(t *testing.T) {
 	res := chaos.Check(prod.sends, prod.tasks, log, rd)
 	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d events=%d processed=%d duplicates=%d commits=%d refused=%d abandoned=%d "+
 		"tasks=%d task-runs=%d task-duplicates=%d kills=%d stalls=%d (mid-event %d) freezes=%d starts=%d redis-restarts=%d "+
-		"send-retries=%d drain=%s lost=%d order-violations=%d fencing-violations=%d state-mismatches=%d tasks-lost=%d",
+		"send-retries=%d drain=%s late-duplicates=%d stale-states=%d lost=%d order-violations=%d fencing-violations=%d tasks-lost=%d",
 		seed, d, len(f.all()), res.Events, res.Processed, res.Duplicates, res.Commits, res.Refused, res.Abandoned,
 		res.Tasks, res.TaskRuns, res.TaskDuplicates, in.n.Kills, in.n.Stalls, in.n.MidEvent, in.n.Freezes, in.n.Starts,
 		in.n.RedisRestarts, prod.sendFails, drainTime.Round(time.Millisecond),
-		res.Lost, res.Order, res.Fencing, res.State, res.TasksLost)
+		res.Late, res.State, res.Lost, res.Order, res.Fencing, res.TasksLost)
 	t.Log(summary)
 	t.Logf("load average at the end %s", loadavg())
+	for _, n := range res.Notes {
+		t.Log("note:", n)
+	}
 	for _, p := range res.Problems {
 		t.Error(p)
 	}

@@ -62,14 +62,15 @@ func TestCheckFindsViolations(t *testing.T) {
 		sends  func(*chaos.Sends)
 		redis  func(*chaos.Redis)
 		tasks  []string
-		failed func(*chaos.Result) bool
+		failed func(*chaos.Result) bool // nil: the run passes
+		check  func(*chaos.Result) bool // figures of a passing run
 	}{
 		{
 			name:   "acknowledged send never committed",
 			w1:     cleanW1,
 			w2:     "E 0 9 a 2 2-0 2\nC 0 9 2 a 2\nT t1 1\nT t2 2\n",
 			redis:  func(r *chaos.Redis) { r.CommitLogs[0] = []int64{7, 9}; r.State["a"] = 2 },
-			failed: func(r *chaos.Result) bool { return r.Lost == 1 && r.State == 1 },
+			failed: func(r *chaos.Result) bool { return r.Lost == 1 && r.State == 1 && len(r.Notes) == 1 },
 		},
 		{
 			name:   "processed out of order",
@@ -113,6 +114,16 @@ func TestCheckFindsViolations(t *testing.T) {
 			failed: func(r *chaos.Result) bool { return r.Phantoms == 1 && r.Order == 0 },
 		},
 		{
+			name:   "a late duplicate sets the state back: noted, not failed",
+			w1:     cleanW1,
+			w2:     cleanW2 + "E 0 9 a 2 2-0 3\nC 0 9 4 a 2\n",
+			redis:  func(r *chaos.Redis) { r.CommitLogs[0] = []int64{7, 9, 9, 9}; r.State["a"] = 2 },
+			failed: nil,
+			check: func(r *chaos.Result) bool {
+				return r.Late == 1 && r.State == 1 && r.Duplicates == 2 && len(r.Notes) == 2
+			},
+		},
+		{
 			name:   "the last send's outcome is unknown: committed or not is fine",
 			w1:     cleanW1,
 			w2:     cleanW2 + "E 0 9 a 4 4-0 1\nC 0 9 4 a 4\n",
@@ -135,8 +146,8 @@ func TestCheckFindsViolations(t *testing.T) {
 			}
 			r := chaos.Check(sends, tasks, records(t, tc.w1, tc.w2), rd)
 			if tc.failed == nil {
-				if !r.OK() {
-					t.Fatalf("fails: %+v", r)
+				if !r.OK() || (tc.check != nil && !tc.check(r)) {
+					t.Fatalf("result %+v", r)
 				}
 				return
 			}
