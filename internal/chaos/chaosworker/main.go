@@ -1,0 +1,148 @@
+//go:build linux
+
+// Command chaosworker is the worker program of leat's chaos runner
+// (internal/chaos): one app worker running the runner's stream processor
+// and task queue, recording what it processed (see the package
+// documentation of internal/chaos for the record format).
+//
+//	chaosworker -redis URL -prefix PREFIX -id WORKER -out FILE
+//
+// SIGUSR1 asks it to stop itself with SIGSTOP in the middle of the next
+// event, after the event was recorded and before its fenced commit, so
+// that the runner can hold it there past its lock expiry. SIGTERM and
+// SIGINT stop it gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/chaos"
+	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "chaosworker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	url := flag.String("redis", "", "Redis URL")
+	prefix := flag.String("prefix", "", "key prefix")
+	id := flag.String("id", "", "worker ID")
+	out := flag.String("out", "", "record file")
+	flag.Parse()
+	if *url == "" || *prefix == "" || *id == "" || *out == "" {
+		return errors.New("-redis, -prefix, -id and -out are required")
+	}
+	rec, err := chaos.NewRecorder(*out)
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	w := &worker{rec: rec}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() {
+		for range usr1 {
+			w.stall.Store(true)
+		}
+	}()
+
+	cfg := chaos.Config(*url, *prefix, *id)
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	slog.SetDefault(cfg.Logger)
+	a, err := app.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	s, err := chaos.DeclareStream(a)
+	if err != nil {
+		return err
+	}
+	if err := app.Process(a, s, "apply", w.process); err != nil {
+		return err
+	}
+	if _, err := task.Handle(a, chaos.QueueName, w.chore, chaos.QueueOptions()...); err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+type worker struct {
+	rec   *chaos.Recorder
+	stall atomic.Bool // stop at the next event (SIGUSR1)
+}
+
+// process records each event, then commits the key's sequence number with
+// a fenced write that also appends the token to the partition's commit
+// log. A commit that fails for a reason other than ownership (Redis
+// restarting) is tried again while the partition is held; a refused one
+// ends the call, leaving the event pending for the next owner.
+func (w *worker) process(ctx context.Context, events *stream.Events[chaos.Event]) error {
+	token := events.Token()
+	for e := range events.All() {
+		k, seq := e.Record.Key, e.Record.Seq
+		if err := w.rec.Record("E", e.Partition, token, k, seq, e.ID, e.Deliveries); err != nil {
+			return err
+		}
+		if w.stall.CompareAndSwap(true, false) {
+			if err := w.rec.Record("S", e.Partition, token, k, seq); err != nil {
+				return err
+			}
+			if err := syscall.Kill(os.Getpid(), syscall.SIGSTOP); err != nil {
+				return err
+			}
+		}
+		for {
+			var n *redis.IntCmd
+			err := events.Fenced(ctx, func(pipe redis.Pipeliner) error {
+				n = pipe.RPush(ctx, events.LocalKey("chaos-commits"), token)
+				pipe.HSet(ctx, events.LocalKey("chaos-state"), k, seq)
+				return nil
+			})
+			if err == nil {
+				if err := w.rec.Record("C", e.Partition, token, n.Val(), k, seq); err != nil {
+					return err
+				}
+				break
+			}
+			if errors.Is(err, stream.ErrNotOwner) {
+				return w.rec.Record("R", e.Partition, token, k, seq, "not-owner")
+			}
+			select {
+			case <-ctx.Done():
+				slog.Warn("commit given up", "partition", e.Partition, "token", token, "error", err, "cause", context.Cause(ctx))
+				return w.rec.Record("R", e.Partition, token, k, seq, "ended")
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// chore records a task's successful run.
+func (w *worker) chore(ctx context.Context, t *task.Task[chaos.Chore]) (chaos.Done, error) {
+	if err := w.rec.Record("T", t.ID, t.Payload.N); err != nil {
+		return chaos.Done{}, err
+	}
+	return chaos.Done{N: t.Payload.N}, nil
+}

@@ -1,0 +1,31 @@
+// Package chaos is leat's fault-injection runner: TestChaos starts a
+// persistent redis-server, several worker processes (the program in
+// chaosworker) running one stream processor and one task queue, and a
+// producer; it kills, stalls and cuts off workers, starts new ones and
+// restarts Redis, at random moments from a printed seed; after a drain it
+// checks, from the records the workers wrote, that nothing acknowledged was
+// lost, that each key was processed in send order, that no write went
+// through a superseded fencing token and that every task succeeded.
+//
+// The test runs only when LEAT_CHAOS_DURATION is set (scripts/test runs two
+// minutes of it on its own); see docs/chaos.md for the faults, the checks
+// and the published figures.
+//
+// # Records
+//
+// A worker appends one line per step to its own file, written (to the
+// kernel, so a SIGKILL does not lose it) before the step's loop body or
+// handler returns, so that whatever leat acknowledged was recorded:
+//
+//	E partition token key seq entry-id deliveries   an event handed to the processor
+//	C partition token n key seq                     its fenced commit was applied, as the n-th of the partition
+//	R partition token key seq reason                its fenced commit was not applied: refused
+//	                                                (not-owner) or given up as the partition's work ended (ended)
+//	S partition token key seq                       the worker stops itself here (SIGSTOP) on request
+//	T task-id n                                     a task handler ran to success
+//
+// The fenced commit appends the token to the partition's commit log
+// (a list under Events.LocalKey) and sets the key's last sequence number
+// in the partition's state hash, in one transaction that Redis applies
+// only while the lock acquisition of the token still holds.
+package chaos
