@@ -71,14 +71,16 @@ func ownerProcessMain() int {
 	// a time, or "resumed" after a freeze with what it saw right then.
 	// since is taken before the test can see the hold started (and freeze
 	// the process), so a freeze at any point after it shows as a gap.
-	hold := func(ctx context.Context, what string, since time.Time, write func() error) {
+	hold := func(ctx context.Context, what string, since time.Time, write func(context.Context) error) {
 		last := since
 		for {
 			now := time.Now()
 			if now.Sub(last) > time.Second { // the process was frozen
 				ended := ctx.Err() != nil
-				werr := write()
-				record("resumed/%s/%s/%t/%t", what, id, ended, errors.Is(werr, stream.ErrNotOwner))
+				// A processor writes with its own context, which ended with
+				// the trust; one writing with another is refused by Redis.
+				own, other := write(ctx), write(context.Background())
+				record("resumed/%s/%s/%t/%t/%t", what, id, ended, errors.Is(own, stream.ErrNotOwner), errors.Is(other, stream.ErrNotOwner))
 				return
 			}
 			last = now
@@ -96,8 +98,8 @@ func ownerProcessMain() int {
 				dl, _ := ctx.Deadline()
 				since := time.Now()
 				record("started/%s/%d/%d/%d", id, e.Partition, events.Token(), time.Until(dl).Milliseconds())
-				hold(ctx, "event", since, func() error {
-					return events.Fenced(context.Background(), func(pipe redis.Pipeliner) error {
+				hold(ctx, "event", since, func(wctx context.Context) error {
+					return events.Fenced(wctx, func(pipe redis.Pipeliner) error {
 						pipe.RPush(context.Background(), fencedKey(prefix), id)
 						return nil
 					})
@@ -116,7 +118,7 @@ func ownerProcessMain() int {
 		since := time.Now()
 		record("leading/%s/%d/%d", id, term, time.Now().UnixMilli())
 		if blocker {
-			hold(ctx, "leader", since, func() error { return nil })
+			hold(ctx, "leader", since, func(context.Context) error { return nil })
 			return nil
 		}
 		<-ctx.Done()
@@ -277,7 +279,10 @@ func TestStoppedProcessSeesTrustEndedOnResume(t *testing.T) {
 		t.Error("processor context not ended when the process resumed past its lock expiry")
 	}
 	if ev[4] != "true" {
-		t.Error("fenced write after resuming not refused with stream.ErrNotOwner")
+		t.Error("fenced write with the processor's context after resuming not refused with stream.ErrNotOwner")
+	}
+	if ev[5] != "true" {
+		t.Error("fenced write with another context after resuming not refused with stream.ErrNotOwner")
 	}
 	if ld := waitProbe(t, env, 10*time.Second, "resumed/leader/A/"); ld[3] != "true" {
 		t.Error("leader-only task context not ended when the process resumed past its lease")

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
@@ -170,7 +171,9 @@ func (e *Executor) held() []*partition {
 // Fenced implements core.Feed: fn's commands run in a MULTI/EXEC
 // transaction that Redis executes only if p's lock still holds this
 // acquisition's value (see rdb.Fenced). Once the executor stopped trusting
-// the lock, nothing is sent.
+// the lock, nothing is sent; a write that fails because trust ended while
+// it was on its way (its context, the processor's, ended with the trust)
+// returns ErrNotOwner too, wrapping that error.
 func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) error {
 	if p.lock == nil || p.lost() {
 		return core.ErrNotOwner
@@ -179,6 +182,9 @@ func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) 
 	if errors.Is(err, rdb.ErrNotHeld) {
 		p.cancel(errLockLost)
 		return core.ErrNotOwner
+	}
+	if err != nil && p.lost() {
+		return fmt.Errorf("%w: %w", core.ErrNotOwner, err)
 	}
 	return err
 }

@@ -89,7 +89,11 @@ func (p *partition) ctx() context.Context {
 // lost reports whether the partition's work ended because its lock was
 // lost or could no longer be trusted.
 func (p *partition) lost() bool {
-	cause := context.Cause(p.ctx())
+	ctx := p.ctx()
+	if ctx.Err() == nil { // a Trust's Err reads the clock: exact right after a stall
+		return false
+	}
+	cause := context.Cause(ctx)
 	return errors.Is(cause, errLockLost) || errors.Is(cause, lease.ErrTrustExpired)
 }
 

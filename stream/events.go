@@ -102,7 +102,11 @@ func (ev *Events[T]) Token() int64 { return ev.feed.Token() }
 // transaction, and only if this worker still holds the partition with the
 // lock acquisition these events came from (WATCH on the lock, then a check
 // of its value). Otherwise nothing is applied and it returns ErrNotOwner
-// (the partition's work is ending: return). An owner that paused past its
+// (the partition's work is ending: return). It also returns an error
+// matching ErrNotOwner when trust in the lock ended before or during the
+// call (ctx, the processor's context, ended with it); the transaction then
+// ran only if the lock still held this acquisition's value when Redis
+// executed it. An owner that paused past its
 // lock expiry (a long GC pause, SIGSTOP) and resumed therefore cannot write
 // over its successor. Commands are queued on pipe; their replies are read
 // after Fenced returns nil. On Redis Cluster every key written must share
