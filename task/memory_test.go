@@ -19,7 +19,9 @@ func TestNoKeysLeft(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	a := e.app("w1")
-	const retention = 500 * time.Millisecond
+	// Long enough for all 200 tasks to end within it on a loaded machine:
+	// the first check wants every result still there.
+	const retention = 3 * time.Second
 	q, err := task.Handle(a, "mem", func(ctx context.Context, tk *task.Task[job]) (out, error) {
 		if tk.Payload.N%10 == 0 {
 			return out{}, errors.New("dies")

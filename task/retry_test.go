@@ -3,6 +3,7 @@ package task_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,10 +52,13 @@ func TestRetriesBackoffDeadRequeue(t *testing.T) {
 		t.Fatalf("%d attempts, want 4", len(starts))
 	}
 	// Delay before retry k: min(100ms·2^(k−1), 250ms), jittered in its
-	// upper half; the promotion adds a few milliseconds.
+	// upper half; the promotion adds a few milliseconds. A retry is never
+	// early; how late it can be is a bound on a CPU of its own, checked when
+	// scripts/test runs this test alone (LEAT_TEST_TIMING unset).
+	timing := os.Getenv("LEAT_TEST_TIMING") != "later"
 	for k, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond} {
 		gap := starts[k+1].Sub(starts[k])
-		if gap < want/2 || gap > want+150*time.Millisecond {
+		if gap < want/2 || (timing && gap > want+150*time.Millisecond) {
 			t.Errorf("gap before attempt %d is %s, want %s..%s", k+2, gap, want/2, want)
 		}
 	}
