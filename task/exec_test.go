@@ -240,7 +240,9 @@ func TestExecGarbageLines(t *testing.T) {
 func TestExecHungTaskTimesOut(t *testing.T) {
 	e := newEnv(t)
 	ex := newExec(t, task.ExecConfig{})
-	q := execQueue(t, e, ex, task.Timeout(time.Second))
+	// The timeout covers starting a handler process too: generous enough
+	// for a loaded machine, where the first echo must not time out.
+	q := execQueue(t, e, ex, task.Timeout(3*time.Second))
 	first := resultOf(t, q, enqueueOp(t, q, op{Op: "echo"}))
 	id := enqueueOp(t, q, op{Op: "hang"})
 	r := resultOf(t, q, id)
