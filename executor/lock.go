@@ -30,13 +30,17 @@ import (
 // gives the lock only once it was released or expired.
 func (e *Executor) acquire(p *partition) bool {
 	fence := e.keys.Fence(e.stream.Name(), e.processor, p.n)
+	// One value for every try of this acquisition: a try whose reply was
+	// lost may have taken the lock, and the next one then takes it again at
+	// once (lease.AcquireValue) instead of waiting for it to expire.
+	value := lease.NewValue(e.identity())
 	for {
 		if p.stopping() {
 			return false
 		}
 		start := lease.Now()
 		ctx, cancel := context.WithTimeout(p.life, e.opts.LockExpiry-lease.Margin(e.opts.LockExpiry))
-		lock, held, err := lease.Acquire(ctx, e.lockc, p.lockKey, fence, e.identity(), e.opts.LockExpiry)
+		lock, held, err := lease.AcquireValue(ctx, e.lockc, p.lockKey, fence, value, e.opts.LockExpiry)
 		cancel()
 		e.stats.attempts.Add(1)
 		retry := acquireRetry
