@@ -3,9 +3,13 @@ package executor
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"io"
 	"net"
+	"os"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,11 +84,15 @@ func (l *replyLoser) dial(ctx context.Context, network, addr string) (net.Conn, 
 
 type losingConn struct {
 	net.Conn
-	l    *replyLoser
-	drop bool // the reply to the last write is to be dropped
+	l      *replyLoser
+	drop   bool // the reply to the last write is to be dropped
+	broken bool // a reply was dropped: the connection acts as reset
 }
 
 func (c *losingConn) Write(b []byte) (int, error) {
+	if c.broken {
+		return 0, &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}
+	}
 	if bytes.Contains(b, c.l.match) && c.l.armed() {
 		c.drop = true
 	}
@@ -92,6 +100,9 @@ func (c *losingConn) Write(b []byte) (int, error) {
 }
 
 func (c *losingConn) Read(b []byte) (int, error) {
+	if c.broken {
+		return 0, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	}
 	if !c.drop {
 		return c.Conn.Read(b)
 	}
@@ -104,9 +115,64 @@ func (c *losingConn) Read(b []byte) (int, error) {
 		return n, nil
 	}
 	_ = c.Conn.Close()
+	c.broken = true
 	if err == nil {
 		c.l.lost.Add(1)
 		err = io.ErrUnexpectedEOF
 	}
 	return 0, err
+}
+
+// TestReleaseAfterLostReplies: on Redis Cluster, a release whose replies are
+// lost (the first ran: the lock is gone; the replies to it and to go-redis's
+// own retries never come back, as in a failover) is tried again until a try
+// answers; the lock found gone then counts as released by the earlier try,
+// so the release is announced and the next owner takes the partition on the
+// notice rather than when the lock would have expired.
+func TestReleaseAfterLostReplies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	src, err := os.ReadFile("../internal/scripts/lock_release.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha1.Sum(src)
+	if err := cl.Client(t).ScriptLoad(context.Background(), string(src)).Err(); err != nil { // on every master: EVALSHA answers
+		t.Fatal(err)
+	}
+	var on atomic.Bool
+	lose := &replyLoser{match: []byte(hex.EncodeToString(sum[:]))}
+	lose.armed = func() bool { return on.Load() && lose.lost.Load() < 6 }
+	opt := *cl.Client(t).Options()
+	opt.Dialer = lose.dial
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	c := redis.NewClusterClient(&opt)
+	t.Cleanup(func() { _ = c.Close() })
+	ks := keys.New(redistest.Prefix(t), "app")
+	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
+		core.Definition{Name: "s", Partitions: 1, KeyField: "k", Size: 1000, Codec: "msgpack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, keys: ks, st: st}
+	opts := Options{LockExpiry: 60 * time.Second}
+	a := r.executor("p", opts, drainAll)
+	stopA := r.run(a)
+	owns(t, a, 0)
+	b := r.executor("p", opts, drainAll)
+	r.run(b)
+	on.Store(true)
+	if err := stopA(); err != nil {
+		t.Fatal(err)
+	}
+	if n := lose.lost.Load(); n == 0 {
+		t.Fatal("no release reply lost")
+	}
+	if n := a.stats.released.Load(); n != 1 {
+		t.Fatalf("%d releases counted, want 1 (the try whose reply was lost)", n)
+	}
+	owns(t, b, 0)
 }
