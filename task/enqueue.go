@@ -208,7 +208,7 @@ func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []Enqueue
 	if err := q.checkEnqueue(&s, len(payloads)); err != nil {
 		return nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
 	}
-	if err := q.register(ctx); err != nil {
+	if err := q.registerRetry(ctx); err != nil {
 		return nil, err
 	}
 	level, _ := q.level(s.priority)
@@ -439,6 +439,30 @@ func (q *core) runRound(ctx context.Context, chunks [][]taskrdb.NewTask, todo []
 		}
 	}
 	return again, againErr
+}
+
+// registerRetry records the queue's definition (once per process), on
+// Cluster through a failover as enqueue.lua's calls (the write is the same
+// when made twice).
+func (q *core) registerRetry(ctx context.Context) error {
+	_, cluster := q.rdb.(*redis.ClusterClient)
+	wait := enqueueRetryMin
+	giveUp := time.Now().Add(enqueueRetryFor)
+	for {
+		err := q.register(ctx)
+		if err == nil || !cluster || !retryable(err) || time.Now().After(giveUp) {
+			return err
+		}
+		topology.Reload(q.rdb)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (retrying after: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, enqueueRetryMax)
+	}
 }
 
 // retryable reports whether a script call that failed with err may be run
