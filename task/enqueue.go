@@ -358,11 +358,13 @@ func (q *core) runChunks(ctx context.Context, chunks [][]taskrdb.NewTask) ([][]a
 	loaded := false // the scripts were loaded since the last wait
 	for {
 		before := len(todo)
-		again, err := q.runRound(ctx, chunks, todo, out)
+		again, noScript, err := q.runRound(ctx, chunks, todo, out)
 		switch {
+		case err != nil && len(again) == 0:
+			return nil, err
 		case len(again) == 0:
-			return out, err
-		case taskrdb.IsNoScript(err) && !loaded:
+			return out, nil
+		case noScript && !loaded:
 			// A server without the script (restarted, or a replica just
 			// promoted): load it and run the calls again at once. On
 			// Cluster a master may be gone meanwhile: the calls tell.
@@ -372,7 +374,7 @@ func (q *core) runChunks(ctx context.Context, chunks [][]taskrdb.NewTask) ([][]a
 			}
 			todo = again
 			continue
-		case !cluster || !(retryable(err) || taskrdb.IsNoScript(err)):
+		case !cluster:
 			return nil, err
 		}
 		if len(again) < before {
@@ -397,26 +399,27 @@ func (q *core) runChunks(ctx context.Context, chunks [][]taskrdb.NewTask) ([][]a
 
 // runRound runs the chunks at todo on one pipeline (a single call alone)
 // and writes their replies into out. It returns the chunks to run again, in
-// order, with the error of the first of them: each failed with NOSCRIPT or,
-// on Cluster, with an error that a failover explains (retryable). A chunk
-// that failed otherwise makes it return no chunks and that error.
-func (q *core) runRound(ctx context.Context, chunks [][]taskrdb.NewTask, todo []int, out [][]any) ([]int, error) {
+// order, whether one of them failed with NOSCRIPT, and the error of the
+// first of them: each failed with NOSCRIPT or, on Cluster, with an error
+// that a failover explains (retryable). A chunk that failed otherwise makes
+// it return no chunks and that error.
+func (q *core) runRound(ctx context.Context, chunks [][]taskrdb.NewTask, todo []int, out [][]any) ([]int, bool, error) {
 	_, cluster := q.rdb.(*redis.ClusterClient)
 	if len(todo) == 1 {
 		// EVALSHA, then EVAL when the server does not know the script.
 		created, ids, err := taskrdb.Enqueue(ctx, q.rdb, q.keys, chunks[todo[0]])
 		if err != nil {
 			if cluster && retryable(err) {
-				return todo, err
+				return todo, false, err
 			}
-			return nil, err
+			return nil, false, err
 		}
 		v := make([]any, 0, 2*len(ids))
 		for i, id := range ids {
 			v = append(v, boolInt(created[i]), id)
 		}
 		out[todo[0]] = v
-		return nil, nil
+		return nil, false, nil
 	}
 	pipe := q.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(todo))
@@ -426,6 +429,7 @@ func (q *core) runRound(ctx context.Context, chunks [][]taskrdb.NewTask, todo []
 	_, _ = pipe.Exec(ctx) // replies are read one by one
 	var again []int
 	var againErr error
+	noScript := false
 	for i, c := range todo {
 		v, err := cmds[i].Slice()
 		switch {
@@ -434,11 +438,12 @@ func (q *core) runRound(ctx context.Context, chunks [][]taskrdb.NewTask, todo []
 		case taskrdb.IsNoScript(err) || cluster && retryable(err):
 			again = append(again, c)
 			againErr = cmp.Or(againErr, err)
+			noScript = noScript || taskrdb.IsNoScript(err)
 		default:
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return again, againErr
+	return again, noScript, againErr
 }
 
 // registerRetry records the queue's definition (once per process), on
