@@ -278,7 +278,7 @@ const enqueueTimeout = 20 * time.Second
 // the queues of the other masters still take enqueues under partial
 // coverage; under full coverage the last ones come before Redis says
 // CLUSTERDOWN, 0.6s or more before it.
-const promotionWindow = 300 * time.Millisecond
+const promotionWindow = 500 * time.Millisecond
 
 // visibility is the queues' visibility timeout, short to keep the test short.
 const visibility = 3 * time.Second
