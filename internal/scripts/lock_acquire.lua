@@ -12,9 +12,10 @@
 -- milliseconds: when it expires unless refreshed).
 --
 -- A lock that holds this very value was taken by an earlier try of the same
--- acquisition whose reply was lost (a connection reset, CLUSTERDOWN on the
--- way back): it is taken again, its TTL set anew, with a new token, as if it
--- had been free; the values are random, so no other holder has it.
+-- acquisition whose reply was lost (the connection broke after the command
+-- was written; the client's own retry may then have met CLUSTERDOWN): it is
+-- taken again, its TTL set anew, with a new token, as if it had been free;
+-- the values are random, so no other holder has it.
 --
 -- The token is max(counter + 1, server time in microseconds): it grows by
 -- one per acquisition, and it keeps growing even if the counter was lost (a
