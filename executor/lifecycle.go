@@ -61,12 +61,16 @@ func (e *Executor) runPartition(p *partition) {
 	if lost {
 		return
 	}
-	err := p.lock.Release(ctx, e.lockc)
+	err := e.release(ctx, p)
 	switch {
 	case err == nil:
 		e.stats.released.Add(1)
-		// The next owner, if it already tried, waits for this notice.
-		if err := e.announce(ctx, noticeReleased, e.id, int64(p.n)); err != nil {
+		// The next owner, if it already tried, waits for this notice (sent
+		// in time of its own: a release on Cluster may have waited for a
+		// failover).
+		actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer acancel()
+		if err := e.announce(actx, noticeReleased, e.id, int64(p.n)); err != nil {
 			p.log.Warn("release notice failed; the next owner takes the partition at its next attempt", "error", err)
 		}
 	case !errors.Is(err, lease.ErrNotHeld):

@@ -9,6 +9,7 @@ import (
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,13 +32,17 @@ import (
 // gives the lock only once it was released or expired.
 func (e *Executor) acquire(p *partition) bool {
 	fence := e.keys.Fence(e.stream.Name(), e.processor, p.n)
+	// One value for every try of this acquisition: a try whose reply was
+	// lost may have taken the lock, and the next one then takes it again at
+	// once (lease.AcquireValue) instead of waiting for it to expire.
+	value := lease.NewValue(e.identity())
 	for {
 		if p.stopping() {
 			return false
 		}
 		start := lease.Now()
 		ctx, cancel := context.WithTimeout(p.life, e.opts.LockExpiry-lease.Margin(e.opts.LockExpiry))
-		lock, held, err := lease.Acquire(ctx, e.lockc, p.lockKey, fence, e.identity(), e.opts.LockExpiry)
+		lock, held, err := lease.AcquireValue(ctx, e.lockc, p.lockKey, fence, value, e.opts.LockExpiry)
 		cancel()
 		e.stats.attempts.Add(1)
 		retry := acquireRetry
@@ -81,6 +86,61 @@ func (e *Executor) acquire(p *partition) bool {
 // acquireRetry is the wait after an attempt that failed for another reason
 // than a holder (a connection problem).
 const acquireRetry = 50 * time.Millisecond
+
+// release deletes p's lock if this acquisition still holds it, returning
+// lease.ErrNotHeld when it did not. On Redis Cluster, a try that a failover
+// refused or cut off (topology.Classify: not run, or its connection broke
+// after it was written) is made again after a reload of the slot map, with
+// backoff from releaseRetryMin to releaseRetryMax, until the lock's trust
+// ends (ctx's deadline does not apply there: a failover outlasts a
+// shutdown's few seconds); from then on the lock expires by itself about as
+// soon as a release could free it. After a try that may have run, a lock found
+// gone counts as released by it. So a partition handed over while its
+// master dies is freed when a replica took over, and its next owner, woken
+// by the release notice, does not wait for the lock to expire.
+func (e *Executor) release(ctx context.Context, p *partition) error {
+	_, cluster := e.lockc.(*redis.ClusterClient)
+	if cluster {
+		ctx = context.WithoutCancel(ctx)
+	}
+	wait := releaseRetryMin
+	mayHaveRun := false
+	for {
+		left := time.Duration(p.trust.Until() - lease.Now())
+		rctx, cancel := context.WithTimeout(ctx, max(left, time.Millisecond))
+		err := p.lock.Release(rctx, e.lockc)
+		cancel()
+		outcome := topology.Classify(err)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, lease.ErrNotHeld) && mayHaveRun:
+			return nil
+		case !cluster || outcome == topology.Final:
+			return err
+		case outcome == topology.Unknown:
+			mayHaveRun = true
+		}
+		if time.Duration(p.trust.Until()-lease.Now()) <= wait {
+			return err
+		}
+		topology.Reload(e.lockc)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, releaseRetryMax)
+	}
+}
+
+// Release retries on Cluster (see release).
+const (
+	releaseRetryMin = 20 * time.Millisecond
+	releaseRetryMax = 500 * time.Millisecond
+)
 
 // freed wakes the acquisition of partition n, whose holder announced that
 // it released the lock.

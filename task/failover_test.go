@@ -15,16 +15,31 @@ import (
 
 // TestClusterFailover: tasks enqueued steadily into queues spread over 3
 // masters with a replica each, two workers, one master SIGKILLed under
-// load. Every enqueue that returned an ID runs (a task a worker had taken
-// from the dead master when it died runs after the visibility timeout);
-// enqueues into the dead master's queues fail until a replica took over and
-// succeed again soon after; the other queues go on.
-func TestClusterFailover(t *testing.T) {
+// load. No enqueue fails: enqueues into the dead master's queues, and into
+// every queue while the cluster is down, wait for the new slot map and
+// return an ID; every enqueue that returned an ID runs (a task a worker had
+// taken from the dead master when it died runs after the visibility
+// timeout).
+func TestClusterFailover(t *testing.T) { testClusterFailover(t, false) }
+
+// TestClusterFailoverPartialCoverage: TestClusterFailover on nodes with
+// cluster-require-full-coverage no. No node refuses commands with
+// CLUSTERDOWN while the dead master's slots have no master: the other
+// queues take enqueues throughout, up to the promotion.
+func TestClusterFailoverPartialCoverage(t *testing.T) { testClusterFailover(t, true) }
+
+// testClusterFailover is TestClusterFailover, with partial coverage allowed
+// (cluster-require-full-coverage no) when partial is true.
+func testClusterFailover(t *testing.T, partial bool) {
 	if testing.Short() {
 		t.Skip("cluster failover test")
 	}
 	t.Parallel()
-	cl := redistest.StartClusterReplicas(t, 3, 1)
+	var args []string
+	if partial {
+		args = []string{"--cluster-require-full-coverage", "no"}
+	}
+	cl := redistest.StartClusterReplicas(t, 3, 1, args...)
 	const queues = 6
 	var mu sync.Mutex
 	runs := map[string]int{}        // task ID -> handler runs
@@ -89,7 +104,7 @@ func TestClusterFailover(t *testing.T) {
 			tick := time.NewTicker(5 * time.Millisecond)
 			defer tick.Stop()
 			for n := 0; ctx.Err() == nil; n++ {
-				ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				ectx, cancel := context.WithTimeout(ctx, enqueueTimeout)
 				id, err := q.Enqueue(ectx, job{N: n})
 				cancel()
 				mu.Lock()
@@ -97,6 +112,7 @@ func TestClusterFailover(t *testing.T) {
 					sent = append(sent, enqueued{queue: i, id: id, at: time.Now()})
 				} else if ctx.Err() == nil {
 					fails[i]++
+					t.Errorf("q%d: enqueue %d failed: %v", i, n, err)
 				}
 				mu.Unlock()
 				select {
@@ -222,10 +238,47 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("failed enqueues: %d into the dead master's queues, %d into the others; longest pause of enqueues into the others %s",
 		victimFails, otherFails, otherPause.Round(time.Millisecond))
 	t.Logf("first enqueue into a moved queue %s after the promotion", firstMoved.Round(time.Millisecond))
+	if victimFails+otherFails > 0 {
+		t.Errorf("%d enqueues failed, want none", victimFails+otherFails)
+	}
+	if !partial {
+		return
+	}
+	// Partial coverage: no node said CLUSTERDOWN, and every other queue had
+	// enqueues acknowledged in the last moments before the promotion, while
+	// the dead master's slots had none (under full coverage, the window
+	// when every node refuses every command).
+	if d := fo.DownFor(); d > 0 {
+		t.Errorf("nodes said CLUSTERDOWN for %s under cluster-require-full-coverage no", d)
+	}
+	lastBefore := map[int]time.Time{}
+	for _, e := range acked {
+		if masterOf[e.queue] != victim && e.at.Before(fo.Promoted) {
+			lastBefore[e.queue] = e.at
+		}
+	}
+	for i := range queues {
+		if masterOf[i] == victim {
+			continue
+		}
+		if gap := fo.Promoted.Sub(lastBefore[i]); gap > promotionWindow {
+			t.Errorf("q%d: last enqueue before the promotion %s before it, want within %s", i, gap.Round(time.Millisecond), promotionWindow)
+		}
+	}
 	if firstMoved < 0 || firstMoved > 2*time.Second {
 		t.Errorf("first enqueue into a moved queue %s after the promotion, want within 2s", firstMoved)
 	}
 }
+
+// enqueueTimeout bounds one enqueue of the test: longer than a failover
+// (the promotion, then a reload of the slot map).
+const enqueueTimeout = 20 * time.Second
+
+// promotionWindow is how close to the promotion (as WaitFailover saw it)
+// the queues of the other masters still take enqueues under partial
+// coverage; under full coverage the last ones come before Redis says
+// CLUSTERDOWN, 0.6s or more before it.
+const promotionWindow = 500 * time.Millisecond
 
 // visibility is the queues' visibility timeout, short to keep the test short.
 const visibility = 3 * time.Second

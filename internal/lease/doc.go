@@ -10,6 +10,13 @@
 // same worker ID) never take each other's locks, and the identity stays
 // readable for logs and inspect ([Holder]).
 //
+// An acquisition keeps its value across its tries: when a try fails in a way
+// that leaves unknown whether Redis ran it (the connection broke after the
+// command was written, and go-redis's own retry, if any, met a failover),
+// the next try finds the lock holding this value and takes it again, with
+// its TTL set anew and a new fencing token ([AcquireValue]), rather than
+// waiting for it to expire as if another holder had it.
+//
 // # Fencing tokens
 //
 // Each acquisition also increments a counter kept beside the lock (same

@@ -67,7 +67,15 @@ type Held struct {
 // fencing token from the counter fenceKey (in key's hash slot). It returns
 // ErrNotObtained, with the current holder, when the lock is taken.
 func Acquire(ctx context.Context, c redis.Scripter, key, fenceKey, identity string, ttl time.Duration) (*Lock, Held, error) {
-	value := NewValue(identity)
+	return AcquireValue(ctx, c, key, fenceKey, NewValue(identity), ttl)
+}
+
+// AcquireValue is Acquire with the lock value (NewValue) of the caller, who
+// tries again with the same value after an error that leaves unknown
+// whether the try ran (a lost reply): a lock that holds the value is
+// taken again, with its TTL set anew and a new fencing token, instead of
+// being waited for until it expires. Draw a new value for each acquisition.
+func AcquireValue(ctx context.Context, c redis.Scripter, key, fenceKey, value string, ttl time.Duration) (*Lock, Held, error) {
 	token, holder, left, ok, err := scripts.AcquireLock(ctx, c, key, fenceKey, value, ttl)
 	switch {
 	case err != nil:

@@ -79,3 +79,34 @@ func TestLockExpires(t *testing.T) {
 		t.Fatalf("token %d after %d", b.Token(), a.Token())
 	}
 }
+
+// TestAcquireSameValueAgain: a try with the value of an acquisition that
+// holds the lock (an earlier try whose reply was lost) takes it again with
+// a new TTL and a higher token; another value of the same identity waits.
+func TestAcquireSameValueAgain(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	key, fence := prefix+":lock:{x}", prefix+":fence:{x}"
+	value := NewValue("w-1")
+	a, _, err := AcquireValue(ctx, c, key, fence, value, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, held, err := AcquireValue(ctx, c, key, fence, NewValue("w-1"), time.Minute); !errors.Is(err, ErrNotObtained) || held.Holder != "w-1" {
+		t.Fatalf("another value: %v (holder %+v)", err, held)
+	}
+	b, _, err := AcquireValue(ctx, c, key, fence, value, time.Minute)
+	if err != nil {
+		t.Fatalf("the same value again: %v", err)
+	}
+	if b.Value() != value || b.Token() <= a.Token() {
+		t.Fatalf("again: value %q, token %d after %d", b.Value(), b.Token(), a.Token())
+	}
+	if left := c.PTTL(ctx, key).Val(); left <= time.Second || left > time.Minute {
+		t.Fatalf("TTL %s after taking it again, want the new minute", left)
+	}
+	if err := b.Release(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+}

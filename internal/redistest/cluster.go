@@ -40,8 +40,10 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 // StartClusterReplicas starts a Redis Cluster of masters, each with
 // replicasPerMaster replicas (cluster-node-timeout 2s), and returns once
 // every node reports cluster_state:ok and every replica is in sync with its
-// master. It stops the cluster when tb ends.
-func StartClusterReplicas(tb testing.TB, masters, replicasPerMaster int) *Cluster {
+// master. Every node also gets serverArgs, redis-server options such as
+// "--cluster-require-full-coverage", "no". It stops the cluster when tb
+// ends.
+func StartClusterReplicas(tb testing.TB, masters, replicasPerMaster int, serverArgs ...string) *Cluster {
 	tb.Helper()
 	if masters < 3 {
 		tb.Fatalf("redistest: a cluster needs at least 3 masters, not %d", masters)
@@ -62,9 +64,10 @@ func StartClusterReplicas(tb testing.TB, masters, replicasPerMaster int) *Cluste
 		if err != nil {
 			tb.Fatal(err)
 		}
-		s, err := startServerArgs("--cluster-enabled", "yes",
-			"--cluster-node-timeout", strconv.Itoa(int(nodeTimeout/time.Millisecond)),
-			"--cluster-port", strconv.Itoa(bus))
+		args := append([]string{"--cluster-enabled", "yes",
+			"--cluster-node-timeout", strconv.Itoa(int(nodeTimeout / time.Millisecond)),
+			"--cluster-port", strconv.Itoa(bus)}, serverArgs...)
+		s, err := startServerArgs(args...)
 		if err != nil {
 			unavailable(tb, err)
 		}

@@ -11,12 +11,22 @@
 -- value holds it (holder is that value, pttl its remaining TTL in
 -- milliseconds: when it expires unless refreshed).
 --
+-- A lock that holds this very value was taken by an earlier try of the same
+-- acquisition whose reply was lost (the connection broke after the command
+-- was written; the client's own retry may then have met CLUSTERDOWN): it is
+-- taken again, its TTL set anew, with a new token, as if it had been free;
+-- the values are random, so no other holder has it.
+--
 -- The token is max(counter + 1, server time in microseconds): it grows by
 -- one per acquisition, and it keeps growing even if the counter was lost (a
 -- restart without persistence, a failover to a replica that had not seen the
 -- last increment), as long as the server clock does not step back.
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {0, redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}
+  local holder = redis.call('GET', KEYS[1]) or ''
+  if holder ~= ARGV[1] then
+    return {0, holder, redis.call('PTTL', KEYS[1])}
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 local t = redis.call('TIME')
 local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])

@@ -1,25 +1,32 @@
 -- enqueue: create tasks, ready now or scheduled for later.
 --
 -- KEYS     the queue's keys (see common.lua)
--- ARGV[1]  number of tasks n, then 11 values per task:
+-- ARGV[1]  number of tasks n, then 12 values per task:
 --          id, payload, level, run-at ms (0 = now), max retries, timeout ms,
 --          retention ms, unique key ("" = none), unique TTL ms, task key
---          ("" = unkeyed), webhook URL ("" = none)
+--          ("" = unkeyed), webhook URL ("" = none), enqueue token ("" =
+--          none: a random value of the caller's enqueue, kept in field 'n')
 --
 -- Returns {status, id, ...} per task: status 1 when created, 0 when a task
--- with this ID or unique key exists (id is then the existing task's ID).
+-- with this ID or unique key exists (id is then the existing task's ID),
+-- 2 when the existing task is this very one, created by an earlier run of
+-- the same enqueue (same ID and same non-empty token) whose reply was lost:
+-- running a call again never creates a task twice.
 local n = tonumber(ARGV[1])
 local now = now_ms()
 local out = {}
 for i = 0, n - 1 do
-  local b = 2 + i * 11
+  local b = 2 + i * 12
   local id, payload, level, run_at = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
-  local ukey, uttl, key = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9]
+  local ukey, uttl, key, token = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9], ARGV[b + 11]
   local h = KEYS[1] .. id
   local existing = nil
   if ukey ~= '' then existing = redis.call('GET', KEYS[7] .. ukey) end
   if not existing and redis.call('EXISTS', h) == 1 then existing = id end
-  if existing then
+  if existing and existing == id and token ~= '' and redis.call('HGET', h, 'n') == token then
+    table.insert(out, 2)
+    table.insert(out, id)
+  elseif existing then
     table.insert(out, 0)
     table.insert(out, existing)
   else
@@ -28,6 +35,7 @@ for i = 0, n - 1 do
     redis.call('HSET', h, 's', state, 'p', payload, 'l', level, 'a', 0, 'r', ARGV[b + 4],
       'to', ARGV[b + 5], 'ret', ARGV[b + 6], 'u', ukey, 'k', key, 'e', now, 'd', math.max(run_at, now))
     if ARGV[b + 10] ~= '' then redis.call('HSET', h, 'wh', ARGV[b + 10]) end
+    if token ~= '' then redis.call('HSET', h, 'n', token) end
     if state == 'scheduled' then
       redis.call('ZADD', KEYS[3], run_at, id)
       wake_if_first(id)

@@ -114,11 +114,16 @@ type NewTask struct {
 	UniqueTTL  time.Duration
 	Key        string
 	Webhook    string // URL POSTed the task's outcome when it ends ("" = none)
+	// Token is a random value of the enqueue that creates the task ("" =
+	// none), kept with it: when a call is run again after its reply was
+	// lost, a task that exists with this ID and this token is the one the
+	// earlier run created, reported as created rather than as a duplicate.
+	Token string
 }
 
 // EnqueueArgs returns the ARGV of enqueue.lua for tasks.
 func EnqueueArgs(tasks []NewTask) []any {
-	args := make([]any, 0, 1+11*len(tasks))
+	args := make([]any, 0, 1+12*len(tasks))
 	args = append(args, len(tasks))
 	for _, t := range tasks {
 		var at int64
@@ -126,7 +131,7 @@ func EnqueueArgs(tasks []NewTask) []any {
 			at = t.RunAt.UnixMilli()
 		}
 		args = append(args, t.ID, t.Payload, t.Level, at, t.MaxRetries, t.Timeout.Milliseconds(),
-			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook)
+			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook, t.Token)
 	}
 	return args
 }
@@ -136,7 +141,9 @@ func EnqueueArgs(tasks []NewTask) []any {
 // pipeline: see EnqueueCmd.
 //
 // KEYS: Keys. ARGV: n, then id, payload, level, run-at ms, max retries,
-// timeout ms, retention ms, unique key, unique TTL ms, key per task.
+// timeout ms, retention ms, unique key, unique TTL ms, key, webhook, token
+// per task. A task that exists with its ID and its non-empty Token (an
+// earlier run of the same call) counts as created.
 func Enqueue(ctx context.Context, c redis.Scripter, k []string, tasks []NewTask) (created []bool, ids []string, err error) {
 	v, err := enqueue.Run(ctx, c, k, EnqueueArgs(tasks)...).Slice()
 	if err != nil {
@@ -167,7 +174,7 @@ func ParseEnqueue(v []any) (created []bool, ids []string, err error) {
 		return nil, nil, fmt.Errorf("enqueue: odd reply of %d values", len(v))
 	}
 	for i := 0; i < len(v); i += 2 {
-		created = append(created, toInt(v[i]) == 1)
+		created = append(created, toInt(v[i]) != 0) // 2: created by an earlier run of the call
 		ids = append(ids, toString(v[i+1]))
 	}
 	return created, ids, nil
