@@ -257,8 +257,8 @@ func TestMemory(t *testing.T) {
 	checkResult(t, r, bench.BenchmarkMemory, bench.VariantRSS, bench.VariantLeat, bench.VariantRaw)
 	checkPositive(t, r, bench.VariantRSS, bench.FigureRSSBase, bench.FigureRSSIdle, bench.FigureRSSDrain)
 	checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, bench.FigureEntryBytes)
-	// Each entry holds at least its 100 bytes; leat's also its key and
-	// codec, so it costs more than raw.
+	// Each entry holds at least its 100 bytes; leat's also its key, so it
+	// costs more than raw.
 	if raw := r.Variant(bench.VariantRaw).Figure(bench.FigureEntryBytes).Median; raw < 100 {
 		t.Errorf("raw entry %v bytes, want at least the 100 of its payload", raw)
 	}
