@@ -50,6 +50,11 @@ func Records[T any](k *Kit, s *stream.Stream[T]) []Event[T] {
 		k.t.Fatalf("leattest: %T is not a stream", s)
 	}
 	ctx := context.Background()
+	// Entries of the stream's entry codec carry no codec field: learn it
+	// from the registry, as a worker does when it starts.
+	if err := c.Register(ctx); err != nil {
+		k.t.Fatalf("leattest: register %s: %v", s.Name(), err)
+	}
 	var out []Event[T]
 	for p := range c.Partitions() {
 		msgs, err := k.client.XRange(ctx, c.PartitionKey(p), "-", "+").Result()
