@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leatdev/leat/internal/topology"
@@ -25,7 +26,7 @@ type Core struct {
 
 	regMu      sync.Mutex
 	registered bool
-	entryCodec string // the registry's EntryCodec, once registered
+	entryCodec atomic.Pointer[string] // the registry's EntryCodec, once registered
 
 	keysOnce sync.Once
 	partKeys []string // PartitionKey of every partition
@@ -80,7 +81,8 @@ func (c *Core) Register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.entryCodec, c.registered = ec, true
+	c.entryCodec.Store(&ec)
+	c.registered = true
 	return nil
 }
 
@@ -89,9 +91,10 @@ func (c *Core) Register(ctx context.Context) error {
 // registry keeps a definition without one (entries then all carry their
 // codec).
 func (c *Core) EntryCodec() string {
-	c.regMu.Lock()
-	defer c.regMu.Unlock()
-	return c.entryCodec
+	if ec := c.entryCodec.Load(); ec != nil {
+		return *ec
+	}
+	return ""
 }
 
 // Decoder returns the codec for entries whose codec field says name.
