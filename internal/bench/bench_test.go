@@ -254,7 +254,7 @@ func TestMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkResult(t, r, bench.BenchmarkMemory, bench.VariantRSS, bench.VariantLeat, bench.VariantRaw)
+	checkResult(t, r, bench.BenchmarkMemory, bench.VariantRSS, bench.VariantLeat, bench.VariantRaw, bench.VariantRawKeyed)
 	checkPositive(t, r, bench.VariantRSS, bench.FigureRSSBase, bench.FigureRSSIdle, bench.FigureRSSDrain)
 	checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, bench.FigureEntryBytes)
 	// Each entry holds at least its 100 bytes; leat's also its key, so it
@@ -264,6 +264,11 @@ func TestMemory(t *testing.T) {
 	}
 	if v, _ := r.Ratio(bench.VariantLeat, bench.VariantRaw, bench.FigureEntryBytes); v <= 1 {
 		t.Errorf("leat/raw bytes per entry %v, want above 1", v)
+	}
+	// Against raw entries of the same key and data, leat adds nothing.
+	checkRatio(t, r, bench.VariantLeat, bench.VariantRawKeyed, bench.FigureEntryBytes)
+	if v, _ := r.Ratio(bench.VariantLeat, bench.VariantRawKeyed, bench.FigureEntryBytes); v > 1.05 {
+		t.Errorf("leat/raw+key bytes per entry %v, want at most 1.05", v)
 	}
 	checkClean(t, c)
 }

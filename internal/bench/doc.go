@@ -74,7 +74,7 @@
 // memory per entry (MEMORY USAGE, every element counted, divided by the
 // entries) of a one-partition stream of records whose encoding is 100
 // bytes, written by leat (key and data fields) against raw XADD of
-// the same 100 bytes as the only field.
+// the same 100 bytes as the only field, and of the key and the 100 bytes.
 //
 // [Idle] reports the commands per second Redis runs for one idle worker
 // over Config.Wide partitions (INFO commandstats over Config.Idle, Lua
