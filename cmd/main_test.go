@@ -83,9 +83,13 @@ func (s shop) entries(t *testing.T, name string, p int) []core.Entry {
 	if err != nil {
 		t.Fatal(err)
 	}
+	def, err := core.LoadDefinition(context.Background(), s.client, s.keys.Registry(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := make([]core.Entry, 0, len(msgs))
 	for _, m := range msgs {
-		e, err := core.ParseEntry(m.ID, p, m.Values)
+		e, err := core.ParseEntry(m.ID, p, def.EntryCodec, m.Values)
 		if err != nil {
 			t.Fatal(err)
 		}

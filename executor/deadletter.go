@@ -9,7 +9,8 @@ import (
 )
 
 // Dead-letter entry fields, besides the original entry's own fields ("key",
-// "codec", "data", "h:*"), which are copied as they were.
+// "codec", "data", "h:*"), which are copied as they were read, the codec
+// always: a dead-letter stream has no entry codec of its own.
 const (
 	DeadStream     = "dead:stream"
 	DeadPartition  = "dead:partition"

@@ -83,13 +83,14 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		f.tx.reset()
 		return err
 	}
+	ec := f.e.stream.EntryCodec()
 	for i, w := range held {
 		raw, err := reads[i].Result()
 		var ds []core.Delivery
 		if err == nil {
 			ds = make([]core.Delivery, 0, w.count)
 			err = scripts.EachRawEntry(raw, func(id string, fields [][]byte) error {
-				ds = append(ds, rawDelivery(w.s.p.n, id, fields))
+				ds = append(ds, rawDelivery(w.s.p.n, ec, id, fields))
 				return nil
 			})
 		}
@@ -118,13 +119,14 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 	return nil
 }
 
-// rawDelivery is the delivery of a new entry read raw (fields point into
-// the reply; see scripts.EachRawEntry).
-func rawDelivery(p int, id string, fields [][]byte) core.Delivery {
+// rawDelivery is the delivery of a new entry of partition p, of a stream
+// whose entry codec is entryCodec, read raw (fields point into the reply;
+// see scripts.EachRawEntry).
+func rawDelivery(p int, entryCodec, id string, fields [][]byte) core.Delivery {
 	if len(fields) == 0 {
 		return core.Delivery{Entry: core.Entry{ID: id, Partition: p}, Deliveries: 1, Err: core.ErrTrimmed}
 	}
-	e, err := core.ParseFieldBytes(id, p, fields)
+	e, err := core.ParseFieldBytes(id, p, entryCodec, fields)
 	return core.Delivery{Entry: e, Deliveries: 1, Err: err}
 }
 

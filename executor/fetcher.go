@@ -301,12 +301,13 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 		err error
 	}
 	results := make([]parsed, len(work))
+	ec := f.e.stream.EntryCodec()
 	parse := func() bool {
 		noScript := false
 		for i, w := range work {
 			var ds []core.Delivery
 			res, err := scripts.ParseRawFetch(w.cmd, func(id string, fields [][]byte) error {
-				ds = append(ds, rawDelivery(w.s.p.n, id, fields))
+				ds = append(ds, rawDelivery(w.s.p.n, ec, id, fields))
 				return nil
 			})
 			results[i] = parsed{res, ds, err}

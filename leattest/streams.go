@@ -50,6 +50,11 @@ func Records[T any](k *Kit, s *stream.Stream[T]) []Event[T] {
 		k.t.Fatalf("leattest: %T is not a stream", s)
 	}
 	ctx := context.Background()
+	// Entries of the stream's entry codec carry no codec field: learn it
+	// from the registry, as a worker does when it starts.
+	if err := c.Register(ctx); err != nil {
+		k.t.Fatalf("leattest: register %s: %v", s.Name(), err)
+	}
 	var out []Event[T]
 	for p := range c.Partitions() {
 		msgs, err := k.client.XRange(ctx, c.PartitionKey(p), "-", "+").Result()
@@ -57,7 +62,7 @@ func Records[T any](k *Kit, s *stream.Stream[T]) []Event[T] {
 			k.t.Fatalf("leattest: read %s partition %d: %v", s.Name(), p, err)
 		}
 		for _, m := range msgs {
-			e, err := core.ParseEntry(m.ID, p, m.Values)
+			e, err := core.ParseEntry(m.ID, p, c.EntryCodec(), m.Values)
 			if err != nil {
 				k.t.Fatalf("leattest: %s entry %s: %v", s.Name(), m.ID, err)
 			}
@@ -104,7 +109,7 @@ func DeadLetters[T any](k *Kit, a *app.App, s *stream.Stream[T], processor strin
 		d.Partition, _ = strconv.Atoi(str(executor.DeadPartition))
 		d.Deliveries, _ = strconv.ParseInt(str(executor.DeadDeliveries), 10, 64)
 		if str(core.FieldCodec) != "" {
-			e, err := core.ParseEntry(d.ID, d.Partition, m.Values)
+			e, err := core.ParseEntry(d.ID, d.Partition, "", m.Values)
 			if err == nil {
 				err = decode(c, &e, &d.Record)
 			}

@@ -62,7 +62,7 @@ func BenchmarkSendRawGoRedis(b *testing.B) {
 	for i := range recs {
 		data, _ := MsgPack.Marshal(&recs[i])
 		p := PartitionOf([]byte(recs[i].Customer), 16)
-		payloads[i] = pre{cat.c.Keys().Partition("orders", p), []any{"key", recs[i].Customer, "codec", "msgpack", "data", data}}
+		payloads[i] = pre{cat.c.Keys().Partition("orders", p), []any{"key", recs[i].Customer, "data", data}}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -3,8 +3,9 @@ package stream
 import "github.com/leatdev/leat/internal/core"
 
 // A Codec turns records into entry payloads and back. Implementations must be
-// safe for concurrent use. Name is written on every entry (field "codec"), so
-// a reader, in Go or another language, knows how to decode it.
+// safe for concurrent use. Name is recorded in the stream's registry
+// definition (its entry codec), or on an entry of another codec (field
+// "codec"), so a reader, in Go or another language, knows how to decode it.
 type Codec = core.Codec
 
 // A Compressor compresses entry payloads. Implementations must be safe for

@@ -44,6 +44,6 @@ func ExampleDeclare() {
 	fmt.Printf("%+v\n", payments.Definition())
 	fmt.Println("c-7 goes to partition", p)
 	// Output:
-	// {Name:payments Partitions:8 KeyField:customer Size:50000 Codec:msgpack+zstd WhenFull:}
+	// {Name:payments Partitions:8 KeyField:customer Size:50000 Codec:msgpack+zstd EntryCodec: WhenFull:}
 	// c-7 goes to partition 6
 }

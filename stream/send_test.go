@@ -47,7 +47,7 @@ func TestSendRoutesToPartitions(t *testing.T) {
 				total += int64(len(msgs))
 				last := int64(-1)
 				for _, m := range msgs {
-					e, err := core.ParseEntry(m.ID, p, m.Values)
+					e, err := core.ParseEntry(m.ID, p, orders.t.Core.EntryCodec(), m.Values)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -92,7 +92,7 @@ func TestSendHeaders(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("xrange: %v %v", msgs, err)
 	}
-	e, err := core.ParseEntry(msgs[0].ID, p, msgs[0].Values)
+	e, err := core.ParseEntry(msgs[0].ID, p, s.t.Core.EntryCodec(), msgs[0].Values)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestRegistryRoundTrip(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("entry not on partition %d: %v %v", p, msgs, err)
 	}
-	pe, _ := core.ParseEntry(msgs[0].ID, p, msgs[0].Values)
+	pe, _ := core.ParseEntry(msgs[0].ID, p, s.t.Core.EntryCodec(), msgs[0].Values)
 	if o, err := decode(s, &pe); err != nil || o != want {
 		t.Fatalf("decoded %+v, %v; want %+v", o, err, want)
 	}

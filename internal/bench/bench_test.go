@@ -254,16 +254,21 @@ func TestMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkResult(t, r, bench.BenchmarkMemory, bench.VariantRSS, bench.VariantLeat, bench.VariantRaw)
+	checkResult(t, r, bench.BenchmarkMemory, bench.VariantRSS, bench.VariantLeat, bench.VariantRaw, bench.VariantRawKeyed)
 	checkPositive(t, r, bench.VariantRSS, bench.FigureRSSBase, bench.FigureRSSIdle, bench.FigureRSSDrain)
 	checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, bench.FigureEntryBytes)
-	// Each entry holds at least its 100 bytes; leat's also its key and
-	// codec, so it costs more than raw.
+	// Each entry holds at least its 100 bytes; leat's also its key, so it
+	// costs more than raw.
 	if raw := r.Variant(bench.VariantRaw).Figure(bench.FigureEntryBytes).Median; raw < 100 {
 		t.Errorf("raw entry %v bytes, want at least the 100 of its payload", raw)
 	}
 	if v, _ := r.Ratio(bench.VariantLeat, bench.VariantRaw, bench.FigureEntryBytes); v <= 1 {
 		t.Errorf("leat/raw bytes per entry %v, want above 1", v)
+	}
+	// Against raw entries of the same key and data, leat adds nothing.
+	checkRatio(t, r, bench.VariantLeat, bench.VariantRawKeyed, bench.FigureEntryBytes)
+	if v, _ := r.Ratio(bench.VariantLeat, bench.VariantRawKeyed, bench.FigureEntryBytes); v > 1.05 {
+		t.Errorf("leat/raw+key bytes per entry %v, want at most 1.05", v)
 	}
 	checkClean(t, c)
 }

@@ -134,7 +134,7 @@ func bothRaw(ctx context.Context, sp Space, cfg Config, recs []record) (time.Dur
 				key := []byte(recs[j].Customer)
 				pipe.XAdd(pctx, &redis.XAddArgs{
 					Stream: streams[stream.PartitionOf(key, cfg.Partitions)], MaxLen: int64(len(recs)), Approx: true,
-					Values: []any{core.FieldKey, key, core.FieldCodec, stream.MsgPack.Name(), core.FieldData, data},
+					Values: []any{core.FieldKey, key, core.FieldData, data},
 				})
 			}
 			if _, err := pipe.Exec(pctx); err != nil {

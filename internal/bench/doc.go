@@ -73,8 +73,8 @@
 // worker drains Config.Events records from such a stream; and the Redis
 // memory per entry (MEMORY USAGE, every element counted, divided by the
 // entries) of a one-partition stream of records whose encoding is 100
-// bytes, written by leat (key, codec and data fields) against raw XADD of
-// the same 100 bytes as the only field.
+// bytes, written by leat (key and data fields) against raw XADD of
+// the same 100 bytes as the only field, and of the key and the 100 bytes.
 //
 // [Idle] reports the commands per second Redis runs for one idle worker
 // over Config.Wide partitions (INFO commandstats over Config.Idle, Lua

@@ -25,6 +25,7 @@ const BenchmarkMemory = "memory"
 // Variants, figures and settings of the memory benchmark.
 const (
 	VariantRSS         = "leat worker"
+	VariantRawKeyed    = "raw+key" // raw XADD of the entry's key and data
 	FigureRSSBase      = "process RSS before worker MiB"
 	FigureRSSIdle      = "RSS idle MiB"
 	FigureRSSDrain     = "RSS draining peak MiB"
@@ -45,8 +46,9 @@ const (
 // cfg.Events records; and the Redis memory per entry (MEMORY USAGE of a
 // one-partition stream divided by its entries) of events whose encoded
 // record is 100 bytes, sent by leat's Send (as "leat"), against raw XADD of
-// the same 100 bytes as the only field (as "raw"). RSS needs Linux's
-// /proc. Every key it wrote is deleted before it returns.
+// the same 100 bytes as the only field (as "raw") and of the entry's key and
+// the 100 bytes (as "raw+key": what a leat entry must carry). RSS needs
+// Linux's /proc. Every key it wrote is deleted before it returns.
 func Memory(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
 	cfg, err = cfg.WithDefaults()
 	if err != nil {
@@ -69,13 +71,16 @@ func Memory(ctx context.Context, client redis.UniversalClient, cfg Config) (res 
 			return entryBytesLeat(ctx, sp, cfg, n)
 		}},
 		{Name: VariantRaw, Figures: []string{FigureEntryBytes}, Run: func(ctx context.Context) ([]float64, error) {
-			return entryBytesRaw(ctx, sp, n)
+			return entryBytesRaw(ctx, sp, n, false)
+		}},
+		{Name: VariantRawKeyed, Figures: []string{FigureEntryBytes}, Run: func(ctx context.Context) ([]float64, error) {
+			return entryBytesRaw(ctx, sp, n, true)
 		}},
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	return NewResult(BenchmarkMemory, cfg, vs, Pair{VariantLeat, VariantRaw}), nil
+	return NewResult(BenchmarkMemory, cfg, vs, Pair{VariantLeat, VariantRaw}, Pair{VariantLeat, VariantRawKeyed}), nil
 }
 
 // rss returns the resident set size of this process in bytes.
@@ -303,17 +308,22 @@ func entryBytesLeat(ctx context.Context, sp Space, cfg Config, n int) ([]float64
 }
 
 // entryBytesRaw adds n entries whose only field holds the 100 bytes leat
-// stores as a record's data, and returns the stream's MEMORY USAGE divided
-// by n.
-func entryBytesRaw(ctx context.Context, sp Space, n int) ([]float64, error) {
+// stores as a record's data, or with keyed a field holding the key leat
+// stores before it, and returns the stream's MEMORY USAGE divided by n.
+func entryBytesRaw(ctx context.Context, sp Space, n int, keyed bool) ([]float64, error) {
 	data, _, err := memData()
 	if err != nil {
 		return nil, err
 	}
 	key := sp.prefix + ":raw-memory"
+	values := []any{"d", data}
+	if keyed {
+		key += "-keyed"
+		values = []any{"k", memKey, "d", data}
+	}
 	pipe := sp.client.Pipeline()
 	for range n {
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"d", data}})
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: values})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err

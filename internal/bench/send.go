@@ -88,7 +88,7 @@ func encodeRaw(recs []record, sp Space, partitions int) ([]rawEntry, error) {
 		key := []byte(recs[i].Customer)
 		out[i] = rawEntry{
 			key:    ks.Partition(streamName, stream.PartitionOf(key, partitions)),
-			values: []any{core.FieldKey, key, core.FieldCodec, stream.MsgPack.Name(), core.FieldData, data},
+			values: []any{core.FieldKey, key, core.FieldData, data},
 		}
 	}
 	return out, nil
@@ -153,7 +153,7 @@ func RawSendEach(sp Space, cfg Config, goroutines int) Workload {
 			key := []byte(recs[i].Customer)
 			return sp.client.XAdd(ctx, &redis.XAddArgs{
 				Stream: ks.Partition(streamName, stream.PartitionOf(key, cfg.Partitions)), MaxLen: stream.DefaultSize, Approx: true,
-				Values: []any{core.FieldKey, key, core.FieldCodec, stream.MsgPack.Name(), core.FieldData, data},
+				Values: []any{core.FieldKey, key, core.FieldData, data},
 			}).Err()
 		})
 		return time.Since(start), err

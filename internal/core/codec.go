@@ -12,8 +12,9 @@ import (
 )
 
 // A Codec turns records into entry payloads and back. Implementations must be
-// safe for concurrent use. Name is written on every entry (field "codec"), so
-// a reader, in Go or another language, knows how to decode it.
+// safe for concurrent use. Name is recorded in the stream's registry
+// definition (its entry codec), or on an entry of another codec (field
+// "codec"), so a reader, in Go or another language, knows how to decode it.
 type Codec interface {
 	Name() string
 	Marshal(v any) ([]byte, error)

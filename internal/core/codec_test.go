@@ -111,14 +111,15 @@ func FuzzDecode(f *testing.F) {
 // FuzzParseEntry checks that any field map parses or fails cleanly, and that
 // the JSON record decoder never panics.
 func FuzzParseEntry(f *testing.F) {
-	f.Add("key", "k", "codec", "msgpack", []byte(`{"id":1}`))
-	f.Fuzz(func(t *testing.T, f1, v1, f2, v2 string, data []byte) {
-		e, err := core.ParseEntry("1-1", 0, map[string]any{f1: v1, f2: v2, "data": string(data)})
+	f.Add("key", "k", "codec", "msgpack", "", []byte(`{"id":1}`))
+	f.Add("key", "k", "h:x", "y", "json", []byte(`{"id":1}`))
+	f.Fuzz(func(t *testing.T, f1, v1, f2, v2, entryCodec string, data []byte) {
+		e, err := core.ParseEntry("1-1", 0, entryCodec, map[string]any{f1: v1, f2: v2, "data": string(data)})
 		if err == nil && !bytes.Equal(e.Data, data) && f1 != "data" && f2 != "data" {
 			t.Fatalf("data field lost: %q", e.Data)
 		}
 		// The flat field list Redis sends parses to the same entry.
-		flat, err2 := core.ParseFieldBytes("1-1", 0, [][]byte{[]byte(f1), []byte(v1), []byte(f2), []byte(v2), []byte("data"), data})
+		flat, err2 := core.ParseFieldBytes("1-1", 0, entryCodec, [][]byte{[]byte(f1), []byte(v1), []byte(f2), []byte(v2), []byte("data"), data})
 		if (err == nil) != (err2 == nil) || (err == nil && (!bytes.Equal(flat.Data, e.Data) || flat.Codec != e.Codec)) {
 			if f1 != f2 { // a map cannot hold a repeated field; a list can
 				t.Fatalf("ParseEntry %+v, %v; ParseFieldBytes %+v, %v", e, err, flat, err2)

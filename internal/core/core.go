@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leatdev/leat/internal/topology"
@@ -25,13 +26,19 @@ type Core struct {
 
 	regMu      sync.Mutex
 	registered bool
+	entryCodec atomic.Pointer[string] // the registry's EntryCodec, once registered
 
 	keysOnce sync.Once
 	partKeys []string // PartitionKey of every partition
 }
 
-// Definition returns the stream's definition.
-func (c *Core) Definition() Definition { return c.def }
+// Definition returns the stream's definition, with its entry codec once
+// registered.
+func (c *Core) Definition() Definition {
+	d := c.def
+	d.EntryCodec = c.EntryCodec()
+	return d
+}
 
 // Name returns the stream's name.
 func (c *Core) Name() string { return c.def.Name }
@@ -70,11 +77,24 @@ func (c *Core) Register(ctx context.Context) error {
 	if c.registered {
 		return nil
 	}
-	if err := register(ctx, c.catalog.client, c.catalog.keys.Registry(), c.def); err != nil {
+	ec, err := register(ctx, c.catalog.client, c.catalog.keys.Registry(), c.def)
+	if err != nil {
 		return err
 	}
+	c.entryCodec.Store(&ec)
 	c.registered = true
 	return nil
+}
+
+// EntryCodec returns the codec name of the stream's entries that carry no
+// codec field (Definition.EntryCodec), or "" before Register, or when the
+// registry keeps a definition without one (entries then all carry their
+// codec).
+func (c *Core) EntryCodec() string {
+	if ec := c.entryCodec.Load(); ec != nil {
+		return *ec
+	}
+	return ""
 }
 
 // Decoder returns the codec for entries whose codec field says name.
@@ -179,11 +199,12 @@ func (c *Core) sendLane(ctx context.Context, entries []Entry, idx []int, ids []s
 // an entry failed otherwise, no entries and that error.
 func (c *Core) sendRound(ctx context.Context, entries []Entry, todo []int, ids []string) ([]int, error) {
 	size := strconv.FormatInt(c.def.Size, 10)
+	ec := c.EntryCodec()
 	cmds := make([]*redis.Cmd, len(todo))
 	pipe := c.catalog.client.Pipeline()
 	for k, i := range todo {
 		e := &entries[i]
-		cmds[k] = pipe.Do(ctx, e.xaddArgs(c.PartitionKey(e.Partition), size)...)
+		cmds[k] = pipe.Do(ctx, e.xaddArgs(c.PartitionKey(e.Partition), size, ec)...)
 	}
 	_, err := pipe.Exec(ctx)
 	var again []int

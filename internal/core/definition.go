@@ -21,8 +21,14 @@ type Definition struct {
 	KeyField string `json:"key_field,omitempty"`
 	// Size is the approximate maximum length of each partition (XADD MAXLEN ~).
 	Size int64 `json:"size"`
-	// Codec is the codec name written on entries, e.g. "msgpack+zstd".
+	// Codec is the name of the codec the stream's latest declaration
+	// encodes records with, e.g. "msgpack+zstd".
 	Codec string `json:"codec"`
+	// EntryCodec is the codec of the stream's entries that carry no codec
+	// field. The stream's first registration sets it to its codec and later
+	// ones keep it: after a codec change, new entries carry their codec and
+	// the entries written before still decode.
+	EntryCodec string `json:"entry_codec,omitempty"`
 	// WhenFull says what a send does when retention would trim entries a
 	// processor has not processed: "" trims them (and the loss is
 	// reported to the processor's failure policy), "refuse" fails with
@@ -53,25 +59,28 @@ func (d Definition) validate() error {
 	return nil
 }
 
-// register writes d to the registry hash, failing with ErrConflict when the
-// registry holds a definition of the same stream with other routing.
-func register(ctx context.Context, c redis.UniversalClient, registry string, d Definition) error {
+// register writes d to the registry hash and returns the stream's entry
+// codec (Definition.EntryCodec; "" when the registry keeps a definition
+// without one), failing with ErrConflict when the registry holds a
+// definition of the same stream with other routing.
+func register(ctx context.Context, c redis.UniversalClient, registry string, d Definition) (string, error) {
+	d.EntryCodec = "" // settled by the script
 	b, err := json.Marshal(d)
 	if err != nil {
-		return err
+		return "", err
 	}
-	conflict, ok, err := scripts.RegisterStream(ctx, c, registry, d.Name, string(b), d.Partitions, d.KeyField)
+	entryCodec, conflict, ok, err := scripts.RegisterStream(ctx, c, registry, d.Name, string(b), d.Partitions, d.KeyField, d.Codec)
 	if err != nil {
-		return fmt.Errorf("register stream %q: %w", d.Name, err)
+		return "", fmt.Errorf("register stream %q: %w", d.Name, err)
 	}
 	if !ok {
 		var old Definition
 		_ = json.Unmarshal([]byte(conflict), &old)
-		return fmt.Errorf("%w: stream %q is registered with %d partitions and key field %q, declared with %d and %q; "+
+		return "", fmt.Errorf("%w: stream %q is registered with %d partitions and key field %q, declared with %d and %q; "+
 			"changing routing would break per-key order (use a new stream name)",
 			ErrConflict, d.Name, old.Partitions, old.KeyField, d.Partitions, d.KeyField)
 	}
-	return nil
+	return entryCodec, nil
 }
 
 // LoadDefinition reads the definition of stream name from the registry hash.

@@ -8,13 +8,25 @@ import (
 	"strings"
 )
 
-// Entry layout. Every entry leat writes to a partition stream has these fields,
+// Entry layout. An entry leat writes to a partition stream has these fields,
 // in this order:
 //
 //	key    the partition key as sent (bytes, UTF-8 for string keys)
-//	codec  the codec name, e.g. "msgpack", "json", "msgpack+zstd"
+//	codec  the codec name, e.g. "msgpack", "json", "msgpack+zstd", only when
+//	       it differs from the stream's entry codec (Definition.EntryCodec)
 //	data   the encoded record
 //	h:NAME one field per header, e.g. "h:traceparent"
+//
+// An entry without a codec field is encoded with the stream's entry codec,
+// recorded once in the registry. Entries written before the entry codec
+// existed carry the codec field on every entry, and read as before. Redis
+// stores the field names of a stream node once when its entries share them,
+// so every entry without headers costs its key and data bytes and nothing
+// else: the codec, the same on every entry, was the one value repeated.
+// Shorter field names would save bytes only on entries whose fields differ
+// from their node's first entry (headers on some entries and not others:
+// 13 bytes an entry when every second one has a header), and would break
+// the readers of these names, so the names stay.
 //
 // Readers ignore fields they do not know, so the layout can grow.
 const (
@@ -38,16 +50,23 @@ type Entry struct {
 	Headers   Headers
 }
 
-// xaddArgs returns the command XADD key MAXLEN ~ size * <fields of e>.
-func (e *Entry) xaddArgs(key, size string) []any {
+// xaddArgs returns the command XADD key MAXLEN ~ size * <fields of e>, for
+// a stream whose entry codec is entryCodec.
+func (e *Entry) xaddArgs(key, size, entryCodec string) []any {
 	vals := make([]any, 0, 12+2*len(e.Headers))
 	vals = append(vals, "XADD", key, "MAXLEN", "~", size, "*")
-	return e.appendFields(vals)
+	return e.appendFields(vals, entryCodec)
 }
 
-// appendFields appends the field, value list of e to vals.
-func (e *Entry) appendFields(vals []any) []any {
-	vals = append(vals, FieldKey, e.Key, FieldCodec, e.Codec, FieldData, e.Data)
+// appendFields appends the field, value list of e to vals, for a stream
+// whose entry codec is entryCodec: the codec field only when e's codec is
+// another one (or entryCodec is "").
+func (e *Entry) appendFields(vals []any, entryCodec string) []any {
+	vals = append(vals, FieldKey, e.Key)
+	if e.Codec != entryCodec || entryCodec == "" {
+		vals = append(vals, FieldCodec, e.Codec)
+	}
+	vals = append(vals, FieldData, e.Data)
 	if len(e.Headers) > 0 {
 		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 			vals = append(vals, HeaderField+k, e.Headers[k])
@@ -56,10 +75,12 @@ func (e *Entry) appendFields(vals []any) []any {
 	return vals
 }
 
-// ParseEntry reads an entry from the field map of a stream message. It fails
-// when the codec or data field is missing.
-func ParseEntry(id string, partition int, fields map[string]any) (Entry, error) {
-	p := entryParser{e: Entry{ID: id, Partition: partition}}
+// ParseEntry reads an entry from the field map of a stream message of a
+// stream whose entry codec is entryCodec (Core.EntryCodec), the codec of an
+// entry without a codec field. It fails when the data field is missing, or
+// the codec field when entryCodec is "".
+func ParseEntry(id string, partition int, entryCodec string, fields map[string]any) (Entry, error) {
+	p := entryParser{e: Entry{ID: id, Partition: partition}, entryCodec: entryCodec}
 	for k, v := range fields {
 		if err := p.field(k, v); err != nil {
 			return p.e, err
@@ -70,11 +91,11 @@ func ParseEntry(id string, partition int, fields map[string]any) (Entry, error) 
 
 // ParseFieldBytes reads an entry from the flat field, value, field,
 // value... list of a stream message read from a raw reply
-// (scripts.EachRawEntry). It fails when the codec or data field is missing.
-// The entry's Key and Data are the slices given, not copies, so reading an
-// entry costs no allocation unless it has headers.
-func ParseFieldBytes(id string, partition int, fields [][]byte) (Entry, error) {
-	p := entryParser{e: Entry{ID: id, Partition: partition}}
+// (scripts.EachRawEntry), as ParseEntry does. The entry's Key and Data are
+// the slices given, not copies, so reading an entry costs no allocation
+// unless it has headers.
+func ParseFieldBytes(id string, partition int, entryCodec string, fields [][]byte) (Entry, error) {
+	p := entryParser{e: Entry{ID: id, Partition: partition}, entryCodec: entryCodec}
 	for i := 0; i+1 < len(fields); i += 2 {
 		k, v := fields[i], fields[i+1]
 		switch {
@@ -109,6 +130,7 @@ var builtinCodecNames = []string{MsgPack.Name(), JSON.Name()}
 
 type entryParser struct {
 	e                 Entry
+	entryCodec        string
 	hasData, hasCodec bool
 }
 
@@ -134,8 +156,14 @@ func (p *entryParser) field(k string, v any) error {
 }
 
 func (p *entryParser) done() (Entry, error) {
-	if !p.hasData || !p.hasCodec {
-		return p.e, fmt.Errorf("entry %s: %w (fields %q and %q are required)", p.e.ID, ErrMalformedEntry, FieldCodec, FieldData)
+	if !p.hasData {
+		return p.e, fmt.Errorf("entry %s: %w (field %q is required)", p.e.ID, ErrMalformedEntry, FieldData)
+	}
+	if !p.hasCodec {
+		if p.entryCodec == "" {
+			return p.e, fmt.Errorf("entry %s: %w (no field %q, and the stream records no entry codec)", p.e.ID, ErrMalformedEntry, FieldCodec)
+		}
+		p.e.Codec = p.entryCodec
 	}
 	return p.e, nil
 }

@@ -5,25 +5,26 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 )
 
 // FuzzEntryFields checks that the field list an entry is written as
-// (appendFields, what XADD sends) parses back to the same entry, headers
-// included, and that a field list with a required field lost fails with
-// ErrMalformedEntry, never a panic.
+// (appendFields, what XADD sends) for a stream of any entry codec parses
+// back to the same entry, headers included, and that a field list with a
+// required field lost fails with ErrMalformedEntry, never a panic.
 func FuzzEntryFields(f *testing.F) {
-	f.Add([]byte("c-1"), "msgpack", []byte{0x82, 0xa2, 'i', 'd', 0x07}, "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "", "")
-	f.Add([]byte(""), "json+zstd", []byte(`{"id":1}`), "", "", "", "")
-	f.Add([]byte("\xff\x00"), "msgpack+gzip", []byte{0x1f, 0x8b}, "h:x", "v", "key", "dup")
-	f.Fuzz(func(t *testing.T, key []byte, codec string, data []byte, h1, v1, h2, v2 string) {
+	f.Add([]byte("c-1"), "msgpack", "msgpack", []byte{0x82, 0xa2, 'i', 'd', 0x07}, "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "", "")
+	f.Add([]byte(""), "json+zstd", "msgpack", []byte(`{"id":1}`), "", "", "", "")
+	f.Add([]byte("\xff\x00"), "msgpack+gzip", "", []byte{0x1f, 0x8b}, "h:x", "v", "key", "dup")
+	f.Fuzz(func(t *testing.T, key []byte, codec, entryCodec string, data []byte, h1, v1, h2, v2 string) {
 		in := Entry{ID: "1-1", Partition: 3, Key: key, Codec: codec, Data: data}
 		if h1 != "" || h2 != "" {
 			in.Headers = Headers{h1: v1, h2: v2}
 		}
 		// Redis returns every field and value as bytes, which the raw
 		// reply reader hands over as they are: do the same.
-		fields := in.appendFields(nil)
+		fields := in.appendFields(nil, entryCodec)
 		flat := make([][]byte, len(fields))
 		for i, v := range fields {
 			switch x := v.(type) {
@@ -35,7 +36,10 @@ func FuzzEntryFields(f *testing.F) {
 				t.Fatalf("field %d of %+v is a %T", i, in, v)
 			}
 		}
-		out, err := ParseFieldBytes(in.ID, in.Partition, flat)
+		if hasCodec := slices.ContainsFunc(fields, func(v any) bool { return v == any(FieldCodec) }); hasCodec != (codec != entryCodec || entryCodec == "") {
+			t.Fatalf("codec field written: %v, for codec %q of a stream of entry codec %q", hasCodec, codec, entryCodec)
+		}
+		out, err := ParseFieldBytes(in.ID, in.Partition, entryCodec, flat)
 		if err != nil {
 			t.Fatalf("ParseFieldBytes of written %+v: %v", in, err)
 		}
@@ -47,14 +51,14 @@ func FuzzEntryFields(f *testing.F) {
 		// Drop one field: the parser fails cleanly when it was required.
 		for drop := 0; drop < len(flat); drop += 2 {
 			cut := append(append([][]byte(nil), flat[:drop]...), flat[drop+2:]...)
-			_, err := ParseFieldBytes(in.ID, in.Partition, cut)
+			_, err := ParseFieldBytes(in.ID, in.Partition, entryCodec, cut)
 			name := string(flat[drop])
-			if required := name == FieldCodec || name == FieldData; required && !errors.Is(err, ErrMalformedEntry) {
+			if required := name == FieldCodec && entryCodec == "" || name == FieldData; required && !errors.Is(err, ErrMalformedEntry) {
 				t.Fatalf("without %q: %v, want ErrMalformedEntry", name, err)
 			}
 		}
 		// An odd list (a truncated reply) never reads past its end.
-		_, _ = ParseFieldBytes(in.ID, in.Partition, flat[:len(flat)-1])
+		_, _ = ParseFieldBytes(in.ID, in.Partition, entryCodec, flat[:len(flat)-1])
 	})
 }
 

@@ -31,6 +31,7 @@ const guardWaitMax = time.Second
 // sendGuarded sends entries as described above, writing their IDs in ids.
 func (c *Core) sendGuarded(ctx context.Context, entries []Entry, ids []string) error {
 	size := c.def.Size
+	ec := c.EntryCodec()
 	chunkMax := int(min(int64(c.catalog.defaults.SendBatch), size))
 	byPart := map[int][]int{} // partition -> indexes, in order
 	var order []int           // partitions in first-seen order
@@ -62,7 +63,7 @@ func (c *Core) sendGuarded(ctx context.Context, entries []Entry, ids []string) e
 			idx := byPart[p][:min(chunkMax, len(byPart[p]))]
 			vals := make([][]any, len(idx))
 			for j, i := range idx {
-				vals[j] = entries[i].appendFields(make([]any, 0, 6+2*len(entries[i].Headers)))
+				vals[j] = entries[i].appendFields(make([]any, 0, 6+2*len(entries[i].Headers)), ec)
 			}
 			cmd := scripts.GuardedAdd(ctx, pipe, c.PartitionKey(p), size, vals)
 			chunks = append(chunks, chunk{p: p, idx: idx, cmd: cmd})

@@ -84,20 +84,27 @@ func IsNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
-// RegisterStream writes def (JSON) for stream into the registry hash unless
-// the registry holds a definition with another partition count or key field.
-// It returns the conflicting definition and false in that case.
+// RegisterStream writes def (a JSON object without "entry_codec") for
+// stream into the registry hash unless the registry holds a definition with
+// another partition count or key field. It returns the stream's entry codec
+// (the codec of entries written without a codec field: the registered one
+// when there is one, else codec, which it records) and true, or the
+// conflicting definition and false.
 //
-// KEYS: registry. ARGV: stream, def, partitions, keyField.
-func RegisterStream(ctx context.Context, c redis.Scripter, registry, stream, def string, partitions int, keyField string) (conflict string, ok bool, err error) {
-	v, err := registerStream.Run(ctx, c, []string{registry}, stream, def, partitions, keyField).Text()
-	if errors.Is(err, redis.Nil) {
-		return "", true, nil
-	}
+// KEYS: registry. ARGV: stream, def, partitions, keyField, codec.
+func RegisterStream(ctx context.Context, c redis.Scripter, registry, stream, def string, partitions int, keyField, codec string) (entryCodec, conflict string, ok bool, err error) {
+	v, err := registerStream.Run(ctx, c, []string{registry}, stream, def, partitions, keyField, codec).Slice()
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
-	return v, false, nil
+	if len(v) != 2 {
+		return "", "", false, fmt.Errorf("register stream: unexpected reply %v", v)
+	}
+	s, _ := v[1].(string)
+	if n, _ := v[0].(int64); n == 1 {
+		return s, "", true, nil
+	}
+	return "", s, false, nil
 }
 
 // Group outcomes of SetGroup.

@@ -170,22 +170,41 @@ func TestRegisterStream(t *testing.T) {
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
 	reg := prefix + ":streams:{app}"
-	def := `{"name":"s","partitions":8,"key_field":"k"}`
-	if _, ok, err := scripts.RegisterStream(ctx, c, reg, "s", def, 8, "k"); !ok || err != nil {
-		t.Fatalf("first registration: %v %v", ok, err)
+	def := `{"name":"s","partitions":8,"key_field":"k","codec":"msgpack"}`
+	stored := `{"name":"s","partitions":8,"key_field":"k","codec":"msgpack","entry_codec":"msgpack"}`
+	if ec, _, ok, err := scripts.RegisterStream(ctx, c, reg, "s", def, 8, "k", "msgpack"); !ok || err != nil || ec != "msgpack" {
+		t.Fatalf("first registration: %q %v %v", ec, ok, err)
 	}
-	if cur, ok, _ := scripts.RegisterStream(ctx, c, reg, "s", `{}`, 4, "k"); ok || cur != def {
+	if got := c.HGet(ctx, reg, "s").Val(); got != stored {
+		t.Fatalf("stored %q, want %q", got, stored)
+	}
+	if _, cur, ok, _ := scripts.RegisterStream(ctx, c, reg, "s", `{}`, 4, "k", "msgpack"); ok || cur != stored {
 		t.Fatalf("other partition count accepted (%v, %q)", ok, cur)
 	}
-	if _, ok, _ := scripts.RegisterStream(ctx, c, reg, "s", `{}`, 8, "other"); ok {
+	if _, _, ok, _ := scripts.RegisterStream(ctx, c, reg, "s", `{}`, 8, "other", "msgpack"); ok {
 		t.Fatal("other key field accepted")
 	}
-	fn := `{"name":"f","partitions":8}`
-	scripts.RegisterStream(ctx, c, reg, "f", fn, 8, "")
-	if _, ok, _ := scripts.RegisterStream(ctx, c, reg, "f", `{"x":1}`, 8, "k"); !ok {
-		t.Fatal("a field naming the key of a function-keyed stream refused")
+	// A codec change is recorded, but entries without a codec field keep
+	// the codec of the first registration.
+	changed := `{"name":"s","partitions":8,"key_field":"k","codec":"json"}`
+	if ec, _, ok, err := scripts.RegisterStream(ctx, c, reg, "s", changed, 8, "k", "json"); !ok || err != nil || ec != "msgpack" {
+		t.Fatalf("codec change: entry codec %q, %v %v; want msgpack", ec, ok, err)
 	}
-	if got := c.HGet(ctx, reg, "f").Val(); got != fn {
+	if got, want := c.HGet(ctx, reg, "s").Val(), `{"name":"s","partitions":8,"key_field":"k","codec":"json","entry_codec":"msgpack"}`; got != want {
+		t.Fatalf("after a codec change stored %q, want %q", got, want)
+	}
+	// A definition written before entry codecs existed gets the codec of
+	// the next registration: its entries all carry their codec.
+	c.HSet(ctx, reg, "old", `{"name":"old","partitions":8,"key_field":"k","codec":"json"}`)
+	if ec, _, ok, _ := scripts.RegisterStream(ctx, c, reg, "old", `{"name":"old","partitions":8,"key_field":"k","codec":"msgpack"}`, 8, "k", "msgpack"); !ok || ec != "msgpack" {
+		t.Fatalf("definition without an entry codec: got %q, %v", ec, ok)
+	}
+	fn := `{"name":"f","partitions":8}`
+	scripts.RegisterStream(ctx, c, reg, "f", fn, 8, "", "msgpack")
+	if ec, _, ok, _ := scripts.RegisterStream(ctx, c, reg, "f", `{"x":1}`, 8, "k", "json"); !ok || ec != "msgpack" {
+		t.Fatalf("a field naming the key of a function-keyed stream: %q %v, want the registered entry codec", ec, ok)
+	}
+	if got, want := c.HGet(ctx, reg, "f").Val(), `{"name":"f","partitions":8,"entry_codec":"msgpack"}`; got != want {
 		t.Fatalf("function-keyed definition replaced by %q", got)
 	}
 }
