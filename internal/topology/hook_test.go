@@ -45,7 +45,9 @@ func TestReloadAfterFailover(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	results := make([]result, 2)
-	end := make(chan time.Time, 2)
+	// One channel each: a shared one could give both ends to one goroutine
+	// and leave the other sending for ever.
+	ends := []chan time.Time{make(chan time.Time, 1), make(chan time.Time, 1)}
 	cl.Kill(t, victim)
 	for i, c := range []*redis.ClusterClient{hooked, plain} {
 		wg.Add(1)
@@ -54,7 +56,7 @@ func TestReloadAfterFailover(t *testing.T) {
 			var until time.Time
 			for {
 				select {
-				case until = <-end:
+				case until = <-ends[i]:
 				default:
 				}
 				if !until.IsZero() && (time.Now().After(until) || !results[i].ok.IsZero()) {
@@ -73,8 +75,9 @@ func TestReloadAfterFailover(t *testing.T) {
 		}()
 	}
 	fo := cl.WaitFailover(t, victim, 30*time.Second)
-	end <- fo.Promoted.Add(5 * time.Second)
-	end <- fo.Promoted.Add(5 * time.Second)
+	for _, end := range ends {
+		end <- fo.Promoted.Add(5 * time.Second)
+	}
 	wg.Wait()
 	after := func(r result) string {
 		if r.ok.IsZero() {
