@@ -33,6 +33,13 @@ func TestWakeUpReadIsOneScript(t *testing.T) {
 		redistest.Eventually(t, 10*time.Second, "the entry processed", func() bool { return got.Load() == int64(i+1) })
 		redistest.Eventually(t, 10*time.Second, "the fetcher waiting again", func() bool { return e.fetch.idle() == 4 })
 	}
+	// The blocking read that saw the first entry was sent before counting
+	// began; the one after the last entry may still be on its way.
+	redistest.Eventually(t, 10*time.Second, "the blocking read after the last entry", func() bool {
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		return cc.byCmd["xread"] >= sends
+	})
 	cc.stop()
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
