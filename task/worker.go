@@ -69,13 +69,14 @@ type worker struct {
 	q    *core
 	done chan ended
 
-	mu      sync.Mutex
-	limit   int                 // concurrency
-	active  map[string]*running // by task ID
-	freed   chan struct{}       // signalled when a slot frees or the limit grows
-	rr      []int               // weighted round robin state (fetch loop only)
-	closed  bool                // done is closed
-	working sync.WaitGroup      // running handlers
+	mu       sync.Mutex
+	limit    int                 // concurrency
+	active   map[string]*running // by task ID
+	reserved int                 // slots held by fetches under way
+	freed    chan struct{}       // signalled when a slot frees or the limit grows
+	rr       []int               // weighted round robin state
+	closed   bool                // done is closed
+	working  sync.WaitGroup      // running handlers
 }
 
 // Run runs the queue's share of an app worker until ctx is done.
@@ -150,11 +151,34 @@ func (w *worker) currentLimit() int {
 	return w.limit
 }
 
-// free returns how many more tasks the worker may start.
-func (w *worker) free() int {
+// reserve holds every free slot for one fetch and returns how many, with
+// the fetch's quotas per priority level (see quotas). A patient fetch takes
+// nothing (short) while fewer than half the slots are free and tasks run:
+// slots that free close together are filled by one fetch, not one each.
+func (w *worker) reserve(patient bool) (n int, quota []int, short bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.limit - len(w.active)
+	n = w.limit - len(w.active) - w.reserved
+	if n <= 0 {
+		return 0, nil, false
+	}
+	if patient && 2*n < w.limit && len(w.active) > 0 {
+		return 0, nil, true
+	}
+	w.reserved += n
+	return n, w.quotas(n), false
+}
+
+// unreserve gives back the n slots a fetch held, once the tasks it took
+// were started (or handed back); a slot left over goes to the next fetch.
+func (w *worker) unreserve(n int) {
+	w.mu.Lock()
+	w.reserved -= n
+	left := w.limit - len(w.active) - w.reserved
+	w.mu.Unlock()
+	if left > 0 {
+		w.signal()
+	}
 }
 
 func (w *worker) signal() {
@@ -164,23 +188,45 @@ func (w *worker) signal() {
 	}
 }
 
+// fetchers is how many fetches of a worker may be under way at once: while
+// one fetch is on its round trip, the slots that free meanwhile are filled
+// by the next, so a worker whose handlers are quick is not bound by one
+// round trip per concurrency's worth of tasks.
+const fetchers = 2
+
+// fetchWait bounds how long a fetcher waits for half the slots to be free
+// (see reserve) before it fetches for the slots free.
+const fetchWait = time.Millisecond
+
 // fetch takes tasks while ctx lasts and starts each at once: the worker
-// holds no unstarted tasks but those of one fetch between the read and
-// their start (handed back when ctx ended meanwhile).
+// holds no unstarted tasks but those of the fetches under way between the
+// read and their start (handed back when ctx ended meanwhile). Each fetch
+// takes the slots free when it begins, so the tasks taken never exceed the
+// concurrency.
 func (w *worker) fetch(ctx, runCtx context.Context) {
+	var wg sync.WaitGroup
+	for range fetchers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.fetchLoop(ctx, runCtx) }()
+	}
+	wg.Wait()
+}
+
+// fetchLoop is one of the worker's fetchers.
+func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 	q := w.q
 	failures := 0
+	patient := true
 	for ctx.Err() == nil {
-		n := w.free()
+		n, quota, short := w.reserve(patient)
 		if n <= 0 {
-			select {
-			case <-ctx.Done():
-			case <-w.freed:
-			}
+			w.await(ctx, short, &patient)
 			continue
 		}
-		got, err := w.take(ctx, n)
+		patient = true
+		got, err := w.take(ctx, n, quota)
 		if err != nil {
+			w.unreserve(n)
 			if ctx.Err() != nil {
 				break
 			}
@@ -198,6 +244,27 @@ func (w *worker) fetch(ctx, runCtx context.Context) {
 			}
 			w.start(runCtx, f)
 		}
+		w.unreserve(n)
+	}
+}
+
+// await waits for a slot to free; when short, at most fetchWait, after
+// which the next fetch is not patient.
+func (w *worker) await(ctx context.Context, short bool, patient *bool) {
+	if !short {
+		select {
+		case <-ctx.Done():
+		case <-w.freed:
+		}
+		return
+	}
+	t := time.NewTimer(fetchWait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-w.freed:
+	case <-t.C:
+		*patient = false
 	}
 }
 
@@ -206,9 +273,9 @@ const readBlock = 500 * time.Millisecond
 
 // take fetches up to n tasks: those ready at once in one script call, else
 // it blocks on the ready streams for a while.
-func (w *worker) take(ctx context.Context, n int) ([]taskrdb.Fetched, error) {
+func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error) {
 	q := w.q
-	got, err := taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.rate, w.quotas(n), n)
+	got, err := taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.rate, quota, n)
 	if err != nil || len(got) > 0 {
 		return got, err
 	}
@@ -255,7 +322,7 @@ func (w *worker) take(ctx context.Context, n int) ([]taskrdb.Fetched, error) {
 // level for strict priorities (the script fills from the next levels when
 // a level runs short), else in proportion to the weights, slot by slot with
 // a smooth weighted round robin, so the shares hold exactly over any run of
-// fetches, however small each is.
+// fetches, however small each is. w.mu is held.
 func (w *worker) quotas(n int) []int {
 	levels := w.q.set.levels
 	out := make([]int, len(levels))

@@ -3,6 +3,7 @@ package task_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -259,5 +260,56 @@ func TestConcurrencyFunc(t *testing.T) {
 	defer mu.Unlock()
 	if peak != 3 {
 		t.Fatalf("peak %d, want 3 (the function's value, not the configured 8)", peak)
+	}
+}
+
+// TestConcurrencyBoundQuickTasks: with handlers that return at once, so
+// that slots free while a fetch is under way and the worker's fetches
+// overlap, no more tasks run at once than the concurrency, and every task
+// succeeds once.
+func TestConcurrencyBoundQuickTasks(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	var mu sync.Mutex
+	running, peak := 0, 0
+	runs := map[int]int{}
+	a := e.app("w1")
+	q, err := task.Handle(a, "quick", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		runs[tk.Payload.N]++
+		mu.Unlock()
+		runtime.Gosched() // others may start meanwhile, if they could
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return out{}, nil
+	}, task.Concurrency(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	ps := make([]job, n)
+	for i := range ps {
+		ps[i] = job{N: i}
+	}
+	if _, err := q.EnqueueMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	eventually(t, 30*time.Second, "all done", func() bool {
+		c, _ := q.Counts(ctx)
+		return c[task.Succeeded] == n
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if peak > 3 {
+		t.Fatalf("%d tasks ran at once at concurrency 3", peak)
+	}
+	for i := range n {
+		if runs[i] != 1 {
+			t.Fatalf("task %d ran %d times", i, runs[i])
+		}
 	}
 }

@@ -115,28 +115,30 @@ local function release_unique(h, id, u)
   end
 end
 
--- finish ends a task as succeeded (S), failed (F) or cancelled (C): its hash
--- is kept for its retention, then the janitor and the TTL remove it.
--- ret and u are the task's retention and unique key when the caller read
--- them already (nil: read here).
 -- queue_webhook schedules the delivery of a task's outcome to its webhook,
--- if it has one, now that it ended.
-local function queue_webhook(h, id, now)
-  if redis.call('HEXISTS', h, 'wh') == 1 then
+-- if it has one, now that it ended. wh is the task's webhook field when the
+-- caller read it already (false: none; nil: read here).
+local function queue_webhook(h, id, now, wh)
+  if wh == nil then wh = redis.call('HEXISTS', h, 'wh') == 1 end
+  if wh then
     redis.call('HSET', h, 'whs', 'pending', 'wha', 0)
     redis.call('HDEL', h, 'whe')
     redis.call('ZADD', KEYS[12], now, id)
   end
 end
 
-local function finish(h, id, state, code, now, ret, u)
+-- finish ends a task as succeeded (S), failed (F) or cancelled (C): its hash
+-- is kept for its retention, then the janitor and the TTL remove it.
+-- ret, u and wh are the task's retention, unique key and webhook when the
+-- caller read them already (nil: read here).
+local function finish(h, id, state, code, now, ret, u, wh)
   if ret == nil then ret = redis.call('HGET', h, 'ret') end
   ret = tonumber(ret or '0')
   if ret < 1 then ret = 1 end
   redis.call('PEXPIRE', h, ret)
   redis.call('ZADD', KEYS[5], now + ret, code .. '|' .. id)
   release_unique(h, id, u)
-  queue_webhook(h, id, now)
+  queue_webhook(h, id, now, wh)
 end
 
 -- bury makes a task dead and trims the dead set to dead_max.

@@ -36,7 +36,7 @@ local function take(level, eid, field, value)
     end
   end
   local h = KEYS[1] .. id
-  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c')
+  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c', 'x', 'l')
   if key and rate > 0 and v[1] == 'pending' then
     local rk = KEYS[11] .. key
     local used = redis.call('INCR', rk)
@@ -58,7 +58,11 @@ local function take(level, eid, field, value)
     return
   end
   local a = tonumber(v[3]) + 1
-  redis.call('HSET', h, 's', 'active', 'a', a, 'st', now, 'w', consumer, 'x', eid, 'l', level)
+  if v[8] == eid and v[9] == tostring(level) then
+    redis.call('HSET', h, 's', 'active', 'a', a, 'st', now, 'w', consumer)
+  else
+    redis.call('HSET', h, 's', 'active', 'a', a, 'st', now, 'w', consumer, 'x', eid, 'l', level)
+  end
   if v[7] then redis.call('HDEL', h, 'c') end
   count('pending', 'active')
   table.insert(out, {tonumber(level), eid, id, v[2], a, tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6])})

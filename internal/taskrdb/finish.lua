@@ -20,15 +20,20 @@
 local consumer, dead_max, dead_age = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 local out = {}
+-- the entries to delete, by level: one XDEL per level and call
+local gone, levels = {}, {}
 
 for i = 4, #ARGV, 6 do
   local id, level, eid, outcome, data, delay = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], tonumber(ARGV[i + 5])
   local stream = KEYS[2] .. level
   -- 1 when the entry was still this worker's: nobody reclaimed it
   local acked = redis.call('XACK', stream, GROUP, eid)
-  redis.call('XDEL', stream, eid)
+  local g = gone[level]
+  if not g then g = {}; gone[level] = g; table.insert(levels, level) end
+  table.insert(g, eid)
   local h = KEYS[1] .. id
-  local v = redis.call('HMGET', h, 's', 'w', 'k', 'c', 'x', 'l', 'ret', 'u', 'err', 'pass')
+  local v = redis.call('HMGET', h, 's', 'w', 'k', 'c', 'x', 'l', 'ret', 'u', 'err', 'pass', 'wh')
+  local wh = v[11] and true or false
   local st, key = v[1], v[3]
   if key == '' then key = nil end
   -- this run is the task's current one: nobody reclaimed it meanwhile
@@ -41,7 +46,7 @@ for i = 4, #ARGV, 6 do
     redis.call('HSET', h, 's', 'succeeded', 'f', now, 'res', data)
     if v[9] then redis.call('HDEL', h, 'err') end
     count(st, 'succeeded')
-    finish(h, id, 'succeeded', 'S', now, v[7], v[8])
+    finish(h, id, 'succeeded', 'S', now, v[7], v[8], wh)
     -- A keyed task's key moves on with whoever holds its token: this run;
     -- or the run of the reclaimed copy, which passes it on when it finishes
     -- (flag "pass", below); or the token waiting in the stream, which finds
@@ -70,12 +75,12 @@ for i = 4, #ARGV, 6 do
         applied = 'failed'
         redis.call('HSET', h, 's', 'failed', 'f', now, 'err', data)
         count('active', 'failed')
-        finish(h, id, 'failed', 'F', now, v[7], v[8])
+        finish(h, id, 'failed', 'F', now, v[7], v[8], wh)
       else
         applied = 'cancelled'
         redis.call('HSET', h, 's', 'cancelled', 'f', now, 'err', data)
         count('active', 'cancelled')
-        finish(h, id, 'cancelled', 'C', now, v[7], v[8])
+        finish(h, id, 'cancelled', 'C', now, v[7], v[8], wh)
       end
       if key then advance_key(key, id, true) end
     elseif outcome == 'handback' then
@@ -92,6 +97,9 @@ for i = 4, #ARGV, 6 do
     advance_key(key, id, true)
   end
   table.insert(out, applied)
+end
+for _, level in ipairs(levels) do
+  redis.call('XDEL', KEYS[2] .. level, unpack(gone[level]))
 end
 flush_counts()
 return out
