@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/task"
 )
 
@@ -82,8 +83,10 @@ func TestCronFailover(t *testing.T) {
 		return out{}, nil
 	}
 	var stops []func() error
+	var apps []*app.App
 	for _, id := range []string{"w1", "w2"} {
 		a := e.app(id)
+		apps = append(apps, a)
 		q, err := task.Handle(a, "ticks", handler)
 		if err != nil {
 			t.Fatal(err)
@@ -96,13 +99,13 @@ func TestCronFailover(t *testing.T) {
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(ids) }
 	eventually(t, 10*time.Second, "two ticks", func() bool { return count() >= 2 })
 	// Stop whichever leads; the other takes over.
-	a1 := e.app("probe")
-	_ = a1
-	for _, s := range stops {
-		if err := s(); err != nil {
-			t.Fatal(err)
-		}
-		break
+	leader := -1
+	eventually(t, 10*time.Second, "a leader", func() bool {
+		leader = slices.IndexFunc(apps, (*app.App).IsLeader)
+		return leader >= 0
+	})
+	if err := stops[leader](); err != nil {
+		t.Fatal(err)
 	}
 	before := count()
 	eventually(t, 15*time.Second, "three more ticks", func() bool { return count() >= before+3 })
