@@ -27,25 +27,14 @@ const bothChunk = 1000
 // 1,000 XADD MAXLEN ~ per round trip beside one consumer looping over
 // XREADGROUP on all partitions, decoding each record and acknowledging each
 // reply. Every key it wrote is deleted before it returns.
-func Both(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.WithDefaults()
-	if err != nil {
-		return Result{}, err
-	}
-	sp, err := NewSpace(client)
-	if err != nil {
-		return Result{}, err
-	}
-	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
-	recs := records(cfg.Events, cfg.PayloadBytes)
-	vs, err := measure(ctx, cfg, sp, []Workload{
-		Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return bothLeat(ctx, sp, cfg, recs) }),
-		Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return bothRaw(ctx, sp, cfg, recs) }),
+func Both(ctx context.Context, client redis.UniversalClient, cfg Config) (Result, error) {
+	return run(ctx, client, cfg, BenchmarkBoth, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
+		recs := records(cfg.Events, cfg.PayloadBytes)
+		return []Workload{
+			Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return bothLeat(ctx, sp, cfg, recs) }),
+			Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return bothRaw(ctx, sp, cfg, recs) }),
+		}, []Pair{{VariantLeat, VariantRaw}}, nil
 	})
-	if err != nil {
-		return Result{}, err
-	}
-	return NewResult(BenchmarkBoth, cfg, vs, Pair{VariantLeat, VariantRaw}), nil
 }
 
 // bothLeat starts a worker and a producer together and returns the time

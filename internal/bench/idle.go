@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,45 +26,34 @@ const (
 // own INFO and CLIENT calls excluded) per second, and the worker's
 // connections (CLIENT LIST, by the name of its client). The server should
 // be otherwise idle. Every key it wrote is deleted before it returns.
-func Idle(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.WithDefaults()
-	if err != nil {
-		return Result{}, err
-	}
-	sp, err := NewSpace(client)
-	if err != nil {
-		return Result{}, err
-	}
-	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
-	vs, err := measure(ctx, cfg, sp, []Workload{{Name: VariantLeat, Figures: []string{FigureCalls, FigureConnections}, Run: func(ctx context.Context) ([]float64, error) {
-		var calls, conns float64
-		_, err := idleWorker(ctx, sp, cfg, func(ctx context.Context) (float64, error) {
-			if err := sleep(ctx, memIdleSettle); err != nil {
+func Idle(ctx context.Context, client redis.UniversalClient, cfg Config) (Result, error) {
+	return run(ctx, client, cfg, BenchmarkIdle, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
+		return []Workload{{Name: VariantLeat, Figures: []string{FigureCalls, FigureConnections}, Run: func(ctx context.Context) ([]float64, error) {
+			var calls, conns float64
+			_, err := idleWorker(ctx, sp, cfg, func(ctx context.Context) (float64, error) {
+				if err := sleep(ctx, memIdleSettle); err != nil {
+					return 0, err
+				}
+				before, err := commandCalls(ctx, sp.client)
+				if err != nil {
+					return 0, err
+				}
+				start := time.Now()
+				if err := sleep(ctx, cfg.Idle); err != nil {
+					return 0, err
+				}
+				after, err := commandCalls(ctx, sp.client)
+				if err != nil {
+					return 0, err
+				}
+				calls = float64(after-before) / time.Since(start).Seconds()
+				n, err := namedConnections(ctx, sp.client, idleClientName(sp))
+				conns = float64(n)
 				return 0, err
-			}
-			before, err := commandCalls(ctx, sp.client)
-			if err != nil {
-				return 0, err
-			}
-			start := time.Now()
-			if err := sleep(ctx, cfg.Idle); err != nil {
-				return 0, err
-			}
-			after, err := commandCalls(ctx, sp.client)
-			if err != nil {
-				return 0, err
-			}
-			calls = float64(after-before) / time.Since(start).Seconds()
-			n, err := namedConnections(ctx, sp.client, idleClientName(sp))
-			conns = float64(n)
-			return 0, err
-		})
-		return []float64{calls, conns}, err
-	}}})
-	if err != nil {
-		return Result{}, err
-	}
-	return NewResult(BenchmarkIdle, cfg, vs), nil
+			})
+			return []float64{calls, conns}, err
+		}}}, nil, nil
+	})
 }
 
 // idleClientName is the connection name of the idle worker's client.

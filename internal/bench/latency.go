@@ -46,24 +46,13 @@ type latRecord struct {
 // XADD to a consumer blocked in XREADGROUP on all partitions. Each round
 // reports p50, p99 and p99.9 in milliseconds and the rate achieved. Every
 // key it wrote is deleted before it returns.
-func Latency(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.WithDefaults()
-	if err != nil {
-		return Result{}, err
-	}
-	sp, err := NewSpace(client)
-	if err != nil {
-		return Result{}, err
-	}
-	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
-	vs, err := measure(ctx, cfg, sp, []Workload{
-		{Name: VariantLeat, Figures: latFigures, Run: func(ctx context.Context) ([]float64, error) { return latencyLeat(ctx, sp, cfg) }},
-		{Name: VariantRaw, Figures: latFigures, Run: func(ctx context.Context) ([]float64, error) { return latencyRaw(ctx, sp, cfg) }},
+func Latency(ctx context.Context, client redis.UniversalClient, cfg Config) (Result, error) {
+	return run(ctx, client, cfg, BenchmarkLatency, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
+		return []Workload{
+			{Name: VariantLeat, Figures: latFigures, Run: func(ctx context.Context) ([]float64, error) { return latencyLeat(ctx, sp, cfg) }},
+			{Name: VariantRaw, Figures: latFigures, Run: func(ctx context.Context) ([]float64, error) { return latencyRaw(ctx, sp, cfg) }},
+		}, []Pair{{VariantLeat, VariantRaw}}, nil
 	})
-	if err != nil {
-		return Result{}, err
-	}
-	return NewResult(BenchmarkLatency, cfg, vs, Pair{VariantLeat, VariantRaw}), nil
 }
 
 // latencies collects latencies from concurrent consumers.

@@ -49,38 +49,27 @@ const (
 // the same 100 bytes as the only field (as "raw") and of the entry's key and
 // the 100 bytes (as "raw+key": what a leat entry must carry). RSS needs
 // Linux's /proc. Every key it wrote is deleted before it returns.
-func Memory(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.WithDefaults()
-	if err != nil {
-		return Result{}, err
-	}
+func Memory(ctx context.Context, client redis.UniversalClient, cfg Config) (Result, error) {
 	if _, err := rss(); err != nil {
 		return Result{}, err
 	}
-	sp, err := NewSpace(client)
-	if err != nil {
-		return Result{}, err
-	}
-	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
-	n := min(cfg.Events, memEntries)
-	vs, err := measure(ctx, cfg, sp, []Workload{
-		{Name: VariantRSS, Figures: []string{FigureRSSBase, FigureRSSIdle, FigureRSSDrain}, Run: func(ctx context.Context) ([]float64, error) {
-			return memoryRSS(ctx, sp, cfg)
-		}},
-		{Name: VariantLeat, Figures: []string{FigureEntryBytes}, Run: func(ctx context.Context) ([]float64, error) {
-			return entryBytesLeat(ctx, sp, cfg, n)
-		}},
-		{Name: VariantRaw, Figures: []string{FigureEntryBytes}, Run: func(ctx context.Context) ([]float64, error) {
-			return entryBytesRaw(ctx, sp, n, false)
-		}},
-		{Name: VariantRawKeyed, Figures: []string{FigureEntryBytes}, Run: func(ctx context.Context) ([]float64, error) {
-			return entryBytesRaw(ctx, sp, n, true)
-		}},
+	return run(ctx, client, cfg, BenchmarkMemory, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
+		n := min(cfg.Events, memEntries)
+		return []Workload{
+			{Name: VariantRSS, Figures: []string{FigureRSSBase, FigureRSSIdle, FigureRSSDrain}, Run: func(ctx context.Context) ([]float64, error) {
+				return memoryRSS(ctx, sp, cfg)
+			}},
+			{Name: VariantLeat, Figures: []string{FigureEntryBytes}, Run: func(ctx context.Context) ([]float64, error) {
+				return entryBytesLeat(ctx, sp, cfg, n)
+			}},
+			{Name: VariantRaw, Figures: []string{FigureEntryBytes}, Run: func(ctx context.Context) ([]float64, error) {
+				return entryBytesRaw(ctx, sp, n, false)
+			}},
+			{Name: VariantRawKeyed, Figures: []string{FigureEntryBytes}, Run: func(ctx context.Context) ([]float64, error) {
+				return entryBytesRaw(ctx, sp, n, true)
+			}},
+		}, []Pair{{VariantLeat, VariantRaw}, {VariantLeat, VariantRawKeyed}}, nil
 	})
-	if err != nil {
-		return Result{}, err
-	}
-	return NewResult(BenchmarkMemory, cfg, vs, Pair{VariantLeat, VariantRaw}, Pair{VariantLeat, VariantRawKeyed}), nil
 }
 
 // rss returns the resident set size of this process in bytes.

@@ -25,31 +25,19 @@ const (
 // the raw loop decoding each record too. Each run gets a stream filled with
 // the same records beforehand. See the package documentation. Every key it
 // wrote is deleted before it returns.
-func Process(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.WithDefaults()
-	if err != nil {
-		return Result{}, err
-	}
-	sp, err := NewSpace(client)
-	if err != nil {
-		return Result{}, err
-	}
-	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
-
-	recs := records(cfg.Events, cfg.PayloadBytes)
-	vs, err := measure(ctx, cfg, sp, []Workload{
-		Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return processLeat(ctx, sp, cfg, recs) }),
-		Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
-			return processRaw(ctx, sp, cfg, recs, false)
-		}),
-		Timed(VariantRawDecode, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
-			return processRaw(ctx, sp, cfg, recs, true)
-		}),
+func Process(ctx context.Context, client redis.UniversalClient, cfg Config) (Result, error) {
+	return run(ctx, client, cfg, BenchmarkProcess, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
+		recs := records(cfg.Events, cfg.PayloadBytes)
+		return []Workload{
+			Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return processLeat(ctx, sp, cfg, recs) }),
+			Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+				return processRaw(ctx, sp, cfg, recs, false)
+			}),
+			Timed(VariantRawDecode, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+				return processRaw(ctx, sp, cfg, recs, true)
+			}),
+		}, []Pair{{VariantLeat, VariantRaw}, {VariantLeat, VariantRawDecode}}, nil
 	})
-	if err != nil {
-		return Result{}, err
-	}
-	return NewResult(BenchmarkProcess, cfg, vs, Pair{VariantLeat, VariantRaw}, Pair{VariantLeat, VariantRawDecode}), nil
 }
 
 // fill returns a new App with the benchmark stream declared and holding

@@ -2,9 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A Workload is one way of doing a benchmark's work: one variant. Run does
@@ -69,4 +72,29 @@ func Measure(ctx context.Context, rounds int, clean func(context.Context) error,
 // measure is Measure with cfg's rounds on the space sp.
 func measure(ctx context.Context, cfg Config, sp Space, ws []Workload) ([]Variant, error) {
 	return Measure(ctx, cfg.Rounds, sp.Clean, ws)
+}
+
+// run runs benchmark name: cfg with its defaults, the workloads (and the
+// pairs of variants to compare) that build makes on a fresh key space,
+// measured over cfg.Rounds. Every key written is deleted before it returns.
+func run(ctx context.Context, client redis.UniversalClient, cfg Config, name string,
+	build func(cfg Config, sp Space) ([]Workload, []Pair, error)) (res Result, err error) {
+	cfg, err = cfg.WithDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	sp, err := NewSpace(client)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
+	ws, pairs, err := build(cfg, sp)
+	if err != nil {
+		return Result{}, err
+	}
+	vs, err := measure(ctx, cfg, sp, ws)
+	if err != nil {
+		return Result{}, err
+	}
+	return NewResult(name, cfg, vs, pairs...), nil
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
@@ -18,30 +17,18 @@ const sendChunk = 10_000
 // encodes and routes) and with raw go-redis pipelines of XADD MAXLEN ~
 // carrying records encoded and routed beforehand. See the package
 // documentation. Every key it wrote is deleted before it returns.
-func Send(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.WithDefaults()
-	if err != nil {
-		return Result{}, err
-	}
-	sp, err := NewSpace(client)
-	if err != nil {
-		return Result{}, err
-	}
-	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
-
-	recs := records(cfg.Events, cfg.PayloadBytes)
-	raw, err := encodeRaw(recs, sp, cfg.Partitions)
-	if err != nil {
-		return Result{}, err
-	}
-	vs, err := measure(ctx, cfg, sp, []Workload{
-		Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return sendLeat(ctx, sp, cfg, recs) }),
-		Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return sendRaw(ctx, client, raw) }),
+func Send(ctx context.Context, client redis.UniversalClient, cfg Config) (Result, error) {
+	return run(ctx, client, cfg, BenchmarkSend, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
+		recs := records(cfg.Events, cfg.PayloadBytes)
+		raw, err := encodeRaw(recs, sp, cfg.Partitions)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []Workload{
+			Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return sendLeat(ctx, sp, cfg, recs) }),
+			Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return sendRaw(ctx, client, raw) }),
+		}, []Pair{{VariantLeat, VariantRaw}}, nil
 	})
-	if err != nil {
-		return Result{}, err
-	}
-	return NewResult(BenchmarkSend, cfg, vs, Pair{VariantLeat, VariantRaw}), nil
 }
 
 // sendLeat sends recs to a new stream with SendMany, sendChunk records per

@@ -30,29 +30,18 @@ var TaskConcurrencies = []int{10, 50}
 // doing a task's Redis work without leat's bookkeeping. Enqueueing is not
 // timed. See the package documentation. Every key it wrote is deleted
 // before it returns.
-func Tasks(ctx context.Context, client redis.UniversalClient, cfg Config) (res Result, err error) {
-	cfg, err = cfg.WithDefaults()
-	if err != nil {
-		return Result{}, err
-	}
-	sp, err := NewSpace(client)
-	if err != nil {
-		return Result{}, err
-	}
-	defer func() { err = errors.Join(err, sp.Drop(ctx)) }()
-	var ws []Workload
-	var pairs []Pair
-	for _, c := range TaskConcurrencies {
-		w := LeatTasks(sp, cfg, c)
-		ws = append(ws, w)
-		pairs = append(pairs, Pair{w.Name, VariantRaw})
-	}
-	ws = append(ws, RawTasks(sp, cfg))
-	vs, err := measure(ctx, cfg, sp, ws)
-	if err != nil {
-		return Result{}, err
-	}
-	return NewResult(BenchmarkTasks, cfg, vs, pairs...), nil
+func Tasks(ctx context.Context, client redis.UniversalClient, cfg Config) (Result, error) {
+	return run(ctx, client, cfg, BenchmarkTasks, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
+		var ws []Workload
+		var pairs []Pair
+		for _, c := range TaskConcurrencies {
+			w := LeatTasks(sp, cfg, c)
+			ws = append(ws, w)
+			pairs = append(pairs, Pair{w.Name, VariantRaw})
+		}
+		ws = append(ws, RawTasks(sp, cfg))
+		return ws, pairs, nil
+	})
 }
 
 // TaskVariant names leat's variant at a concurrency: "leat c50".
