@@ -54,7 +54,8 @@ type fetcher struct {
 	wake    chan struct{}
 	unblock chan struct{}
 
-	tx *txConn // the fetcher goroutine's own connection for fenced reads
+	tx      *txConn         // the fetcher goroutine's own connection for fenced reads
+	scratch []core.Delivery // the entries of one read in readTx, reused
 
 	rounds  redis.UniversalClient // the client of scripted reads (roundClient)
 	probes  map[string]*probe     // Cluster: failing nodes' partitions, by node (fetch_nodes.go)
