@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,6 +21,7 @@ type acker struct {
 
 	mu      sync.Mutex
 	pending map[string][]string // partition key -> IDs
+	spare   map[string][]string // a sent batch's memory, to queue acks in next
 	kick    chan struct{}
 
 	flushMu sync.Mutex // one flush at a time, so acks of a partition stay ordered
@@ -34,6 +36,24 @@ func (a *acker) add(key string, ids ...string) {
 	a.mu.Lock()
 	a.pending[key] = append(a.pending[key], ids...)
 	a.mu.Unlock()
+	a.nudge()
+}
+
+// addDeliveries queues the IDs of ds, entries of partition key, for
+// acknowledgement: add without a slice of IDs made per call.
+func (a *acker) addDeliveries(key string, ds []core.Delivery) {
+	a.mu.Lock()
+	q := a.pending[key]
+	for i := range ds {
+		q = append(q, ds[i].ID)
+	}
+	a.pending[key] = q
+	a.mu.Unlock()
+	a.nudge()
+}
+
+// nudge wakes the background loop (run).
+func (a *acker) nudge() {
 	select {
 	case a.kick <- struct{}{}:
 	default:
@@ -58,12 +78,21 @@ func (a *acker) flush(ctx context.Context) error {
 func (a *acker) flushOnce(ctx context.Context) error {
 	a.mu.Lock()
 	batch := a.pending
-	if len(batch) == 0 {
+	if !a.queuedLocked() {
 		a.mu.Unlock()
 		return nil
 	}
-	a.pending = make(map[string][]string, len(batch))
+	a.pending = a.spare
+	if a.pending == nil {
+		a.pending = make(map[string][]string, len(batch))
+	}
+	a.spare = nil
 	a.mu.Unlock()
+	for key, ids := range batch {
+		if len(ids) == 0 { // kept from the spare map: nothing to send
+			delete(batch, key)
+		}
+	}
 
 	retry, err := rdb.Ack(ctx, a.client, a.group, batch)
 	if len(retry) > 0 {
@@ -73,7 +102,16 @@ func (a *acker) flushOnce(ctx context.Context) error {
 			a.pending[key] = append(batch[key], a.pending[key]...)
 		}
 		a.mu.Unlock()
+		return err
 	}
+	// The batch was sent: its memory takes the acks after the next flush.
+	for key, ids := range batch {
+		clear(ids)
+		batch[key] = ids[:0]
+	}
+	a.mu.Lock()
+	a.spare = batch
+	a.mu.Unlock()
 	return err
 }
 
@@ -81,7 +119,18 @@ func (a *acker) flushOnce(ctx context.Context) error {
 func (a *acker) queued() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.pending) > 0
+	return a.queuedLocked()
+}
+
+// queuedLocked is queued with a.mu held. Keys of the map may have no IDs
+// (see flushOnce).
+func (a *acker) queuedLocked() bool {
+	for _, ids := range a.pending {
+		if len(ids) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // run flushes acks shortly after they are queued until ctx is done. Acks

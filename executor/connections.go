@@ -4,8 +4,8 @@ package executor
 // its own (runtimeClient) with a fixed pool, so the connections one worker
 // opens do not grow with the application pool's size (10 per GOMAXPROCS by
 // default) or with the number of partitions: at most ownConns on a single
-// server (the fetcher's blocking and transaction connections, the control
-// stream's blocking read, and two for everything else), plus lockConns for
+// server (the fetcher's, for its blocking reads and its transactions in
+// turn, the control stream's blocking read, and two for everything else), plus lockConns for
 // partition locks (lease.Client, whose socket deadlines follow the
 // context). Only processors' fenced writes use the application's client.
 
@@ -22,7 +22,7 @@ import (
 
 // Connection budget of one executor (see above).
 const (
-	ownConns  = 5 // blocking fetch, fenced-read transaction, control stream, 2 shared
+	ownConns  = 4 // the fetcher's (blocking reads and fenced-read transactions), control stream, 2 shared
 	lockConns = 2 // lock refreshes, acquisitions and releases
 )
 
@@ -50,16 +50,6 @@ func runtimeClient(c redis.UniversalClient) (redis.UniversalClient, *redis.Clien
 	return c, nil, func() {}
 }
 
-// blocker owns the connection the fetcher blocks on. Only clients with a
-// single connection pool (standalone, Sentinel) have one; others poll.
-type blocker struct {
-	client *redis.Client
-	conn   *redis.Conn
-	cid    int64
-}
-
-func newBlocker(c *redis.Client) *blocker { return &blocker{client: c} }
-
 // ownClient returns a client of ownConns connections to the server of c.
 func ownClient(c *redis.Client) *redis.Client {
 	opt := *c.Options()
@@ -70,28 +60,71 @@ func ownClient(c *redis.Client) *redis.Client {
 	return redis.NewClient(&opt)
 }
 
-func (b *blocker) ok() bool { return b.client != nil }
+// fetchConn is the fetcher's own connection. Its blocking reads and its
+// fenced reads in a transaction (fetch_tx.go) take turns on it: both are
+// the fetcher goroutine's, which never runs one during the other. Only
+// clients with a single connection pool (standalone, Sentinel) have one.
+//
+// A CLIENT UNBLOCK sent late, once the blocking read it meant had ended,
+// finds the connection idle or in a transaction, where nothing blocks: it
+// has no effect there, and at worst ends the next blocking read early, as
+// on a connection of its own.
+type fetchConn struct {
+	client *redis.Client
+	conn   *redis.Conn
+	cid    int64 // CLIENT ID of conn; 0 until asked
+}
+
+func newFetchConn(c *redis.Client) *fetchConn { return &fetchConn{client: c} }
+
+// ok reports whether there is a connection of the fetcher's own.
+func (c *fetchConn) ok() bool { return c.client != nil }
+
+func (c *fetchConn) get() *redis.Conn {
+	if c.conn == nil {
+		c.conn = c.client.Conn()
+		c.cid = 0
+	}
+	return c.conn
+}
+
+// reset closes the connection: the next use opens another.
+func (c *fetchConn) reset() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+	c.cid = 0
+}
+
+// blocker makes the fetcher's blocking reads on its connection; once
+// disabled, the fetcher polls instead.
+type blocker struct {
+	c   *fetchConn
+	off bool
+}
+
+func newBlocker(c *fetchConn) *blocker { return &blocker{c: c} }
+
+func (b *blocker) ok() bool { return b.c.ok() && !b.off }
 
 func (b *blocker) id(ctx context.Context) (int64, error) {
-	if b.conn == nil {
-		b.conn = b.client.Conn()
-		b.cid = 0
-	}
-	if b.cid == 0 {
-		id, err := b.conn.ClientID(ctx).Result()
+	conn := b.c.get()
+	if b.c.cid == 0 {
+		id, err := conn.ClientID(ctx).Result()
 		if err != nil {
 			b.reset()
 			return 0, err
 		}
-		b.cid = id
+		b.c.cid = id
 	}
-	return b.cid, nil
+	return b.c.cid, nil
 }
 
 // xread waits up to block for entries after last in any of keys and returns
 // the keys that have some.
 func (b *blocker) xread(ctx context.Context, keys, last []string, block time.Duration) ([]string, error) {
-	res, err := b.conn.XRead(ctx, &redis.XReadArgs{Streams: append(keys, last...), Count: 1, Block: block}).Result()
+	res, err := b.c.get().XRead(ctx, &redis.XReadArgs{Streams: append(keys, last...), Count: 1, Block: block}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -108,42 +141,7 @@ func (b *blocker) xread(ctx context.Context, keys, last []string, block time.Dur
 // disable makes the fetcher poll from now on.
 func (b *blocker) disable() {
 	b.reset()
-	b.client = nil
+	b.off = true
 }
 
-func (b *blocker) reset() {
-	if b.conn != nil {
-		_ = b.conn.Close()
-		b.conn = nil
-	}
-	b.cid = 0
-}
-
-func (b *blocker) close() { b.reset() }
-
-// txConn is the fetcher's own connection for fenced reads in a
-// transaction (see fetch_tx.go).
-type txConn struct {
-	client *redis.Client
-	conn   *redis.Conn
-}
-
-func newTxConn(c *redis.Client) *txConn { return &txConn{client: c} }
-
-func (t *txConn) ok() bool { return t.client != nil }
-
-func (t *txConn) get() *redis.Conn {
-	if t.conn == nil {
-		t.conn = t.client.Conn()
-	}
-	return t.conn
-}
-
-func (t *txConn) reset() {
-	if t.conn != nil {
-		_ = t.conn.Close()
-		t.conn = nil
-	}
-}
-
-func (t *txConn) close() { t.reset() }
+func (b *blocker) reset() { b.c.reset() }

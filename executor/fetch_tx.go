@@ -86,9 +86,8 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 	ec := f.e.stream.EntryCodec()
 	for i, w := range held {
 		raw, err := reads[i].Result()
-		var ds []core.Delivery
+		ds := f.scratch[:0]
 		if err == nil {
-			ds = make([]core.Delivery, 0, w.count)
 			err = scripts.EachRawEntry(raw, func(id string, fields [][]byte) error {
 				ds = append(ds, rawDelivery(w.s.p.n, ec, id, fields))
 				return nil
@@ -115,6 +114,10 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 			}
 		}
 		f.put(w, scripts.FetchResult{Held: true}, ds, len(ds), last)
+		// put copied ds into the buffer (or the overflow): its memory
+		// serves the next read, cleared so it keeps no reply alive.
+		clear(ds)
+		f.scratch = ds[:0]
 	}
 	return nil
 }

@@ -54,7 +54,8 @@ type fetcher struct {
 	wake    chan struct{}
 	unblock chan struct{}
 
-	tx *txConn // the fetcher goroutine's own connection for fenced reads
+	tx      *fetchConn      // the fetcher goroutine's own connection (connections.go)
+	scratch []core.Delivery // the entries of one read in readTx, reused
 
 	rounds  redis.UniversalClient // the client of scripted reads (roundClient)
 	probes  map[string]*probe     // Cluster: failing nodes' partitions, by node (fetch_nodes.go)
@@ -191,10 +192,9 @@ func (f *fetcher) run(ctx context.Context) {
 	defer f.probeWG.Wait()
 	bctx, stop := context.WithCancel(ctx)
 	defer stop()
-	blocker := newBlocker(f.e.own)
-	defer blocker.close()
-	f.tx = newTxConn(f.e.own)
-	defer f.tx.close()
+	f.tx = newFetchConn(f.e.own)
+	defer f.tx.reset()
+	blocker := newBlocker(f.tx)
 	f.probeUnblock(ctx, blocker)
 	wg.Add(1)
 	go func() { defer wg.Done(); f.unblocker(bctx, blocker) }()

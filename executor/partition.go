@@ -56,7 +56,7 @@ type partition struct {
 	handed    int             // pending[:handed] were given to the processor, with their Deliveries
 	pendBuf   []core.Delivery // the start of pending's memory
 	out       []core.Delivery // what Next returned last; reused
-	handedAt  time.Time       // when Next returned it
+	handedAt  time.Time       // when Next returned it, read only with processed hooks
 	rejected  []core.Delivery
 	rejectErr error
 	halted    bool // a rejection ends the current processor call
@@ -109,11 +109,15 @@ func (p *partition) Next(n int, within time.Duration) []core.Delivery {
 	}
 	var first core.Delivery
 	select {
-	case first = <-p.buf:
-	case <-p.stop:
-		return nil
-	case <-p.ctx().Done():
-		return nil
+	case first = <-p.buf: // buffered: no wait, so no select over the stops
+	default:
+		select {
+		case first = <-p.buf:
+		case <-p.stop:
+			return nil
+		case <-p.ctx().Done():
+			return nil
+		}
 	}
 	before := len(p.buf) + 1
 	p.pending = append(p.pending, first)
@@ -174,7 +178,9 @@ func (p *partition) handOut(ds []core.Delivery) []core.Delivery {
 	}
 	p.handed = max(p.handed, len(ds))
 	p.consumed += len(ds)
-	p.handedAt = time.Now()
+	if len(p.e.obs.processed) > 0 { // only the hooks read the time
+		p.handedAt = time.Now()
+	}
 	p.out = append(p.out[:0], ds...)
 	return p.out
 }
@@ -196,14 +202,16 @@ func (p *partition) take(ds []core.Delivery) {
 func (p *partition) Done(ds []core.Delivery) {
 	p.take(ds)
 	p.ack(ds)
-	p.e.obs.Processed(p.e.stream.Name(), p.e.processor, p.n, len(ds), time.Since(p.handedAt))
+	if len(p.e.obs.processed) > 0 {
+		p.e.obs.Processed(p.e.stream.Name(), p.e.processor, p.n, len(ds), time.Since(p.handedAt))
+	}
 }
 
 func (p *partition) ack(ds []core.Delivery) {
 	if len(ds) == 0 {
 		return
 	}
-	p.e.acks.add(p.key, ids(ds)...)
+	p.e.acks.addDeliveries(p.key, ds)
 }
 
 // Reject implements core.Feed.

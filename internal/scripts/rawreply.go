@@ -50,7 +50,7 @@ func (r *respReader) entries(fn func(id string, fields [][]byte) error) error {
 	}
 	raw := r.b
 	s := string(raw) // the IDs share one copy of the reply
-	var fields [][]byte
+	fields := make([][]byte, 0, 8)
 	for range entries {
 		if m, err := r.aggregate(); err != nil || m != 2 {
 			return cmpErr(err, "stream entry")
@@ -164,14 +164,52 @@ var errShortReply = errors.New("short RESP reply")
 
 // line returns the type byte and the rest of the next line, and moves past
 // it.
+// A line holds no CR but its end (RESP): the first CR ends it.
 func (r *respReader) line() (byte, []byte, error) {
-	i := bytes.Index(r.b[r.pos:], []byte("\r\n"))
-	if i < 1 {
+	b := r.b[r.pos:]
+	i := bytes.IndexByte(b, '\r')
+	if i < 1 || i+1 >= len(b) || b[i+1] != '\n' {
 		return 0, nil, errShortReply
 	}
-	t, rest := r.b[r.pos], r.b[r.pos+1:r.pos+i]
 	r.pos += i + 2
-	return t, rest, nil
+	return b[0], b[1:i], nil
+}
+
+// length reads, when the next line is of type t and holds a length of up
+// to 18 digits (the common "$5", "*2"), that length, and moves past the
+// line; otherwise it reports false and does not move: the common case of
+// aggregate and bulk, without scanning for the line's end first.
+func (r *respReader) length(t byte) (int, bool) {
+	b := r.b
+	if r.pos >= len(b) || b[r.pos] != t {
+		return 0, false
+	}
+	i := r.pos + 1
+	n, j := 0, i
+	for ; j < len(b) && j-i < 18 && '0' <= b[j] && b[j] <= '9'; j++ {
+		n = 10*n + int(b[j]-'0')
+	}
+	if j == i || j+1 >= len(b) || b[j] != '\r' || b[j+1] != '\n' {
+		return 0, false
+	}
+	r.pos = j + 2
+	return n, true
+}
+
+// atoi parses the decimal integer b, digits only without a call to strconv
+// (the lengths and counts of a reply).
+func atoi(b []byte) (int, error) {
+	if len(b) == 0 || len(b) > 18 {
+		return strconv.Atoi(string(b))
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return strconv.Atoi(string(b)) // a sign, or an error to report
+		}
+		n = 10*n + int(c-'0')
+	}
+	return n, nil
 }
 
 // peek returns the type byte of the next value.
@@ -186,15 +224,18 @@ func (r *respReader) peek() byte {
 // elements (2 per map entry), -1 for a null. An error reply is returned as
 // an error.
 func (r *respReader) aggregate() (int, error) {
+	if n, ok := r.length('*'); ok {
+		return n, nil
+	}
 	t, rest, err := r.line()
 	if err != nil {
 		return 0, err
 	}
 	switch t {
 	case '*', '~', '>':
-		return strconv.Atoi(string(rest))
+		return atoi(rest)
 	case '%':
-		n, err := strconv.Atoi(string(rest))
+		n, err := atoi(rest)
 		return 2 * n, err
 	case '_':
 		return -1, nil
@@ -207,6 +248,14 @@ func (r *respReader) aggregate() (int, error) {
 // bulk reads a bulk or simple string and returns its offsets in the reply,
 // or null.
 func (r *respReader) bulk() (from, to int, null bool, err error) {
+	if n, ok := r.length('$'); ok {
+		if len(r.b)-r.pos < n+2 {
+			return 0, 0, false, errShortReply
+		}
+		from = r.pos
+		r.pos += n + 2
+		return from, from + n, false, nil
+	}
 	t, rest, err := r.line()
 	if err != nil {
 		return 0, 0, false, err
@@ -217,7 +266,7 @@ func (r *respReader) bulk() (from, to int, null bool, err error) {
 	case '_':
 		return 0, 0, true, nil
 	case '$':
-		n, err := strconv.Atoi(string(rest))
+		n, err := atoi(rest)
 		if err != nil || n < 0 {
 			return 0, 0, true, err
 		}
