@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/leatdev/leat/app"
@@ -49,17 +47,7 @@ func bothLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Du
 	if err != nil {
 		return 0, err
 	}
-	var seen atomic.Int64
-	all := make(chan struct{})
-	want := int64(len(recs))
-	err = app.Process(a, s, group, func(_ context.Context, events *stream.Events[record]) error {
-		for range events.All() {
-			if seen.Add(1) == want {
-				close(all)
-			}
-		}
-		return nil
-	}, app.Prefetch(readCount), app.ReadBlock(readBlock))
+	seen, err := countTo(a, s, len(recs), app.Prefetch(readCount), app.ReadBlock(readBlock))
 	if err != nil {
 		return 0, err
 	}
@@ -79,7 +67,7 @@ func bothLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Du
 		return nil
 	})
 	select {
-	case <-all:
+	case <-seen.all:
 		elapsed := time.Since(start)
 		stop()
 		return elapsed, errors.Join(producer.wait(), worker.wait())
@@ -87,7 +75,7 @@ func bothLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Du
 		stop()
 		err := errors.Join(worker.err, producer.wait(), ctx.Err())
 		if err == nil {
-			err = fmt.Errorf("worker stopped after %d of %d events", seen.Load(), want)
+			err = seen.stopped()
 		}
 		return 0, err
 	}

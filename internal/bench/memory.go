@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/leatdev/leat/app"
@@ -210,17 +209,8 @@ func drainingRSS(ctx context.Context, sp Space, cfg Config) (float64, error) {
 			return 0, fmt.Errorf("fill stream: %w", err)
 		}
 	}
-	var seen atomic.Int64
-	all := make(chan struct{})
-	want := int64(cfg.Events)
-	if err := app.Process(a, s, group, func(_ context.Context, events *stream.Events[record]) error {
-		for range events.All() {
-			if seen.Add(1) == want {
-				close(all)
-			}
-		}
-		return nil
-	}); err != nil {
+	seen, err := countTo(a, s, cfg.Events)
+	if err != nil {
 		return 0, err
 	}
 	runtime.GC()
@@ -239,10 +229,10 @@ func drainingRSS(ctx context.Context, sp Space, cfg Config) (float64, error) {
 		}
 		peak = max(peak, v)
 		select {
-		case <-all:
+		case <-seen.all:
 			return peak, nil
 		case <-worker.done:
-			return 0, fmt.Errorf("worker stopped after %d of %d events: %v", seen.Load(), want, worker.err)
+			return 0, fmt.Errorf("%w: %v", seen.stopped(), worker.err)
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		case <-t.C:

@@ -65,23 +65,40 @@ func fill(ctx context.Context, sp Space, cfg Config, recs []record) (*app.App, *
 // that counts events until it has seen all of them, and returns the time
 // from starting the worker to the last event. The worker is stopped, and
 // has shut down, before it returns.
+// count counts the events a benchmark's processor has seen.
+type count struct {
+	all  chan struct{} // closed when n events were seen
+	seen atomic.Int64
+	n    int64
+}
+
+// stopped is the error of a worker that stopped before seeing n events.
+func (c *count) stopped() error {
+	return fmt.Errorf("worker stopped after %d of %d events", c.seen.Load(), c.n)
+}
+
+// countTo declares a no-op processor of s on a, with opts, counting the
+// events it sees up to n.
+func countTo(a *app.App, s *stream.Stream[record], n int, opts ...app.ProcessorOption) (*count, error) {
+	c := &count{all: make(chan struct{}), n: int64(n)}
+	err := app.Process(a, s, group, func(_ context.Context, events *stream.Events[record]) error {
+		for range events.All() {
+			if c.seen.Add(1) == c.n {
+				close(c.all)
+			}
+		}
+		return nil
+	}, opts...)
+	return c, err
+}
+
 func processLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Duration, error) {
 	a, s, err := fill(ctx, sp, cfg, recs)
 	if err != nil {
 		return 0, err
 	}
 	defer a.Close()
-	var seen atomic.Int64
-	all := make(chan struct{})
-	want := int64(len(recs))
-	err = app.Process(a, s, group, func(_ context.Context, events *stream.Events[record]) error {
-		for range events.All() {
-			if seen.Add(1) == want {
-				close(all)
-			}
-		}
-		return nil
-	}, app.Prefetch(readCount), app.ReadBlock(readBlock))
+	seen, err := countTo(a, s, len(recs), app.Prefetch(readCount), app.ReadBlock(readBlock))
 	if err != nil {
 		return 0, err
 	}
@@ -92,7 +109,7 @@ func processLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time
 	start := time.Now()
 	go func() { ran <- a.Run(wctx) }()
 	select {
-	case <-all:
+	case <-seen.all:
 		elapsed := time.Since(start)
 		stop()
 		if err := <-ran; err != nil {
@@ -104,7 +121,7 @@ func processLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time
 			err = ctx.Err()
 		}
 		if err == nil {
-			err = fmt.Errorf("worker stopped after %d of %d events", seen.Load(), want)
+			err = seen.stopped()
 		}
 		return 0, fmt.Errorf("worker: %w", err)
 	}
