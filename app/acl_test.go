@@ -21,7 +21,7 @@ func TestACLWithoutClientUnblock(t *testing.T) {
 	t.Parallel()
 	prefix := redistest.Prefix(t)
 	url := redistest.User(t, "+@all", "-@dangerous", "~"+prefix+":*", "&*")
-	var logs syncBuffer
+	var logs redistest.Log
 	a, err := app.New(app.Config{Name: "shop", RedisURL: url, KeyPrefix: prefix,
 		Logger:      slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Processing:  executor.Options{ReadBlock: 2 * time.Second, Start: executor.Earliest},

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -13,24 +12,6 @@ import (
 	"github.com/leatdev/leat/internal/redistest"
 )
 
-// syncBuffer is a log a worker writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Runs of a task never overlap unless its schedule allows it: a run that
 // outlasts the interval delays the next one, and each overrun is logged
 // once with the task and the run's duration.
@@ -40,7 +21,7 @@ func TestBackgroundOverlap(t *testing.T) {
 		t.Run(map[bool]string{false: "not allowed", true: "allowed"}[overlap], func(t *testing.T) {
 			t.Parallel()
 			env := newEnv(t)
-			var logs syncBuffer
+			var logs redistest.Log
 			a, _ := env.newApp(1, func(c *app.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 			var mu sync.Mutex
 			running, most, runs := 0, 0, 0

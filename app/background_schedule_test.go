@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	_ "time/tzdata"
 
 	"github.com/leatdev/leat/internal/clock"
+	"github.com/leatdev/leat/internal/redistest"
 )
 
 func mustZone(t *testing.T, name string) *time.Location {
@@ -151,24 +151,6 @@ func TestCadenceNext(t *testing.T) {
 	}
 }
 
-// logBuffer is a concurrency-safe text log.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // runLog is what a task's runs saw: when each started, its tick, and how
 // many runs were going at once at most.
 type runLog struct {
@@ -187,7 +169,7 @@ func TestLoopOverrun(t *testing.T) {
 	for _, overlap := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no overlap", true: "overlap"}[overlap], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var logs logBuffer
+				var logs redistest.Log
 				a := &App{logger: slog.New(slog.NewTextHandler(&logs, nil)), clock: clock.Real{}}
 				epoch := time.Now()
 				var r runLog

@@ -1,14 +1,12 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,31 +40,13 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestServe(t *testing.T) {
 	t.Parallel()
 	s := newShop(t)
 	runTaskWorker(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr redistest.Log
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, nil, append([]string{"leat"}, s.args("serve", "--addr", "127.0.0.1:0", "--token", "tok", "--read-only")...),

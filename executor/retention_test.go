@@ -1,34 +1,15 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/redistest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A lag reaching 80% of the partition size is logged once, before
 // retention can trim unread entries.
@@ -36,7 +17,7 @@ func TestRetentionWarning(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, 1, 100)
 	got := make(chan core.Delivery, 1)
-	var logs syncBuffer
+	var logs redistest.Log
 	e, err := New(Config{Stream: r.st, Processor: "p", Handler: stallingHandler(got),
 		Options: Options{LockExpiry: 900 * time.Millisecond, ReadBlock: 100 * time.Millisecond, Grace: 500 * time.Millisecond, Prefetch: 2},
 		Logger:  slog.New(slog.NewTextHandler(&logs, nil))})
