@@ -4,10 +4,16 @@ package executor
 // its own (runtimeClient) with a fixed pool, so the connections one worker
 // opens do not grow with the application pool's size (10 per GOMAXPROCS by
 // default) or with the number of partitions: at most ownConns on a single
-// server (the fetcher's, for its blocking reads and its transactions in
-// turn, the control stream's blocking read, and two for everything else), plus lockConns for
-// partition locks (lease.Client, whose socket deadlines follow the
-// context). Only processors' fenced writes use the application's client.
+// server (the fetcher's, for all its reads in turn, the control stream's
+// blocking read, and two for everything else), plus lockConns for partition
+// locks (lease.Client, whose socket deadlines follow the context). Only
+// processors' fenced writes use the application's client.
+//
+// The fetcher's connection comes from a client of its own that never
+// retries a command (MaxRetries -1): go-redis sends a pipeline again when
+// its reply breaks off, and a fenced read of new entries that ran once
+// already would then take the next entries, leaving the first ones in this
+// executor's pending list, unseen (see fetchState.recheck).
 
 import (
 	"context"
@@ -22,8 +28,9 @@ import (
 
 // Connection budget of one executor (see above).
 const (
-	ownConns  = 4 // the fetcher's (blocking reads and fenced-read transactions), control stream, 2 shared
-	lockConns = 2 // lock refreshes, acquisitions and releases
+	ownConns   = 4 // the fetcher's (blocking reads, fenced reads), control stream, 2 shared
+	fetchConns = 1 // of ownConns: the fetcher's, on a client of its own
+	lockConns  = 2 // lock refreshes, acquisitions and releases
 )
 
 // runtimeClient returns the client the executor runs its commands on, a
@@ -50,13 +57,25 @@ func runtimeClient(c redis.UniversalClient) (redis.UniversalClient, *redis.Clien
 	return c, nil, func() {}
 }
 
-// ownClient returns a client of ownConns connections to the server of c.
+// ownClient returns a client of ownConns-fetchConns connections to the
+// server of c (the fetcher has the rest: newFetchConn).
 func ownClient(c *redis.Client) *redis.Client {
+	retries := c.Options().MaxRetries
+	if retries == 0 {
+		retries = -1 // none: the options of a client were normalized (-1 became 0)
+	}
+	return poolOf(c, ownConns-fetchConns, retries)
+}
+
+// poolOf returns a client of n connections to the server of c, with
+// go-redis's retries set to retries.
+func poolOf(c *redis.Client, n, retries int) *redis.Client {
 	opt := *c.Options()
+	opt.MaxRetries = retries
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	opt.PoolSize = ownConns
+	opt.PoolSize = n
 	opt.MinIdleConns = 0
-	opt.MaxIdleConns = ownConns
+	opt.MaxIdleConns = n
 	return redis.NewClient(&opt)
 }
 
@@ -70,12 +89,20 @@ func ownClient(c *redis.Client) *redis.Client {
 // has no effect there, and at worst ends the next blocking read early, as
 // on a connection of its own.
 type fetchConn struct {
-	client *redis.Client
+	client *redis.Client // fetchConns connections, no retries; nil without one
 	conn   *redis.Conn
 	cid    int64 // CLIENT ID of conn; 0 until asked
 }
 
-func newFetchConn(c *redis.Client) *fetchConn { return &fetchConn{client: c} }
+// newFetchConn returns the fetcher's connection to the server of own (nil:
+// none, on Cluster).
+func newFetchConn(own *redis.Client) *fetchConn {
+	if own == nil {
+		return &fetchConn{}
+	}
+	// -1: a read whose reply broke off is never sent again.
+	return &fetchConn{client: poolOf(own, fetchConns, -1)}
+}
 
 // ok reports whether there is a connection of the fetcher's own.
 func (c *fetchConn) ok() bool { return c.client != nil }
@@ -95,6 +122,14 @@ func (c *fetchConn) reset() {
 		c.conn = nil
 	}
 	c.cid = 0
+}
+
+// close closes the connection and its client.
+func (c *fetchConn) close() {
+	c.reset()
+	if c.client != nil {
+		_ = c.client.Close()
+	}
 }
 
 // blocker makes the fetcher's blocking reads on its connection; once

@@ -44,7 +44,7 @@ const (
 
 // roundClient returns the cluster client of the fetcher's reads on Cluster,
 // and a function that closes it: a copy of the app's client's settings that
-// gives up on an unreachable node at once (one dial, one redirect) instead
+// gives up on an unreachable node at once (one dial, no redirect) instead
 // of retrying its dial for about 1.6s (go-redis's 5 dials 100ms apart, 4
 // times), which would hold every partition's read of the round, not only
 // the dead node's. Its slot map is reloaded on failover errors like the
@@ -56,7 +56,11 @@ func roundClient(c redis.UniversalClient) (redis.UniversalClient, func()) {
 	}
 	opt := *cc.Options()
 	opt.DialerRetries = 1
-	opt.MaxRedirects = 1
+	// Nothing is sent twice: neither a redirected command (the topology
+	// hook reloads the slot map, the next round goes to the new master) nor
+	// one whose reply broke off (a fenced read that ran would take the next
+	// entries: see fetchState.recheck).
+	opt.MaxRedirects, opt.MaxRetries = -1, -1
 	opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = 2, 0, 2
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	rc := redis.NewClusterClient(&opt)

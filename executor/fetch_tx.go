@@ -81,6 +81,7 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		return nil // a lock changed meanwhile: look again
 	case err != nil && !errors.Is(err, redis.Nil) && !isNoGroup(err):
 		f.tx.reset()
+		f.recheck(held) // EXEC may have run
 		return err
 	}
 	ec := f.e.stream.EntryCodec()
@@ -98,6 +99,7 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 			w.s.noGroup = true
 			continue
 		case err != nil && !errors.Is(err, redis.Nil):
+			f.recheck(held[i:]) // read in Redis, not here
 			return err
 		}
 		last := ""

@@ -3,8 +3,11 @@ package executor
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,6 +68,7 @@ type fetcher struct {
 type fetchState struct {
 	p       *partition
 	cursor  string // XAUTOCLAIM cursor while recovering; "" once reading new entries
+	pushed  string // ID of the last entry read into the buffer (see recheck)
 	hasData bool   // the last read was full: read again without waiting
 	woke    bool   // the blocking read saw new entries: read them with the script (one round trip)
 	last    string // last ID seen, for the blocking XREAD
@@ -77,6 +81,52 @@ type fetchState struct {
 	trimNotice   *core.Delivery // a report to deliver before the next entries
 
 	overflow []core.Delivery // read but not yet in the buffer, which was full
+}
+
+// recheck makes the next read of s a recovery from just after the last
+// entry read into its buffer: a read of new entries that failed may have
+// run in Redis (its reply was lost), taking entries into this executor's
+// pending list that no later read of new entries returns and no other
+// executor claims while this one holds the partition. XAUTOCLAIM from there
+// returns them, counting the lost delivery, before any newer entry; when the
+// read had not run, it finds nothing and reading new entries resumes. The
+// caller holds f.mu.
+func (s *fetchState) recheck() {
+	if s.cursor == "" {
+		s.cursor = nextID(s.pushed)
+	}
+}
+
+// nextID returns the smallest entry ID after id ("0-0" for none).
+func nextID(id string) string {
+	if id == "" {
+		return "0-0"
+	}
+	ms, seq, ok := strings.Cut(id, "-")
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if !ok || err != nil {
+		return "0-0" // not an entry ID: recover from the start
+	}
+	if n == math.MaxUint64 {
+		m, err := strconv.ParseUint(ms, 10, 64)
+		if err != nil {
+			return "0-0"
+		}
+		return strconv.FormatUint(m+1, 10) + "-0"
+	}
+	return ms + "-" + strconv.FormatUint(n+1, 10)
+}
+
+// recheck marks the partitions of reads of new entries that failed (see
+// fetchState.recheck).
+func (f *fetcher) recheck(work []fetchWork) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range work {
+		if w.cursor == "" && f.parts[w.s.p.n] == w.s {
+			w.s.recheck()
+		}
+	}
 }
 
 // push puts ds, after any earlier overflow, into the partition's buffer
@@ -193,7 +243,7 @@ func (f *fetcher) run(ctx context.Context) {
 	bctx, stop := context.WithCancel(ctx)
 	defer stop()
 	f.tx = newFetchConn(f.e.own)
-	defer f.tx.reset()
+	defer f.tx.close()
 	blocker := newBlocker(f.tx)
 	f.probeUnblock(ctx, blocker)
 	wg.Add(1)
@@ -285,12 +335,21 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWork, error) {
 	e := f.e
 	exec := func() error {
-		pipe := f.rounds.Pipeline()
+		var pipe redis.Pipeliner
+		if f.tx.ok() {
+			pipe = f.tx.get().Pipeline() // never sent twice (connections.go)
+		} else {
+			pipe = f.rounds.Pipeline()
+		}
 		for i := range work {
 			w := &work[i]
 			w.cmd = scripts.FetchRaw(ctx, pipe, w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
 		}
 		_, err := pipe.Exec(ctx)
+		var rerr redis.Error
+		if err != nil && !errors.As(err, &rerr) {
+			f.tx.reset() // broken off: the next read opens another connection
+		}
 		return err
 	}
 	// Replies are read raw (see scripts.EachRawEntry): an error reply such
@@ -344,6 +403,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 	if firstErr == nil && err != nil && !isNoGroup(err) {
 		firstErr = err
 	}
+	f.recheck(failed)
 	return failed, firstErr
 }
 
@@ -394,6 +454,9 @@ func (f *fetcher) put(w fetchWork, res scripts.FetchResult, ds []core.Delivery, 
 		s.trimNotice = nil
 	}
 	s.push(ds)
+	if n := len(ds); n > 0 && compareIDs(ds[n-1].ID, s.pushed) > 0 {
+		s.pushed = ds[n-1].ID
+	}
 	s.failures = 0
 	s.woke = false
 	if w.cursor != "" {

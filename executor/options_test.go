@@ -105,3 +105,23 @@ func TestCompareIDs(t *testing.T) {
 		}
 	}
 }
+
+// nextID is the smallest entry ID after its argument: where a recheck
+// starts (fetchState.recheck).
+func TestNextID(t *testing.T) {
+	for _, tc := range []struct{ id, want string }{
+		{"", "0-0"},
+		{"0-0", "0-1"},
+		{"1700000000000-9", "1700000000000-10"},
+		{"5-18446744073709551615", "6-0"},
+		{"junk", "0-0"},
+	} {
+		got := nextID(tc.id)
+		if got != tc.want {
+			t.Errorf("nextID(%q) = %q, want %q", tc.id, got, tc.want)
+		}
+		if tc.id != "" && tc.id != "junk" && compareIDs(got, tc.id) <= 0 {
+			t.Errorf("nextID(%q) = %q is not after it", tc.id, got)
+		}
+	}
+}

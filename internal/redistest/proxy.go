@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"bytes"
 	"net"
 	"strings"
 	"sync"
@@ -24,6 +25,10 @@ type Proxy struct {
 	thawed chan struct{} // closed on Thaw; replaced on Freeze
 	conns  map[net.Conn]struct{}
 	closed bool
+
+	cutMarker []byte // CutReplies: a reply holding it is dropped with its connection
+	cutsLeft  int
+	cuts      int // replies cut so far
 
 	wg sync.WaitGroup
 }
@@ -130,13 +135,44 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.wg.Add(2)
-		go p.pipe(server, client)
-		go p.pipe(client, server)
+		go p.pipe(server, client, false)
+		go p.pipe(client, server, true)
 	}
 }
 
-// pipe copies from src to dst, holding each chunk back while frozen.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// CutReplies makes the proxy drop the next n chunks of server replies that
+// contain marker, closing their connection (both ends) instead of
+// forwarding them: the server ran the command, the client never hears of
+// it, as when a link or the server fails between the two. A marker split
+// across two reads of the proxy is not seen; tests keep it short.
+func (p *Proxy) CutReplies(marker []byte, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutMarker, p.cutsLeft = append([]byte(nil), marker...), n
+}
+
+// Cuts returns the number of replies cut so far (CutReplies).
+func (p *Proxy) Cuts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cuts
+}
+
+// cut reports whether the reply chunk b is to be dropped (CutReplies).
+func (p *Proxy) cut(b []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cutsLeft == 0 || !bytes.Contains(b, p.cutMarker) {
+		return false
+	}
+	p.cutsLeft--
+	p.cuts++
+	return true
+}
+
+// pipe copies from src to dst, holding each chunk back while frozen;
+// fromServer marks the direction of replies (CutReplies).
+func (p *Proxy) pipe(dst, src net.Conn, fromServer bool) {
 	defer p.wg.Done()
 	defer dst.Close()
 	defer src.Close()
@@ -145,6 +181,9 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			<-p.gate()
+			if fromServer && p.cut(buf[:n]) {
+				return // the deferred closes end both ends
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
