@@ -13,6 +13,7 @@ import (
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/lease"
+	"github.com/leatdev/leat/internal/scripts"
 )
 
 // testPartition returns a partition with a trusted lock and n deliveries in
@@ -164,5 +165,55 @@ func TestFeedSoftStop(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Next did not return on stop")
+	}
+}
+
+// A trim report goes into the buffer with the next read of new entries,
+// whether that read filled the buffer or found nothing, after the entries
+// read before it; a recovery read does not take it (its pending entries
+// are older than the trimmed ones).
+func TestTrimNoticeWithTheNextRead(t *testing.T) {
+	p := testPartition(t, 0)
+	f := p.e.fetch
+	s := &fetchState{p: p}
+	f.parts[p.n] = s
+	entries := func(from, n int) []core.Delivery {
+		ds := make([]core.Delivery, n)
+		for i := range ds {
+			ds[i] = core.Delivery{Entry: core.Entry{ID: fmt.Sprintf("2-%d", from+i)}, Deliveries: 1}
+		}
+		return ds
+	}
+	read := func(cursor string, ds []core.Delivery) {
+		f.put(fetchWork{s: s, count: cap(p.buf) - len(p.buf), cursor: cursor}, scripts.FetchResult{Held: true, Cursor: "0-0"}, ds, len(ds), "")
+	}
+	notice := func() { f.trimmed(p, s.trimReported+3, "2-100") }
+	isNotice := func(d core.Delivery) bool { return errors.Is(d.Err, core.ErrTrimmed) }
+
+	notice()
+	read("0-0", entries(0, 2)) // recovery
+	for _, d := range p.Next(64, 0) {
+		if isNotice(d) {
+			t.Fatal("a recovery read took the trim report")
+		}
+	}
+	p.Done(p.pending)
+
+	read("", entries(2, cap(p.buf))) // fills the buffer exactly
+	got := p.Next(cap(p.buf), 0)
+	if len(got) != cap(p.buf) || !isNotice(got[0]) || got[1].ID != "2-2" {
+		t.Fatalf("after a full read: %d deliveries, first %v: want the report, then the entries", len(got), got[0])
+	}
+	p.Done(got)
+	s.push(nil) // the overflow, as the fetcher's next round does
+	if rest := p.Next(64, 0); len(rest) != 1 || rest[0].ID != fmt.Sprintf("2-%d", 2+cap(p.buf)-1) {
+		t.Fatalf("the overflow after the report: %s", idsOf(rest))
+	}
+	p.Done(p.pending)
+
+	notice()
+	read("", nil) // nothing new: the report comes alone
+	if got := p.Next(64, 0); len(got) != 1 || !isNotice(got[0]) {
+		t.Fatalf("after an empty read: %s, want the report", idsOf(got))
 	}
 }

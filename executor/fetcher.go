@@ -449,7 +449,11 @@ func (f *fetcher) put(w fetchWork, res scripts.FetchResult, ds []core.Delivery, 
 		s.p.cancel(errLockLost)
 		return
 	}
-	if s.trimNotice != nil && len(ds) > 0 && len(ds) < cap(s.p.buf)-len(s.p.buf) {
+	// A trim report goes before the entries of the next read of new ones,
+	// empty or full (what does not fit waits in the overflow): it once
+	// waited for a read with room to spare, and a backlog whose last read
+	// filled the buffer left it waiting for the next event.
+	if s.trimNotice != nil && w.cursor == "" {
 		ds = append([]core.Delivery{*s.trimNotice}, ds...)
 		s.trimNotice = nil
 	}
