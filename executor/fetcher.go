@@ -66,15 +66,13 @@ type fetcher struct {
 }
 
 type fetchState struct {
-	p      *partition
-	cursor string // XAUTOCLAIM cursor while recovering; "" once reading new entries
-	pushed string // ID of the last entry read into the buffer (see recheck)
-
-	entryBytes int    // average size of an entry in read replies (fetch_tx.go)
-	hasData    bool   // the last read was full: read again without waiting
-	woke       bool   // the blocking read saw new entries: read them with the script (one round trip)
-	last       string // last ID seen, for the blocking XREAD
-	noGroup    bool   // the group is missing (stream deleted): create it again
+	p       *partition
+	cursor  string // XAUTOCLAIM cursor while recovering; "" once reading new entries
+	pushed  string // ID of the last entry read into the buffer (see recheck)
+	hasData bool   // the last read was full: read again without waiting
+	woke    bool   // the blocking read saw new entries: read them with the script (one round trip)
+	last    string // last ID seen, for the blocking XREAD
+	noGroup bool   // the group is missing (stream deleted): create it again
 
 	probing  bool // its node failed: a probe owns it until the node answers (fetch_nodes.go)
 	failures int  // reads failed in a row, for the probe's backoff
@@ -83,6 +81,8 @@ type fetchState struct {
 	trimNotice   *core.Delivery // a report to deliver before the next entries
 
 	overflow []core.Delivery // read but not yet in the buffer, which was full
+
+	entryBytes int // average size of an entry in read replies (fetch_tx.go)
 }
 
 // recheck makes the next read of s a recovery from just after the last
