@@ -132,7 +132,8 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 }
 
 // replySize is the capacity to give the buffer of a read of up to count
-// entries: the size of the partition's entries so far, plus a little.
+// entries (the transaction's, or scripts.FetchRaw's): the size of the
+// partition's entries so far, plus a little.
 func (s *fetchState) replySize(count int) int {
 	per := s.entryBytes
 	if per == 0 {

@@ -231,7 +231,7 @@ type fetchWork struct {
 	count  int
 	cursor string
 	woke   bool
-	cmd    *redis.RawCmd
+	fetch  *scripts.RawFetch
 }
 
 // run reads until ctx is done.
@@ -345,7 +345,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 		}
 		for i := range work {
 			w := &work[i]
-			w.cmd = scripts.FetchRaw(ctx, pipe, w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
+			w.fetch = scripts.FetchRaw(ctx, pipe, w.s.replySize(w.count), w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
 		}
 		_, err := pipe.Exec(ctx)
 		var rerr redis.Error
@@ -367,7 +367,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 		noScript := false
 		for i, w := range work {
 			var ds []core.Delivery
-			res, err := scripts.ParseRawFetch(w.cmd, func(id string, fields [][]byte) error {
+			res, err := scripts.ParseRawFetch(w.fetch, func(id string, fields [][]byte) error {
 				ds = append(ds, rawDelivery(w.s.p.n, ec, id, fields))
 				return nil
 			})
@@ -400,6 +400,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 			failed = append(failed, w)
 			continue
 		}
+		w.s.sized(w.fetch.Size(), len(ds))
 		f.deliver(w, res, ds)
 	}
 	if firstErr == nil && err != nil && !isNoGroup(err) {

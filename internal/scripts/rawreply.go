@@ -86,28 +86,37 @@ func cmpErr(err error, what string) error {
 	return fmt.Errorf("malformed %s in stream reply", what)
 }
 
-// FetchRaw queues on pipe a fenced read of one partition (see fetch.lua)
-// as a raw command; read its reply with ParseRawFetch. cursor "" reads new
-// entries, otherwise it continues recovery from cursor. Load the scripts (Load) and run the pipeline
-// again when ParseRawFetch says NOSCRIPT (IsNoScript).
-//
-// KEYS: lock, partition. ARGV: token, group, consumer, count, cursor.
-func FetchRaw(ctx context.Context, pipe redis.Pipeliner, lock, partition, token, group, consumer string, count int, cursor string) *redis.RawCmd {
-	cmd := redis.NewRawCmd(ctx, "EVALSHA", fetch.Hash(), 2, lock, partition, token, group, consumer, count, cursor)
-	_ = pipe.Process(ctx, cmd)
-	return cmd
+// RawFetch is a fenced read queued by FetchRaw: its reply is read raw into
+// a buffer of its own.
+type RawFetch struct {
+	cmd *redis.RawWriteToCmd
+	buf *bytes.Buffer
 }
 
-// ParseRawFetch parses the reply of a FetchRaw command: fn is called for
-// each entry read, as by EachRawEntry, and the result's Messages stay
-// empty (Counts are aligned with the entries fn saw). An error reply
-// (NOSCRIPT, NOGROUP) is returned as an error.
-func ParseRawFetch(cmd *redis.RawCmd, fn func(id string, fields [][]byte) error) (FetchResult, error) {
+// Size returns the size of the reply read, in bytes.
+func (f *RawFetch) Size() int { return f.buf.Len() }
+
+// FetchRaw queues on pipe a fenced read of one partition (see fetch.lua)
+// as a raw command whose reply goes into a buffer of size bytes (it grows
+// if the reply is larger), so that reading it does not grow and copy it
+// many times over; read it with ParseRawFetch. cursor "" reads new entries,
+// otherwise it continues recovery from cursor. Load the scripts (Load) and
+// queue the reads again when ParseRawFetch says NOSCRIPT (IsNoScript).
+//
+// KEYS: lock, partition. ARGV: token, group, consumer, count, cursor.
+func FetchRaw(ctx context.Context, pipe redis.Pipeliner, size int, lock, partition, token, group, consumer string, count int, cursor string) *RawFetch {
+	buf := bytes.NewBuffer(make([]byte, 0, max(size, 64)))
+	cmd := redis.NewRawWriteToCmd(ctx, buf, "EVALSHA", fetch.Hash(), 2, lock, partition, token, group, consumer, count, cursor)
+	_ = pipe.Process(ctx, cmd)
+	return &RawFetch{cmd: cmd, buf: buf}
+}
+
+func ParseRawFetch(f *RawFetch, fn func(id string, fields [][]byte) error) (FetchResult, error) {
 	var res FetchResult
-	raw, err := cmd.Result()
-	if err != nil {
+	if _, err := f.cmd.Result(); err != nil {
 		return res, err
 	}
+	raw := f.buf.Bytes()
 	r := respReader{b: raw}
 	n, err := r.aggregate()
 	if err != nil {
