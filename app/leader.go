@@ -168,6 +168,11 @@ func (l *leadership) run(ctx context.Context) {
 	key, counter := l.a.keys.Leader(), l.a.keys.LeaderTerm()
 	every := l.lease / 3
 	var cur *term
+	// One lock value per campaign, kept across its tries: a try whose reply
+	// was lost may have taken the lease, and the next one then takes it
+	// again at once (lease.AcquireValue) instead of waiting for it to
+	// expire. A new campaign, after a term, draws a new one.
+	value := ""
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -189,9 +194,13 @@ func (l *leadership) run(ctx context.Context) {
 		if cur == nil {
 			start := lease.Now()
 			cctx, cancel := context.WithTimeout(ctx, every)
-			lock, _, err := lease.Acquire(cctx, lockc, key, counter, l.a.cfg.WorkerID, l.lease)
+			if value == "" {
+				value = lease.NewValue(l.a.cfg.WorkerID)
+			}
+			lock, _, err := lease.AcquireValue(cctx, lockc, key, counter, value, l.lease)
 			cancel()
 			if err == nil {
+				value = ""
 				// Not derived from ctx: on a stop the term ends as resigned
 				// (below), before the lease is released.
 				parent := context.WithValue(context.WithoutCancel(ctx), termKey{}, lock.Token())

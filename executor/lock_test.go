@@ -1,15 +1,11 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"io"
-	"net"
 	"os"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,9 +25,9 @@ func TestAcquireAfterLostReply(t *testing.T) {
 	t.Parallel()
 	base, prefix := redistest.Client(t)
 	ks := keys.New(prefix, "app")
-	lose := &replyLoser{match: []byte(ks.Lock("s", "p", 0))}
+	lose := &redistest.ReplyLoser{Match: []byte(ks.Lock("s", "p", 0))}
 	opt := *base.Options()
-	opt.Dialer = lose.dial
+	opt.Dialer = lose.Dial
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	c := redis.NewClient(&opt)
 	t.Cleanup(func() { _ = c.Close() })
@@ -44,10 +40,10 @@ func TestAcquireAfterLostReply(t *testing.T) {
 	e := r.executor("p", Options{LockExpiry: 60 * time.Second}, drainAll)
 	// Every reply to the executor's first try is lost, go-redis's own
 	// retries of it included (they send the same value).
-	lose.armed = func() bool { return e.stats.attempts.Load() == 0 }
+	lose.Armed = func() bool { return e.stats.attempts.Load() == 0 }
 	r.run(e)
 	owns(t, e, 0)
-	if n := lose.lost.Load(); n == 0 {
+	if n := lose.Lost(); n == 0 {
 		t.Fatal("no acquisition reply lost")
 	}
 	if n := e.stats.attempts.Load(); n != 2 {
@@ -61,66 +57,6 @@ func TestAcquireAfterLostReply(t *testing.T) {
 		gs, err := c.XInfoGroups(context.Background(), ks.Partition("s", 0)).Result()
 		return err == nil && len(gs) == 1 && gs[0].EntriesRead == 3 && gs[0].Pending == 0
 	})
-}
-
-// replyLoser dials connections that, while armed says so, let each command
-// whose bytes contain match reach Redis and be answered, then drop the
-// reply and break the connection, as a crash or a reset on the way back
-// would; lost counts the dropped replies.
-type replyLoser struct {
-	match  []byte
-	armed  func() bool
-	lost   atomic.Int32
-	dialer net.Dialer
-}
-
-func (l *replyLoser) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	c, err := l.dialer.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	return &losingConn{Conn: c, l: l}, nil
-}
-
-type losingConn struct {
-	net.Conn
-	l      *replyLoser
-	drop   bool // the reply to the last write is to be dropped
-	broken bool // a reply was dropped: the connection acts as reset
-}
-
-func (c *losingConn) Write(b []byte) (int, error) {
-	if c.broken {
-		return 0, &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}
-	}
-	if bytes.Contains(b, c.l.match) && c.l.armed() {
-		c.drop = true
-	}
-	return c.Conn.Write(b)
-}
-
-func (c *losingConn) Read(b []byte) (int, error) {
-	if c.broken {
-		return 0, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
-	}
-	if !c.drop {
-		return c.Conn.Read(b)
-	}
-	// The reply arrives, so the command ran; the caller never sees it. An
-	// error reply (NOSCRIPT: the EVAL that follows runs the script) goes
-	// through.
-	n, err := c.Conn.Read(b)
-	c.drop = false
-	if err == nil && n > 0 && b[0] == '-' {
-		return n, nil
-	}
-	_ = c.Conn.Close()
-	c.broken = true
-	if err == nil {
-		c.l.lost.Add(1)
-		err = io.ErrUnexpectedEOF
-	}
-	return 0, err
 }
 
 // TestReleaseAfterLostReplies: on Redis Cluster, a release whose replies are
@@ -144,10 +80,10 @@ func TestReleaseAfterLostReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	var on atomic.Bool
-	lose := &replyLoser{match: []byte(hex.EncodeToString(sum[:]))}
-	lose.armed = func() bool { return on.Load() && lose.lost.Load() < 6 }
+	lose := &redistest.ReplyLoser{Match: []byte(hex.EncodeToString(sum[:]))}
+	lose.Armed = func() bool { return on.Load() && lose.Lost() < 6 }
 	opt := *cl.Client(t).Options()
-	opt.Dialer = lose.dial
+	opt.Dialer = lose.Dial
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	c := redis.NewClusterClient(&opt)
 	t.Cleanup(func() { _ = c.Close() })
@@ -168,7 +104,7 @@ func TestReleaseAfterLostReplies(t *testing.T) {
 	if err := stopA(); err != nil {
 		t.Fatal(err)
 	}
-	if n := lose.lost.Load(); n == 0 {
+	if n := lose.Lost(); n == 0 {
 		t.Fatal("no release reply lost")
 	}
 	if n := a.stats.released.Load(); n != 1 {

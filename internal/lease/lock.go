@@ -170,6 +170,9 @@ func Client(c redis.UniversalClient, size int) (redis.UniversalClient, func()) {
 	switch c := c.(type) {
 	case *redis.Client:
 		opt := *c.Options()
+		if opt.MaxRetries == 0 {
+			opt.MaxRetries = -1 // none, as c (a client's options hold -1 as 0)
+		}
 		opt.ContextTimeoutEnabled = true
 		opt.MaintNotificationsConfig = off // settings of its own: the original may update its own
 		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = size, 0, size
