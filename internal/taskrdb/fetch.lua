@@ -14,9 +14,11 @@
 --
 -- Returns {level, entry ID, task ID, payload, attempts, max retries,
 -- timeout ms, key, enqueued ms} per task taken. Entries whose task is no
--- longer pending (cancelled, gone) are acknowledged and deleted. A key over
--- its rate limit is parked in the scheduled set until its window ends (its
--- token is deleted; promote.lua gives it a new one).
+-- longer pending (cancelled, gone) are acknowledged and deleted, but for
+-- one that this consumer took with this very entry: a call run again after
+-- its reply was lost hands it out again. A key over its rate limit is
+-- parked in the scheduled set until its window ends (its token is deleted;
+-- promote.lua gives it a new one).
 local consumer = ARGV[1]
 local rate, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
@@ -36,7 +38,15 @@ local function take(level, eid, field, value)
     end
   end
   local h = KEYS[1] .. id
-  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c', 'x', 'l')
+  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c', 'x', 'l', 'w')
+  if v[1] == 'active' and v[8] == eid and v[9] == tostring(level) and v[10] == consumer then
+    -- Taken by an earlier run of this very call, whose reply was lost (a
+    -- client sends a call again when its reply breaks off or times out):
+    -- handed out again as it was taken then. Nothing else hands this
+    -- consumer an entry its task is already active on.
+    table.insert(out, {tonumber(level), eid, id, v[2], tonumber(v[3]), tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6])})
+    return
+  end
   if key and rate > 0 and v[1] == 'pending' then
     local rk = KEYS[11] .. key
     local used = redis.call('INCR', rk)
