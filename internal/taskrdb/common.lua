@@ -43,11 +43,15 @@ local FINISHED_BUCKET = 10
 local FINISHED_KEEP = 330000
 
 -- count records a move between states; flush_counts applies the moves of
--- the whole call to the counts hash, one HINCRBY per state changed, and
--- adds the tasks that reached a final state to the current bucket of
--- finished tasks. Every script calls it before it returns.
+-- the whole call to the counts hash, one HINCRBY per state changed, adds
+-- the tasks that reached a final state to the current bucket of finished
+-- tasks, and adds the tasks finish ended to the retention index with one
+-- ZADD. Every script calls it before it returns.
 local DELTA = {}
 local FINISHED = 0
+-- the retention index's members added by finish, score then member: one
+-- ZADD per call (flush_counts)
+local DONE = {}
 local function count(from, to)
   if from then DELTA[from] = (DELTA[from] or 0) - 1 end
   if to then DELTA[to] = (DELTA[to] or 0) + 1 end
@@ -65,6 +69,10 @@ local function flush_counts()
     redis.call('INCRBY', fk, FINISHED)
     redis.call('PEXPIRE', fk, FINISHED_KEEP)
     FINISHED = 0
+  end
+  if #DONE > 0 then
+    redis.call('ZADD', KEYS[5], unpack(DONE))
+    DONE = {}
   end
 end
 
@@ -128,7 +136,8 @@ local function queue_webhook(h, id, now, wh)
 end
 
 -- finish ends a task as succeeded (S), failed (F) or cancelled (C): its hash
--- is kept for its retention, then the janitor and the TTL remove it.
+-- is kept for its retention, then the janitor and the TTL remove it. Its
+-- entry in the retention index (KEYS[5]) is written by flush_counts.
 -- ret, u and wh are the task's retention, unique key and webhook when the
 -- caller read them already (nil: read here).
 local function finish(h, id, state, code, now, ret, u, wh)
@@ -136,7 +145,8 @@ local function finish(h, id, state, code, now, ret, u, wh)
   ret = tonumber(ret or '0')
   if ret < 1 then ret = 1 end
   redis.call('PEXPIRE', h, ret)
-  redis.call('ZADD', KEYS[5], now + ret, code .. '|' .. id)
+  table.insert(DONE, now + ret)
+  table.insert(DONE, code .. '|' .. id)
   release_unique(h, id, u)
   queue_webhook(h, id, now, wh)
 end

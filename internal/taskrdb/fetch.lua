@@ -24,15 +24,20 @@ local rate, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 local out = {}
 
+-- drop acknowledges and deletes the entry of a task not taken.
+local function drop(level, eid)
+  local stream = KEYS[2] .. level
+  redis.call('XACK', stream, GROUP, eid)
+  redis.call('XDEL', stream, eid)
+end
+
 local function take(level, eid, field, value)
   local id, key = value, nil
-  local stream = KEYS[2] .. level
   if field == 'k' then
     key = value
     id = redis.call('LINDEX', KEYS[8] .. key, 0)
     if not id then
-      redis.call('XACK', stream, GROUP, eid)
-      redis.call('XDEL', stream, eid)
+      drop(level, eid)
       redis.call('SREM', KEYS[9], key)
       return
     end
@@ -54,16 +59,14 @@ local function take(level, eid, field, value)
     if used > rate then
       local ttl = redis.call('PTTL', rk)
       if ttl < 0 then ttl = window; redis.call('PEXPIRE', rk, window) end
-      redis.call('XACK', stream, GROUP, eid)
-      redis.call('XDEL', stream, eid)
+      drop(level, eid)
       redis.call('ZADD', KEYS[3], now + ttl, PARKED .. key)
       wake_if_first(PARKED .. key)
       return
     end
   end
   if v[1] ~= 'pending' then
-    redis.call('XACK', stream, GROUP, eid)
-    redis.call('XDEL', stream, eid)
+    drop(level, eid)
     if key and (not v[1] or is_final(v[1])) then advance_key(key, id, true) end
     return
   end

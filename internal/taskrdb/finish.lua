@@ -20,14 +20,12 @@
 local consumer, dead_max, dead_age = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 local out = {}
--- the entries to delete, by level: one XDEL per level and call
+-- the entries to acknowledge and delete, by level: one XACK and one XDEL
+-- per level and call
 local gone, levels = {}, {}
 
 for i = 4, #ARGV, 6 do
   local id, level, eid, outcome, data, delay = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], tonumber(ARGV[i + 5])
-  local stream = KEYS[2] .. level
-  -- 1 when the entry was still this worker's: nobody reclaimed it
-  local acked = redis.call('XACK', stream, GROUP, eid)
   local g = gone[level]
   if not g then g = {}; gone[level] = g; table.insert(levels, level) end
   table.insert(g, eid)
@@ -36,8 +34,12 @@ for i = 4, #ARGV, 6 do
   local wh = v[11] and true or false
   local st, key = v[1], v[3]
   if key == '' then key = nil end
-  -- this run is the task's current one: nobody reclaimed it meanwhile
-  local mine = acked == 1 and st == 'active' and v[2] == consumer and v[5] == eid
+  -- this run is the task's current one: nobody reclaimed it meanwhile.
+  -- The hash says so: the reclaimer acknowledges an entry in the same step
+  -- as it makes the task pending (or dead), and a task taken again holds
+  -- the entry ID of that take, so a task active with this worker and this
+  -- entry ID has its entry still pending with this worker.
+  local mine = st == 'active' and v[2] == consumer and v[5] == eid
   local applied = ''
   if outcome == 'ok' and (st == 'active' or st == 'pending') then
     if st == 'pending' and not key and v[5] then
@@ -90,15 +92,18 @@ for i = 4, #ARGV, 6 do
       count('active', 'pending')
       if key then token(key) else push_ready(id, level) end
     end
-  elseif key and v[10] == '1' and acked == 1 and v[2] == consumer and v[5] == eid then
+  elseif key and v[10] == '1' and v[2] == consumer and v[5] == eid
+    and redis.call('XACK', KEYS[2] .. level, GROUP, eid) == 1 then
     -- A late success of an earlier run ended the task while this run held
-    -- the key's token: pass the token on.
+    -- the key's token: pass the token on, unless the reclaimer took the
+    -- entry meanwhile (it passed the token on itself).
     redis.call('HDEL', h, 'pass')
     advance_key(key, id, true)
   end
   table.insert(out, applied)
 end
 for _, level in ipairs(levels) do
+  redis.call('XACK', KEYS[2] .. level, GROUP, unpack(gone[level]))
   redis.call('XDEL', KEYS[2] .. level, unpack(gone[level]))
 end
 flush_counts()

@@ -118,6 +118,47 @@ func TestLateSuccessKeyed(t *testing.T) {
 	}
 }
 
+// When the run holding a key's token after a late success is reclaimed in
+// turn, the reclaimer passes the token on, and that run's own outcome,
+// arriving later, does not pass it on a second time.
+func TestLateSuccessKeyedRunReclaimed(t *testing.T) {
+	f := newFixture(t)
+	f.enqueue(taskrdb.NewTask{ID: "t1", Payload: []byte(`1`), Key: "k0", Retention: time.Hour, MaxRetries: 3},
+		taskrdb.NewTask{ID: "t2", Payload: []byte(`2`), Key: "k0", Retention: time.Hour, MaxRetries: 3})
+	a := f.fetch("A", 10)
+	f.reclaimAll() // A froze
+	b := f.fetch("B", 10)
+	if len(b) != 1 || b[0].ID != "t1" {
+		t.Fatalf("B got %+v", b)
+	}
+	if f.finish("A", a[0], taskrdb.OK) != "succeeded" {
+		t.Fatal("late success not recorded")
+	}
+	f.reclaimAll() // B froze too: the token goes to t2
+	for _, kind := range []string{taskrdb.OK, taskrdb.Fail} {
+		if st := f.finish("B", b[0], kind); st != "" {
+			t.Fatalf("B's late %s recorded as %q", kind, st)
+		}
+		if err := f.check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := f.fetch("C", 10)
+	if len(c) != 1 || c[0].ID != "t2" {
+		t.Fatalf("C got %+v, want t2", c)
+	}
+	if got := f.fetch("D", 10); len(got) != 0 {
+		t.Fatalf("a second token: D got %+v", got)
+	}
+	f.finish("C", c[0], taskrdb.OK)
+	if err := f.check(); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.counts(); c["succeeded"] != "2" || c["active"] != "0" || c["pending"] != "0" {
+		t.Fatalf("counts %v", c)
+	}
+}
+
 // An unkeyed task reclaimed and not taken yet is not run again after a
 // late success; a late failure of a reclaimed run is ignored.
 func TestLateOutcomes(t *testing.T) {
