@@ -132,18 +132,22 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 }
 
 // replySize is the capacity to give the buffer of a read of up to count
-// entries (the transaction's, or scripts.FetchRaw's): the size of the
-// partition's entries so far, plus a little.
+// entries (the transaction's, or scripts.FetchRaw's): as many entries as
+// the partition's last read returned (a backlog fills its reads, a live
+// partition gets a few entries at a time), of the size of its entries so
+// far, plus a little. A reply larger than that grows its buffer.
 func (s *fetchState) replySize(count int) int {
 	per := s.entryBytes
 	if per == 0 {
 		per = 256
 	}
-	return min(count*per+count*per/8+64, maxReplyBuffer)
+	n := min(count, max(s.lastRead, 1))
+	return min(n*per+n*per/8+64, maxReplyBuffer)
 }
 
 // sized records the size of a read of n entries in size bytes.
 func (s *fetchState) sized(size, n int) {
+	s.lastRead = n
 	if n > 0 {
 		per := size / n
 		if s.entryBytes == 0 {

@@ -83,6 +83,7 @@ type fetchState struct {
 	overflow []core.Delivery // read but not yet in the buffer, which was full
 
 	entryBytes int // average size of an entry in read replies (fetch_tx.go)
+	lastRead   int // entries the last read returned (fetch_tx.go)
 }
 
 // recheck makes the next read of s a recovery from just after the last
