@@ -7,8 +7,6 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // A campaign whose try took the leader lease but lost every reply (the
@@ -23,11 +21,7 @@ func TestLeaderAfterLostReply(t *testing.T) {
 	lose := &redistest.ReplyLoser{Match: []byte(keys.New(env.prefix, "shop").Leader())}
 	lose.Armed = func() bool { return lose.Lost() < 4 } // the first try and go-redis's 3 retries of it
 	a, _ := env.newApp(1, func(c *app.Config) {
-		opt := *env.client.Options()
-		opt.Dialer = lose.Dial
-		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		c.Client = redis.NewClient(&opt)
-		t.Cleanup(func() { c.Client.Close() })
+		c.Client = lose.Client(t, env.client)
 		c.LeaderLease = lease
 	})
 	start := time.Now()

@@ -9,7 +9,6 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 // A read of new entries whose reply is lost after Redis ran it (the link or
@@ -37,8 +36,7 @@ func TestLostReadReply(t *testing.T) {
 			env := newEnv(t)
 			proxy := redistest.NewProxy(t, redistest.URL(t))
 			worker, s := env.newApp(1, func(c *app.Config) {
-				c.Client = redis.NewClient(&redis.Options{Addr: proxy.URL()[len("redis://"):]})
-				t.Cleanup(func() { c.Client.Close() })
+				c.Client, c.RedisURL = nil, proxy.URL() // the app's own client, through the proxy
 				c.Processing = executor.Options{LockExpiry: time.Minute, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second}
 			})
 			_, direct := env.newApp(1, nil)

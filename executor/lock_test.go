@@ -26,11 +26,7 @@ func TestAcquireAfterLostReply(t *testing.T) {
 	base, prefix := redistest.Client(t)
 	ks := keys.New(prefix, "app")
 	lose := &redistest.ReplyLoser{Match: []byte(ks.Lock("s", "p", 0))}
-	opt := *base.Options()
-	opt.Dialer = lose.Dial
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	c := redis.NewClient(&opt)
-	t.Cleanup(func() { _ = c.Close() })
+	c := lose.Client(t, base)
 	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
 		core.Definition{Name: "s", Partitions: 1, KeyField: "k", Size: 1000, Codec: "msgpack"})
 	if err != nil {

@@ -9,8 +9,6 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // A worker marks the tasks of entries its blocking read returned active in
@@ -28,12 +26,7 @@ func TestFetchReplyLost(t *testing.T) {
 	lose := &redistest.ReplyLoser{Match: []byte("$5\r\ngiven\r\n")}
 	var arm atomic.Bool
 	lose.Armed = func() bool { return arm.Load() && lose.Lost() < 1 }
-	opt := *e.client.Options()
-	opt.Dialer = lose.Dial
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	c := redis.NewClient(&opt)
-	t.Cleanup(func() { c.Close() })
-	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
+	a, err := app.New(app.Config{Name: "shop", Client: lose.Client(t, e.client), KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

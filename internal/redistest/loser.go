@@ -7,6 +7,10 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // ReplyLoser dials connections (set Dial as a go-redis client's Dialer)
@@ -24,6 +28,17 @@ type ReplyLoser struct {
 
 // Lost returns the number of replies dropped so far.
 func (l *ReplyLoser) Lost() int { return int(l.lost.Load()) }
+
+// Client returns a client with base's options whose connections are the
+// loser's, closed when the test ends.
+func (l *ReplyLoser) Client(tb testing.TB, base *redis.Client) *redis.Client {
+	opt := *base.Options()
+	opt.Dialer = l.Dial
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	c := redis.NewClient(&opt)
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
 
 // Dial dials a connection of the loser.
 func (l *ReplyLoser) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
