@@ -48,7 +48,7 @@ func TestQueueFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := c.Time(ctx).Val()
-	got, err := taskrdb.Fetch(ctx, c, ks, "A", taskrdb.Rate{}, []int{3, 0}, 3)
+	got, err := taskrdb.Fetch(ctx, c, ks, "A", taskrdb.Rate{}, taskrdb.NewCall(), []int{3, 0}, 3)
 	if err != nil || len(got) != 3 {
 		t.Fatal(got, err)
 	}
@@ -96,7 +96,7 @@ func TestQueueFigures(t *testing.T) {
 
 	// Every task ends: 6 finished (the old one included).
 	for {
-		got, err := taskrdb.Fetch(ctx, c, ks, "B", taskrdb.Rate{}, []int{10, 10}, 10)
+		got, err := taskrdb.Fetch(ctx, c, ks, "B", taskrdb.Rate{}, taskrdb.NewCall(), []int{10, 10}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,8 @@ package task_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
 )
 
 // A worker marks the tasks of entries its blocking read returned active in
@@ -60,5 +63,111 @@ func TestFetchReplyLost(t *testing.T) {
 	}
 	if n := ran.Load(); n != 2 {
 		t.Fatalf("%d runs, want 2 (%s and %s once each)", n, first, id)
+	}
+}
+
+// A worker takes tasks with a read in a script call when some are ready,
+// else with a blocking XREADGROUP. When the reply of either is lost after
+// Redis ran it (the link or the server failed in between), the tasks taken
+// are active with the worker, or their entries pending with it, and nothing
+// else would run them before the visibility timeout (five minutes here):
+//   - a script read sent again (by go-redis, or by the worker after the
+//     error when the client has retries off) hands out the tasks of its
+//     first run again, not the next ones;
+//   - after a lost blocking read the worker takes the tasks of the entries
+//     pending with it that it never took.
+func TestLostFetchReplies(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		busy    bool // the task comes while another runs: a script read takes it
+		retries int  // the app client's MaxRetries (-1: none)
+	}{
+		{"blocking read", false, 0},
+		{"script read resent by the client", true, 0},
+		{"script read resent by the worker", true, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := ctxT(t)
+			proxy := redistest.NewProxy(t, redistest.URL(t))
+			opt, err := redis.ParseURL(proxy.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt.MaxRetries = tc.retries
+			c := redis.NewClient(opt)
+			t.Cleanup(func() { _ = c.Close() })
+			a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			release := make(chan struct{})
+			var mu sync.Mutex
+			runs := map[string]int{}
+			handler := func(ctx context.Context, tk *task.Task[job]) (out, error) {
+				mu.Lock()
+				runs[tk.ID]++
+				mu.Unlock()
+				if tk.Payload.N == 0 {
+					<-release
+				}
+				return out{Double: 2 * tk.Payload.N}, nil
+			}
+			if _, err := task.Handle(a, "jobs", handler, task.Concurrency(1), task.Visibility(5*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			// Enqueued through a direct client: only the worker's link
+			// goes through the proxy.
+			direct, err := app.New(app.Config{Name: "shop", Client: e.client, KeyPrefix: e.prefix, WorkerID: "p", Logger: testLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := task.Declare[job, out](direct, "jobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.run(a)
+			ids := []string{}
+			if tc.busy {
+				id, err := q.Enqueue(ctx, job{N: 0})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+				eventually(t, 10*time.Second, "the first task running", func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return runs[id] == 1
+				})
+			} else {
+				close(release)
+				// The worker waits in its blocking read (it ran at least one).
+				time.Sleep(700 * time.Millisecond)
+			}
+			marker := fmt.Sprintf("cut%d", time.Now().UnixNano())
+			proxy.CutReplies([]byte(marker), 1)
+			id, err := q.Enqueue(ctx, job{N: 1}, task.ID(marker))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+			if tc.busy {
+				close(release)
+			}
+			eventually(t, 20*time.Second, "the task whose fetch reply was lost", func() bool {
+				in, err := q.Info(ctx, id)
+				return err == nil && in.State == task.Succeeded
+			})
+			if proxy.Cuts() != 1 {
+				t.Fatalf("%d replies cut, want 1: the test lost no fetch reply", proxy.Cuts())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				if runs[id] != 1 {
+					t.Errorf("task %s ran %d times, want 1", id, runs[id])
+				}
+			}
+		})
 	}
 }

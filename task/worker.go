@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -68,6 +69,9 @@ type worker struct {
 	s    *workerService
 	q    *core
 	done chan ended
+	// blk makes the blocking reads: a client that never sends a command
+	// twice (topology.SendOnce), so a read whose reply was lost is known.
+	blk redis.UniversalClient
 
 	mu       sync.Mutex
 	limit    int                 // concurrency
@@ -76,6 +80,7 @@ type worker struct {
 	freed    chan struct{}       // signalled when a slot frees or the limit grows
 	rr       []int               // weighted round robin state
 	closed   bool                // done is closed
+	lost     lost                // calls whose replies were lost
 	working  sync.WaitGroup      // running handlers
 }
 
@@ -99,6 +104,9 @@ func (s *workerService) Run(ctx context.Context) error {
 		s: s, q: q, done: make(chan ended, 4096), limit: q.set.concurrency,
 		active: map[string]*running{}, freed: make(chan struct{}, 1),
 	}
+	blk, closeBlk := topology.SendOnce(q.rdb, fetchers)
+	defer closeBlk()
+	w.blk = blk
 	w.readLimit(ctx)
 	runCtx, stopRunning := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRunning(errStopping)
@@ -202,7 +210,7 @@ const fetchWait = time.Millisecond
 // holds no unstarted tasks but those of the fetches under way between the
 // read and their start (handed back when ctx ended meanwhile). Each fetch
 // takes the slots free when it begins, so the tasks taken never exceed the
-// concurrency.
+// concurrency, but after a lost reply (see lost).
 func (w *worker) fetch(ctx, runCtx context.Context) {
 	var wg sync.WaitGroup
 	for range fetchers {
@@ -210,6 +218,65 @@ func (w *worker) fetch(ctx, runCtx context.Context) {
 		go func() { defer wg.Done(); w.fetchLoop(ctx, runCtx) }()
 	}
 	wg.Wait()
+	// Calls cut short by the stop: send them once more, so that the tasks
+	// they took, if they ran, go back to the queue now.
+	for _, again := range w.lost.again {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		got, err := again(sctx, 0, nil)
+		cancel()
+		if err == nil {
+			for i := range got {
+				w.handBack(&got[i])
+			}
+		}
+	}
+}
+
+// lost is what the worker's fetchers have to do after lost replies
+// (guarded by worker.mu).
+//
+// A call whose reply was lost may have taken tasks: they are active with
+// this worker, and nothing else would run them before the visibility
+// timeout. So the call is sent again, as it was (again), before anything
+// else: fetch.lua hands out the tasks of its first run again. The tasks it
+// returns may then exceed the slots free, by at most the first call's
+// count. A blocking read whose reply was lost leaves entries pending with
+// this worker whose tasks nobody took: the next call takes those first
+// (recover).
+type lost struct {
+	again   []fetchCall
+	recover bool
+}
+
+// fetchCall is a fetch call to send again: n and quota are the slots free
+// now (0 and nil: none; only what the first run took).
+type fetchCall func(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error)
+
+// sendAgain queues a call whose reply was lost.
+func (w *worker) sendAgain(c fetchCall) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lost.again = append(w.lost.again, c)
+}
+
+// toSendAgain returns a call to send again, if any, and whether to recover
+// the tasks of a lost blocking read's entries, clearing both.
+func (w *worker) toSendAgain() (c fetchCall, recover bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := len(w.lost.again); n > 0 {
+		c = w.lost.again[n-1]
+		w.lost.again = w.lost.again[:n-1]
+		return c, false
+	}
+	recover, w.lost.recover = w.lost.recover, false
+	return nil, recover
+}
+
+func (w *worker) setRecover() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lost.recover = true
 }
 
 // fetchLoop is one of the worker's fetchers.
@@ -237,15 +304,20 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 		}
 		failures = 0
 		for i := range got {
-			f := &got[i]
+			t := &got[i]
 			if ctx.Err() != nil {
-				w.report(ended{Outcome: taskrdb.Outcome{ID: f.ID, Entry: f.Entry, Level: f.Level, Kind: taskrdb.Handback}})
+				w.handBack(t)
 				continue
 			}
-			w.start(runCtx, f)
+			w.start(runCtx, t)
 		}
 		w.unreserve(n)
 	}
+}
+
+// handBack gives a task taken but not started back to the queue.
+func (w *worker) handBack(t *taskrdb.Fetched) {
+	w.report(ended{Outcome: taskrdb.Outcome{ID: t.ID, Entry: t.Entry, Level: t.Level, Kind: taskrdb.Handback}})
 }
 
 // await waits for a slot to free; when short, at most fetchWait, after
@@ -271,13 +343,46 @@ func (w *worker) await(ctx context.Context, short bool, patient *bool) {
 // readBlock bounds a blocking read, so a stopping worker returns soon.
 const readBlock = 500 * time.Millisecond
 
-// take fetches up to n tasks: those ready at once in one script call, else
-// it blocks on the ready streams for a while.
+// take fetches up to n tasks: a call whose reply was lost first (see
+// fetcher), then the tasks of entries a lost blocking read left pending,
+// then those ready at once in one script call, else it blocks on the ready
+// streams for a while.
 func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error) {
 	q := w.q
-	got, err := taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.rate, quota, n)
-	if err != nil || len(got) > 0 {
-		return got, err
+	again, recover := w.toSendAgain()
+	if again != nil {
+		got, err := again(ctx, n, quota)
+		if err != nil {
+			w.sendAgain(again)
+		}
+		if err != nil || len(got) > 0 {
+			return got, err
+		}
+	}
+	if recover {
+		got, err := taskrdb.FetchOwn(ctx, q.rdb, q.keys, q.worker, q.set.rate, len(q.set.levels), n)
+		if err != nil || len(got) == n { // more may be left
+			w.setRecover()
+		}
+		if err != nil || len(got) > 0 {
+			return got, err
+		}
+	}
+	call := taskrdb.NewCall()
+	var read fetchCall = func(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error) {
+		if n <= 0 {
+			// only what the first run took, if it ran: nothing new
+			n, quota = 0, make([]int, len(q.set.levels))
+		}
+		return taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.rate, call, quota, n)
+	}
+	got, err := read(ctx, n, quota)
+	if err != nil {
+		w.sendAgain(read)
+		return nil, err
+	}
+	if len(got) > 0 {
+		return got, nil
 	}
 	streams := make([]string, 0, 2*len(q.set.levels))
 	for l := range q.set.levels {
@@ -288,13 +393,14 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 	}
 	// Not cancelled by ctx: a read cut short could leave entries read but
 	// not marked; the block is short instead.
-	res, err := q.rdb.XReadGroup(context.WithoutCancel(ctx), &redis.XReadGroupArgs{
+	res, err := w.blk.XReadGroup(context.WithoutCancel(ctx), &redis.XReadGroupArgs{
 		Group: taskrdb.Group, Consumer: q.worker, Streams: streams, Count: int64(n), Block: readBlock,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
+		w.setRecover()
 		return nil, err
 	}
 	var entries []taskrdb.Entry
@@ -315,7 +421,14 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	return taskrdb.FetchGiven(context.WithoutCancel(ctx), q.rdb, q.keys, q.worker, q.set.rate, entries)
+	var given fetchCall = func(ctx context.Context, _ int, _ []int) ([]taskrdb.Fetched, error) {
+		return taskrdb.FetchGiven(ctx, q.rdb, q.keys, q.worker, q.set.rate, entries)
+	}
+	got, err = given(context.WithoutCancel(ctx), n, quota)
+	if err != nil {
+		w.sendAgain(given)
+	}
+	return got, err
 }
 
 // quotas splits n fetches over the priority levels: all to the first

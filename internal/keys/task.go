@@ -66,6 +66,12 @@ func (s Space) TaskKeys(queue string) string { return s.key("tkeys", s.taskTag(q
 // (string; PX the rate window).
 func (s Space) TaskRatePrefix(queue string) string { return s.key("trate", s.taskTag(queue)) + ":" }
 
+// TaskFetchedPrefix is the prefix of what a worker's last fetch call took:
+// PREFIX + worker (string: the call's ID and its entries; PX a minute,
+// deleted by the worker's next call that takes nothing). A call sent again
+// after its reply was lost hands out those tasks again.
+func (s Space) TaskFetchedPrefix(queue string) string { return s.key("tfetch", s.taskTag(queue)) + ":" }
+
 // TaskWake is the list the queue's leader blocks on to wake up before its
 // next due time (at most one element; no TTL).
 func (s Space) TaskWake(queue string) string { return s.key("twake", s.taskTag(queue)) }

@@ -14,6 +14,7 @@
 --   KEYS[11] per-key rate counter prefix (+ task key; keyed queues)
 --   KEYS[12] pending webhook deliveries (task IDs by due time)
 --   KEYS[13] finished-task counter prefix (+ 10-second bucket number)
+--   KEYS[14] last fetch call prefix (+ worker; fetch.lua)
 --
 -- Task hash fields: s state, p payload, l level, x ready entry ID, a
 -- attempts, r max retries, to timeout ms, ret retention ms, u unique key,

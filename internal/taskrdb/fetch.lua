@@ -4,25 +4,36 @@
 -- ARGV[1]  consumer (the worker)
 -- ARGV[2]  per-key rate limit: tasks per window (0 = none; keyed queues)
 -- ARGV[3]  rate window ms
--- ARGV[4]  "read": read new entries here; "given": the entries follow
--- read:    ARGV[5] number of levels n, ARGV[6..5+n] quota per level,
---          ARGV[6+n] total: levels are read up to their quota in order, then
+-- ARGV[4]  mode: "read", "given" or "own"
+-- ARGV[5]  call ID (read: a random value of the worker's call; else "")
+-- read:    ARGV[6] number of levels n, ARGV[7..6+n] quota per level,
+--          ARGV[7+n] total: levels are read up to their quota in order, then
 --          the rest is filled from the levels in order (strict priority =
 --          the whole total as the first level's quota)
 -- given:   groups of level, entry ID, field ("t" or "k"), value, of entries
 --          the worker read with a blocking XREADGROUP
+-- own:     ARGV[6] number of levels, ARGV[7] most tasks to take: the
+--          entries pending with this worker whose tasks it never took (a
+--          blocking read whose reply was lost), from its pending history
 --
 -- Returns {level, entry ID, task ID, payload, attempts, max retries,
 -- timeout ms, key, enqueued ms} per task taken. Entries whose task is no
 -- longer pending (cancelled, gone) are acknowledged and deleted, but for
 -- one that this consumer took with this very entry: a call run again after
--- its reply was lost hands it out again. A key over its rate limit is
--- parked in the scheduled set until its window ends (its token is deleted;
--- promote.lua gives it a new one).
+-- its reply was lost hands it out again. A read call that took tasks notes
+-- them under the worker's name with its call ID (KEYS[14], kept a minute):
+-- the same call run again (sent again by the client, or by the worker after
+-- an error) hands out those tasks again instead of reading new ones. A key
+-- over its rate limit is parked in the scheduled set until its window ends
+-- (its token is deleted; promote.lua gives it a new one).
 local consumer = ARGV[1]
 local rate, window = tonumber(ARGV[2]), tonumber(ARGV[3])
+local mode, call = ARGV[4], ARGV[5]
+local memo = KEYS[14] .. consumer
 local now = now_ms()
 local out = {}
+-- the entries of the tasks in out: level, entry ID, field, value
+local taken = {}
 
 -- drop acknowledges and deletes the entry of a task not taken.
 local function drop(level, eid)
@@ -50,6 +61,7 @@ local function take(level, eid, field, value)
     -- handed out again as it was taken then. Nothing else hands this
     -- consumer an entry its task is already active on.
     table.insert(out, {tonumber(level), eid, id, v[2], tonumber(v[3]), tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6])})
+    table.insert(taken, {level, eid, field, value})
     return
   end
   if key and rate > 0 and v[1] == 'pending' then
@@ -79,6 +91,7 @@ local function take(level, eid, field, value)
   if v[7] then redis.call('HDEL', h, 'c') end
   count('pending', 'active')
   table.insert(out, {tonumber(level), eid, id, v[2], a, tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6])})
+  table.insert(taken, {level, eid, field, value})
 end
 
 local function read(level, n)
@@ -93,18 +106,63 @@ local function read(level, n)
   return got
 end
 
-if ARGV[4] == 'read' then
-  local n = tonumber(ARGV[5])
-  local left = tonumber(ARGV[6 + n])
+-- own takes, from this consumer's pending entries of level, up to n tasks
+-- still pending; entries of tasks active here (running, or taken by a call
+-- whose reply was lost: that call is sent again) are left alone.
+local function own(level, n)
+  local got, from = 0, '0'
+  while got < n do
+    local r = redis.call('XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', 100, 'STREAMS', KEYS[2] .. level, from)
+    local es = r and r[1][2] or {}
+    if #es == 0 then break end
+    for _, e in ipairs(es) do
+      from = e[1]
+      local f, value = e[2][1], e[2][2]
+      local id = value
+      if f == 'k' then id = redis.call('LINDEX', KEYS[8] .. value, 0) end
+      if not id or redis.call('HGET', KEYS[1] .. id, 's') ~= 'active' then
+        local before = #out
+        take(level, e[1], f, value)
+        got = got + #out - before
+        if got >= n then break end
+      end
+    end
+  end
+  return got
+end
+
+if mode == 'read' then
+  local m = redis.call('GET', memo)
+  if m then
+    local d = cjson.decode(m)
+    if d[1] == call then
+      for _, e in ipairs(d[2]) do take(e[1], e[2], e[3], e[4]) end
+      flush_counts()
+      return out
+    end
+  end
+  local n = tonumber(ARGV[6])
+  local left = tonumber(ARGV[7 + n])
   for l = 0, n - 1 do
-    left = left - read(l, math.min(tonumber(ARGV[6 + l]), left))
+    left = left - read(l, math.min(tonumber(ARGV[7 + l]), left))
   end
   for l = 0, n - 1 do
     if left <= 0 then break end
     left = left - read(l, left)
   end
+  if #taken > 0 then
+    redis.call('SET', memo, cjson.encode({call, taken}), 'PX', 60000)
+  elseif m then
+    redis.call('DEL', memo)
+  end
+elseif mode == 'own' then
+  local left = tonumber(ARGV[7])
+  for l = 0, tonumber(ARGV[6]) - 1 do
+    if left <= 0 then break end
+    left = left - own(l, left)
+  end
 else
-  for i = 5, #ARGV, 4 do take(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
+  for i = 6, #ARGV, 4 do take(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
 end
 flush_counts()
 return out

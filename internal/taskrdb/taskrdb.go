@@ -9,6 +9,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -64,7 +65,7 @@ func Keys(s keys.Space, queue string) []string {
 		s.TaskPrefix(queue), s.TaskStreamPrefix(queue), s.TaskScheduled(queue), s.TaskDead(queue),
 		s.TaskDone(queue), s.TaskCounts(queue), s.TaskUniquePrefix(queue), s.TaskKeyPrefix(queue),
 		s.TaskKeys(queue), s.TaskWake(queue), s.TaskRatePrefix(queue), s.TaskWebhooks(queue),
-		s.TaskFinishedPrefix(queue),
+		s.TaskFinishedPrefix(queue), s.TaskFetchedPrefix(queue),
 	}
 }
 
@@ -211,12 +212,15 @@ type Rate struct {
 // Fetch reads up to total ready tasks for consumer, quota[l] from level l
 // first, then fills from the levels in order, and marks them active
 // (fetch.lua, mode "read"). Keys over rate are parked until their window
-// ends.
+// ends. call identifies the call (NewCall): run again with the same call
+// after an error, it hands out the tasks its first run took, if it ran,
+// instead of reading others; those may be more than total when the first
+// run's total was larger.
 //
-// KEYS: Keys. ARGV: consumer, rate, window ms, "read", levels, quotas...,
-// total.
-func Fetch(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, quota []int, total int) ([]Fetched, error) {
-	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "read", len(quota)}
+// KEYS: Keys. ARGV: consumer, rate, window ms, "read", call, levels,
+// quotas..., total.
+func Fetch(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, call string, quota []int, total int) ([]Fetched, error) {
+	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "read", call, len(quota)}
 	for _, q := range quota {
 		args = append(args, q)
 	}
@@ -224,17 +228,32 @@ func Fetch(ctx context.Context, c redis.Scripter, k []string, consumer string, r
 	return runFetch(ctx, c, k, args)
 }
 
+// NewCall returns a fresh call ID for Fetch.
+func NewCall() string { return strconv.FormatUint(rand.Uint64(), 36) }
+
 // FetchGiven marks the tasks of entries read by a blocking XREADGROUP
-// active (fetch.lua, mode "given"), parking keys over rate.
+// active (fetch.lua, mode "given"), parking keys over rate. Run again with
+// the same entries after an error, it hands out the tasks its first run
+// took again.
 //
-// KEYS: Keys. ARGV: consumer, rate, window ms, "given", then level, entry
-// ID, field, value per entry.
+// KEYS: Keys. ARGV: consumer, rate, window ms, "given", "", then level,
+// entry ID, field, value per entry.
 func FetchGiven(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, entries []Entry) ([]Fetched, error) {
-	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "given"}
+	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "given", ""}
 	for _, e := range entries {
 		args = append(args, e.Level, e.ID, e.Field, e.Value)
 	}
 	return runFetch(ctx, c, k, args)
+}
+
+// FetchOwn takes up to n tasks of entries pending with consumer whose
+// tasks it never took, on levels 0 to levels-1 (fetch.lua, mode "own"):
+// those of a blocking XREADGROUP whose reply was lost, which nothing else
+// hands out before the visibility timeout.
+//
+// KEYS: Keys. ARGV: consumer, rate, window ms, "own", "", levels, n.
+func FetchOwn(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, levels, n int) ([]Fetched, error) {
+	return runFetch(ctx, c, k, []any{consumer, rate.N, rate.Window.Milliseconds(), "own", "", levels, n})
 }
 
 func runFetch(ctx context.Context, c redis.Scripter, k []string, args []any) ([]Fetched, error) {
