@@ -44,7 +44,7 @@ func asynqEnqueue(dial func() *redis.Client, sp bench.Space, cfg bench.Config, g
 // to the last task completed.
 func asynqTasks(dial func() *redis.Client, sp bench.Space, cfg bench.Config, concurrency int) bench.Workload {
 	name := fmt.Sprintf("%s c%d", peerAsynq, concurrency)
-	return bench.Timed(name, bench.FigureTaskRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+	return bench.TimedTasks(name, cfg.Events, sp.Client(), func(ctx context.Context, span *bench.CPUSpan) (time.Duration, error) {
 		q := asynqQueue(sp)
 		client := dial()
 		defer client.Close()
@@ -61,6 +61,9 @@ func asynqTasks(dial func() *redis.Client, sp bench.Space, cfg bench.Config, con
 			Concurrency: concurrency, Queues: map[string]int{q: 1}, LogLevel: asynq.ErrorLevel,
 		})
 		completed := "asynq:{" + q + "}:completed"
+		if err := span.Start(ctx); err != nil {
+			return 0, err
+		}
 		start := time.Now()
 		if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 			_, err := t.ResultWriter().Write([]byte(strconv.Itoa(len(t.Payload()))))
@@ -75,7 +78,8 @@ func asynqTasks(dial func() *redis.Client, sp bench.Space, cfg bench.Config, con
 				return 0, err
 			}
 			if n >= int64(cfg.Events) {
-				return time.Since(start), nil
+				d := time.Since(start)
+				return d, span.Stop(ctx)
 			}
 			t := time.NewTimer(2 * time.Millisecond)
 			select {

@@ -187,6 +187,17 @@ func TestTasks(t *testing.T) {
 	checkResult(t, r, bench.BenchmarkTasks, c10, c50, bench.VariantRaw)
 	checkRatio(t, r, c10, bench.VariantRaw, bench.FigureTaskRate)
 	checkRatio(t, r, c50, bench.VariantRaw, bench.FigureTaskRate)
+	// What the tasks cost each side's CPU: Redis's, and this process's
+	// (the worker, or the raw loop).
+	for _, name := range []string{c10, c50, bench.VariantRaw} {
+		v := r.Variant(name)
+		for _, fig := range []string{bench.FigureRedisCPU, bench.FigureClientCPU} {
+			if f := v.Figure(fig); f == nil || f.Median <= 0 || f.Median > 10_000 {
+				t.Errorf("%s: %s is %+v, want a positive number of µs", name, fig, f)
+			}
+		}
+	}
+	checkRatio(t, r, c50, bench.VariantRaw, bench.FigureRedisCPU)
 	checkClean(t, c)
 }
 

@@ -51,15 +51,15 @@ func TaskVariant(concurrency int) string { return fmt.Sprintf("%s c%d", VariantL
 // times a worker running them all with a no-op handler that returns the
 // payload's ID, results stored, at the concurrency given.
 func LeatTasks(sp Space, cfg Config, concurrency int) Workload {
-	return Timed(TaskVariant(concurrency), FigureTaskRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
-		return tasksLeat(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes), concurrency)
+	return TimedTasks(TaskVariant(concurrency), cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
+		return tasksLeat(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes), concurrency, span)
 	})
 }
 
 // RawTasks is the raw baseline of LeatTasks (see tasksRaw).
 func RawTasks(sp Space, cfg Config) Workload {
-	return Timed(VariantRaw, FigureTaskRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
-		return tasksRaw(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes))
+	return TimedTasks(VariantRaw, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
+		return tasksRaw(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes), span)
 	})
 }
 
@@ -121,7 +121,7 @@ func Spread(ctx context.Context, n, goroutines int, fn func(ctx context.Context,
 
 // tasksLeat enqueues recs as tasks, then times a worker running them all
 // with a no-op handler at the concurrency given.
-func tasksLeat(ctx context.Context, sp Space, cfg Config, recs []record, concurrency int) (time.Duration, error) {
+func tasksLeat(ctx context.Context, sp Space, cfg Config, recs []record, concurrency int, span *CPUSpan) (time.Duration, error) {
 	a, err := sp.NewApp(cfg)
 	if err != nil {
 		return 0, err
@@ -134,6 +134,9 @@ func tasksLeat(ctx context.Context, sp Space, cfg Config, recs []record, concurr
 		return 0, err
 	}
 	if _, err := q.EnqueueMany(ctx, recs); err != nil {
+		return 0, err
+	}
+	if err := span.Start(ctx); err != nil {
 		return 0, err
 	}
 	wctx, stop := context.WithCancel(ctx)
@@ -158,6 +161,11 @@ func tasksLeat(ctx context.Context, sp Space, cfg Config, recs []record, concurr
 		}
 	}
 	d := time.Since(start)
+	if err := span.Stop(ctx); err != nil {
+		stop()
+		<-done
+		return 0, err
+	}
 	stop()
 	return d, <-done
 }
@@ -167,7 +175,7 @@ func tasksLeat(ctx context.Context, sp Space, cfg Config, recs []record, concurr
 // pipeline that stores each result in its hash with a TTL and acknowledges
 // and deletes the entries. It has no retries, states, counts or
 // concurrency control: it is the floor of a task's Redis work.
-func tasksRaw(ctx context.Context, sp Space, cfg Config, recs []record) (time.Duration, error) {
+func tasksRaw(ctx context.Context, sp Space, cfg Config, recs []record, span *CPUSpan) (time.Duration, error) {
 	c := sp.client
 	stream := sp.prefix + ":raw-tasks"
 	if err := c.XGroupCreateMkStream(ctx, stream, group, "0").Err(); err != nil {
@@ -185,6 +193,9 @@ func tasksRaw(ctx context.Context, sp Space, cfg Config, recs []record) (time.Du
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, err
+	}
+	if err := span.Start(ctx); err != nil {
 		return 0, err
 	}
 	start := time.Now()
@@ -212,5 +223,6 @@ func tasksRaw(ctx context.Context, sp Space, cfg Config, recs []record) (time.Du
 			return 0, err
 		}
 	}
-	return time.Since(start), nil
+	d := time.Since(start)
+	return d, span.Stop(ctx)
 }
