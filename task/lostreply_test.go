@@ -3,6 +3,8 @@ package task_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,7 +31,11 @@ func TestFetchReplyLost(t *testing.T) {
 	lose := &redistest.ReplyLoser{Match: []byte("$5\r\ngiven\r\n")}
 	var arm atomic.Bool
 	lose.Armed = func() bool { return arm.Load() && lose.Lost() < 1 }
-	a, err := app.New(app.Config{Name: "shop", Client: lose.Client(t, e.client), KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
+	opt := *e.client.Options()
+	opt.Dialer, opt.ClientName = lose.Dial, "lost-"+e.prefix
+	c := redis.NewClient(&opt)
+	t.Cleanup(func() { _ = c.Close() })
+	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +55,7 @@ func TestFetchReplyLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the first task", func() bool { return ran.Load() == 1 })
+	waitBlocked(t, e.client, opt.ClientName)
 	arm.Store(true)
 	id, err := q.Enqueue(ctx, job{N: 2})
 	if err != nil {
@@ -95,6 +102,7 @@ func TestLostFetchReplies(t *testing.T) {
 				t.Fatal(err)
 			}
 			opt.MaxRetries = tc.retries
+			opt.ClientName = "lost-" + e.prefix
 			c := redis.NewClient(opt)
 			t.Cleanup(func() { _ = c.Close() })
 			a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
@@ -141,8 +149,7 @@ func TestLostFetchReplies(t *testing.T) {
 				})
 			} else {
 				close(release)
-				// The worker waits in its blocking read (it ran at least one).
-				time.Sleep(700 * time.Millisecond)
+				waitBlocked(t, e.client, opt.ClientName)
 			}
 			marker := fmt.Sprintf("cut%d", time.Now().UnixNano())
 			proxy.CutReplies([]byte(marker), 1)
@@ -170,4 +177,24 @@ func TestLostFetchReplies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitBlocked waits until a connection named name (a worker's) is blocked
+// in XREADGROUP: the next task enqueued reaches the worker through its
+// blocking read.
+func waitBlocked(t *testing.T, c *redis.Client, name string) {
+	t.Helper()
+	eventually(t, 10*time.Second, "the worker's blocking read", func() bool {
+		list, err := c.ClientList(context.Background()).Result()
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(list, "\n") {
+			f := strings.Fields(l)
+			if slices.Contains(f, "name="+name) && slices.Contains(f, "cmd=xreadgroup") && slices.Contains(f, "flags=b") {
+				return true
+			}
+		}
+		return false
+	})
 }
