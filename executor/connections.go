@@ -100,8 +100,9 @@ func newFetchConn(own *redis.Client) *fetchConn {
 	if own == nil {
 		return &fetchConn{}
 	}
-	// -1: a read whose reply broke off is never sent again.
-	return &fetchConn{client: poolOf(own, fetchConns, -1)}
+	// A read whose reply broke off is never sent again.
+	c, _ := topology.SendOnce(own, fetchConns)
+	return &fetchConn{client: c.(*redis.Client)}
 }
 
 // ok reports whether there is a connection of the fetcher's own.
