@@ -17,12 +17,12 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/internal/topology"
 )
 
@@ -134,10 +134,13 @@ func (c *fetchConn) close() {
 }
 
 // blocker makes the fetcher's blocking reads on its connection; once
-// disabled, the fetcher polls instead.
+// disabled, the fetcher polls instead. It reuses its command's arguments and
+// reply buffer from one read to the next: an idle fetcher wakes often.
 type blocker struct {
-	c   *fetchConn
-	off bool
+	c     *fetchConn
+	off   bool
+	args  []any
+	reply scripts.ReplyBuffer
 }
 
 func newBlocker(c *fetchConn) *blocker { return &blocker{c: c} }
@@ -157,22 +160,45 @@ func (b *blocker) id(ctx context.Context) (int64, error) {
 	return b.c.cid, nil
 }
 
-// xread waits up to block for entries after last in any of keys and returns
-// the keys that have some.
-func (b *blocker) xread(ctx context.Context, keys, last []string, block time.Duration) ([]string, error) {
-	res, err := b.c.get().XRead(ctx, &redis.XReadArgs{Streams: append(keys, last...), Count: 1, Block: block}).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
+// xread waits up to block for entries after last in any of keys and calls
+// got with the index in keys of each that has some. The reply is read raw
+// (scripts.EachRawStream): a wake-up does not parse the entries it saw.
+// Its socket deadline is the client's ReadTimeout, not one stretched for
+// the block (go-redis does that for its own blocking commands only), so the
+// block is at most half of it.
+func (b *blocker) xread(ctx context.Context, keys, last []string, block time.Duration, got func(i int)) error {
+	conn := b.c.get()
+	if rt := b.c.client.Options().ReadTimeout; rt > 0 {
+		block = max(min(block, rt/2), time.Millisecond)
 	}
-	if err != nil {
-		return nil, err
+	b.args = append(b.args[:0], "XREAD", "COUNT", 1, "BLOCK", block.Milliseconds(), "STREAMS")
+	for _, k := range keys {
+		b.args = append(b.args, k)
 	}
-	out := make([]string, 0, len(res))
-	for _, s := range res {
-		out = append(out, s.Stream)
+	for _, id := range last {
+		b.args = append(b.args, id)
 	}
-	return out, nil
+	if b.reply.Cap() > maxBlockReply {
+		b.reply = scripts.ReplyBuffer{}
+	}
+	b.reply.Reset()
+	if err := conn.Process(ctx, redis.NewRawWriteToCmd(ctx, &b.reply, b.args...)); err != nil {
+		return err
+	}
+	next := 0 // the reply names the streams in the order asked
+	return scripts.EachRawStream(b.reply.Bytes(), func(key []byte) {
+		for n := range keys {
+			if i := (next + n) % len(keys); keys[i] == string(key) {
+				got(i)
+				next = i + 1
+				return
+			}
+		}
+	})
 }
+
+// maxBlockReply bounds the reply buffer a blocker keeps between reads.
+const maxBlockReply = 1 << 20
 
 // disable makes the fetcher poll from now on.
 func (b *blocker) disable() {

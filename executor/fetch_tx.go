@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 
@@ -65,14 +64,14 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		return err
 	}
 	reads := make([]*redis.RawWriteToCmd, len(held))
-	bufs := make([]*bytes.Buffer, len(held))
+	bufs := make([]*scripts.ReplyBuffer, len(held))
 	tails := make([]*redis.XMessageSliceCmd, len(held))
 	_, err = conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i, w := range held {
 			// Raw: parsed without a tree of interfaces (scripts.EachRawEntry),
 			// into a buffer sized for the reply, so that reading it does
 			// not grow and copy it many times over.
-			bufs[i] = bytes.NewBuffer(make([]byte, 0, w.s.replySize(w.count)))
+			bufs[i] = scripts.NewReplyBuffer(w.s.replySize(w.count))
 			reads[i] = redis.NewRawWriteToCmd(ctx, bufs[i], "XREADGROUP", "GROUP", e.processor, e.id, "COUNT", w.count, "STREAMS", w.s.p.key, ">")
 			_ = p.Process(ctx, reads[i])
 			if w.s.last == "" {

@@ -59,10 +59,20 @@ type fetcher struct {
 
 	tx      *fetchConn      // the fetcher goroutine's own connection (connections.go)
 	scratch []core.Delivery // the entries of one read in readTx, reused
+	idleBuf idleScratch     // waitIdle's, reused
 
 	rounds  redis.UniversalClient // the client of scripted reads (roundClient)
 	probes  map[string]*probe     // Cluster: failing nodes' partitions, by node (fetch_nodes.go)
 	probeWG sync.WaitGroup
+}
+
+// idleScratch is what waitIdle builds for each blocking read, kept for the
+// next: the idle partitions' keys, the IDs to read after, their states, and
+// the indexes of those the read saw entries in.
+type idleScratch struct {
+	keys, last []string
+	states     []*fetchState
+	got        []int
 }
 
 type fetchState struct {
@@ -489,8 +499,7 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 		id, idErr = b.id(ctx) // a round trip only on a new connection
 	}
 	f.mu.Lock()
-	var keys, last []string
-	var states []*fetchState
+	keys, last, states := f.idleBuf.keys[:0], f.idleBuf.last[:0], f.idleBuf.states[:0]
 	for _, s := range f.parts {
 		if s.cursor == "" && !s.hasData && s.last != "" && cap(s.p.buf)-len(s.p.buf) >= f.watermark() {
 			keys = append(keys, s.p.key)
@@ -498,6 +507,8 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 			states = append(states, s)
 		}
 	}
+	f.idleBuf.keys, f.idleBuf.last, f.idleBuf.states = keys, last, states
+	defer clear(states) // hold no partition after it is gone
 	select {
 	case <-f.wake: // something changed since collect: look again
 		f.mu.Unlock()
@@ -536,17 +547,16 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	f.blocking = true
 	f.blockID = id
 	f.mu.Unlock()
-	var got []string
+	got := f.idleBuf.got[:0]
 	err := idErr
 	if err == nil {
-		got, err = b.xread(ctx, keys, last, block)
+		err = b.xread(ctx, keys, last, block, func(i int) { got = append(got, i) })
 	}
+	f.idleBuf.got = got
 	f.mu.Lock()
 	f.blocking = false
-	for _, s := range states {
-		if slices.Contains(got, s.p.key) {
-			s.hasData, s.woke = true, true
-		}
+	for _, i := range got {
+		states[i].hasData, states[i].woke = true, true
 	}
 	f.mu.Unlock()
 	if err != nil && ctx.Err() == nil {

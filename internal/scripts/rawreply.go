@@ -41,6 +41,37 @@ func EachRawEntry(raw []byte, fn func(id string, fields [][]byte) error) error {
 	return r.entries(fn)
 }
 
+// EachRawStream calls fn with the key of each stream of a raw RESP2 or
+// RESP3 reply of XREAD or XREADGROUP (a null reply has none), in order, and
+// skips their entries. key points into raw.
+func EachRawStream(raw []byte, fn func(key []byte)) error {
+	r := respReader{b: raw}
+	resp3 := r.peek() == '%'
+	n, err := r.aggregate()
+	if err != nil || n <= 0 {
+		return err
+	}
+	if resp3 { // {key: entries, ...}
+		n /= 2
+	}
+	for range n {
+		if !resp3 { // [[key, entries], ...]
+			if m, err := r.aggregate(); err != nil || m != 2 {
+				return cmpErr(err, "stream pair")
+			}
+		}
+		from, to, null, err := r.bulk()
+		if err != nil || null {
+			return cmpErr(err, "stream key")
+		}
+		fn(raw[from:to:to])
+		if err := r.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // entries reads an array of stream entries ({id, {field, value, ...}}),
 // calling fn for each (see EachRawEntry).
 func (r *respReader) entries(fn func(id string, fields [][]byte) error) error {
@@ -90,7 +121,7 @@ func cmpErr(err error, what string) error {
 // a buffer of its own.
 type RawFetch struct {
 	cmd *redis.RawWriteToCmd
-	buf *bytes.Buffer
+	buf *ReplyBuffer
 }
 
 // Size returns the size of the reply read, in bytes.
@@ -105,7 +136,7 @@ func (f *RawFetch) Size() int { return f.buf.Len() }
 //
 // KEYS: lock, partition. ARGV: token, group, consumer, count, cursor.
 func FetchRaw(ctx context.Context, pipe redis.Pipeliner, size int, lock, partition, token, group, consumer string, count int, cursor string) *RawFetch {
-	buf := bytes.NewBuffer(make([]byte, 0, max(size, 64)))
+	buf := NewReplyBuffer(max(size, 64))
 	cmd := redis.NewRawWriteToCmd(ctx, buf, "EVALSHA", fetch.Hash(), 2, lock, partition, token, group, consumer, count, cursor)
 	_ = pipe.Process(ctx, cmd)
 	return &RawFetch{cmd: cmd, buf: buf}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/internal/scripts"
@@ -98,6 +99,69 @@ func TestEachRawEntry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// EachRawStream reads the stream keys of raw XREAD replies, RESP2 and RESP3,
+// as go-redis reads them from its parsed ones: streams with entries among
+// several (in the order asked), none (a blocking read that timed out), and
+// an error reply.
+func TestEachRawStream(t *testing.T) {
+	t.Parallel()
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			c, prefix := redistest.Client(t)
+			opt := *c.Options()
+			opt.Protocol = proto
+			opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+			rc := redis.NewClient(&opt)
+			defer rc.Close()
+			ctx := context.Background()
+			keys := []string{prefix + ":a", prefix + ":b\r\n", prefix + ":c", prefix + ":d"}
+			for _, k := range []string{keys[1], keys[3], keys[3]} {
+				rc.XAdd(ctx, &redis.XAddArgs{Stream: k, Values: []any{"data", "x"}})
+			}
+			streams := func(raw []byte) []string {
+				t.Helper()
+				var got []string
+				if err := scripts.EachRawStream(raw, func(key []byte) { got = append(got, string(key)) }); err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			args := []any{"XREAD", "COUNT", 1, "BLOCK", 10, "STREAMS"}
+			for _, k := range keys {
+				args = append(args, k)
+			}
+			for range keys {
+				args = append(args, "0")
+			}
+			typed := rc.XRead(ctx, &redis.XReadArgs{Streams: append(append([]string{}, keys...), "0", "0", "0", "0"), Count: 1, Block: 10 * time.Millisecond}).Val()
+			var want []string
+			for _, s := range typed {
+				want = append(want, s.Stream)
+			}
+			if got := streams(rc.DoRaw(ctx, args...).Val()); fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 2 {
+				t.Fatalf("raw %q, typed %q", got, want)
+			}
+			args = append(args[:len(args)-len(keys)], "$", "$", "$", "$")
+			if got := streams(rc.DoRaw(ctx, args...).Val()); len(got) != 0 {
+				t.Fatalf("a read that timed out: %q", got)
+			}
+			bad := rc.DoRaw(ctx, "XREAD", "STREAMS", keys[0])
+			if err := scripts.EachRawStream(bad.Val(), func([]byte) {}); err == nil && bad.Err() == nil {
+				t.Fatal("an error read as no streams")
+			}
+		})
+	}
+}
+
+func FuzzEachRawStream(f *testing.F) {
+	f.Add([]byte("*2\r\n*2\r\n$1\r\na\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n*2\r\n$1\r\nb\r\n*0\r\n"))
+	f.Add([]byte("%1\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*-1\r\n"))
+	f.Add([]byte("_\r\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		_ = scripts.EachRawStream(raw, func([]byte) {})
+	})
 }
 
 func FuzzEachRawEntry(f *testing.F) {
