@@ -30,7 +30,8 @@ func Prefetch(n int) ProcessorOption {
 }
 
 // ReadBlock sets how long a read waits for new entries before it looks
-// again. At least 1ms.
+// again. At least 1ms; an idle worker's blocking read waits at most half
+// the client's ReadTimeout (go-redis's socket deadline for it).
 func ReadBlock(d time.Duration) ProcessorOption {
 	return optionFunc(func(o *executor.Options) { o.ReadBlock = d })
 }

@@ -114,7 +114,7 @@ type Options struct {
 	// reads a partition again when its buffer is half empty. Default 100.
 	Prefetch int
 	// ReadBlock is how long a read waits for new entries before it checks
-	// again. Default 2s.
+	// again, at most half the client's ReadTimeout. Default 2s.
 	ReadBlock time.Duration
 	// Grace is how long in-flight work may take to finish when a partition
 	// is released or the worker stops. Zero is no grace period; the app

@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // On the idle path, entries the blocking read saw arrive are read with the
@@ -53,4 +56,51 @@ func TestWakeUpReadIsOneScript(t *testing.T) {
 		t.Errorf("%d scripts for %d wake-ups: %v", n, sends, cc.byCmd)
 	}
 	t.Logf("commands for %d entries sent to idle partitions one at a time: %v", sends, cc.byCmd)
+}
+
+// An idle fetcher's blocking read waits at most half the client's
+// ReadTimeout, whatever ReadBlock says: its socket deadline is the client's
+// (a read blocked past it would fail and open a new connection each time),
+// and an entry sent after a while idle is still read at once.
+func TestBlockingReadWithinReadTimeout(t *testing.T) {
+	s := redistest.Start(t)
+	opt := *s.Client(t).Options()
+	opt.ReadTimeout = 300 * time.Millisecond
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	c := redis.NewClient(&opt)
+	t.Cleanup(func() { _ = c.Close() })
+	ks := keys.New("idle", "app")
+	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
+		core.Definition{Name: "s", Partitions: 2, KeyField: "k", Size: 1000, Codec: "msgpack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, client: c, keys: ks, st: st}
+	var got atomic.Int64
+	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, func(ctx context.Context, feed core.Feed) error {
+		for ds := feed.Next(1, 0); ds != nil; ds = feed.Next(1, 0) {
+			got.Add(int64(len(ds)))
+			feed.Done(ds)
+		}
+		return nil
+	})
+	r.run(e)
+	owns(t, e, 0, 1)
+	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 2 })
+	cc := countCommands(t, s)
+	reads := func() int {
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		return cc.byCmd["xread"]
+	}
+	// 150ms blocks: four of them in well under ReadBlock.
+	redistest.Eventually(t, 4*time.Second, "blocking reads ended by their block", func() bool { return reads() >= 4 })
+	r.send(1, 1)
+	redistest.Eventually(t, 10*time.Second, "the entry processed", func() bool { return got.Load() == 1 })
+	cc.stop()
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if n := cc.byCmd["client"]; n != 0 { // CLIENT ID, asked on a new connection
+		t.Errorf("blocking reads failed and the fetcher connected again: %v", cc.byCmd)
+	}
 }
