@@ -160,24 +160,19 @@ func (b *blocker) id(ctx context.Context) (int64, error) {
 	return b.c.cid, nil
 }
 
-// xread waits up to block for entries after last in any of keys and calls
-// got with the index in keys of each that has some. The reply is read raw
+// xread waits up to block for entries after last in any of keys (strings)
+// and calls got with the index in keys of each that has some. The reply is read raw
 // (scripts.EachRawStream): a wake-up does not parse the entries it saw.
 // Its socket deadline is the client's ReadTimeout, not one stretched for
 // the block (go-redis does that for its own blocking commands only), so the
 // block is at most half of it.
-func (b *blocker) xread(ctx context.Context, keys, last []string, block time.Duration, got func(i int)) error {
+func (b *blocker) xread(ctx context.Context, keys, last []any, block time.Duration, got func(i int)) error {
 	conn := b.c.get()
 	if rt := b.c.client.Options().ReadTimeout; rt > 0 {
 		block = max(min(block, rt/2), time.Millisecond)
 	}
 	b.args = append(b.args[:0], "XREAD", "COUNT", 1, "BLOCK", block.Milliseconds(), "STREAMS")
-	for _, k := range keys {
-		b.args = append(b.args, k)
-	}
-	for _, id := range last {
-		b.args = append(b.args, id)
-	}
+	b.args = append(append(b.args, keys...), last...)
 	if b.reply.Cap() > maxBlockReply {
 		b.reply = scripts.ReplyBuffer{}
 	}
@@ -188,7 +183,7 @@ func (b *blocker) xread(ctx context.Context, keys, last []string, block time.Dur
 	next := 0 // the reply names the streams in the order asked
 	return scripts.EachRawStream(b.reply.Bytes(), func(key []byte) {
 		for n := range keys {
-			if i := (next + n) % len(keys); keys[i] == string(key) {
+			if i := (next + n) % len(keys); keys[i].(string) == string(key) {
 				got(i)
 				next = i + 1
 				return

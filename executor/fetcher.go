@@ -70,7 +70,7 @@ type fetcher struct {
 // next: the idle partitions' keys, the IDs to read after, their states, and
 // the indexes of those the read saw entries in.
 type idleScratch struct {
-	keys, last []string
+	keys, last []any // strings, boxed once (fetchState.keyArg, lastArg)
 	states     []*fetchState
 	got        []int
 }
@@ -82,6 +82,9 @@ type fetchState struct {
 	hasData bool   // the last read was full: read again without waiting
 	woke    bool   // the blocking read saw new entries: read them with the script (one round trip)
 	last    string // last ID seen, for the blocking XREAD
+	// the partition's key and last as arguments of the blocking XREAD,
+	// boxed once rather than at every read
+	keyArg, lastArg any
 	noGroup bool   // the group is missing (stream deleted): create it again
 
 	probing  bool // its node failed: a probe owns it until the node answers (fetch_nodes.go)
@@ -502,8 +505,14 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	keys, last, states := f.idleBuf.keys[:0], f.idleBuf.last[:0], f.idleBuf.states[:0]
 	for _, s := range f.parts {
 		if s.cursor == "" && !s.hasData && s.last != "" && cap(s.p.buf)-len(s.p.buf) >= f.watermark() {
-			keys = append(keys, s.p.key)
-			last = append(last, s.last)
+			if s.keyArg == nil {
+				s.keyArg = s.p.key
+			}
+			if s.lastArg == nil || s.lastArg.(string) != s.last {
+				s.lastArg = s.last
+			}
+			keys = append(keys, s.keyArg)
+			last = append(last, s.lastArg)
 			states = append(states, s)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -80,7 +81,8 @@ func (r *respReader) entries(fn func(id string, fields [][]byte) error) error {
 		return err
 	}
 	raw := r.b
-	s := string(raw) // the IDs share one copy of the reply
+	ids := r.ids(entries) // the IDs share one string
+	at := 0
 	fields := make([][]byte, 0, 8)
 	for range entries {
 		if m, err := r.aggregate(); err != nil || m != 2 {
@@ -90,7 +92,11 @@ func (r *respReader) entries(fn func(id string, fields [][]byte) error) error {
 		if err != nil || null {
 			return cmpErr(err, "stream entry ID")
 		}
-		id := s[from:to]
+		if at+to-from > len(ids) {
+			return cmpErr(nil, "stream entry ID")
+		}
+		id := ids[at : at+to-from]
+		at += to - from
 		nf, err := r.aggregate()
 		if err != nil {
 			return err
@@ -108,6 +114,34 @@ func (r *respReader) entries(fn func(id string, fields [][]byte) error) error {
 		}
 	}
 	return nil
+}
+
+// ids returns the IDs of the next entries (an array of entries follows),
+// one after the other in one string, without moving r: one string for all
+// the IDs of a read rather than one each, or a copy of the whole reply
+// (their fields are slices of the reply). It stops at the first malformed
+// entry, which the caller reports.
+func (r respReader) ids(entries int) string {
+	var b strings.Builder
+	room := len(r.b) - r.pos // the IDs are within the reply
+	if entries < room/20 {
+		room = entries * 20 // "1763856000123-0"
+	}
+	b.Grow(room)
+	for range entries {
+		if m, err := r.aggregate(); err != nil || m != 2 {
+			break
+		}
+		from, to, null, err := r.bulk()
+		if err != nil || null {
+			break
+		}
+		b.Write(r.b[from:to])
+		if r.skip() != nil {
+			break
+		}
+	}
+	return b.String()
 }
 
 func cmpErr(err error, what string) error {
