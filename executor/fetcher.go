@@ -82,10 +82,11 @@ type fetchState struct {
 	hasData bool   // the last read was full: read again without waiting
 	woke    bool   // the blocking read saw new entries: read them with the script (one round trip)
 	last    string // last ID seen, for the blocking XREAD
+	noGroup bool   // the group is missing (stream deleted): create it again
+
 	// the partition's key and last as arguments of the blocking XREAD,
 	// boxed once rather than at every read
 	keyArg, lastArg any
-	noGroup bool   // the group is missing (stream deleted): create it again
 
 	probing  bool // its node failed: a probe owns it until the node answers (fetch_nodes.go)
 	failures int  // reads failed in a row, for the probe's backoff
