@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -131,4 +133,76 @@ func processCPU(b *testing.B) int64 {
 		b.Fatal(err)
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkSendOneAtATime sends b.N events to an idle worker one at a time,
+// each once the last was processed: the idle path (a blocking read's
+// wake-up, a fenced read, the hand-off to the partition's consumer, the
+// acknowledgement) and one Send per event. It reports the garbage per
+// event, of the whole process (sender and worker: what the garbage
+// collector must keep up with, and what the latency's tail follows), and
+// the send-to-processor latency's p50 and p99:
+//
+//	go test -run '^$' -bench OneAtATime -benchtime 5000x ./app
+func BenchmarkSendOneAtATime(b *testing.B) {
+	c, prefix := redistest.Client(b)
+	a, err := app.New(app.Config{Name: "bench", Client: c, KeyPrefix: prefix, Logger: testLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := stream.Declare[event](a, "events", stream.KeyField("key"), stream.Partitions(16))
+	if err != nil {
+		b.Fatal(err)
+	}
+	got := make(chan struct{}, 1)
+	err = app.Process(a, s, "bench", func(ctx context.Context, events *stream.Events[event]) error {
+		for range events.All() {
+			got <- struct{}{}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil {
+			b.Error(err)
+		}
+	}()
+	keys := make([]string, 64)
+	for i := range keys {
+		keys[i] = fmt.Sprint("key-", i)
+	}
+	stuck := time.AfterFunc(time.Hour, func() { panic("an event not processed within a minute") })
+	defer stuck.Stop()
+	one := func(i int) time.Duration {
+		start := time.Now()
+		stuck.Reset(time.Minute)
+		if _, err := s.Send(ctx, event{Key: keys[i%len(keys)], Seq: i}); err != nil {
+			b.Fatal(err)
+		}
+		<-got
+		return time.Since(start)
+	}
+	for i := range 2 * len(keys) { // every partition read once
+		one(i)
+	}
+	lat := make([]time.Duration, b.N)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for i := range b.N {
+		lat[i] = one(i)
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	slices.Sort(lat)
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N), "B/event")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N), "allocs/event")
+	b.ReportMetric(float64(lat[b.N/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[b.N*99/100].Microseconds()), "p99-µs")
 }

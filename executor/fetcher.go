@@ -352,17 +352,29 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWork, error) {
 	e := f.e
 	exec := func() error {
-		var pipe redis.Pipeliner
+		var c scripts.Processor = f.rounds
 		if f.tx.ok() {
-			pipe = f.tx.get().Pipeline() // never sent twice (connections.go)
+			c = f.tx.get() // never sends a command twice (connections.go)
+		}
+		queue := func(c scripts.Processor, w *fetchWork) {
+			w.fetch = scripts.FetchRaw(ctx, c, w.s.replySize(w.count), w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
+		}
+		var err error
+		if len(work) == 1 { // a wake-up's read: no pipeline to build
+			queue(c, &work[0])
+			err = work[0].fetch.Err()
 		} else {
-			pipe = f.rounds.Pipeline()
+			var pipe redis.Pipeliner
+			if f.tx.ok() {
+				pipe = f.tx.get().Pipeline()
+			} else {
+				pipe = f.rounds.Pipeline()
+			}
+			for i := range work {
+				queue(pipe, &work[i])
+			}
+			_, err = pipe.Exec(ctx)
 		}
-		for i := range work {
-			w := &work[i]
-			w.fetch = scripts.FetchRaw(ctx, pipe, w.s.replySize(w.count), w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
-		}
-		_, err := pipe.Exec(ctx)
 		var rerr redis.Error
 		if err != nil && !errors.As(err, &rerr) {
 			f.tx.reset() // broken off: the next read opens another connection

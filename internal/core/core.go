@@ -201,12 +201,19 @@ func (c *Core) sendRound(ctx context.Context, entries []Entry, todo []int, ids [
 	size := strconv.FormatInt(c.def.Size, 10)
 	ec := c.EntryCodec()
 	cmds := make([]*redis.Cmd, len(todo))
-	pipe := c.catalog.client.Pipeline()
-	for k, i := range todo {
-		e := &entries[i]
-		cmds[k] = pipe.Do(ctx, e.xaddArgs(c.PartitionKey(e.Partition), size, ec)...)
+	var err error
+	if len(todo) == 1 { // a Send: no pipeline to build
+		e := &entries[todo[0]]
+		cmds[0] = c.catalog.client.Do(ctx, e.xaddArgs(c.PartitionKey(e.Partition), size, ec)...)
+		err = cmds[0].Err()
+	} else {
+		pipe := c.catalog.client.Pipeline()
+		for k, i := range todo {
+			e := &entries[i]
+			cmds[k] = pipe.Do(ctx, e.xaddArgs(c.PartitionKey(e.Partition), size, ec)...)
+		}
+		_, err = pipe.Exec(ctx)
 	}
-	_, err := pipe.Exec(ctx)
 	var again []int
 	var againErr error
 	var failed map[int]bool // partitions with an entry to send again

@@ -161,7 +161,17 @@ type RawFetch struct {
 // Size returns the size of the reply read, in bytes.
 func (f *RawFetch) Size() int { return f.buf.Len() }
 
-// FetchRaw queues on pipe a fenced read of one partition (see fetch.lua)
+// Err returns the error of the read's round trip, if any (a reply that is
+// an error comes out of ParseRawFetch).
+func (f *RawFetch) Err() error { return f.cmd.Err() }
+
+// Processor runs or queues a command: a client or connection runs it at
+// once, a pipeline queues it.
+type Processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// FetchRaw runs or queues on pipe a fenced read of one partition (see fetch.lua)
 // as a raw command whose reply goes into a buffer of size bytes (it grows
 // if the reply is larger), so that reading it does not grow and copy it
 // many times over; read it with ParseRawFetch. cursor "" reads new entries,
@@ -169,7 +179,7 @@ func (f *RawFetch) Size() int { return f.buf.Len() }
 // queue the reads again when ParseRawFetch says NOSCRIPT (IsNoScript).
 //
 // KEYS: lock, partition. ARGV: token, group, consumer, count, cursor.
-func FetchRaw(ctx context.Context, pipe redis.Pipeliner, size int, lock, partition, token, group, consumer string, count int, cursor string) *RawFetch {
+func FetchRaw(ctx context.Context, pipe Processor, size int, lock, partition, token, group, consumer string, count int, cursor string) *RawFetch {
 	buf := NewReplyBuffer(max(size, 64))
 	cmd := redis.NewRawWriteToCmd(ctx, buf, "EVALSHA", fetch.Hash(), 2, lock, partition, token, group, consumer, count, cursor)
 	_ = pipe.Process(ctx, cmd)
