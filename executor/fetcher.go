@@ -84,9 +84,10 @@ type fetchState struct {
 	last    string // last ID seen, for the blocking XREAD
 	noGroup bool   // the group is missing (stream deleted): create it again
 
-	// the partition's key and last as arguments of the blocking XREAD,
-	// boxed once rather than at every read
+	// the partition's key and last as arguments of the blocking XREAD, and
+	// the fenced reads' arguments, boxed once rather than at every read
 	keyArg, lastArg any
+	fetchArgs       *scripts.FetchArgs
 
 	probing  bool // its node failed: a probe owns it until the node answers (fetch_nodes.go)
 	failures int  // reads failed in a row, for the probe's backoff
@@ -357,7 +358,10 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 			c = f.tx.get() // never sends a command twice (connections.go)
 		}
 		queue := func(c scripts.Processor, w *fetchWork) {
-			w.fetch = scripts.FetchRaw(ctx, c, w.s.replySize(w.count), w.s.p.lockKey, w.s.p.key, w.s.p.lock.Value(), e.processor, e.id, w.count, w.cursor)
+			if w.s.fetchArgs == nil {
+				w.s.fetchArgs = &scripts.FetchArgs{Lock: w.s.p.lockKey, Partition: w.s.p.key, Group: e.processor, Consumer: e.id}
+			}
+			w.fetch = scripts.FetchRaw(ctx, c, w.s.replySize(w.count), w.s.fetchArgs, w.s.p.lock.Value(), w.count, w.cursor)
 		}
 		var err error
 		if len(work) == 1 { // a wake-up's read: no pipeline to build

@@ -171,17 +171,43 @@ type Processor interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// FetchRaw runs or queues on pipe a fenced read of one partition (see fetch.lua)
-// as a raw command whose reply goes into a buffer of size bytes (it grows
-// if the reply is larger), so that reading it does not grow and copy it
-// many times over; read it with ParseRawFetch. cursor "" reads new entries,
-// otherwise it continues recovery from cursor. Load the scripts (Load) and
-// queue the reads again when ParseRawFetch says NOSCRIPT (IsNoScript).
-//
-// KEYS: lock, partition. ARGV: token, group, consumer, count, cursor.
-func FetchRaw(ctx context.Context, pipe Processor, size int, lock, partition, token, group, consumer string, count int, cursor string) *RawFetch {
+// FetchArgs are the arguments of one partition's fenced reads (KEYS: Lock,
+// Partition; ARGV: token, Group, Consumer, count, cursor), boxed once: a
+// read reuses the last one's, changing what changed. The reads of one
+// partition must not overlap.
+type FetchArgs struct {
+	Lock, Partition, Group, Consumer string
+
+	args []any
+}
+
+func (a *FetchArgs) list(token string, count int, cursor string) []any {
+	if a.args == nil {
+		a.args = []any{"EVALSHA", fetch.Hash(), 2, a.Lock, a.Partition, token, a.Group, a.Consumer, count, cursor}
+		return a.args
+	}
+	if a.args[5].(string) != token {
+		a.args[5] = token
+	}
+	if a.args[8].(int) != count {
+		a.args[8] = count
+	}
+	if a.args[9].(string) != cursor {
+		a.args[9] = cursor
+	}
+	return a.args
+}
+
+// FetchRaw runs or queues on pipe a fenced read of one partition (see
+// fetch.lua) as a raw command whose reply goes into a buffer of size bytes
+// (it grows if the reply is larger), so that reading it does not grow and
+// copy it many times over; read it with ParseRawFetch. token is the
+// partition lock's; cursor "" reads new entries, otherwise it continues
+// recovery from cursor. Load the scripts (Load) and queue the reads again
+// when ParseRawFetch says NOSCRIPT (IsNoScript).
+func FetchRaw(ctx context.Context, pipe Processor, size int, a *FetchArgs, token string, count int, cursor string) *RawFetch {
 	buf := NewReplyBuffer(max(size, 64))
-	cmd := redis.NewRawWriteToCmd(ctx, buf, "EVALSHA", fetch.Hash(), 2, lock, partition, token, group, consumer, count, cursor)
+	cmd := redis.NewRawWriteToCmd(ctx, buf, a.list(token, count, cursor)...)
 	_ = pipe.Process(ctx, cmd)
 	return &RawFetch{cmd: cmd, buf: buf}
 }
