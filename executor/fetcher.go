@@ -59,6 +59,7 @@ type fetcher struct {
 
 	tx      *fetchConn      // the fetcher goroutine's own connection (connections.go)
 	scratch []core.Delivery // the entries of one read in readTx, reused
+	parsed  []core.Delivery // the entries of the reads in readScripted, reused
 	idleBuf idleScratch     // waitIdle's, reused
 
 	rounds  redis.UniversalClient // the client of scripted reads (roundClient)
@@ -348,6 +349,9 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 	return err
 }
 
+// maxParsed bounds the entries readScripted keeps room for between reads.
+const maxParsed = 1024
+
 // readScripted runs the fenced fetch script of every partition in work in
 // one pipeline. It returns the reads that failed, and the first error.
 func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWork, error) {
@@ -394,16 +398,27 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 	}
 	results := make([]parsed, len(work))
 	ec := f.e.stream.EntryCodec()
+	// The reads' entries go one after the other in one reused slice, each
+	// read's a full slice of it (deliver appends to it); put copies them.
+	all := f.parsed[:0]
+	defer func() {
+		clear(all)
+		if cap(all) <= maxParsed {
+			f.parsed = all[:0]
+		}
+	}()
 	parse := func() bool {
 		noScript := false
+		all = all[:0]
 		for i, w := range work {
-			var ds []core.Delivery
+			from := len(all)
 			res, err := scripts.ParseRawFetch(w.fetch, func(id string, fields [][]byte) error {
-				ds = append(ds, rawDelivery(w.s.p.n, ec, id, fields))
+				all = append(all, rawDelivery(w.s.p.n, ec, id, fields))
 				return nil
 			})
-			results[i] = parsed{res, ds, err}
+			results[i] = parsed{res, nil, err}
 			noScript = noScript || scripts.IsNoScript(err)
+			results[i].ds = all[from:len(all):len(all)]
 		}
 		return noScript
 	}
