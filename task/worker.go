@@ -81,6 +81,7 @@ type worker struct {
 	rr       []int               // weighted round robin state
 	closed   bool                // done is closed
 	lost     lost                // calls whose replies were lost
+	outs     []taskrdb.Outcome   // the completer's, reused
 	working  sync.WaitGroup      // running handlers
 }
 
@@ -284,10 +285,12 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 	q := w.q
 	failures := 0
 	patient := true
+	wait := time.NewTimer(fetchWait) // await's, reused
+	defer wait.Stop()
 	for ctx.Err() == nil {
 		n, quota, short := w.reserve(patient)
 		if n <= 0 {
-			w.await(ctx, short, &patient)
+			w.await(ctx, short, &patient, wait)
 			continue
 		}
 		patient = true
@@ -320,9 +323,9 @@ func (w *worker) handBack(t *taskrdb.Fetched) {
 	w.report(ended{Outcome: taskrdb.Outcome{ID: t.ID, Entry: t.Entry, Level: t.Level, Kind: taskrdb.Handback}})
 }
 
-// await waits for a slot to free; when short, at most fetchWait, after
-// which the next fetch is not patient.
-func (w *worker) await(ctx context.Context, short bool, patient *bool) {
+// await waits for a slot to free; when short, at most fetchWait (on t,
+// the fetcher's timer), after which the next fetch is not patient.
+func (w *worker) await(ctx context.Context, short bool, patient *bool, t *time.Timer) {
 	if !short {
 		select {
 		case <-ctx.Done():
@@ -330,7 +333,7 @@ func (w *worker) await(ctx context.Context, short bool, patient *bool) {
 		}
 		return
 	}
-	t := time.NewTimer(fetchWait)
+	t.Reset(fetchWait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -540,8 +543,10 @@ const completeBatch = 128
 func (w *worker) complete() {
 	q := w.q
 	ctx := context.Background()
+	var batch []ended // reused: one completer
 	for o := range w.done {
-		batch := []ended{o}
+		clear(batch) // the last batch's results
+		batch = append(batch[:0], o)
 	drain:
 		for len(batch) < 16*completeBatch {
 			select {
@@ -580,10 +585,11 @@ type ended struct {
 // outcomes recorded to the queue's hooks.
 func (w *worker) record(ctx context.Context, batch []ended) error {
 	q := w.q
-	outs := make([]taskrdb.Outcome, len(batch))
-	for i, e := range batch {
-		outs[i] = e.Outcome
+	outs := w.outs[:0] // reused: one completer
+	for _, e := range batch {
+		outs = append(outs, e.Outcome)
 	}
+	defer func() { clear(outs); w.outs = outs[:0] }()
 	var lastErr error
 	for try := 0; try < 2; try++ {
 		pipe := q.rdb.Pipeline()
