@@ -32,6 +32,10 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- A Lua number given to redis.call is formatted with "%.14g" at every
+-- call (a few tenths of a microsecond): a time written once per task is
+-- formatted once per script instead (now_text).
+
 local function is_final(s)
   return s == 'succeeded' or s == 'failed' or s == 'dead' or s == 'cancelled'
 end
@@ -143,10 +147,10 @@ end
 -- caller read them already (nil: read here).
 local function finish(h, id, state, code, now, ret, u, wh)
   if ret == nil then ret = redis.call('HGET', h, 'ret') end
-  ret = tonumber(ret or '0')
-  if ret < 1 then ret = 1 end
-  redis.call('PEXPIRE', h, ret)
-  table.insert(DONE, now + ret)
+  local ms = tonumber(ret or '0')
+  if ms < 1 then ms, ret = 1, '1' end
+  redis.call('PEXPIRE', h, ret) -- the string read: no number to format
+  table.insert(DONE, now + ms)
   table.insert(DONE, code .. '|' .. id)
   release_unique(h, id, u)
   queue_webhook(h, id, now, wh)

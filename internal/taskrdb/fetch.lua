@@ -31,6 +31,7 @@ local rate, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, call = ARGV[4], ARGV[5]
 local memo = KEYS[14] .. consumer
 local now = now_ms()
+local now_text = tostring(now)
 local out = {}
 -- the entries of the tasks in out: level, entry ID, field, value
 local taken = {}
@@ -84,9 +85,9 @@ local function take(level, eid, field, value)
   end
   local a = tonumber(v[3]) + 1
   if v[8] == eid and v[9] == tostring(level) then
-    redis.call('HSET', h, 's', 'active', 'a', a, 'st', now, 'w', consumer)
+    redis.call('HSET', h, 's', 'active', 'a', a, 'st', now_text, 'w', consumer)
   else
-    redis.call('HSET', h, 's', 'active', 'a', a, 'st', now, 'w', consumer, 'x', eid, 'l', level)
+    redis.call('HSET', h, 's', 'active', 'a', a, 'st', now_text, 'w', consumer, 'x', eid, 'l', level)
   end
   if v[7] then redis.call('HDEL', h, 'c') end
   count('pending', 'active')

@@ -19,6 +19,7 @@
 -- late success is not run again.
 local consumer, dead_max, dead_age = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
+local now_text = tostring(now)
 local out = {}
 -- the entries to acknowledge and delete, by level: one XACK and one XDEL
 -- per level and call
@@ -45,7 +46,7 @@ for i = 4, #ARGV, 6 do
     if st == 'pending' and not key and v[5] then
       redis.call('XDEL', KEYS[2] .. v[6], v[5]) -- the reclaimed copy, not taken yet
     end
-    redis.call('HSET', h, 's', 'succeeded', 'f', now, 'res', data)
+    redis.call('HSET', h, 's', 'succeeded', 'f', now_text, 'res', data)
     if v[9] then redis.call('HDEL', h, 'err') end
     count(st, 'succeeded')
     finish(h, id, 'succeeded', 'S', now, v[7], v[8], wh)
@@ -75,12 +76,12 @@ for i = 4, #ARGV, 6 do
     elseif outcome == 'fail' or outcome == 'cancel' then
       if outcome == 'fail' then
         applied = 'failed'
-        redis.call('HSET', h, 's', 'failed', 'f', now, 'err', data)
+        redis.call('HSET', h, 's', 'failed', 'f', now_text, 'err', data)
         count('active', 'failed')
         finish(h, id, 'failed', 'F', now, v[7], v[8], wh)
       else
         applied = 'cancelled'
-        redis.call('HSET', h, 's', 'cancelled', 'f', now, 'err', data)
+        redis.call('HSET', h, 's', 'cancelled', 'f', now_text, 'err', data)
         count('active', 'cancelled')
         finish(h, id, 'cancelled', 'C', now, v[7], v[8], wh)
       end
