@@ -57,6 +57,9 @@ local FINISHED = 0
 -- the retention index's members added by finish, score then member: one
 -- ZADD per call (flush_counts)
 local DONE = {}
+-- the retention index's scores, as text (see now_text): the tasks of a
+-- call mostly share one
+local DONE_AT = {}
 local function count(from, to)
   if from then DELTA[from] = (DELTA[from] or 0) - 1 end
   if to then DELTA[to] = (DELTA[to] or 0) + 1 end
@@ -150,7 +153,13 @@ local function finish(h, id, state, code, now, ret, u, wh)
   local ms = tonumber(ret or '0')
   if ms < 1 then ms, ret = 1, '1' end
   redis.call('PEXPIRE', h, ret) -- the string read: no number to format
-  table.insert(DONE, now + ms)
+  local score = now + ms
+  local at = DONE_AT[score]
+  if not at then
+    at = tostring(score)
+    DONE_AT[score] = at
+  end
+  table.insert(DONE, at)
   table.insert(DONE, code .. '|' .. id)
   release_unique(h, id, u)
   queue_webhook(h, id, now, wh)

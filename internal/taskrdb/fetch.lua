@@ -44,6 +44,7 @@ local function drop(level, eid)
 end
 
 local function take(level, eid, field, value)
+  level = tostring(level) -- as the hash holds it (a string stays as it is)
   local id, key = value, nil
   if field == 'k' then
     key = value
@@ -56,7 +57,7 @@ local function take(level, eid, field, value)
   end
   local h = KEYS[1] .. id
   local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c', 'x', 'l', 'w')
-  if v[1] == 'active' and v[8] == eid and v[9] == tostring(level) and v[10] == consumer then
+  if v[1] == 'active' and v[8] == eid and v[9] == level and v[10] == consumer then
     -- Taken by an earlier run of this very call, whose reply was lost (a
     -- client sends a call again when its reply breaks off or times out):
     -- handed out again as it was taken then. Nothing else hands this
@@ -84,7 +85,7 @@ local function take(level, eid, field, value)
     return
   end
   local a = tonumber(v[3]) + 1
-  if v[8] == eid and v[9] == tostring(level) then
+  if v[8] == eid and v[9] == level then
     redis.call('HSET', h, 's', 'active', 'a', a, 'st', now_text, 'w', consumer)
   else
     redis.call('HSET', h, 's', 'active', 'a', a, 'st', now_text, 'w', consumer, 'x', eid, 'l', level)
@@ -97,6 +98,7 @@ end
 
 local function read(level, n)
   if n <= 0 then return 0 end
+  level = tostring(level) -- once, not per task
   local r = redis.call('XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', n, 'STREAMS', KEYS[2] .. level, '>')
   if not r then return 0 end
   local got = 0
@@ -111,6 +113,7 @@ end
 -- still pending; entries of tasks active here (running, or taken by a call
 -- whose reply was lost: that call is sent again) are left alone.
 local function own(level, n)
+  level = tostring(level)
   local got, from = 0, '0'
   while got < n do
     local r = redis.call('XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', 100, 'STREAMS', KEYS[2] .. level, from)
