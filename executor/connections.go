@@ -161,11 +161,11 @@ func (b *blocker) id(ctx context.Context) (int64, error) {
 }
 
 // xread waits up to block for entries after last in any of keys (strings)
-// and calls got with the index in keys of each that has some. The reply is read raw
-// (scripts.EachRawStream): a wake-up does not parse the entries it saw.
-// Its socket deadline is the client's ReadTimeout, not one stretched for
-// the block (go-redis does that for its own blocking commands only), so the
-// block is at most half of it.
+// and calls got with the index in keys of each that has some. The reply is
+// read raw (scripts.EachRawStream): a wake-up does not parse the entries it
+// saw. Its socket deadline is the client's ReadTimeout, not one stretched
+// for the block (go-redis does that for its own blocking commands only), so
+// the block is at most half of it.
 func (b *blocker) xread(ctx context.Context, keys, last []any, block time.Duration, got func(i int)) error {
 	conn := b.c.get()
 	if rt := b.c.client.Options().ReadTimeout; rt > 0 {

@@ -285,7 +285,8 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 	q := w.q
 	failures := 0
 	patient := true
-	wait := time.NewTimer(fetchWait) // await's, reused
+	wait := time.NewTimer(fetchWait) // await's, reused (Reset before each use)
+	wait.Stop()
 	defer wait.Stop()
 	for ctx.Err() == nil {
 		n, quota, short := w.reserve(patient)
