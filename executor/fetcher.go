@@ -87,6 +87,7 @@ type fetchState struct {
 
 	// the partition's key and last as arguments of the blocking XREAD, and
 	// the fenced reads' arguments, boxed once rather than at every read
+	// (set by fetcher.add; lastArg follows last)
 	keyArg, lastArg any
 	fetchArgs       *scripts.FetchArgs
 
@@ -180,7 +181,10 @@ func (f *fetcher) watermark() int { return max(1, f.e.opts.Prefetch/2) }
 // new ones.
 func (f *fetcher) add(p *partition) {
 	f.mu.Lock()
-	f.parts[p.n] = &fetchState{p: p, cursor: "0-0"}
+	f.parts[p.n] = &fetchState{
+		p: p, cursor: "0-0", keyArg: p.key,
+		fetchArgs: &scripts.FetchArgs{Lock: p.lockKey, Partition: p.key, Group: f.e.processor, Consumer: f.e.id},
+	}
 	f.mu.Unlock()
 	f.notify()
 }
@@ -353,18 +357,17 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 const maxParsed = 1024
 
 // readScripted runs the fenced fetch script of every partition in work in
-// one pipeline. It returns the reads that failed, and the first error.
+// one pipeline (one partition's without one). It returns the reads that failed, and the first error.
 func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWork, error) {
-	e := f.e
 	exec := func() error {
-		var c scripts.Processor = f.rounds
+		var c interface {
+			scripts.Processor
+			Pipeline() redis.Pipeliner
+		} = f.rounds
 		if f.tx.ok() {
 			c = f.tx.get() // never sends a command twice (connections.go)
 		}
 		queue := func(c scripts.Processor, w *fetchWork) {
-			if w.s.fetchArgs == nil {
-				w.s.fetchArgs = &scripts.FetchArgs{Lock: w.s.p.lockKey, Partition: w.s.p.key, Group: e.processor, Consumer: e.id}
-			}
 			w.fetch = scripts.FetchRaw(ctx, c, w.s.replySize(w.count), w.s.fetchArgs, w.s.p.lock.Value(), w.count, w.cursor)
 		}
 		var err error
@@ -372,12 +375,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 			queue(c, &work[0])
 			err = work[0].fetch.Err()
 		} else {
-			var pipe redis.Pipeliner
-			if f.tx.ok() {
-				pipe = f.tx.get().Pipeline()
-			} else {
-				pipe = f.rounds.Pipeline()
-			}
+			pipe := c.Pipeline()
 			for i := range work {
 				queue(pipe, &work[i])
 			}
@@ -537,9 +535,6 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	keys, last, states := f.idleBuf.keys[:0], f.idleBuf.last[:0], f.idleBuf.states[:0]
 	for _, s := range f.parts {
 		if s.cursor == "" && !s.hasData && s.last != "" && cap(s.p.buf)-len(s.p.buf) >= f.watermark() {
-			if s.keyArg == nil {
-				s.keyArg = s.p.key
-			}
 			if s.lastArg == nil || s.lastArg.(string) != s.last {
 				s.lastArg = s.last
 			}

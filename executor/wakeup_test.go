@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -19,13 +18,7 @@ import (
 func TestWakeUpReadIsOneScript(t *testing.T) {
 	r, s := privateRig(t, 4)
 	var got atomic.Int64
-	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, func(ctx context.Context, feed core.Feed) error {
-		for ds := feed.Next(1, 0); ds != nil; ds = feed.Next(1, 0) {
-			got.Add(int64(len(ds)))
-			feed.Done(ds)
-		}
-		return nil
-	})
+	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
 	r.run(e)
 	owns(t, e, 0, 1, 2, 3)
 	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 4 })
@@ -69,21 +62,9 @@ func TestBlockingReadWithinReadTimeout(t *testing.T) {
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	c := redis.NewClient(&opt)
 	t.Cleanup(func() { _ = c.Close() })
-	ks := keys.New("idle", "app")
-	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
-		core.Definition{Name: "s", Partitions: 2, KeyField: "k", Size: 1000, Codec: "msgpack"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{t: t, client: c, keys: ks, st: st}
+	r := rigOn(t, c, 2)
 	var got atomic.Int64
-	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, func(ctx context.Context, feed core.Feed) error {
-		for ds := feed.Next(1, 0); ds != nil; ds = feed.Next(1, 0) {
-			got.Add(int64(len(ds)))
-			feed.Done(ds)
-		}
-		return nil
-	})
+	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
 	r.run(e)
 	owns(t, e, 0, 1)
 	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 2 })
@@ -102,5 +83,17 @@ func TestBlockingReadWithinReadTimeout(t *testing.T) {
 	defer cc.mu.Unlock()
 	if n := cc.byCmd["client"]; n != 0 { // CLIENT ID, asked on a new connection
 		t.Errorf("blocking reads failed and the fetcher connected again: %v", cc.byCmd)
+	}
+}
+
+// counting is a handler that acknowledges what it reads and counts it in
+// got.
+func counting(got *atomic.Int64) Handler {
+	return func(ctx context.Context, feed core.Feed) error {
+		for ds := feed.Next(1, 0); ds != nil; ds = feed.Next(1, 0) {
+			got.Add(int64(len(ds)))
+			feed.Done(ds)
+		}
+		return nil
 	}
 }

@@ -20,12 +20,7 @@ func TestEachRawEntry(t *testing.T) {
 	t.Parallel()
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
-			c, prefix := redistest.Client(t)
-			opt := *c.Options()
-			opt.Protocol = proto
-			opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-			rc := redis.NewClient(&opt)
-			defer rc.Close()
+			rc, prefix := protoClient(t, proto)
 			ctx := context.Background()
 			key := prefix + ":s"
 			rc.XGroupCreateMkStream(ctx, key, "g", "0")
@@ -109,12 +104,7 @@ func TestEachRawStream(t *testing.T) {
 	t.Parallel()
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
-			c, prefix := redistest.Client(t)
-			opt := *c.Options()
-			opt.Protocol = proto
-			opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-			rc := redis.NewClient(&opt)
-			defer rc.Close()
+			rc, prefix := protoClient(t, proto)
 			ctx := context.Background()
 			keys := []string{prefix + ":a", prefix + ":b\r\n", prefix + ":c", prefix + ":d"}
 			for _, k := range []string{keys[1], keys[3], keys[3]} {
@@ -162,6 +152,18 @@ func FuzzEachRawStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		_ = scripts.EachRawStream(raw, func([]byte) {})
 	})
+}
+
+// protoClient returns a client of the test server speaking RESP proto, and
+// the test's key prefix.
+func protoClient(t *testing.T, proto int) (*redis.Client, string) {
+	c, prefix := redistest.Client(t)
+	opt := *c.Options()
+	opt.Protocol = proto
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	rc := redis.NewClient(&opt)
+	t.Cleanup(func() { _ = rc.Close() })
+	return rc, prefix
 }
 
 func FuzzEachRawEntry(f *testing.F) {
