@@ -27,9 +27,15 @@ local GROUP = 'workers'
 -- with '~').
 local PARKED = '~k:'
 
+-- now_ms returns the server's time in ms, read once per call: a script's
+-- steps all happen at one time (flush_counts buckets by it too).
+local NOW = nil
 local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not NOW then
+    local t = redis.call('TIME')
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return NOW
 end
 
 -- A Lua number given to redis.call is formatted with "%.14g" at every
@@ -72,10 +78,12 @@ local function flush_counts()
   end
   DELTA = {}
   if FINISHED > 0 then
-    local t = redis.call('TIME')
-    local fk = KEYS[13] .. math.floor(tonumber(t[1]) / FINISHED_BUCKET)
-    redis.call('INCRBY', fk, FINISHED)
-    redis.call('PEXPIRE', fk, FINISHED_KEEP)
+    local fk = KEYS[13] .. math.floor(now_ms() / (1000 * FINISHED_BUCKET))
+    -- the bucket's first count sets its expiry (an increment never
+    -- touches it); a later one finds it set
+    if redis.call('INCRBY', fk, FINISHED) == FINISHED then
+      redis.call('PEXPIRE', fk, FINISHED_KEEP)
+    end
     FINISHED = 0
   end
   if #DONE > 0 then
@@ -90,9 +98,12 @@ local function push_ready(id, level)
   redis.call('HSET', KEYS[1] .. id, 'x', x, 'l', level)
 end
 
--- token adds a ready entry for a key of a keyed queue (at most one exists).
+-- token adds a ready entry for a key of a keyed queue (at most one exists);
+-- TOKENS counts the tokens the call added.
+local TOKENS = 0
 local function token(key)
   redis.call('XADD', KEYS[2] .. '0', '*', 'k', key)
+  TOKENS = TOKENS + 1
 end
 
 -- enqueue_keyed appends a task to its key's list, giving the key a token

@@ -136,26 +136,31 @@ local function own(level, n)
 end
 
 if mode == 'read' then
+  -- the memo is the call ID, a space, then the entries taken as JSON: a
+  -- memo of another call is told by its start, without decoding it
   local m = redis.call('GET', memo)
-  if m then
-    local d = cjson.decode(m)
-    if d[1] == call then
-      for _, e in ipairs(d[2]) do take(e[1], e[2], e[3], e[4]) end
-      flush_counts()
-      return out
-    end
+  if m and string.sub(m, 1, #call + 1) == call .. ' ' then
+    for _, e in ipairs(cjson.decode(string.sub(m, #call + 2))) do take(e[1], e[2], e[3], e[4]) end
+    flush_counts()
+    return out
   end
   local n = tonumber(ARGV[6])
   local left = tonumber(ARGV[7 + n])
+  -- a level that gave fewer than its quota has nothing more ready (but a
+  -- key's token added meanwhile): the second pass does not read it again
+  local drained = {}
   for l = 0, n - 1 do
-    left = left - read(l, math.min(tonumber(ARGV[7 + l]), left))
+    local want, tokens = math.min(tonumber(ARGV[7 + l]), left), TOKENS
+    local got = read(l, want)
+    drained[l] = got < want and TOKENS == tokens
+    left = left - got
   end
   for l = 0, n - 1 do
     if left <= 0 then break end
-    left = left - read(l, left)
+    if not drained[l] then left = left - read(l, left) end
   end
   if #taken > 0 then
-    redis.call('SET', memo, cjson.encode({call, taken}), 'PX', 60000)
+    redis.call('SET', memo, call .. ' ' .. cjson.encode(taken), 'PX', 60000)
   elseif m then
     redis.call('DEL', memo)
   end
