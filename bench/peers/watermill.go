@@ -56,7 +56,7 @@ func wmPublish(dial func() *redis.Client, sp bench.Space, cfg bench.Config, goro
 // group, receiving and acknowledging them all, from subscribing to the
 // last acknowledgement.
 func wmSubscribe(dial func() *redis.Client, sp bench.Space, cfg bench.Config, subscribers int) bench.Workload {
-	return bench.Timed(peerWatermill, bench.FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+	return bench.TimedEvents(peerWatermill, cfg.Events, sp.Client(), func(ctx context.Context, span *bench.CPUSpan) (time.Duration, error) {
 		pub, err := wmPublisher(dial)
 		if err != nil {
 			return 0, err
@@ -91,6 +91,9 @@ func wmSubscribe(dial func() *redis.Client, sp bench.Space, cfg bench.Config, su
 			}
 			wg.Wait()
 		}()
+		if err := span.Start(ctx); err != nil {
+			return 0, err
+		}
 		start := time.Now()
 		for i := range subscribers {
 			client := dial() // closing the subscriber closes it
@@ -121,7 +124,8 @@ func wmSubscribe(dial func() *redis.Client, sp bench.Space, cfg bench.Config, su
 		}
 		select {
 		case <-all:
-			return time.Since(start), nil
+			d := time.Since(start)
+			return d, span.Stop(ctx)
 		case <-ctx.Done():
 			return 0, errors.Join(ctx.Err(), fmt.Errorf("%d of %d acknowledged", acked.Load(), cfg.Events))
 		}

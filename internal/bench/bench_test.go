@@ -45,6 +45,8 @@ func TestProcess(t *testing.T) {
 	checkResult(t, r, bench.BenchmarkProcess, bench.VariantLeat, bench.VariantRaw, bench.VariantRawDecode)
 	checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, bench.FigureRate)
 	checkRatio(t, r, bench.VariantLeat, bench.VariantRawDecode, bench.FigureRate)
+	checkCPU(t, r, bench.FigureEventRedisCPU, bench.FigureEventClientCPU, bench.VariantLeat, bench.VariantRaw, bench.VariantRawDecode)
+	checkRatio(t, r, bench.VariantLeat, bench.VariantRawDecode, bench.FigureEventClientCPU)
 	checkClean(t, c)
 }
 
@@ -187,16 +189,7 @@ func TestTasks(t *testing.T) {
 	checkResult(t, r, bench.BenchmarkTasks, c10, c50, bench.VariantRaw)
 	checkRatio(t, r, c10, bench.VariantRaw, bench.FigureTaskRate)
 	checkRatio(t, r, c50, bench.VariantRaw, bench.FigureTaskRate)
-	// What the tasks cost each side's CPU: Redis's, and this process's
-	// (the worker, or the raw loop).
-	for _, name := range []string{c10, c50, bench.VariantRaw} {
-		v := r.Variant(name)
-		for _, fig := range []string{bench.FigureRedisCPU, bench.FigureClientCPU} {
-			if f := v.Figure(fig); f == nil || f.Median <= 0 || f.Median > 10_000 {
-				t.Errorf("%s: %s is %+v, want a positive number of µs", name, fig, f)
-			}
-		}
-	}
+	checkCPU(t, r, bench.FigureRedisCPU, bench.FigureClientCPU, c10, c50, bench.VariantRaw)
 	checkRatio(t, r, c50, bench.VariantRaw, bench.FigureRedisCPU)
 	checkClean(t, c)
 }
@@ -209,6 +202,8 @@ func TestBoth(t *testing.T) {
 	}
 	checkResult(t, r, bench.BenchmarkBoth, bench.VariantLeat, bench.VariantRaw)
 	checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, bench.FigureRate)
+	checkCPU(t, r, bench.FigureEventRedisCPU, bench.FigureEventClientCPU, bench.VariantLeat, bench.VariantRaw)
+	checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, bench.FigureEventRedisCPU)
 	checkClean(t, c)
 }
 
@@ -336,5 +331,20 @@ func TestAOFServerMissing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	if _, err := bench.StartAOFServer(context.Background()); err == nil || !strings.Contains(err.Error(), "redis-server is not in PATH") {
 		t.Errorf("error %v, want redis-server named missing", err)
+	}
+}
+
+// checkCPU checks that r reports, for each variant named, what its tasks or
+// events cost each side's CPU: Redis's (redisFig), and this process's
+// (clientFig: the worker, or the raw loop).
+func checkCPU(t *testing.T, r bench.Result, redisFig, clientFig string, variants ...string) {
+	t.Helper()
+	for _, name := range variants {
+		v := r.Variant(name)
+		for _, fig := range []string{redisFig, clientFig} {
+			if f := v.Figure(fig); f == nil || f.Median <= 0 || f.Median > 10_000 {
+				t.Errorf("%s: %s is %+v, want a positive number of µs", name, fig, f)
+			}
+		}
 	}
 }

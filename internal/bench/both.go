@@ -29,15 +29,19 @@ func Both(ctx context.Context, client redis.UniversalClient, cfg Config) (Result
 	return run(ctx, client, cfg, BenchmarkBoth, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
 		recs := records(cfg.Events, cfg.PayloadBytes)
 		return []Workload{
-			Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return bothLeat(ctx, sp, cfg, recs) }),
-			Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return bothRaw(ctx, sp, cfg, recs) }),
+			TimedEvents(VariantLeat, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
+				return bothLeat(ctx, sp, cfg, recs, span)
+			}),
+			TimedEvents(VariantRaw, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
+				return bothRaw(ctx, sp, cfg, recs, span)
+			}),
 		}, []Pair{{VariantLeat, VariantRaw}}, nil
 	})
 }
 
 // bothLeat starts a worker and a producer together and returns the time
 // until the worker processed the last record.
-func bothLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Duration, error) {
+func bothLeat(ctx context.Context, sp Space, cfg Config, recs []record, span *CPUSpan) (time.Duration, error) {
 	a, err := sp.NewApp(cfg)
 	if err != nil {
 		return 0, err
@@ -56,6 +60,9 @@ func bothLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Du
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
+	if err := span.Start(ctx); err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	worker := spawn(func() error { return a.Run(wctx) })
 	producer := spawn(func() error {
@@ -69,8 +76,9 @@ func bothLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Du
 	select {
 	case <-seen.all:
 		elapsed := time.Since(start)
+		serr := span.Stop(ctx)
 		stop()
-		return elapsed, errors.Join(producer.wait(), worker.wait())
+		return elapsed, errors.Join(serr, producer.wait(), worker.wait())
 	case <-worker.done:
 		stop()
 		err := errors.Join(worker.err, producer.wait(), ctx.Err())
@@ -83,7 +91,7 @@ func bothLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Du
 
 // bothRaw starts a raw producer and a raw consumer together and returns
 // the time until the consumer acknowledged the last record.
-func bothRaw(ctx context.Context, sp Space, cfg Config, recs []record) (time.Duration, error) {
+func bothRaw(ctx context.Context, sp Space, cfg Config, recs []record, span *CPUSpan) (time.Duration, error) {
 	c := sp.client
 	ks := sp.keys()
 	streams := make([]string, 0, 2*cfg.Partitions)
@@ -99,6 +107,9 @@ func bothRaw(ctx context.Context, sp Space, cfg Config, recs []record) (time.Dur
 	}
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
+	if err := span.Start(ctx); err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	producer := spawn(func() error {
 		for i := 0; i < len(recs); i += bothChunk {
@@ -154,6 +165,8 @@ func bothRaw(ctx context.Context, sp Space, cfg Config, recs []record) (time.Dur
 	elapsed := time.Since(start)
 	if err != nil {
 		stop()
+	} else {
+		err = span.Stop(ctx)
 	}
 	return elapsed, errors.Join(err, producer.wait())
 }

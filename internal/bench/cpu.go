@@ -10,13 +10,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Figures of the task benchmark beside its rate: what each task cost the
-// Redis server's CPU and this process's (the worker or the raw loop, both
-// in the benchmark's process), while the tasks ran. On a host where both
-// share the cores, they tell which one bounds the rate.
+// Figures beside a rate: what each task (of the task benchmark) or event
+// (of process and produce+consume) cost the Redis server's CPU and this
+// process's (the worker or the raw loop, both in the benchmark's process),
+// while they ran. On a host where both share the cores, they tell which
+// one bounds the rate.
 const (
-	FigureRedisCPU  = "Redis CPU µs/task"
-	FigureClientCPU = "client CPU µs/task"
+	FigureRedisCPU       = "Redis CPU µs/task"
+	FigureClientCPU      = "client CPU µs/task"
+	FigureEventRedisCPU  = "Redis CPU µs/event"
+	FigureEventClientCPU = "client CPU µs/event"
 )
 
 // CPUSpan measures the CPU time Redis and this process use between Start
@@ -47,10 +50,9 @@ func (s *CPUSpan) Stop(ctx context.Context) error {
 	return nil
 }
 
-// perTask returns the figures of a span for n tasks that ran in d:
-// tasks/s, then Redis's and this process's CPU µs per task (the last is
-// absent where the process's CPU time is not known).
-func (s *CPUSpan) perTask(n int, d time.Duration) []float64 {
+// perItem returns the figures of a span for n tasks or events that ran in
+// d: their rate, then Redis's and this process's CPU µs per item.
+func (s *CPUSpan) perItem(n int, d time.Duration) []float64 {
 	us := func(t time.Duration) float64 { return float64(t.Microseconds()) / float64(max(n, 1)) }
 	return []float64{float64(n) / max(d.Seconds(), 1e-9), us(s.redis), us(s.self)}
 }
@@ -58,13 +60,22 @@ func (s *CPUSpan) perTask(n int, d time.Duration) []float64 {
 // TimedTasks is Timed for n tasks with the CPU figures: run starts the span
 // when the tasks start and stops it when they are done.
 func TimedTasks(name string, n int, c redis.UniversalClient, run func(ctx context.Context, span *CPUSpan) (time.Duration, error)) Workload {
-	return Workload{Name: name, Figures: []string{FigureTaskRate, FigureRedisCPU, FigureClientCPU}, Run: func(ctx context.Context) ([]float64, error) {
+	return timedCPU(name, []string{FigureTaskRate, FigureRedisCPU, FigureClientCPU}, n, c, run)
+}
+
+// TimedEvents is TimedTasks for n events.
+func TimedEvents(name string, n int, c redis.UniversalClient, run func(ctx context.Context, span *CPUSpan) (time.Duration, error)) Workload {
+	return timedCPU(name, []string{FigureRate, FigureEventRedisCPU, FigureEventClientCPU}, n, c, run)
+}
+
+func timedCPU(name string, figures []string, n int, c redis.UniversalClient, run func(ctx context.Context, span *CPUSpan) (time.Duration, error)) Workload {
+	return Workload{Name: name, Figures: figures, Run: func(ctx context.Context) ([]float64, error) {
 		span := &CPUSpan{c: c}
 		d, err := run(ctx, span)
 		if err != nil {
 			return nil, err
 		}
-		return span.perTask(n, d), nil
+		return span.perItem(n, d), nil
 	}}
 }
 

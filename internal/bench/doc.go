@@ -33,6 +33,11 @@
 // against a raw producer that encodes and pipelines 1,000 XADDs per round
 // trip beside the raw+decode consumer.
 //
+// Process, Both and Tasks also report what each event or task cost the
+// server's CPU and this process's (INFO cpu, and the process's user and
+// system time, over the timed part): on a host where Redis and the client
+// share the cores, they tell which side bounds the rate.
+//
 // [Tasks] enqueues Config.Events tasks (untimed), then times running them
 // all, their results stored:
 //
@@ -88,8 +93,8 @@
 // drift of a shared machine favours no variant. A Result holds each
 // variant's figures per round and their medians, and Ratios, the median of
 // one variant divided by the median of another, figure by figure: for a
-// rate, below 1 means leat is slower; for a latency or a size, above 1
-// means leat costs more. Rebalance runs its two events in each round.
+// rate, below 1 means leat is slower; for a latency, a size or a CPU cost,
+// above 1 means leat costs more. Rebalance runs its two events in each round.
 //
 // # Keys and servers
 //

@@ -29,12 +29,14 @@ func Process(ctx context.Context, client redis.UniversalClient, cfg Config) (Res
 	return run(ctx, client, cfg, BenchmarkProcess, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
 		recs := records(cfg.Events, cfg.PayloadBytes)
 		return []Workload{
-			Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) { return processLeat(ctx, sp, cfg, recs) }),
-			Timed(VariantRaw, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
-				return processRaw(ctx, sp, cfg, recs, false)
+			TimedEvents(VariantLeat, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
+				return processLeat(ctx, sp, cfg, recs, span)
 			}),
-			Timed(VariantRawDecode, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
-				return processRaw(ctx, sp, cfg, recs, true)
+			TimedEvents(VariantRaw, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
+				return processRaw(ctx, sp, cfg, recs, false, span)
+			}),
+			TimedEvents(VariantRawDecode, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
+				return processRaw(ctx, sp, cfg, recs, true, span)
 			}),
 		}, []Pair{{VariantLeat, VariantRaw}, {VariantLeat, VariantRawDecode}}, nil
 	})
@@ -92,7 +94,7 @@ func countTo(a *app.App, s *stream.Stream[record], n int, opts ...app.ProcessorO
 	return c, err
 }
 
-func processLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time.Duration, error) {
+func processLeat(ctx context.Context, sp Space, cfg Config, recs []record, span *CPUSpan) (time.Duration, error) {
 	a, s, err := fill(ctx, sp, cfg, recs)
 	if err != nil {
 		return 0, err
@@ -105,17 +107,21 @@ func processLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time
 
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
+	if err := span.Start(ctx); err != nil {
+		return 0, err
+	}
 	ran := make(chan error, 1)
 	start := time.Now()
 	go func() { ran <- a.Run(wctx) }()
 	select {
 	case <-seen.all:
 		elapsed := time.Since(start)
+		serr := span.Stop(ctx)
 		stop()
 		if err := <-ran; err != nil {
 			return 0, fmt.Errorf("worker: %w", err)
 		}
-		return elapsed, nil
+		return elapsed, serr
 	case err := <-ran: // failed, or ctx was cancelled
 		if err == nil {
 			err = ctx.Err()
@@ -132,7 +138,7 @@ func processLeat(ctx context.Context, sp Space, cfg Config, recs []record) (time
 // XREADGROUP over all partitions, then one pipeline of an XACK per
 // partition read. With decode, it also decodes each record. It returns how
 // long the reading took.
-func processRaw(ctx context.Context, sp Space, cfg Config, recs []record, decode bool) (time.Duration, error) {
+func processRaw(ctx context.Context, sp Space, cfg Config, recs []record, decode bool, span *CPUSpan) (time.Duration, error) {
 	a, s, err := fill(ctx, sp, cfg, recs)
 	if err != nil {
 		return 0, err
@@ -152,6 +158,9 @@ func processRaw(ctx context.Context, sp Space, cfg Config, recs []record, decode
 	}
 	args := &redis.XReadGroupArgs{Group: group, Consumer: "c", Streams: streams, Count: readCount, Block: readBlock}
 
+	if err := span.Start(ctx); err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	for got := 0; got < len(recs); {
 		if err := ctx.Err(); err != nil {
@@ -182,7 +191,8 @@ func processRaw(ctx context.Context, sp Space, cfg Config, recs []record, decode
 			return 0, err
 		}
 	}
-	return time.Since(start), nil
+	d := time.Since(start)
+	return d, span.Stop(ctx)
 }
 
 // decodeRecord decodes the record of m as a leat processor would.
@@ -197,8 +207,8 @@ func decodeRecord(m redis.XMessage) error {
 
 // LeatProcess is the leat variant of Process as a workload.
 func LeatProcess(sp Space, cfg Config) Workload {
-	return Timed(VariantLeat, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
-		return processLeat(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes))
+	return TimedEvents(VariantLeat, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
+		return processLeat(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes), span)
 	})
 }
 
@@ -209,7 +219,7 @@ func RawProcess(sp Space, cfg Config, decode bool) Workload {
 	if decode {
 		name = VariantRawDecode
 	}
-	return Timed(name, FigureRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
-		return processRaw(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes), decode)
+	return TimedEvents(name, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
+		return processRaw(ctx, sp, cfg, records(cfg.Events, cfg.PayloadBytes), decode, span)
 	})
 }
