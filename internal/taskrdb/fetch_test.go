@@ -1,0 +1,76 @@
+package taskrdb_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/taskrdb"
+)
+
+// A read call sent again (its reply was lost) hands out the tasks of its
+// first run again, not new ones; a call with another ID reads new tasks.
+func TestFetchCallRunAgain(t *testing.T) {
+	f := newFixture(t)
+	for _, id := range []string{"t1", "t2", "t3"} {
+		f.enqueue(taskrdb.NewTask{ID: id, Payload: []byte(`1`), Retention: time.Hour})
+	}
+	call := taskrdb.NewCall()
+	fetch := func(call string) []string {
+		got, err := taskrdb.Fetch(f.ctx, f.c, f.keys, "w1", taskrdb.Rate{}, call, []int{2}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, g := range got {
+			ids = append(ids, g.ID)
+		}
+		return ids
+	}
+	first := fetch(call)
+	if len(first) != 2 {
+		t.Fatalf("first run took %v, want 2 tasks", first)
+	}
+	if again := fetch(call); len(again) != 2 || again[0] != first[0] || again[1] != first[1] {
+		t.Fatalf("the call run again took %v, want %v", again, first)
+	}
+	if next := fetch(taskrdb.NewCall()); len(next) != 1 || next[0] != "t3" {
+		t.Fatalf("the next call took %v, want [t3]", next)
+	}
+	if n := f.counts()["active"]; n != "3" {
+		t.Fatalf("%s tasks active, want 3 (counts %v)", n, f.counts())
+	}
+}
+
+// A level that gave fewer tasks than its quota has nothing more ready: a
+// read call does not read it a second time to fill its total.
+func TestFetchReadsDrainedLevelOnce(t *testing.T) {
+	p := newPrivateQueue(t)
+	p.enqueue(t, 3)
+	p.run(t, 1) // scripts cached
+	p.resetStats(t)
+	got, err := taskrdb.Fetch(p.ctx, p.c, p.keys, "w1", taskrdb.Rate{}, taskrdb.NewCall(), []int{10}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("took %d tasks, want 2", len(got))
+	}
+	if calls, _ := p.stats(t); calls["xreadgroup"] != 1 {
+		t.Fatalf("%d XREADGROUPs for one level with fewer tasks than asked, want 1 (%v)", calls["xreadgroup"], calls)
+	}
+}
+
+// A key's token that a read adds while it takes tasks (the key's head task
+// was gone, so the token moved to the next one) is read by the same call.
+func TestFetchReadsTokenAddedByRead(t *testing.T) {
+	f := newFixture(t)
+	f.enqueue(taskrdb.NewTask{ID: "t1", Payload: []byte(`1`), Key: "k", Retention: time.Hour},
+		taskrdb.NewTask{ID: "t2", Payload: []byte(`2`), Key: "k", Retention: time.Hour})
+	if err := f.c.Del(f.ctx, f.ks.TaskPrefix("q")+"t1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := f.fetch("w1", 10)
+	if len(got) != 1 || got[0].ID != "t2" {
+		t.Fatalf("took %v, want t2", got)
+	}
+}
