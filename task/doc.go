@@ -161,7 +161,8 @@
 // the dead set also keeps at most its bound of tasks); a unique lock ends
 // with its TTL or its task; a task's updates and log streams expire with
 // its timeout plus retention; a pending webhook delivery leaves once
-// delivered or out of attempts; ready entries are deleted when acknowledged;
-// per-key lists disappear when empty. README.md lists every key with its
+// delivered or out of attempts; acknowledged ready entries are trimmed from
+// their stream once no entry before them is pending (deleted at once while
+// a task has run for over 5s); per-key lists disappear when empty. README.md lists every key with its
 // TTL.
 package task

@@ -127,6 +127,47 @@ local function advance_key(key, id, give)
   end
 end
 
+-- Acknowledged ready entries leave their stream by trimming, not one by
+-- one: XDEL finds an entry by walking its node of the stream from the
+-- start (about 1.7 µs an entry on a busy stream), while XTRIM MINID drops
+-- whole nodes. Every entry before the oldest one pending was delivered and
+-- acknowledged, so the stream is trimmed up to it; with nothing pending,
+-- up to the last entry delivered. A task running long holds trimming back:
+-- while the oldest pending entry is older than TRIM_LAG ms, the entries
+-- acknowledged are deleted as well, so what one long task holds back is at
+-- most TRIM_LAG's worth of finished tasks' entries.
+local TRIM_LAG = 5000
+
+-- id_after returns the smallest entry ID after id.
+local function id_after(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return ms .. '-' .. string.format('%d', tonumber(seq) + 1)
+end
+
+-- trim removes from stream the entries acknowledged before its oldest
+-- pending one; ids are entries just acknowledged, now the call's time.
+local function trim(stream, ids, now)
+  local oldest = redis.call('XPENDING', stream, GROUP, '-', '+', 1)[1]
+  if oldest then
+    if now - tonumber(string.match(oldest[1], '^(%d+)')) > TRIM_LAG then
+      redis.call('XDEL', stream, unpack(ids))
+    end
+    redis.call('XTRIM', stream, 'MINID', oldest[1])
+    return
+  end
+  local groups = redis.call('XINFO', 'GROUPS', stream)
+  for _, g in ipairs(groups) do
+    if g[2] == GROUP then
+      for i = 1, #g - 1, 2 do
+        if g[i] == 'last-delivered-id' then
+          redis.call('XTRIM', stream, 'MINID', id_after(g[i + 1]))
+          return
+        end
+      end
+    end
+  end
+end
+
 local function wake_if_first(id)
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
   if first[1] == id and redis.call('LLEN', KEYS[10]) == 0 then

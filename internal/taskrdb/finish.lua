@@ -1,5 +1,5 @@
--- finish: record the outcomes of tasks a worker ran, acknowledging and
--- deleting their ready entries.
+-- finish: record the outcomes of tasks a worker ran, acknowledging their
+-- ready entries (trim removes them from the stream).
 --
 -- KEYS     the queue's keys (see common.lua)
 -- ARGV[1]  consumer (the worker)
@@ -21,8 +21,8 @@ local consumer, dead_max, dead_age = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3
 local now = now_ms()
 local now_text = tostring(now)
 local out = {}
--- the entries to acknowledge and delete, by level: one XACK and one XDEL
--- per level and call
+-- the entries to acknowledge, by level: one XACK per level and call (see
+-- trim for how they leave the stream)
 local gone, levels = {}, {}
 
 for i = 4, #ARGV, 6 do
@@ -104,8 +104,9 @@ for i = 4, #ARGV, 6 do
   table.insert(out, applied)
 end
 for _, level in ipairs(levels) do
-  redis.call('XACK', KEYS[2] .. level, GROUP, unpack(gone[level]))
-  redis.call('XDEL', KEYS[2] .. level, unpack(gone[level]))
+  local stream, ids = KEYS[2] .. level, gone[level]
+  redis.call('XACK', stream, GROUP, unpack(ids))
+  trim(stream, ids, now)
 end
 flush_counts()
 return out

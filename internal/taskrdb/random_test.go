@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestRandomOperations runs random enqueues, fetches, outcomes (late ones
@@ -66,6 +67,9 @@ func TestRandomOperations(t *testing.T) {
 				t.Fatal(err)
 			}
 			op += fmt.Sprintf(" %s %s by %s entry %s key %q", o.Kind, ru.f.ID, ru.consumer, ru.f.Entry, ru.f.Key)
+			if err := f.checkTrimmed(); err != nil {
+				t.Fatalf("step %d (%s): %v", step, op, err)
+			}
 		case x < 82:
 			op = "reclaim"
 			f.reclaimAll()
@@ -106,9 +110,22 @@ func (f *fixture) check() error {
 			return fmt.Errorf("count of %s is %d, scan %d (counts %v, scan %v)", st, c, states[st], f.counts(), states)
 		}
 	}
+	// A key's tokens are its live entries: not delivered yet, or pending.
+	// (An acknowledged entry stays in the stream until a trim passes it.)
+	stream := f.ks.TaskStream("q", 0)
+	last := "0-0"
+	for _, g := range f.c.XInfoGroups(f.ctx, stream).Val() {
+		if g.Name == taskrdb.Group {
+			last = g.LastDeliveredID
+		}
+	}
+	pending := map[string]bool{}
+	for _, p := range f.c.XPendingExt(f.ctx, &redis.XPendingExtArgs{Stream: stream, Group: taskrdb.Group, Start: "-", End: "+", Count: 100_000}).Val() {
+		pending[p.ID] = true
+	}
 	tokens := map[string]int{}
-	for _, m := range f.c.XRange(f.ctx, f.ks.TaskStream("q", 0), "-", "+").Val() {
-		if k, ok := m.Values["k"].(string); ok {
+	for _, m := range f.c.XRange(f.ctx, stream, "-", "+").Val() {
+		if k, ok := m.Values["k"].(string); ok && (pending[m.ID] || idAfter(m.ID, last)) {
 			tokens[k]++
 		}
 	}
@@ -132,6 +149,42 @@ func (f *fixture) check() error {
 			return fmt.Errorf("key %s: head %s is %s with %d tokens", k, head, st, tokens[k])
 		case st == "retrying" && tokens[k] != 0:
 			return fmt.Errorf("key %s: head %s is retrying with %d tokens", k, head, tokens[k])
+		}
+	}
+	return nil
+}
+
+// idAfter reports whether entry ID a comes after b.
+func idAfter(a, b string) bool {
+	parse := func(id string) (uint64, uint64) {
+		ms, seq, _ := strings.Cut(id, "-")
+		m, _ := strconv.ParseUint(ms, 10, 64)
+		q, _ := strconv.ParseUint(seq, 10, 64)
+		return m, q
+	}
+	am, as := parse(a)
+	bm, bs := parse(b)
+	return am > bm || am == bm && as > bs
+}
+
+// checkTrimmed verifies that the ready stream holds no entry before its
+// oldest pending one (none pending: none delivered), as finish.lua leaves
+// it.
+func (f *fixture) checkTrimmed() error {
+	stream := f.ks.TaskStream("q", 0)
+	first := f.c.XRangeN(f.ctx, stream, "-", "+", 1).Val()
+	if len(first) == 0 {
+		return nil
+	}
+	if p := f.c.XPendingExt(f.ctx, &redis.XPendingExtArgs{Stream: stream, Group: taskrdb.Group, Start: "-", End: "+", Count: 1}).Val(); len(p) > 0 {
+		if idAfter(p[0].ID, first[0].ID) {
+			return fmt.Errorf("entry %s left before the oldest pending %s", first[0].ID, p[0].ID)
+		}
+		return nil
+	}
+	for _, g := range f.c.XInfoGroups(f.ctx, stream).Val() {
+		if g.Name == taskrdb.Group && !idAfter(first[0].ID, g.LastDeliveredID) {
+			return fmt.Errorf("entry %s left, none pending, %s delivered last", first[0].ID, g.LastDeliveredID)
 		}
 	}
 	return nil

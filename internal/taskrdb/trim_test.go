@@ -1,0 +1,75 @@
+package taskrdb_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
+)
+
+func (f *fixture) streamLen() int64 {
+	f.t.Helper()
+	n, err := f.c.XLen(f.ctx, f.ks.TaskStream("q", 0)).Result()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// The entries of finished tasks leave the ready stream by trimming: those
+// behind a task still running stay until it ends, then all go.
+func TestTrimUpToOldestPending(t *testing.T) {
+	f := newFixture(t)
+	for _, id := range []string{"t1", "t2", "t3", "t4", "t5"} {
+		f.enqueue(taskrdb.NewTask{ID: id, Payload: []byte(`1`), Retention: time.Hour})
+	}
+	got := f.fetch("w1", 5)
+	if len(got) != 5 || got[0].ID != "t1" {
+		t.Fatalf("took %v", got)
+	}
+	for _, g := range got[1:] {
+		if st := f.finish("w1", g, taskrdb.OK); st != "succeeded" {
+			t.Fatalf("%s: %q", g.ID, st)
+		}
+	}
+	if n := f.streamLen(); n != 5 {
+		t.Fatalf("%d entries with t1 running, want 5 (t1's, and the four behind it)", n)
+	}
+	f.finish("w1", got[0], taskrdb.OK)
+	if n := f.streamLen(); n != 0 {
+		t.Fatalf("%d entries left with every task finished", n)
+	}
+}
+
+// A task running for long (its entry older than the trim lag) does not hold
+// back the entries of the tasks finished meanwhile: they are deleted.
+func TestTrimPastLongTask(t *testing.T) {
+	f := newFixture(t)
+	// A task whose entry was added long ago (entry IDs are server times).
+	stream := f.ks.TaskStream("q", 0)
+	if err := f.c.XAdd(f.ctx, &redis.XAddArgs{Stream: stream, ID: "1-0", Values: []any{"t", "old"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.HSet(f.ctx, f.ks.TaskPrefix("q")+"old", "s", "pending", "p", "1", "l", "0", "x", "1-0",
+		"a", "0", "r", "0", "to", "0", "ret", "3600000", "u", "", "k", "", "e", "1", "d", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	long := f.fetch("w1", 1)
+	if len(long) != 1 || long[0].ID != "old" {
+		t.Fatalf("took %v", long)
+	}
+	for _, id := range []string{"t1", "t2", "t3"} {
+		f.enqueue(taskrdb.NewTask{ID: id, Payload: []byte(`1`), Retention: time.Hour})
+	}
+	for _, g := range f.fetch("w1", 3) {
+		f.finish("w1", g, taskrdb.OK)
+	}
+	if n := f.streamLen(); n != 1 {
+		t.Fatalf("%d entries with the long task running, want 1 (its own)", n)
+	}
+	f.finish("w1", long[0], taskrdb.OK)
+	if n := f.streamLen(); n != 0 {
+		t.Fatalf("%d entries left with every task finished", n)
+	}
+}
