@@ -8,12 +8,13 @@ import (
 )
 
 // A read call sent again (its reply was lost) hands out the tasks of its
-// first run again, not new ones; a call with another ID reads new tasks.
+// first run again, not new ones (a key of any bytes included); a call with
+// another ID reads new tasks.
 func TestFetchCallRunAgain(t *testing.T) {
 	f := newFixture(t)
-	for _, id := range []string{"t1", "t2", "t3"} {
-		f.enqueue(taskrdb.NewTask{ID: id, Payload: []byte(`1`), Retention: time.Hour})
-	}
+	f.enqueue(taskrdb.NewTask{ID: "t1", Payload: []byte(`1`), Retention: time.Hour},
+		taskrdb.NewTask{ID: "t2", Payload: []byte(`1`), Key: "a,b 2,\n,0,", Retention: time.Hour},
+		taskrdb.NewTask{ID: "t3", Payload: []byte(`1`), Retention: time.Hour})
 	call := taskrdb.NewCall()
 	fetch := func(call string) []string {
 		got, err := taskrdb.Fetch(f.ctx, f.c, f.keys, "w1", taskrdb.Rate{}, call, []int{2}, 2)
