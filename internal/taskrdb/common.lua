@@ -145,9 +145,12 @@ local function id_after(id)
 end
 
 -- trim removes from stream the entries acknowledged before its oldest
--- pending one; ids are entries just acknowledged, now the call's time.
+-- pending one; ids are entries just acknowledged, now the call's time. A
+-- stream or group that is gone (deleted meanwhile) has nothing to trim.
 local function trim(stream, ids, now)
-  local oldest = redis.call('XPENDING', stream, GROUP, '-', '+', 1)[1]
+  local pending = redis.pcall('XPENDING', stream, GROUP, '-', '+', 1)
+  if pending.err then return end
+  local oldest = pending[1]
   if oldest then
     if now - tonumber(string.match(oldest[1], '^(%d+)')) > TRIM_LAG then
       redis.call('XDEL', stream, unpack(ids))
@@ -155,7 +158,8 @@ local function trim(stream, ids, now)
     redis.call('XTRIM', stream, 'MINID', oldest[1])
     return
   end
-  local groups = redis.call('XINFO', 'GROUPS', stream)
+  local groups = redis.pcall('XINFO', 'GROUPS', stream)
+  if groups.err then return end
   for _, g in ipairs(groups) do
     if g[2] == GROUP then
       for i = 1, #g - 1, 2 do

@@ -73,3 +73,33 @@ func TestTrimPastLongTask(t *testing.T) {
 		t.Fatalf("%d entries left with every task finished", n)
 	}
 }
+
+// An outcome is recorded when its ready stream, or the stream's group, was
+// deleted meanwhile: there is nothing to trim.
+func TestFinishWithoutStream(t *testing.T) {
+	for _, gone := range []string{"stream", "group"} {
+		t.Run(gone, func(t *testing.T) {
+			f := newFixture(t)
+			f.enqueue(taskrdb.NewTask{ID: "t1", Payload: []byte(`1`), Retention: time.Hour},
+				taskrdb.NewTask{ID: "t2", Payload: []byte(`1`), Retention: time.Hour})
+			got := f.fetch("w1", 2)
+			if len(got) != 2 {
+				t.Fatalf("took %v", got)
+			}
+			f.finish("w1", got[0], taskrdb.OK) // one still pending
+			stream := f.ks.TaskStream("q", 0)
+			var err error
+			if gone == "stream" {
+				err = f.c.Del(f.ctx, stream).Err()
+			} else {
+				err = f.c.XGroupDestroy(f.ctx, stream, taskrdb.Group).Err()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := f.finish("w1", got[1], taskrdb.OK); st != "succeeded" {
+				t.Fatalf("recorded as %q, want succeeded", st)
+			}
+		})
+	}
+}
