@@ -113,12 +113,7 @@ func (f *fixture) check() error {
 	// A key's tokens are its live entries: not delivered yet, or pending.
 	// (An acknowledged entry stays in the stream until a trim passes it.)
 	stream := f.ks.TaskStream("q", 0)
-	last := "0-0"
-	for _, g := range f.c.XInfoGroups(f.ctx, stream).Val() {
-		if g.Name == taskrdb.Group {
-			last = g.LastDeliveredID
-		}
-	}
+	last := f.lastDelivered(stream)
 	pending := map[string]bool{}
 	for _, p := range f.c.XPendingExt(f.ctx, &redis.XPendingExtArgs{Stream: stream, Group: taskrdb.Group, Start: "-", End: "+", Count: 100_000}).Val() {
 		pending[p.ID] = true
@@ -182,10 +177,19 @@ func (f *fixture) checkTrimmed() error {
 		}
 		return nil
 	}
-	for _, g := range f.c.XInfoGroups(f.ctx, stream).Val() {
-		if g.Name == taskrdb.Group && !idAfter(first[0].ID, g.LastDeliveredID) {
-			return fmt.Errorf("entry %s left, none pending, %s delivered last", first[0].ID, g.LastDeliveredID)
-		}
+	if last := f.lastDelivered(stream); !idAfter(first[0].ID, last) {
+		return fmt.Errorf("entry %s left, none pending, %s delivered last", first[0].ID, last)
 	}
 	return nil
+}
+
+// lastDelivered returns the ID of the last entry of stream delivered to the
+// workers' group ("0-0" for none).
+func (f *fixture) lastDelivered(stream string) string {
+	for _, g := range f.c.XInfoGroups(f.ctx, stream).Val() {
+		if g.Name == taskrdb.Group {
+			return g.LastDeliveredID
+		}
+	}
+	return "0-0"
 }

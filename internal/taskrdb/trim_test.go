@@ -17,6 +17,16 @@ func (f *fixture) streamLen() int64 {
 	return n
 }
 
+// finishLast records the success of the last task running and checks that
+// the ready stream is then empty.
+func (f *fixture) finishLast(last taskrdb.Fetched) {
+	f.t.Helper()
+	f.finish("w1", last, taskrdb.OK)
+	if n := f.streamLen(); n != 0 {
+		f.t.Fatalf("%d entries left with every task finished", n)
+	}
+}
+
 // The entries of finished tasks leave the ready stream by trimming: those
 // behind a task still running stay until it ends, then all go.
 func TestTrimUpToOldestPending(t *testing.T) {
@@ -36,10 +46,7 @@ func TestTrimUpToOldestPending(t *testing.T) {
 	if n := f.streamLen(); n != 5 {
 		t.Fatalf("%d entries with t1 running, want 5 (t1's, and the four behind it)", n)
 	}
-	f.finish("w1", got[0], taskrdb.OK)
-	if n := f.streamLen(); n != 0 {
-		t.Fatalf("%d entries left with every task finished", n)
-	}
+	f.finishLast(got[0])
 }
 
 // A task running for long (its entry older than the trim lag) does not hold
@@ -68,10 +75,7 @@ func TestTrimPastLongTask(t *testing.T) {
 	if n := f.streamLen(); n != 1 {
 		t.Fatalf("%d entries with the long task running, want 1 (its own)", n)
 	}
-	f.finish("w1", long[0], taskrdb.OK)
-	if n := f.streamLen(); n != 0 {
-		t.Fatalf("%d entries left with every task finished", n)
-	}
+	f.finishLast(long[0])
 }
 
 // An outcome is recorded when its ready stream, or the stream's group, was
