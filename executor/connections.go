@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/internal/topology"
@@ -39,18 +38,14 @@ const (
 // Sentinel; nil otherwise: the fetcher then polls), and a function that
 // closes it. Clients of other kinds are used as they are.
 func runtimeClient(c redis.UniversalClient) (redis.UniversalClient, *redis.Client, func()) {
-	off := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	switch c := c.(type) {
 	case *redis.Client:
 		own := ownClient(c)
 		return own, own, func() { _ = own.Close() }
 	case *redis.ClusterClient:
-		opt := *c.Options()
-		// The shared client may update its own notification settings while
-		// connecting: give this client settings of its own (it needs none).
-		opt.MaintNotificationsConfig = off
+		opt := topology.OwnCluster(*c.Options())
 		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = ownConns, 0, ownConns
-		cc := redis.NewClusterClient(&opt)
+		cc := redis.NewClusterClient(opt)
 		topology.Attach(cc) // hooks are not options: follow failovers like c
 		return cc, nil, func() { _ = cc.Close() }
 	}
@@ -68,15 +63,14 @@ func ownClient(c *redis.Client) *redis.Client {
 }
 
 // poolOf returns a client of n connections to the server of c, with
-// go-redis's retries set to retries.
+// go-redis's retries set to retries and leat's settings (topology.Own).
 func poolOf(c *redis.Client, n, retries int) *redis.Client {
-	opt := *c.Options()
+	opt := topology.Own(*c.Options())
 	opt.MaxRetries = retries
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	opt.PoolSize = n
 	opt.MinIdleConns = 0
 	opt.MaxIdleConns = n
-	return redis.NewClient(&opt)
+	return redis.NewClient(opt)
 }
 
 // fetchConn is the fetcher's own connection. Its blocking reads and its

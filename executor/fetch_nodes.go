@@ -7,7 +7,6 @@ import (
 
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Per-node isolation of fetch failures on Redis Cluster. The partitions of
@@ -54,7 +53,7 @@ func roundClient(c redis.UniversalClient) (redis.UniversalClient, func()) {
 	if !ok {
 		return c, func() {}
 	}
-	opt := *cc.Options()
+	opt := topology.OwnCluster(*cc.Options())
 	opt.DialerRetries = 1
 	// Nothing is sent twice: neither a redirected command (the topology
 	// hook reloads the slot map, the next round goes to the new master) nor
@@ -62,8 +61,7 @@ func roundClient(c redis.UniversalClient) (redis.UniversalClient, func()) {
 	// entries: see fetchState.recheck).
 	opt.MaxRedirects, opt.MaxRetries = -1, -1
 	opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = 2, 0, 2
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	rc := redis.NewClusterClient(&opt)
+	rc := redis.NewClusterClient(opt)
 	topology.Attach(rc)
 	return rc, func() { _ = rc.Close() }
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Errors of Acquire and Refresh.
@@ -160,30 +159,27 @@ func Refresh(ctx context.Context, c redis.UniversalClient, locks []*Lock, ttl ti
 	return errs
 }
 
-// Client returns a client for lease commands: a copy of c's settings with
-// ContextTimeoutEnabled and a pool of size connections, so that an attempt
+// Client returns a client for lease commands: a copy of c's settings
+// (topology.Own) with ContextTimeoutEnabled and a pool of size connections, so that an attempt
 // ends at its context's deadline even when the network is frozen with the
 // socket open (go-redis otherwise waits for its read timeout); and a
 // function that closes it. Clients of other kinds are returned as they are.
 func Client(c redis.UniversalClient, size int) (redis.UniversalClient, func()) {
-	off := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	switch c := c.(type) {
 	case *redis.Client:
-		opt := *c.Options()
+		opt := topology.Own(*c.Options())
 		if opt.MaxRetries == 0 {
 			opt.MaxRetries = -1 // none, as c (a client's options hold -1 as 0)
 		}
 		opt.ContextTimeoutEnabled = true
-		opt.MaintNotificationsConfig = off // settings of its own: the original may update its own
 		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = size, 0, size
-		lc := redis.NewClient(&opt)
+		lc := redis.NewClient(opt)
 		return lc, func() { _ = lc.Close() }
 	case *redis.ClusterClient:
-		opt := *c.Options()
+		opt := topology.OwnCluster(*c.Options())
 		opt.ContextTimeoutEnabled = true
-		opt.MaintNotificationsConfig = off
 		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = size, 0, size
-		lc := redis.NewClusterClient(&opt)
+		lc := redis.NewClusterClient(opt)
 		topology.Attach(lc) // hooks are not options: follow failovers like c
 		return lc, func() { _ = lc.Close() }
 	}

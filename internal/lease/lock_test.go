@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestLockIdentityAndFencing(t *testing.T) {
@@ -108,5 +109,21 @@ func TestAcquireSameValueAgain(t *testing.T) {
 	}
 	if err := b.Release(ctx, c); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The lock client ends a command at its context's deadline, has a pool of
+// its own, and has leat's settings (topology.Own: RESP2).
+func TestClientSettings(t *testing.T) {
+	app := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", Protocol: 3, PoolSize: 50})
+	defer app.Close()
+	lc, closeLC := Client(app, 2)
+	defer closeLC()
+	opt := lc.(*redis.Client).Options()
+	if !opt.ContextTimeoutEnabled || opt.PoolSize != 2 || opt.Protocol != 2 {
+		t.Errorf("lock client: context timeouts %v, pool %d, protocol %d: want true, 2, 2", opt.ContextTimeoutEnabled, opt.PoolSize, opt.Protocol)
+	}
+	if o := app.Options(); o.Protocol != 3 || o.PoolSize != 50 || o.ContextTimeoutEnabled {
+		t.Errorf("the application client's settings changed: protocol %d, pool %d, context timeouts %v", o.Protocol, o.PoolSize, o.ContextTimeoutEnabled)
 	}
 }

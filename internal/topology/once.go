@@ -2,7 +2,6 @@ package topology
 
 import (
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // SendOnce returns a client to the servers of c with a pool of conns
@@ -11,24 +10,22 @@ import (
 // what it reads (XREADGROUP ">") would then take other entries, leaving the
 // first ones pending with nobody knowing. The caller sees the error
 // instead, and recovers. A cluster client also follows redirections no
-// more (its slot map is reloaded as c's is, by the hook). Close it with the
-// function returned. Clients of other kinds are returned as they are.
+// more (its slot map is reloaded as c's is, by the hook). It has leat's
+// settings (Own). Close it with the function returned. Clients of other
+// kinds are returned as they are.
 func SendOnce(c redis.UniversalClient, conns int) (redis.UniversalClient, func()) {
-	off := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	switch c := c.(type) {
 	case *redis.Client:
-		opt := *c.Options()
+		opt := Own(*c.Options())
 		opt.MaxRetries = -1
-		opt.MaintNotificationsConfig = off
 		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = conns, 0, conns
-		o := redis.NewClient(&opt)
+		o := redis.NewClient(opt)
 		return o, func() { _ = o.Close() }
 	case *redis.ClusterClient:
-		opt := *c.Options()
+		opt := OwnCluster(*c.Options())
 		opt.MaxRedirects, opt.MaxRetries = -1, -1
-		opt.MaintNotificationsConfig = off
 		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = conns, 0, conns
-		o := redis.NewClusterClient(&opt)
+		o := redis.NewClusterClient(opt)
 		Attach(o)
 		return o, func() { _ = o.Close() }
 	}
