@@ -14,6 +14,7 @@
 -- running a call again never creates a task twice.
 local n = tonumber(ARGV[1])
 local now = now_ms()
+local now_text = tostring(now)
 local out = {}
 for i = 0, n - 1 do
   local b = 2 + i * 12
@@ -30,19 +31,26 @@ for i = 0, n - 1 do
     table.insert(out, 0)
     table.insert(out, existing)
   else
-    local state = 'pending'
-    if run_at > now then state = 'scheduled' end
-    redis.call('HSET', h, 's', state, 'p', payload, 'l', level, 'a', 0, 'r', ARGV[b + 4],
-      'to', ARGV[b + 5], 'ret', ARGV[b + 6], 'u', ukey, 'k', key, 'e', now, 'd', math.max(run_at, now))
+    local state, due = 'pending', now_text
+    if run_at > now then state, due = 'scheduled', ARGV[b + 3] end
+    -- An unkeyed task ready now gets its ready entry first, so that one
+    -- HSET writes the hash with the entry's ID (x), as push_ready would.
+    local x = nil
+    if state == 'pending' and key == '' then x = redis.call('XADD', KEYS[2] .. level, '*', 't', id) end
+    if x then
+      redis.call('HSET', h, 's', state, 'p', payload, 'l', level, 'a', '0', 'r', ARGV[b + 4], 'to', ARGV[b + 5],
+        'ret', ARGV[b + 6], 'u', ukey, 'k', key, 'e', now_text, 'd', due, 'x', x)
+    else
+      redis.call('HSET', h, 's', state, 'p', payload, 'l', level, 'a', '0', 'r', ARGV[b + 4], 'to', ARGV[b + 5],
+        'ret', ARGV[b + 6], 'u', ukey, 'k', key, 'e', now_text, 'd', due)
+    end
     if ARGV[b + 10] ~= '' then redis.call('HSET', h, 'wh', ARGV[b + 10]) end
     if token ~= '' then redis.call('HSET', h, 'n', token) end
     if state == 'scheduled' then
-      redis.call('ZADD', KEYS[3], run_at, id)
+      redis.call('ZADD', KEYS[3], due, id)
       wake_if_first(id)
     elseif key ~= '' then
       enqueue_keyed(id, key)
-    else
-      push_ready(id, level)
     end
     count(nil, state)
     if ukey ~= '' then redis.call('SET', KEYS[7] .. ukey, id, 'PX', uttl) end

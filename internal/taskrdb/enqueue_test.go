@@ -1,6 +1,7 @@
 package taskrdb_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -44,5 +45,47 @@ func TestEnqueueRunAgain(t *testing.T) {
 	}
 	if s, err := f.c.XLen(f.ctx, f.ks.TaskStream("q", 0)).Result(); err != nil || s != 3 {
 		t.Fatalf("ready entries %d (%v), want 3", s, err)
+	}
+}
+
+// A task ready now is written with one HSET, its ready entry's ID
+// included; one scheduled for later gets no entry, and its due time is the
+// run-at given.
+func TestEnqueueWritesHashOnce(t *testing.T) {
+	p := newPrivateQueue(t)
+	p.enqueue(t, 1) // script cached
+	p.resetStats(t)
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	created, _, err := taskrdb.Enqueue(p.ctx, p.c, p.keys, []taskrdb.NewTask{
+		{ID: "ready", Payload: []byte(`1`), Retention: time.Hour},
+		{ID: "later", Payload: []byte(`2`), Retention: time.Hour, RunAt: at},
+	})
+	if err != nil || len(created) != 2 || !created[0] || !created[1] {
+		t.Fatalf("enqueue: %v %v", created, err)
+	}
+	if calls, _ := p.stats(t); calls["hset"] != 2 || calls["xadd"] != 1 {
+		t.Errorf("%d HSETs and %d XADDs for a ready task and a scheduled one, want 2 and 1 (%v)", calls["hset"], calls["xadd"], calls)
+	}
+	ready, err := p.c.HGetAll(p.ctx, p.keys[0]+"ready").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := p.c.XRange(p.ctx, p.keys[1]+"0", "-", "+").Result()
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("ready stream: %v %v", entries, err)
+	}
+	last := entries[len(entries)-1]
+	if ready["s"] != "pending" || ready["x"] != last.ID || ready["l"] != "0" || ready["a"] != "0" || ready["d"] != ready["e"] || last.Values["t"] != "ready" {
+		t.Errorf("ready task's hash %v, last entry %v", ready, last)
+	}
+	later, err := p.c.HGetAll(p.ctx, p.keys[0]+"later").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later["s"] != "scheduled" || later["x"] != "" || later["d"] != strconv.FormatInt(at.UnixMilli(), 10) {
+		t.Errorf("scheduled task's hash %v, want state scheduled, no entry, due %d", later, at.UnixMilli())
+	}
+	if score, err := p.c.ZScore(p.ctx, p.keys[2], "later").Result(); err != nil || int64(score) != at.UnixMilli() {
+		t.Errorf("scheduled set score %v (%v), want %d", score, err, at.UnixMilli())
 	}
 }
