@@ -41,6 +41,8 @@ type core struct {
 
 	regOnce sync.Mutex
 	reg     bool // the definition is in Redis
+
+	joined joined // enqueues sharing round trips (join.go)
 }
 
 // Definition is what the registry in Redis records about a queue, so tools

@@ -1,0 +1,234 @@
+package task_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
+)
+
+// privateQueue declares queue name on an app of a redis-server of the
+// test's own, whose command counts and pauses are the test's alone.
+func privateQueue(t *testing.T, name string) (*task.Queue[job, out], *redis.Client) {
+	t.Helper()
+	c := redistest.Start(t).Client(t)
+	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: "join", Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := task.Declare[job, out](a, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, c
+}
+
+// scriptCalls returns how many script calls the server ran.
+func scriptCalls(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if name != "cmdstat_evalsha" && name != "cmdstat_eval" || !ok {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		v, _ := strconv.Atoi(calls)
+		n += v
+	}
+	return n
+}
+
+// Enqueues made at once from many goroutines share script calls, and each
+// gets its own task's ID, the task holding its own payload.
+func TestConcurrentEnqueuesShareCalls(t *testing.T) {
+	t.Parallel()
+	q, c := privateQueue(t, "joined")
+	ctx := ctxT(t)
+	if _, err := q.Enqueue(ctx, job{N: -1}); err != nil { // registered, scripts loaded
+		t.Fatal(err)
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const goroutines, each = 16, 100
+	ids := make([][]string, goroutines)
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				id, err := q.Enqueue(ctx, job{N: g*each + i})
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids[g] = append(ids[g], id)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	calls := scriptCalls(t, c)
+	if calls >= goroutines*each {
+		t.Errorf("%d script calls for %d enqueues from %d goroutines: none shared", calls, goroutines*each, goroutines)
+	}
+	seen := map[string]bool{}
+	for g := range goroutines {
+		for i, id := range ids[g] {
+			if seen[id] {
+				t.Fatalf("ID %s given to two enqueues", id)
+			}
+			seen[id] = true
+			info, err := q.Info(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got job
+			if err := json.Unmarshal(info.Payload, &got); err != nil || got.N != g*each+i {
+				t.Fatalf("task %s holds %s, want the payload of enqueue %d (%v)", id, info.Payload, g*each+i, err)
+			}
+		}
+	}
+	t.Logf("%d enqueues from %d goroutines in %d script calls", goroutines*each, goroutines, calls)
+}
+
+// Enqueues of one unique key made at once, sharing rounds or not: one
+// creates the task, every other gets its ID and ErrDuplicate.
+func TestConcurrentUniqueEnqueues(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	q, err := task.Declare[job, out](e.app("producer"), "joined-unique")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 32
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids[i], errs[i] = q.Enqueue(ctx, job{N: i}, task.UniqueKey("order-7", time.Hour))
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for i := range n {
+		switch {
+		case errs[i] == nil:
+			created++
+		case !errors.Is(errs[i], task.ErrDuplicate):
+			t.Fatalf("enqueue %d: %v", i, errs[i])
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("enqueue %d got ID %s, enqueue 0 %s: one task for one unique key", i, ids[i], ids[0])
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d enqueues created the task, want 1", created)
+	}
+}
+
+// An enqueue whose context ends while it waits for a round (both rounds
+// under way, held up by CLIENT PAUSE) leaves without its task being
+// written; one whose round was under way returns its context's error, and
+// its task is created when the server answers; the others are answered.
+func TestEnqueueLeavesRoundOnCancel(t *testing.T) {
+	t.Parallel()
+	q, c := privateQueue(t, "joined-cancel")
+	ctx := ctxT(t)
+	if _, err := q.Enqueue(ctx, job{N: -1}); err != nil { // registered, scripts loaded
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "CLIENT", "PAUSE", 20000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Two rounds under way (the most at once), held up by the pause: one
+	// of a patient enqueue, one of an enqueue that gives up.
+	type result struct {
+		id  string
+		err error
+	}
+	patient := make(chan result, 1)
+	go func() {
+		id, err := q.Enqueue(ctx, job{N: 1}, task.ID("patient"))
+		patient <- result{id, err}
+	}()
+	eventually(t, 5*time.Second, "the first enqueue's round held up by the pause", func() bool {
+		return pausedClients(t, c) == 1
+	})
+	short, cancelShort := context.WithCancel(ctx)
+	inFlight := make(chan result, 1)
+	go func() {
+		id, err := q.Enqueue(short, job{N: 2}, task.ID("in-flight"))
+		inFlight <- result{id, err}
+	}()
+	eventually(t, 5*time.Second, "the second enqueue's round held up too", func() bool {
+		return pausedClients(t, c) == 2
+	})
+	// A third waits for a round, and gives up.
+	waitCtx, cancelWait := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelWait()
+	if _, err := q.Enqueue(waitCtx, job{N: 3}, task.ID("waiting")); !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "may have been created") {
+		t.Fatalf("enqueue waiting for a round: %v, want its context's error, nothing written", err)
+	}
+	cancelShort()
+	r := <-inFlight
+	if !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "may have been created") {
+		t.Fatalf("enqueue whose round was under way: %v %v, want its context's error, the task possibly created", r.id, r.err)
+	}
+	if err := c.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-patient; r.err != nil || r.id != "patient" {
+		t.Fatalf("patient enqueue: %q %v", r.id, r.err)
+	}
+	eventually(t, 5*time.Second, "the cancelled in-flight enqueue's task created", func() bool {
+		_, err := q.Info(ctx, "in-flight")
+		return err == nil
+	})
+	if _, err := q.Info(ctx, "waiting"); !errors.Is(err, task.ErrNotFound) {
+		t.Fatalf("the task of the enqueue that left before its round: %v, want ErrNotFound", err)
+	}
+	// The queue goes on joining rounds.
+	if id, err := q.Enqueue(ctx, job{N: 4}, task.ID("after")); err != nil || id != "after" {
+		t.Fatalf("enqueue after: %q %v", id, err)
+	}
+}
+
+// pausedClients returns how many connections hold a script call that a
+// CLIENT PAUSE keeps waiting (CLIENT LIST: blocked, command evalsha).
+func pausedClients(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	list, err := c.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(list, "\n") {
+		if strings.Contains(l, "cmd=evalsha") && strings.Contains(l, "flags=b") {
+			n++
+		}
+	}
+	return n
+}
