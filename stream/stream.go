@@ -102,6 +102,12 @@ func (s *Stream[T]) SendMany(ctx context.Context, records []T) ([]string, error)
 // trip, several round trips in flight for large sends; records of one
 // partition keep their order. On a Redis error part way, the returned slice
 // holds the ID of each record that was sent and "" for the others.
+//
+// Sends of a few records made at once from several goroutines share round
+// trips: while two are under way, the sends that arrive wait and go
+// together on one pipeline when one of those ends, each answered with its
+// own IDs and errors, as alone. A send whose ctx ends while it waits
+// returns ctx's error and sends nothing.
 func (s *Stream[T]) SendMessages(ctx context.Context, msgs []Message[T]) ([]string, error) {
 	entries, err := s.t.EncodeAll(len(msgs), func(i int) (*T, Headers) { return &msgs[i].Record, msgs[i].Headers })
 	if err != nil {

@@ -171,12 +171,10 @@ func Key(key string) EnqueueOption {
 // encode are refused before anything is written.
 //
 // Enqueues of a queue made at once from several goroutines share round
-// trips: while one script call is under way, the enqueues that arrive wait
-// and the next call writes them together (two calls under way at most).
-// Each gets its own task's ID and error, as alone. When ctx ends while the
-// enqueue waits for its call, it returns ctx's error and nothing of it is
-// written; once its call was sent, the error says the task may have been
-// created (as for any call cut short in flight).
+// trips: while two script calls are under way, the enqueues that arrive
+// wait and go together in one call as soon as one of those ends. Each gets
+// its own task's ID and error, as alone. When ctx ends while the enqueue
+// waits, it returns ctx's error and nothing of it is written.
 func (q *Queue[P, R]) Enqueue(ctx context.Context, p P, opts ...EnqueueOption) (string, error) {
 	ids, err := q.EnqueueMany(ctx, []P{p}, opts...)
 	if len(ids) == 1 {

@@ -10,25 +10,27 @@ import (
 )
 
 // Concurrent enqueues of a queue share round trips. An enqueue of a few
-// tasks (joinMax at most) joins the queue's next round: when no round is
-// under way one starts at once, so a lone enqueue costs one script call as
-// before; while one is, the enqueues that arrive meanwhile wait, and the
-// next round writes them all with one script call (enqueueBatch tasks each,
-// pipelined). Many goroutines enqueueing a task each (HTTP handlers, event
-// processors) then cost Redis one call per round instead of one per task.
+// tasks (joinMax at most) made while fewer than joinWriters script calls of
+// such enqueues are under way goes at once, on its caller's goroutine, as
+// it would alone. One made while they are all under way waits, with the
+// others that arrive meanwhile, and the first of those calls to end writes
+// them all with one script call (enqueueBatch tasks each, pipelined; then
+// the next ones, until none waits, on a goroutine of its own). Many
+// goroutines enqueueing a task each (HTTP handlers, event processors) then
+// cost Redis one call per round instead of one per task, and a lone
+// enqueue costs what it did.
 //
 // Each enqueue gets its own tasks' IDs and errors, as if it had run alone:
 // the tasks of a round are independent (a unique key met twice in one makes
 // the second a duplicate, as two enqueues one after the other would). A
-// round runs on a goroutine of its own to its end, whatever its callers'
-// contexts do (a failover is retried as for any enqueue, up to
-// enqueueRetryFor). An enqueue whose context ends while it waits for its
-// round leaves it, unwritten; one whose round has begun returns the
-// context's error, its tasks possibly created, as an enqueue cut short in
-// flight does.
+// round of waiting enqueues runs to its end, whatever their contexts do (a
+// failover is retried as for any enqueue, up to enqueueRetryFor). An
+// enqueue whose context ends while it waits leaves, unwritten; one whose
+// round has begun returns the context's error, its tasks possibly created,
+// as an enqueue cut short in flight does.
 
-// joinWriters is how many rounds may be under way at once: while one is on
-// its round trip, the next gathers the enqueues that arrive and goes.
+// joinWriters is how many script calls of joining enqueues may be under
+// way at once: while one is, the next goes at once.
 const joinWriters = 2
 
 // joinMax is the most tasks an enqueue may have to join others' rounds;
@@ -39,12 +41,12 @@ const joinMax = enqueueBatch
 type joined struct {
 	mu      sync.Mutex
 	pending []*joinedCall
-	writers int // goroutines running rounds (joinWriters at most)
+	writers int // calls under way (joinWriters at most); while all are, enqueues wait
 }
 
 // joinedCall is one enqueue's share of a round.
 type joinedCall struct {
-	ctx       context.Context // the caller's: the round's values (tracing) come from its first call
+	ctx       context.Context // the caller's: a round's values (tracing) come from its first call
 	tasks     []taskrdb.NewTask
 	generated bool
 	ids       []string
@@ -55,21 +57,29 @@ type joinedCall struct {
 // joinEnqueue writes tasks in the queue's next round and returns their IDs
 // (see create).
 func (q *core) joinEnqueue(ctx context.Context, tasks []taskrdb.NewTask, generated bool) ([]string, error) {
+	j := &q.joined
+	j.mu.Lock()
+	if j.writers < joinWriters {
+		// Nothing waits (enqueues wait only while every writer is busy):
+		// go at once, alone, then write what arrived meanwhile.
+		j.writers++
+		j.mu.Unlock()
+		ids, created, err := q.write(ctx, tasks)
+		if q.joinMore() {
+			go q.joinRounds()
+		}
+		if err != nil {
+			return ids, err
+		}
+		return q.outcome(tasks, generated, ids, created)
+	}
 	if err := ctx.Err(); err != nil {
+		j.mu.Unlock()
 		return nil, fmt.Errorf("task queue %q: enqueue: %w", q.name, err)
 	}
 	c := &joinedCall{ctx: ctx, tasks: tasks, generated: generated, done: make(chan struct{})}
-	j := &q.joined
-	j.mu.Lock()
 	j.pending = append(j.pending, c)
-	start := j.writers < joinWriters
-	if start {
-		j.writers++
-	}
 	j.mu.Unlock()
-	if start {
-		go q.joinRounds()
-	}
 	select {
 	case <-c.done:
 		return c.ids, c.err
@@ -104,7 +114,8 @@ func (q *core) joinMore() bool {
 	return false
 }
 
-// joinRounds runs rounds until no enqueue waits.
+// joinRounds writes the waiting enqueues, a round at a time, until none
+// waits.
 func (q *core) joinRounds() {
 	for {
 		q.joinRound()

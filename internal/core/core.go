@@ -30,6 +30,8 @@ type Core struct {
 
 	keysOnce sync.Once
 	partKeys []string // PartitionKey of every partition
+
+	joined joined // sends sharing round trips (join.go)
 }
 
 // Definition returns the stream's definition, with its entry codec once
@@ -116,6 +118,7 @@ const sendLanes = 4
 // returns their IDs in the same order. Entries of one partition are appended
 // in slice order. When it fails part way, the returned slice still has one
 // element per entry: the ID of each entry that was sent, "" for the others.
+// A few entries share round trips with concurrent sends (join.go).
 func (c *Core) SendEntries(ctx context.Context, entries []Entry) ([]string, error) {
 	if len(entries) == 0 {
 		return nil, nil
@@ -128,6 +131,9 @@ func (c *Core) SendEntries(ctx context.Context, entries []Entry) ([]string, erro
 	if err := c.Register(ctx); err != nil {
 		return nil, err
 	}
+	if c.def.WhenFull == FullTrim && len(entries) <= joinMax {
+		return c.joinSend(ctx, entries) // shares round trips with concurrent sends (join.go)
+	}
 	ids := make([]string, len(entries))
 	if c.def.WhenFull != FullTrim {
 		return ids, c.sendGuarded(ctx, entries, ids)
@@ -135,7 +141,7 @@ func (c *Core) SendEntries(ctx context.Context, entries []Entry) ([]string, erro
 	batch := c.catalog.defaults.SendBatch
 	_, cluster := c.catalog.client.(*redis.ClusterClient) // its pipelines fan out by node already
 	if len(entries) <= batch || cluster {
-		return ids, c.sendLane(ctx, entries, nil, ids)
+		return ids, c.sendLane(ctx, entries, nil, ids, nil)
 	}
 	lanes := make([][]int, sendLanes)
 	for i := range entries {
@@ -151,7 +157,7 @@ func (c *Core) SendEntries(ctx context.Context, entries []Entry) ([]string, erro
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[l] = c.sendLane(ctx, entries, idx, ids)
+			errs[l] = c.sendLane(ctx, entries, idx, ids, nil)
 		}()
 	}
 	wg.Wait()
@@ -161,8 +167,10 @@ func (c *Core) SendEntries(ctx context.Context, entries []Entry) ([]string, erro
 // sendLane sends the entries at idx (all of them when idx is nil) in order,
 // a pipeline of SendBatch XADDs at a time, writing their IDs into ids. On a
 // Cluster client, the part of a round trip that failed because of a
-// failover is sent again (see sendRetry) before the next round trip.
-func (c *Core) sendLane(ctx context.Context, entries []Entry, idx []int, ids []string) error {
+// failover is sent again (see sendRetry) before the next round trip. With
+// final, an entry that failed for good has its error there and the others
+// go on (see sendRound).
+func (c *Core) sendLane(ctx context.Context, entries []Entry, idx []int, ids []string, final []error) error {
 	n := len(idx)
 	if idx == nil {
 		n = len(entries)
@@ -182,9 +190,9 @@ func (c *Core) sendLane(ctx context.Context, entries []Entry, idx []int, ids []s
 		for k := start; k < end; k++ {
 			todo = append(todo, at(k))
 		}
-		again, err := c.sendRound(ctx, entries, todo, ids)
+		again, err := c.sendRound(ctx, entries, todo, ids, final)
 		if len(again) > 0 && cluster {
-			err = c.sendRetry(ctx, entries, again, ids, err)
+			err = c.sendRetry(ctx, entries, again, ids, err, final)
 		}
 		if err != nil {
 			return fmt.Errorf("stream %q: send: %w", c.def.Name, err)
@@ -196,8 +204,10 @@ func (c *Core) sendLane(ctx context.Context, entries []Entry, idx []int, ids []s
 // sendRound sends the entries at todo in one pipeline and writes the IDs
 // of those that were added into ids. It returns the entries to send again
 // (see retryable), in order, with the error of the first of them, or, when
-// an entry failed otherwise, no entries and that error.
-func (c *Core) sendRound(ctx context.Context, entries []Entry, todo []int, ids []string) ([]int, error) {
+// an entry failed otherwise, no entries and that error; with final, such an
+// entry's error goes there instead and the round goes on (the entries of
+// joined sends, which fail each on its own).
+func (c *Core) sendRound(ctx context.Context, entries []Entry, todo []int, ids []string, final []error) ([]int, error) {
 	size := strconv.FormatInt(c.def.Size, 10)
 	ec := c.EntryCodec()
 	cmds := make([]*redis.Cmd, len(todo))
@@ -232,6 +242,10 @@ func (c *Core) sendRound(ctx context.Context, entries []Entry, todo []int, ids [
 			continue
 		}
 		if !retryable(cerr) {
+			if final != nil {
+				final[i] = cerr
+				continue
+			}
 			return nil, cerr
 		}
 		if failed == nil {
@@ -261,8 +275,9 @@ const (
 )
 
 // sendRetry sends the entries at again until they are added (see the
-// constants above); err is the error of the round that left them.
-func (c *Core) sendRetry(ctx context.Context, entries []Entry, again []int, ids []string, err error) error {
+// constants above); err is the error of the round that left them. final is
+// sendRound's.
+func (c *Core) sendRetry(ctx context.Context, entries []Entry, again []int, ids []string, err error, final []error) error {
 	wait := sendRetryMin
 	giveUp := time.Now().Add(sendRetryFor)
 	for len(again) > 0 {
@@ -278,7 +293,7 @@ func (c *Core) sendRetry(ctx context.Context, entries []Entry, again []int, ids 
 		case <-t.C:
 		}
 		before := len(again)
-		again, err = c.sendRound(ctx, entries, again, ids)
+		again, err = c.sendRound(ctx, entries, again, ids, final)
 		if len(again) == 0 {
 			return err
 		}
