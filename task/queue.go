@@ -12,6 +12,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rounds"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
@@ -42,7 +43,7 @@ type core struct {
 	regOnce sync.Mutex
 	reg     bool // the definition is in Redis
 
-	joined joined // enqueues sharing round trips (join.go)
+	joined rounds.Group[enqueueWork] // enqueues sharing round trips (join.go)
 }
 
 // Definition is what the registry in Redis records about a queue, so tools

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leatdev/leat/internal/rounds"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
@@ -31,7 +32,7 @@ type Core struct {
 	keysOnce sync.Once
 	partKeys []string // PartitionKey of every partition
 
-	joined joined // sends sharing round trips (join.go)
+	joined rounds.Group[[]Entry] // sends sharing round trips (join.go)
 }
 
 // Definition returns the stream's definition, with its entry codec once
