@@ -21,20 +21,28 @@ func asynqQueue(sp bench.Space) string { return "leat-bench-" + sp.Prefix()[len(
 
 // asynqEnqueue is the workload that times enqueueing cfg.Events tasks with
 // asynq, one Enqueue call each, from the number of goroutines given, each
-// kept as completed with its result for an hour.
+// kept as completed with its result for an hour, with the CPU each side
+// spent per task.
 func asynqEnqueue(dial func() *redis.Client, sp bench.Space, cfg bench.Config, goroutines int) bench.Workload {
-	return bench.Timed(peerAsynq, bench.FigureTaskRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+	return bench.TimedTasks(peerAsynq, cfg.Events, sp.Client(), func(ctx context.Context, span *bench.CPUSpan) (time.Duration, error) {
 		client := dial()
 		defer client.Close()
 		c := asynq.NewClientFromRedisClient(client)
 		defer c.Close()
 		payload := make([]byte, cfg.PayloadBytes)
+		if err := span.Start(ctx); err != nil {
+			return 0, err
+		}
 		start := time.Now()
 		err := bench.Spread(ctx, cfg.Events, goroutines, func(ctx context.Context, i int) error {
 			_, err := c.EnqueueContext(ctx, asynq.NewTask(asynqTaskType, payload), asynq.Queue(asynqQueue(sp)), asynq.Retention(time.Hour))
 			return err
 		})
-		return time.Since(start), err
+		d := time.Since(start)
+		if err != nil {
+			return 0, err
+		}
+		return d, span.Stop(ctx)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,11 +29,21 @@ func TestRun(t *testing.T) {
 	}
 	for _, want := range []string{
 		"machine: ", "Redis ", "go1.", "median of 1",
-		"enqueue     leat/asynq ", "tasks       leat c10/asynq c10 ", "tasks       leat c50/raw ",
+		"enqueue     leat/asynq ",
+		"tasks       leat c10/asynq c10 ", "tasks       leat c50/raw ",
 		"publish     leat/watermill ", "publish     leat/raw ", "subscribe   leat/raw+decode ", "subscribe   leat/watermill ",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// Enqueueing reports each side's CPU per task, for leat and asynq.
+	for _, variant := range []string{"leat", "asynq"} {
+		for _, figure := range []string{"Redis CPU µs/task", "client CPU µs/task"} {
+			re := regexp.MustCompile(`(?m)^enqueue +` + regexp.QuoteMeta(variant) + ` +` + regexp.QuoteMeta(figure) + ` +[0-9.]+$`)
+			if !re.MatchString(out.String()) {
+				t.Errorf("output lacks enqueue %s %s:\n%s", variant, figure, out.String())
+			}
 		}
 	}
 }

@@ -64,9 +64,10 @@ func RawTasks(sp Space, cfg Config) Workload {
 }
 
 // LeatEnqueue is the workload that times enqueueing cfg.Events tasks one
-// Enqueue call each, from the number of goroutines given.
+// Enqueue call each, from the number of goroutines given, with the CPU
+// each side spent per task.
 func LeatEnqueue(sp Space, cfg Config, goroutines int) Workload {
-	return Timed(VariantLeat, FigureTaskRate, cfg.Events, func(ctx context.Context) (time.Duration, error) {
+	return TimedTasks(VariantLeat, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
 		a, err := sp.NewApp(cfg)
 		if err != nil {
 			return 0, err
@@ -77,12 +78,19 @@ func LeatEnqueue(sp Space, cfg Config, goroutines int) Workload {
 			return 0, err
 		}
 		recs := records(cfg.Events, cfg.PayloadBytes)
+		if err := span.Start(ctx); err != nil {
+			return 0, err
+		}
 		start := time.Now()
 		err = Spread(ctx, len(recs), goroutines, func(ctx context.Context, i int) error {
 			_, err := q.Enqueue(ctx, recs[i])
 			return err
 		})
-		return time.Since(start), err
+		d := time.Since(start)
+		if err != nil {
+			return 0, err
+		}
+		return d, span.Stop(ctx)
 	})
 }
 
