@@ -91,7 +91,7 @@ func TestChaos(t *testing.T) {
 	begin := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	prod := newProducer(rand.New(rand.NewPCG(seed, 1)), events, queue)
+	prod := newProducer(seed, events, queue)
 	produced := make(chan struct{})
 	go func() {
 		defer close(produced)
