@@ -37,6 +37,11 @@
 // records whose connection broke after they were written are sent again
 // too, and may then be added twice (delivery is at-least-once).
 //
+// Sends of a few records made at once from many goroutines (request
+// handlers, processors) share round trips: while two are under way, the
+// next ones wait and go together on one pipeline as soon as one of those
+// ends, each answered with its own IDs and errors; a lone send goes at once.
+//
 // # Events
 //
 // A processor (registered with app.Process) receives an [Events] of one

@@ -65,11 +65,7 @@ func (g *Group[T]) Do(ctx context.Context, work T, w Writer[T]) ([]string, error
 		// at once, alone, then write what arrived meanwhile.
 		g.writers++
 		g.mu.Unlock()
-		ids, err := w.Alone(ctx, work)
-		if g.more() {
-			go g.rounds(w)
-		}
-		return ids, err
+		return g.alone(ctx, work, w)
 	}
 	if err := ctx.Err(); err != nil {
 		g.mu.Unlock()
@@ -96,6 +92,19 @@ func (g *Group[T]) Do(ctx context.Context, work T, w Writer[T]) ([]string, error
 	default:
 		return w.Left(work, ctx.Err(), true)
 	}
+}
+
+// alone writes work by itself as one of the group's writers, then hands
+// the calls that arrived meanwhile to a goroutine of their own, or ends the
+// writer; also when Alone panics (a caller that recovers finds the group as
+// it was).
+func (g *Group[T]) alone(ctx context.Context, work T, w Writer[T]) ([]string, error) {
+	defer func() {
+		if g.more() {
+			go g.rounds(w)
+		}
+	}()
+	return w.Alone(ctx, work)
 }
 
 // Waiting returns how many calls wait for a round.

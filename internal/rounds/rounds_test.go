@@ -186,3 +186,28 @@ func TestCallLeavesOnCancel(t *testing.T) {
 		}
 	}
 }
+
+// panicky is a writer whose lone writes panic.
+type panicky struct{ writer }
+
+func (p *panicky) Alone(context.Context, string) ([]string, error) { panic("write failed") }
+
+// A lone call whose write panics leaves the group as it was: a caller that
+// recovers goes on, and so do the calls after it.
+func TestPanicLeavesGroupUsable(t *testing.T) {
+	var g Group[string]
+	p := &panicky{}
+	for range Writers + 1 {
+		func() {
+			defer func() {
+				if r := recover(); r == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			_, _ = g.Do(t.Context(), "x", p)
+		}()
+	}
+	if ids, err := g.Do(t.Context(), "a", &writer{}); err != nil || ids[0] != "id-a" {
+		t.Fatalf("after panics: %v %v", ids, err)
+	}
+}
