@@ -163,9 +163,9 @@ func TestJoinedSendsFailAlone(t *testing.T) {
 		return ch
 	}
 	first := send(ctx, order{ID: 1, Customer: good})
-	eventually(t, "the first send held up by the pause", func() bool { return pausedXADDs(t, c) == 1 })
+	redistest.Eventually(t, 10*time.Second, "the first send held up by the pause", func() bool { return redistest.Blocked(t, c, "xadd") == 1 })
 	second := send(ctx, order{ID: 2, Customer: good})
-	eventually(t, "the second send held up too", func() bool { return pausedXADDs(t, c) == 2 })
+	redistest.Eventually(t, 10*time.Second, "the second send held up too", func() bool { return redistest.Blocked(t, c, "xadd") == 2 })
 	waitCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	if ids, err := orders.Send(waitCtx, order{ID: 3, Customer: good}); !errors.Is(err, context.DeadlineExceeded) || len(ids) != 1 || ids[0] != "" {
@@ -174,9 +174,9 @@ func TestJoinedSendsFailAlone(t *testing.T) {
 	// The failing entry first in the round: an error that stopped the
 	// round there would leave the next send unanswered.
 	failing := send(ctx, order{ID: 4, Customer: bad})
-	eventually(t, "a send waiting for a round", func() bool { return orders.t.Core.JoinWaiting() == 1 })
+	redistest.Eventually(t, 10*time.Second, "a send waiting for a round", func() bool { return orders.t.Core.JoinWaiting() == 1 })
 	joined := send(ctx, order{ID: 5, Customer: good})
-	eventually(t, "two sends waiting for a round", func() bool { return orders.t.Core.JoinWaiting() == 2 })
+	redistest.Eventually(t, 10*time.Second, "two sends waiting for a round", func() bool { return orders.t.Core.JoinWaiting() == 2 })
 	if err := c.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -213,33 +213,4 @@ func mustPartition(t *testing.T, s *Stream[order], customer string) int {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// pausedXADDs returns how many connections hold an XADD that a CLIENT
-// PAUSE keeps waiting (CLIENT LIST: blocked, command xadd).
-func pausedXADDs(t *testing.T, c *redis.Client) int {
-	t.Helper()
-	list, err := c.ClientList(t.Context()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, l := range strings.Split(list, "\n") {
-		if strings.Contains(l, "cmd=xadd") && strings.Contains(l, "flags=b") {
-			n++
-		}
-	}
-	return n
-}
-
-// eventually polls cond until it holds, for at most 10s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }

@@ -174,7 +174,7 @@ func TestEnqueueLeavesRoundOnCancel(t *testing.T) {
 		patient <- result{id, err}
 	}()
 	eventually(t, 5*time.Second, "the first enqueue's round held up by the pause", func() bool {
-		return pausedClients(t, c) == 1
+		return redistest.Blocked(t, c, "evalsha") == 1
 	})
 	second := make(chan result, 1)
 	go func() {
@@ -182,7 +182,7 @@ func TestEnqueueLeavesRoundOnCancel(t *testing.T) {
 		second <- result{id, err}
 	}()
 	eventually(t, 5*time.Second, "the second enqueue's round held up too", func() bool {
-		return pausedClients(t, c) == 2
+		return redistest.Blocked(t, c, "evalsha") == 2
 	})
 	// A third waits for a round, and gives up.
 	waitCtx, cancelWait := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -213,21 +213,4 @@ func TestEnqueueLeavesRoundOnCancel(t *testing.T) {
 	if id, err := q.Enqueue(ctx, job{N: 4}, task.ID("after")); err != nil || id != "after" {
 		t.Fatalf("enqueue after: %q %v", id, err)
 	}
-}
-
-// pausedClients returns how many connections hold a script call that a
-// CLIENT PAUSE keeps waiting (CLIENT LIST: blocked, command evalsha).
-func pausedClients(t *testing.T, c *redis.Client) int {
-	t.Helper()
-	list, err := c.ClientList(t.Context()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, l := range strings.Split(list, "\n") {
-		if strings.Contains(l, "cmd=evalsha") && strings.Contains(l, "flags=b") {
-			n++
-		}
-	}
-	return n
 }
