@@ -104,7 +104,7 @@ func (s *Stream[T]) SendMany(ctx context.Context, records []T) ([]string, error)
 // holds the ID of each record that was sent and "" for the others.
 //
 // Sends of a few records made at once from several goroutines share round
-// trips: while two are under way, the sends that arrive wait and go
+// trips (on streams that trim, not on WhenFull ones): while two are under way, the sends that arrive wait and go
 // together on one pipeline when one of those ends, each answered with its
 // own IDs and errors, as alone. A send whose ctx ends while it waits
 // returns ctx's error and sends nothing.
