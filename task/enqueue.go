@@ -187,7 +187,8 @@ func (q *Queue[P, R]) Enqueue(ctx context.Context, p P, opts ...EnqueueOption) (
 // pipelined round trips (thousands of tasks each), and returns their IDs
 // in order. Every payload is encoded and checked before anything is
 // written. When some were duplicates (Unique), their IDs are the existing
-// tasks' and the error matches ErrDuplicate.
+// tasks' and the error matches ErrDuplicate. A call of up to 256 payloads
+// shares round trips with the queue's concurrent enqueues, as Enqueue does.
 func (q *Queue[P, R]) EnqueueMany(ctx context.Context, ps []P, opts ...EnqueueOption) ([]string, error) {
 	raw := make([][]byte, len(ps))
 	for i, p := range ps {
