@@ -31,12 +31,12 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // privateCatalog returns a catalog on a redis-server of the test's own
 // (its pauses are the test's alone), through a client whose round trips
 // are counted.
-func privateCatalog(t *testing.T) (*Catalog, *redis.Client, *roundTrips) {
+func privateCatalog(t *testing.T, d core.Defaults) (*Catalog, *redis.Client, *roundTrips) {
 	t.Helper()
 	c := redistest.Start(t).Client(t)
 	rt := &roundTrips{}
 	c.AddHook(rt)
-	return NewCatalog(c, keys.New("join", "shop"), core.Defaults{}), c, rt
+	return NewCatalog(c, keys.New("join", "shop"), d), c, rt
 }
 
 // Sends made at once from many goroutines share round trips, each gets its
@@ -44,7 +44,7 @@ func privateCatalog(t *testing.T) (*Catalog, *redis.Client, *roundTrips) {
 // partitions.
 func TestConcurrentSendsShareRoundTrips(t *testing.T) {
 	t.Parallel()
-	cat, c, rt := privateCatalog(t)
+	cat, c, rt := privateCatalog(t, core.Defaults{})
 	ctx := ctxT(t)
 	orders, err := Declare[order](cat, "orders", KeyField("customer"), Partitions(4))
 	if err != nil {
@@ -119,10 +119,20 @@ func TestConcurrentSendsShareRoundTrips(t *testing.T) {
 // way, held up by CLIENT PAUSE) and whose context ends leaves unsent; the
 // sends that wait on go in one round once the server answers, and an entry
 // that fails for good there (its partition's key holds a string) fails its
-// own send only.
+// own send only, whether the round is one pipeline or several (SendBatch
+// 1: the later ones are still sent).
 func TestJoinedSendsFailAlone(t *testing.T) {
 	t.Parallel()
-	cat, c, _ := privateCatalog(t)
+	for _, batch := range []int{0, 1} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			t.Parallel()
+			joinedSendsFailAlone(t, core.Defaults{SendBatch: batch})
+		})
+	}
+}
+
+func joinedSendsFailAlone(t *testing.T, d core.Defaults) {
+	cat, c, _ := privateCatalog(t, d)
 	ctx := ctxT(t)
 	orders, err := Declare[order](cat, "orders", KeyField("customer"), Partitions(16))
 	if err != nil {

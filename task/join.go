@@ -11,8 +11,8 @@ import (
 // Concurrent enqueues of a queue share round trips (package rounds): an
 // enqueue of a few tasks (joinMax at most) made while two such enqueues are
 // under way waits, with the others that arrive meanwhile, and they go
-// together in one script call (enqueueBatch tasks each, pipelined) as soon
-// as one of those ends. Each gets its own tasks' IDs and errors, as if it
+// together, enqueueBatch tasks per script call, as soon as one of those
+// ends. Each gets its own tasks' IDs and errors, as if it
 // had run alone: the tasks of a round are independent (a unique key met
 // twice in one makes the second a duplicate, as two enqueues one after the
 // other would). A failover is retried in a round as for any enqueue, up to
@@ -56,9 +56,25 @@ func (e *enqueuer) Left(_ enqueueWork, err error, begun bool) ([]string, error) 
 	return nil, fmt.Errorf("task queue %q: enqueue: %w", e.name, err)
 }
 
-// Round implements rounds.Writer: the tasks of every enqueue, in order, each
-// answered from its own part.
+// Round implements rounds.Writer: the tasks of the enqueues, in order, one
+// script call for as many whole enqueues as enqueueBatch tasks hold, each
+// answered from its own part. A call that fails fails its own enqueues only
+// (a script call is one step: it fails as a whole).
 func (e *enqueuer) Round(ctx context.Context, calls []*rounds.Call[enqueueWork]) {
+	for len(calls) > 0 {
+		n, size := 1, len(calls[0].Work.tasks)
+		for n < len(calls) && size+len(calls[n].Work.tasks) <= enqueueBatch {
+			size += len(calls[n].Work.tasks)
+			n++
+		}
+		e.write(ctx, calls[:n])
+		calls = calls[n:]
+	}
+}
+
+// write writes the tasks of calls in one script call (enqueueBatch tasks at
+// most, but for a single larger enqueue) and answers each.
+func (e *enqueuer) write(ctx context.Context, calls []*rounds.Call[enqueueWork]) {
 	q := (*core)(e)
 	tasks := calls[0].Work.tasks
 	if len(calls) > 1 {

@@ -206,8 +206,8 @@ func (c *Core) sendLane(ctx context.Context, entries []Entry, idx []int, ids []s
 // of those that were added into ids. It returns the entries to send again
 // (see retryable), in order, with the error of the first of them, or, when
 // an entry failed otherwise, no entries and that error; with final, such an
-// entry's error goes there instead and the round goes on (the entries of
-// joined sends, which fail each on its own).
+// entry's error goes there instead, and the round and the lane go on (the
+// entries of joined sends, which fail each on its own).
 func (c *Core) sendRound(ctx context.Context, entries []Entry, todo []int, ids []string, final []error) ([]int, error) {
 	size := strconv.FormatInt(c.def.Size, 10)
 	ec := c.EntryCodec()
@@ -255,6 +255,11 @@ func (c *Core) sendRound(ctx context.Context, entries []Entry, todo []int, ids [
 		failed[entries[i].Partition] = true
 		again = append(again, i)
 		againErr = cmp.Or(againErr, cerr)
+	}
+	if final != nil {
+		// The pipeline's error is that of its first failed command: one
+		// kept in final does not stop the next round trips of the lane.
+		return again, againErr
 	}
 	return again, cmp.Or(againErr, err)
 }
