@@ -73,7 +73,7 @@ func (e *enqueuer) Round(ctx context.Context, calls []*rounds.Call[enqueueWork])
 }
 
 // write writes the tasks of calls in one script call (enqueueBatch tasks at
-// most, but for a single larger enqueue) and answers each.
+// most: joinMax is no more) and answers each.
 func (e *enqueuer) write(ctx context.Context, calls []*rounds.Call[enqueueWork]) {
 	q := (*core)(e)
 	tasks := calls[0].Work.tasks
