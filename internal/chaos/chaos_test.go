@@ -178,11 +178,11 @@ func TestChaos(t *testing.T) {
 	res := chaos.Check(prod.sends, prod.tasks, log, rd)
 	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d events=%d processed=%d duplicates=%d commits=%d refused=%d abandoned=%d "+
 		"tasks=%d task-runs=%d task-duplicates=%d kills=%d stalls=%d (mid-event %d) freezes=%d starts=%d redis-restarts=%d "+
-		"send-retries=%d drain=%s late-duplicates=%d stale-states=%d lost=%d order-violations=%d fencing-violations=%d tasks-lost=%d",
+		"send-retries=%d drain=%s resent=%d late-duplicates=%d stale-states=%d lost=%d order-violations=%d fencing-violations=%d tasks-lost=%d",
 		seed, d, len(f.all()), res.Events, res.Processed, res.Duplicates, res.Commits, res.Refused, res.Abandoned,
 		res.Tasks, res.TaskRuns, res.TaskDuplicates, in.n.Kills, in.n.Stalls, in.n.MidEvent, in.n.Freezes, in.n.Starts,
 		in.n.RedisRestarts, prod.sendFails, drainTime.Round(time.Millisecond),
-		res.Late, res.State, res.Lost, res.Order, res.Fencing, res.TasksLost)
+		res.Resent, res.Late, res.State, res.Lost, res.Order, res.Fencing, res.TasksLost)
 	t.Log(summary)
 	t.Logf("load average at the end %s", loadavg())
 	for _, n := range res.Notes {

@@ -28,7 +28,8 @@ type Result struct {
 	Commits        int      // entries in the partitions' commit logs
 	Refused        int      // commits refused because the token was superseded (ErrNotOwner)
 	Abandoned      int      // commits given up because the partition's work had ended
-	Late           int      // duplicates handed out after a newer event of their key (allowed by at-least-once)
+	Late           int      // redeliveries handed out after a newer event of their key (allowed by at-least-once)
+	Resent         int      // duplicates that are another entry of their event: the producer sent a batch again after it failed part way
 	State          int      // keys whose committed state is not their last sequence number (after a late duplicate)
 	Tasks          int      // acknowledged enqueues
 	TaskRuns       int      // successful handler runs
@@ -110,11 +111,18 @@ func checkOrder(r *Result, sends Sends, l *Log) {
 			return cmp.Or(cmp.Compare(a.Token, b.Token), cmp.Compare(a.Source, b.Source), cmp.Compare(a.Line, b.Line))
 		})
 		seen := map[int64]bool{}
+		entries := map[int64][]string{} // the entries of each sequence number seen
 		var last int64
 		for _, p := range ps {
+			resent := seen[p.Seq] && !slices.Contains(entries[p.Seq], p.Entry)
+			if !slices.Contains(entries[p.Seq], p.Entry) {
+				entries[p.Seq] = append(entries[p.Seq], p.Entry)
+			}
 			if seen[p.Seq] {
 				r.Duplicates++
-				if p.Seq < last {
+				if resent {
+					r.Resent++
+				} else if p.Seq < last {
 					r.Late++
 					r.note("key %q: %d handed out again (token %d) after %d", key, p.Seq, p.Token, last)
 				}

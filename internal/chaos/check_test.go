@@ -124,6 +124,15 @@ func TestCheckFindsViolations(t *testing.T) {
 			},
 		},
 		{
+			name:   "a batch sent again: another entry of an event, after a newer one, is resent, not late",
+			w1:     cleanW1,
+			w2:     cleanW2 + "E 0 9 a 2 5-0 1\n",
+			failed: nil,
+			check: func(r *chaos.Result) bool {
+				return r.Resent == 1 && r.Late == 0 && r.Duplicates == 2 && len(r.Notes) == 0
+			},
+		},
+		{
 			name:   "the last send's outcome is unknown: committed or not is fine",
 			w1:     cleanW1,
 			w2:     cleanW2 + "E 0 9 a 4 4-0 1\nC 0 9 4 a 4\n",

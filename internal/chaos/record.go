@@ -52,8 +52,9 @@ type Processed struct {
 	Token     int64
 	Key       string
 	Seq       int64
-	Source    int // which file the record came from
-	Line      int // its line number in that file
+	Entry     string // its entry's ID
+	Source    int    // which file the record came from
+	Line      int    // its line number in that file
 }
 
 // Commit is a C record: a fenced commit applied as the N-th of its
@@ -139,7 +140,7 @@ func (l *Log) add(source, lineNo int, line string) error {
 		if !ok || len(f) != 7 {
 			return bad()
 		}
-		l.Processed = append(l.Processed, Processed{Partition: int(v[0]), Token: v[1], Key: f[3], Seq: v[2], Source: source, Line: lineNo})
+		l.Processed = append(l.Processed, Processed{Partition: int(v[0]), Token: v[1], Key: f[3], Seq: v[2], Entry: f[5], Source: source, Line: lineNo})
 	case "C": // C partition token n key seq
 		v, ok := ints(1, 2, 3, 5)
 		if !ok || len(f) != 6 {
