@@ -357,7 +357,8 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 const maxParsed = 1024
 
 // readScripted runs the fenced fetch script of every partition in work in
-// one pipeline (one partition's without one). It returns the reads that failed, and the first error.
+// one pipeline (a single partition's read goes without one). It returns the
+// reads that failed, and the first error.
 func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWork, error) {
 	exec := func() error {
 		var c interface {

@@ -36,3 +36,32 @@ func decode[T any](s *Stream[T], e *core.Entry) (T, error) {
 	err := s.t.DecodeInto(e, &v)
 	return v, err
 }
+
+// stored is an entry of a partition as Redis holds it, with its record.
+type stored struct {
+	Entry  core.Entry
+	Record order
+}
+
+// partitionEntries reads every entry of partition p of s, in stream order,
+// with its decoded record.
+func partitionEntries(t testing.TB, c *redis.Client, s *Stream[order], p int) []stored {
+	t.Helper()
+	msgs, err := c.XRange(context.Background(), s.t.Core.PartitionKey(p), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]stored, 0, len(msgs))
+	for _, m := range msgs {
+		e, err := core.ParseEntry(m.ID, p, s.t.Core.EntryCodec(), m.Values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := decode(s, &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, stored{Entry: e, Record: o})
+	}
+	return out
+}

@@ -85,20 +85,9 @@ func TestConcurrentSendsShareRoundTrips(t *testing.T) {
 	byID := map[string]order{} // by partition and entry ID (IDs are a partition's)
 	last := map[string]int64{}
 	for p := range 4 {
-		msgs, err := c.XRange(ctx, orders.t.Core.PartitionKey(p), "-", "+").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range msgs {
-			e, err := core.ParseEntry(m.ID, p, orders.t.Core.EntryCodec(), m.Values)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o, err := decode(orders, &e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			byID[fmt.Sprint(p, "/", m.ID)] = o
+		for _, s := range partitionEntries(t, c, orders, p) {
+			o := s.Record
+			byID[fmt.Sprint(p, "/", s.Entry.ID)] = o
 			if prev, ok := last[o.Customer]; ok && o.ID <= prev {
 				t.Fatalf("partition %d: %s's record %d after %d", p, o.Customer, o.ID, prev)
 			}
@@ -198,18 +187,9 @@ func joinedSendsFailAlone(t *testing.T, d core.Defaults) {
 	if r := <-failing; r.err == nil || !strings.Contains(r.err.Error(), "WRONGTYPE") || r.ids[0] != "" {
 		t.Fatalf("send to a partition whose key is not a stream: %v %v, want WRONGTYPE", r.ids, r.err)
 	}
-	msgs, err := c.XRange(ctx, orders.t.Core.PartitionKey(mustPartition(t, orders, good)), "-", "+").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var sent []int64
-	for _, m := range msgs {
-		e, err := core.ParseEntry(m.ID, 0, orders.t.Core.EntryCodec(), m.Values)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, _ := decode(orders, &e)
-		sent = append(sent, o.ID)
+	for _, s := range partitionEntries(t, c, orders, mustPartition(t, orders, good)) {
+		sent = append(sent, s.Record.ID)
 	}
 	if fmt.Sprint(sent) != "[1 2 5]" && fmt.Sprint(sent) != "[2 1 5]" {
 		t.Fatalf("records on the good partition: %v, want 1 and 2 (either order), then 5; never 3", sent)

@@ -39,28 +39,17 @@ func TestSendRoutesToPartitions(t *testing.T) {
 			}
 			total := int64(0)
 			for p := range 16 {
-				key := orders.t.Core.PartitionKey(p)
-				msgs, err := c.XRange(ctx, key, "-", "+").Result()
-				if err != nil {
-					t.Fatal(err)
-				}
-				total += int64(len(msgs))
+				entries := partitionEntries(t, c, orders, p)
+				total += int64(len(entries))
 				last := int64(-1)
-				for _, m := range msgs {
-					e, err := core.ParseEntry(m.ID, p, orders.t.Core.EntryCodec(), m.Values)
-					if err != nil {
-						t.Fatal(err)
-					}
-					o, err := decode(orders, &e)
-					if err != nil {
-						t.Fatal(err)
-					}
+				for _, s := range entries {
+					e, o := s.Entry, s.Record
 					want, _ := orders.Partition(o)
 					if want != p || string(e.Key) != o.Customer {
 						t.Fatalf("record %+v (key %q) on partition %d, want %d", o, e.Key, p, want)
 					}
-					if o != recs[o.ID] || ids[o.ID] != m.ID {
-						t.Fatalf("entry %s holds %+v, sent %+v as %s", m.ID, o, recs[o.ID], ids[o.ID])
+					if o != recs[o.ID] || ids[o.ID] != e.ID {
+						t.Fatalf("entry %s holds %+v, sent %+v as %s", e.ID, o, recs[o.ID], ids[o.ID])
 					}
 					if o.ID <= last {
 						t.Fatalf("partition %d out of send order: %d after %d", p, o.ID, last)

@@ -321,11 +321,7 @@ func (q *core) create(ctx context.Context, tasks []taskrdb.NewTask, generated bo
 	if len(tasks) <= joinMax {
 		return q.joinEnqueue(ctx, tasks, generated)
 	}
-	ids, created, err := q.write(ctx, tasks)
-	if err != nil {
-		return ids, err
-	}
-	return q.outcome(tasks, generated, ids, created)
+	return (*enqueuer)(q).Alone(ctx, enqueueWork{tasks, generated})
 }
 
 // write runs enqueue.lua for tasks in pipelined batches and returns, for

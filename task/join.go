@@ -38,7 +38,8 @@ func (q *core) joinEnqueue(ctx context.Context, tasks []taskrdb.NewTask, generat
 	return q.joined.Do(ctx, enqueueWork{tasks, generated}, (*enqueuer)(q))
 }
 
-// Alone implements rounds.Writer: an enqueue by itself.
+// Alone implements rounds.Writer: an enqueue by itself (also one too
+// large to join others, see create).
 func (e *enqueuer) Alone(ctx context.Context, w enqueueWork) ([]string, error) {
 	q := (*core)(e)
 	ids, created, err := q.write(ctx, w.tasks)

@@ -27,18 +27,8 @@ const (
 // wrote is deleted before it returns.
 func Process(ctx context.Context, client redis.UniversalClient, cfg Config) (Result, error) {
 	return run(ctx, client, cfg, BenchmarkProcess, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
-		recs := records(cfg.Events, cfg.PayloadBytes)
-		return []Workload{
-			TimedEvents(VariantLeat, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
-				return processLeat(ctx, sp, cfg, recs, span)
-			}),
-			TimedEvents(VariantRaw, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
-				return processRaw(ctx, sp, cfg, recs, false, span)
-			}),
-			TimedEvents(VariantRawDecode, cfg.Events, sp.client, func(ctx context.Context, span *CPUSpan) (time.Duration, error) {
-				return processRaw(ctx, sp, cfg, recs, true, span)
-			}),
-		}, []Pair{{VariantLeat, VariantRaw}, {VariantLeat, VariantRawDecode}}, nil
+		return []Workload{LeatProcess(sp, cfg), RawProcess(sp, cfg, false), RawProcess(sp, cfg, true)},
+			[]Pair{{VariantLeat, VariantRaw}, {VariantLeat, VariantRawDecode}}, nil
 	})
 }
 
