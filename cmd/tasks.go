@@ -243,6 +243,12 @@ func printCounts(c *cli.Context, a *app.App) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
+	if len(rows) == 0 {
+		// as inspect says of streams: an app name or prefix mistyped shows
+		// here, not as an empty table
+		_, err := fmt.Fprintf(c.App.Writer, "no task queues in the registry of app %q (key prefix %q)\n", a.Name(), a.Config().KeyPrefix)
+		return err
+	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "QUEUE\t")
 	for _, s := range task.States {

@@ -216,3 +216,19 @@ func TestInspectTaskQueues(t *testing.T) {
 	wantFailure(t, run(t, nil, "", s.args("inspect", "queue", "nope")...), 2, `unknown task queue "nope": app "shop" has greet`)
 	wantFailure(t, run(t, nil, "", s.args("inspect", "greet", "x")...), 2, "want STREAM or queue QUEUE")
 }
+
+// "leat tasks" on an app without task queues (a mistyped app name or
+// prefix, say) says so and names what it looked under, rather than printing
+// an empty table; --json prints an empty list.
+func TestTasksWithoutQueues(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	r := run(t, nil, "", s.args("tasks")...)
+	want := fmt.Sprintf("no task queues in the registry of app %q (key prefix %q)\n", "shop", s.keys.Prefix)
+	if r.status != 0 || r.stdout != want {
+		t.Fatalf("tasks: %+v, want stdout %q", r, want)
+	}
+	if r := run(t, nil, "", s.args("tasks", "--json")...); r.status != 0 || r.stdout != "[]\n" {
+		t.Fatalf("tasks --json: %+v", r)
+	}
+}
