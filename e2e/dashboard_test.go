@@ -136,6 +136,18 @@ func TestDashboard(t *testing.T) {
 	waitText(t, b, "#kpi-quarantined .kpi-value", func() string { return "1" })
 	waitTrue(t, b, "the warning of the quarantine", `document.querySelector('#warnings') && document.querySelector('#warnings').innerText.includes('quarantine')`)
 	waitTrue(t, b, "the worker and the leader", `document.querySelector('#ov-workers').innerText.includes('w1') && document.querySelector('#ov-leader').innerText.includes('w1')`)
+	// No overview table is cut off behind a sideways scroll bar, on a
+	// laptop's screen or a wide one: the streams and task-queue tables go
+	// side by side only when both have room for all their columns.
+	for _, width := range []int64{1280, 1440, 1920} {
+		run(t, b, "resize", chromedp.EmulateViewport(width, 900))
+		if cut := eval[[]string](t, b, `[...document.querySelectorAll('#view .table-wrap')]
+			.filter((w) => w.scrollWidth > w.clientWidth + 1)
+			.map((w) => w.parentElement.closest('[id]').id + ' (' + w.scrollWidth + ' of ' + w.clientWidth + ' pixels)')`); len(cut) > 0 {
+			t.Errorf("overview tables that scroll sideways %d pixels wide: %v", width, cut)
+		}
+	}
+	run(t, b, "size back", chromedp.EmulateReset())
 	if v := text(t, b, "#version"); v != "leat v9.9.9-test" {
 		t.Errorf("version %q", v)
 	}

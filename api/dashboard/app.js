@@ -345,7 +345,7 @@ function overviewSkeleton() {
       ${panel('Tasks succeeded / s', '<div class="chart" id="ch-tasks"></div>')}
     </div>
     ${panel('Processors', '<div id="ov-procs"></div>')}
-    <div class="grid2">
+    <div class="grid2 tables">
       ${panel('Streams', '<div id="ov-streams"></div>')}
       ${panel('Task queues', '<div id="ov-queues"></div>')}
     </div>
