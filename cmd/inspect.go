@@ -175,7 +175,7 @@ func writeOverview(w io.Writer, o *inspect.Overview) error {
 			if wk.Leader {
 				leader = "yes"
 			}
-			if len(wk.Executors) == 0 {
+			if len(wk.Executors) == 0 && len(wk.Queues) == 0 {
 				rows = append(rows, []string{orDash(wk.ID), leader, "-", "-", "-", "-", "-"})
 			}
 			for _, e := range wk.Executors {
@@ -187,7 +187,26 @@ func writeOverview(w io.Writer, o *inspect.Overview) error {
 					orDash(fmtInts(e.Partitions)), fmtAge(e.HeartbeatAgeMS), alive})
 			}
 		}
-		table(w, "WORKER\tLEADER\tEXECUTOR\tPROCESSOR\tPARTITIONS\tHEARTBEAT\tALIVE", rows)
+		executors := len(rows) > 0
+		if executors {
+			table(w, "WORKER\tLEADER\tEXECUTOR\tPROCESSOR\tPARTITIONS\tHEARTBEAT\tALIVE", rows)
+		}
+		rows = nil
+		for _, wk := range o.Workers {
+			leader := "no"
+			if wk.Leader {
+				leader = "yes"
+			}
+			for _, q := range wk.Queues {
+				rows = append(rows, []string{wk.ID, leader, q.Queue, fmtInt(q.Running), fmtAge(q.IdleMS), yesNo(q.Alive)})
+			}
+		}
+		if len(rows) > 0 {
+			if executors {
+				fmt.Fprintln(w)
+			}
+			table(w, "TASK WORKER\tLEADER\tQUEUE\tRUNNING\tLAST SEEN\tALIVE", rows)
+		}
 	}
 	writeWarnings(w, o.Warnings)
 	return nil
@@ -312,11 +331,28 @@ func writeQueueReport(w io.Writer, r *inspect.QueueReport) error {
 	}
 	table(w, "LEVEL\tPRIORITY\tWEIGHT\tOLDEST READY\tREADY ID\tDELIVERED\tOLDEST DELIVERED", rows)
 	fmt.Fprintln(w)
+	if len(r.Workers) == 0 {
+		fmt.Fprintln(w, "no workers")
+	} else {
+		rows = nil
+		for _, wk := range r.Workers {
+			rows = append(rows, []string{wk.Worker, fmtInt(wk.Running), fmtAge(wk.IdleMS), yesNo(wk.Alive)})
+		}
+		table(w, "WORKER\tRUNNING\tLAST SEEN\tALIVE", rows)
+	}
+	fmt.Fprintln(w)
 	table(w, "WINDOW\tFINISHED\tSECONDS\tPER SECOND", [][]string{
 		{"last minute", fmtInt(r.Throughput.LastMinute.Finished), fmt.Sprintf("%.1f", r.Throughput.LastMinute.Seconds), fmtRate(r.Throughput.LastMinute)},
 		{"last 5 minutes", fmtInt(r.Throughput.LastFiveMinute.Finished), fmt.Sprintf("%.1f", r.Throughput.LastFiveMinute.Seconds), fmtRate(r.Throughput.LastFiveMinute)},
 	})
 	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func fmtAgePtr(ms *int64) string {

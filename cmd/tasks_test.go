@@ -192,11 +192,18 @@ func TestInspectTaskQueues(t *testing.T) {
 		o.Queues[0].Counts["failed"]+o.Queues[0].Counts["dead"] != 1 {
 		t.Fatalf("queues %+v", o.Queues)
 	}
+	// The worker runs no processor: it is listed for its task queue, alive.
+	if len(o.Workers) != 1 || len(o.Workers[0].Queues) != 1 || o.Workers[0].Queues[0].Queue != "greet" || !o.Workers[0].Queues[0].Alive ||
+		len(o.Workers[0].Executors) != 0 {
+		t.Fatalf("workers %+v: want one, alive on greet", o.Workers)
+	}
+	worker := o.Workers[0].ID
 	r = run(t, nil, "", s.args("inspect")...)
 	if r.status != 0 || !strings.Contains(r.stdout, "QUEUE") || !strings.Contains(r.stdout, "SUCCEEDED") || !strings.Contains(r.stdout, "greet") ||
-		!strings.Contains(r.stdout, "OLDEST READY") {
+		!strings.Contains(r.stdout, "OLDEST READY") || !strings.Contains(r.stdout, worker) || strings.Contains(r.stdout, "EXECUTOR") {
 		t.Fatalf("inspect: %+v", r)
 	}
+	checkAligned(t, r.stdout, "TASK WORKER")
 
 	// inspect queue: the same counts, both tasks finished, nothing waits.
 	r = run(t, nil, "", s.args("inspect", "--json", "queue", "greet")...)
@@ -208,11 +215,16 @@ func TestInspectTaskQueues(t *testing.T) {
 		q.Throughput.LastMinute.Finished != 2 || q.Throughput.LastFiveMinute.Finished != 2 || q.OldestReadyAgeMS != nil {
 		t.Fatalf("queue report %+v", q)
 	}
+	if len(q.Workers) != 1 || q.Workers[0].Worker != worker || !q.Workers[0].Alive || q.Workers[0].Running != 0 {
+		t.Fatalf("queue workers %+v: want %s alive, running nothing", q.Workers, worker)
+	}
 	r = run(t, nil, "", s.args("inspect", "queue", "greet")...)
-	if r.status != 0 || !strings.Contains(r.stdout, "task queue greet of app shop") || !strings.Contains(r.stdout, "last 5 minutes") {
+	if r.status != 0 || !strings.Contains(r.stdout, "task queue greet of app shop") || !strings.Contains(r.stdout, "last 5 minutes") ||
+		!strings.Contains(r.stdout, worker) {
 		t.Fatalf("inspect queue greet: %+v", r)
 	}
 	checkAligned(t, r.stdout, "LEVEL  PRIORITY")
+	checkAligned(t, r.stdout, "WORKER ")
 	wantFailure(t, run(t, nil, "", s.args("inspect", "queue", "nope")...), 2, `unknown task queue "nope": app "shop" has greet`)
 	wantFailure(t, run(t, nil, "", s.args("inspect", "greet", "x")...), 2, "want STREAM or queue QUEUE")
 }

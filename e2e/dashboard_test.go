@@ -136,6 +136,8 @@ func TestDashboard(t *testing.T) {
 	waitText(t, b, "#kpi-quarantined .kpi-value", func() string { return "1" })
 	waitTrue(t, b, "the warning of the quarantine", `document.querySelector('#warnings') && document.querySelector('#warnings').innerText.includes('quarantine')`)
 	waitTrue(t, b, "the worker and the leader", `document.querySelector('#ov-workers').innerText.includes('w1') && document.querySelector('#ov-leader').innerText.includes('w1')`)
+	// The worker's rows: its executor, and the task queue it works for.
+	waitTrue(t, b, "the worker's task queue", `document.querySelector('#ov-workers [data-running="emails"]') && document.querySelector('#ov-workers').innerText.includes('task queue emails')`)
 	// No overview table is cut off behind a sideways scroll bar, on a
 	// laptop's screen or a wide one: the streams and task-queue tables go
 	// side by side only when both have room for all their columns.

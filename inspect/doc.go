@@ -14,8 +14,9 @@
 // processors) commands, whatever the length of the streams.
 //
 // A task queue costs O(priority levels) commands, whatever its number of
-// tasks: HGETALL of its counters of tasks per state, XINFO GROUPS and
-// XPENDING (summary form) per level, then XRANGE from the group's last
+// tasks: HGETALL of its counters of tasks per state, XINFO GROUPS, XPENDING
+// (summary form) and XINFO CONSUMERS (O(workers): its workers, what each
+// runs and when Redis last saw it) per level, then XRANGE from the group's last
 // delivered ID with COUNT 1 (O(log N)) for the oldest ready entry, and one
 // MGET of the finished-task counters (at most 31 keys) that the scripts
 // ending tasks keep per 10-second bucket. All the queues of an app are read

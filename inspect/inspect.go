@@ -33,15 +33,16 @@ const defaultLockExpiry = 10 * time.Second
 
 // Inspector reads the state of one app from Redis. It never writes.
 type Inspector struct {
-	c   redis.UniversalClient
-	k   keys.Space
-	app string
+	c     redis.UniversalClient
+	k     keys.Space
+	app   string
+	alive time.Duration // TaskWorkerAlive; shorter in tests
 }
 
 // New returns an inspector of app, whose keys start with prefix ("" for
 // the default), over c (which it never closes).
 func New(c redis.UniversalClient, prefix, app string) *Inspector {
-	return &Inspector{c: c, k: keys.New(prefix, app), app: app}
+	return &Inspector{c: c, k: keys.New(prefix, app), app: app, alive: TaskWorkerAlive}
 }
 
 // processorDef is what the processor registry records (app.ProcessorDefinition).
@@ -268,18 +269,6 @@ func (i *Inspector) Overview(ctx context.Context) (*Overview, error) {
 		}
 		o.Streams = append(o.Streams, ss)
 	}
-	for _, id := range slices.Sorted(maps.Keys(workers)) {
-		w := workers[id]
-		w.Leader = o.Leader != nil && id != "" && o.Leader.Worker == id
-		slices.SortFunc(w.Executors, func(a, b Executor) int {
-			return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Processor, b.Processor), cmp.Compare(a.ID, b.ID))
-		})
-		o.Workers = append(o.Workers, *w)
-	}
-	if o.Leader != nil && workers[o.Leader.Worker] == nil {
-		// The leader runs no processor: list it all the same.
-		o.Workers = append(o.Workers, Worker{ID: o.Leader.Worker, Leader: true, Executors: []Executor{}})
-	}
 	defs, err := queueDefs(reg.snap)
 	if err != nil {
 		return nil, err
@@ -291,6 +280,31 @@ func (i *Inspector) Overview(ctx context.Context) (*Overview, error) {
 	o.Queues = make([]QueueSummary, len(qs))
 	for k, q := range qs {
 		o.Queues[k] = q.QueueSummary
+		for _, tw := range q.Workers {
+			if workers[tw.Worker] == nil {
+				workers[tw.Worker] = &Worker{ID: tw.Worker}
+			}
+			workers[tw.Worker].Queues = append(workers[tw.Worker].Queues, tw)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(workers)) {
+		w := workers[id]
+		if w.Executors == nil {
+			w.Executors = []Executor{}
+		}
+		if w.Queues == nil {
+			w.Queues = []TaskWorker{}
+		}
+		w.Leader = o.Leader != nil && id != "" && o.Leader.Worker == id
+		slices.SortFunc(w.Executors, func(a, b Executor) int {
+			return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Processor, b.Processor), cmp.Compare(a.ID, b.ID))
+		})
+		o.Workers = append(o.Workers, *w)
+	}
+	if o.Leader != nil && workers[o.Leader.Worker] == nil {
+		// The leader runs no processor and no task queue: list it all the
+		// same.
+		o.Workers = append(o.Workers, Worker{ID: o.Leader.Worker, Leader: true, Executors: []Executor{}, Queues: []TaskWorker{}})
 	}
 	return o, nil
 }

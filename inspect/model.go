@@ -66,6 +66,9 @@ type QueueReport struct {
 	// included); null when none.
 	OldestDeliveredAgeMS *int64       `json:"oldest_delivered_age_ms"`
 	Levels               []QueueLevel `json:"levels"`
+	// Workers are the workers of the queue: those alive and those with
+	// tasks delivered, by worker ID.
+	Workers []TaskWorker `json:"workers"`
 }
 
 // QueueLevel is one priority level of a task queue (its ready stream).
@@ -110,14 +113,42 @@ type ProcessorSummary struct {
 	Quarantined int    `json:"quarantined"` // partitions stopped by the Quarantine or Halt policy
 }
 
-// Worker is one worker and the executors it runs.
+// Worker is one worker, the executors it runs and the task queues it works
+// for.
 type Worker struct {
 	// ID is the worker ID, read from the lock values of the partitions its
-	// executors hold; "" gathers the executors that hold no partition, whose
+	// executors hold and from the consumers of the task queues' ready
+	// streams; "" gathers the executors that hold no partition, whose
 	// worker Redis does not record.
-	ID        string     `json:"id"`
-	Leader    bool       `json:"leader"`
-	Executors []Executor `json:"executors"`
+	ID        string       `json:"id"`
+	Leader    bool         `json:"leader"`
+	Executors []Executor   `json:"executors"`
+	Queues    []TaskWorker `json:"queues"` // the task queues it works for
+}
+
+// TaskWorkerAlive is how recently Redis must have seen a task worker read
+// or claim on a queue's ready streams for it to count as alive: a worker's
+// fetchers read at least every half second while it has free slots, and it
+// claims its running tasks' entries again at least every second.
+const TaskWorkerAlive = 5 * time.Second
+
+// TaskWorker is one worker of a task queue, as the consumer of its name in
+// the queue's ready streams. A worker that stopped is listed while it is
+// alive or has tasks delivered, then no more (the leader deletes its
+// consumers after 10 idle minutes with nothing pending).
+type TaskWorker struct {
+	Worker string `json:"worker"`
+	Queue  string `json:"queue"`
+	// Running is the number of ready entries delivered to it and not
+	// acknowledged: the tasks it runs, or those it took before it died
+	// (reclaimed by the leader after the visibility timeout).
+	Running int64 `json:"running"`
+	// Alive reports whether Redis saw it read or claim within
+	// TaskWorkerAlive.
+	Alive bool `json:"alive"`
+	// IdleMS is the time since Redis last saw it read or claim, on any
+	// level, in milliseconds.
+	IdleMS int64 `json:"idle_ms"`
 }
 
 // Executor is one processor's executor on a worker.

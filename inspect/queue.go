@@ -146,6 +146,7 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 			}
 		}
 		r.Throughput = Throughput{LastMinute: rate(last, now.Sub(start1)), LastFiveMinute: rate(all, now.Sub(start5))}
+		r.Workers = taskWorkers(d.Name, st.Levels, i.alive)
 		for l, ld := range d.Levels {
 			s := st.Levels[l]
 			ql := QueueLevel{Level: l, Name: ld.Name, Weight: ld.Weight, OldestReadyID: s.OldestReadyID,
@@ -160,6 +161,32 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 		out[j] = r
 	}
 	return out, nil
+}
+
+// taskWorkers returns the workers of queue from the consumers of its ready
+// streams: those seen within alive, and those with entries delivered.
+func taskWorkers(queue string, levels []rdb.QueueLevel, alive time.Duration) []TaskWorker {
+	byName := map[string]*TaskWorker{}
+	for _, l := range levels {
+		for _, c := range l.Consumers {
+			w := byName[c.Name]
+			if w == nil {
+				w = &TaskWorker{Worker: c.Name, Queue: queue, IdleMS: c.Idle.Milliseconds()}
+				byName[c.Name] = w
+			}
+			w.Running += c.Pending
+			w.IdleMS = min(w.IdleMS, c.Idle.Milliseconds())
+		}
+	}
+	out := []TaskWorker{}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		w := byName[name]
+		w.Alive = time.Duration(w.IdleMS)*time.Millisecond < alive
+		if w.Alive || w.Running > 0 {
+			out = append(out, *w)
+		}
+	}
+	return out
 }
 
 // taskStates are the states of a task (task.States), each a key of

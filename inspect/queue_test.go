@@ -14,20 +14,29 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A task queue run through its scripts: the report's counts, ages and
-// throughput are what Redis holds.
-func TestQueueFigures(t *testing.T) {
-	t.Parallel()
-	c, prefix := redistest.Client(t)
+// mailQueue registers the task queue "mail" of app "shop" (two strict
+// priority levels, high and low) with its ready streams, and returns the
+// app's key space and the queue's script keys.
+func mailQueue(t *testing.T, c *redis.Client, prefix string) (keys.Space, []string) {
+	t.Helper()
 	ctx := context.Background()
 	k := keys.New(prefix, "shop")
-	ks := taskrdb.Keys(k, "mail")
 	c.HSet(ctx, k.TaskQueues(), "mail", `{"name":"mail","levels":[{"Name":"high","Weight":1},{"Name":"low","Weight":1}],"strict":true,"concurrency":4}`)
 	for l := range 2 {
 		if err := c.XGroupCreateMkStream(ctx, k.TaskStream("mail", l), taskrdb.Group, "0").Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return k, taskrdb.Keys(k, "mail")
+}
+
+// A task queue run through its scripts: the report's counts, ages and
+// throughput are what Redis holds.
+func TestQueueFigures(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	k, ks := mailQueue(t, c, prefix)
 	in := inspect.New(c, prefix, "shop")
 	r, err := in.Queue(ctx, "mail")
 	if err != nil {
@@ -137,5 +146,80 @@ func TestQueueFigures(t *testing.T) {
 	}
 	if _, err := in.Queue(ctx, "nope"); !errors.Is(err, inspect.ErrUnknownQueue) {
 		t.Errorf("unknown queue: %v", err)
+	}
+}
+
+// The workers of a task queue are the consumers of its ready streams: each
+// with the tasks delivered to it, alive while Redis saw it read or claim
+// within TaskWorkerAlive; one that stopped is listed while it has tasks
+// delivered (to be reclaimed), then no more. The overview lists them with
+// their worker, merged with its executors, the leader marked.
+func TestQueueWorkers(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	k, ks := mailQueue(t, c, prefix)
+	c.Set(ctx, k.Leader(), "7 B", 0)
+	var tasks []taskrdb.NewTask
+	for i := range 4 {
+		tasks = append(tasks, taskrdb.NewTask{ID: "t" + strconv.Itoa(i), Payload: []byte(`1`), Level: i % 2, Retention: time.Hour})
+	}
+	if _, _, err := taskrdb.Enqueue(ctx, c, ks, tasks); err != nil {
+		t.Fatal(err)
+	}
+	// A runs two tasks, one per level; B ran one and is idle.
+	a, err := taskrdb.Fetch(ctx, c, ks, "A", taskrdb.Rate{}, taskrdb.NewCall(), []int{1, 1}, 2)
+	if err != nil || len(a) != 2 {
+		t.Fatal(a, err)
+	}
+	b, err := taskrdb.Fetch(ctx, c, ks, "B", taskrdb.Rate{}, taskrdb.NewCall(), []int{1, 0}, 1)
+	if err != nil || len(b) != 1 {
+		t.Fatal(b, err)
+	}
+	if err := taskrdb.FinishCmd(ctx, c, ks, "B", 100, time.Hour, []taskrdb.Outcome{{ID: b[0].ID, Entry: b[0].Entry, Kind: taskrdb.OK}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	in := inspect.New(c, prefix, "shop")
+	const alive = time.Second
+	inspect.SetTaskWorkerAlive(in, alive)
+	r, err := in.Queue(ctx, "mail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Workers) != 2 {
+		t.Fatalf("workers %+v, want A and B", r.Workers)
+	}
+	wa, wb := r.Workers[0], r.Workers[1]
+	if wa.Worker != "A" || wa.Queue != "mail" || wa.Running != 2 || !wa.Alive || wa.IdleMS >= alive.Milliseconds() ||
+		wb.Worker != "B" || wb.Running != 0 || !wb.Alive {
+		t.Fatalf("workers %+v: want A running 2 and B none, both alive", r.Workers)
+	}
+	o, err := in.Overview(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Workers) != 2 || o.Workers[0].ID != "A" || o.Workers[0].Leader || len(o.Workers[0].Queues) != 1 || o.Workers[0].Queues[0].Running != 2 ||
+		o.Workers[1].ID != "B" || !o.Workers[1].Leader || len(o.Workers[1].Queues) != 1 || o.Workers[0].Executors == nil {
+		t.Fatalf("overview workers %+v: want A (2 running) and B (the leader)", o.Workers)
+	}
+
+	// Both stop: A with its tasks still delivered (a crash), B with none.
+	redistest.Eventually(t, 10*time.Second, "A no longer alive", func() bool {
+		r, err = in.Queue(ctx, "mail")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(r.Workers) > 0 && !r.Workers[0].Alive
+	})
+	if len(r.Workers) != 1 || r.Workers[0].Worker != "A" || r.Workers[0].Running != 2 || r.Workers[0].IdleMS < alive.Milliseconds() {
+		t.Fatalf("workers %+v: want A alone, not alive, with its 2 tasks", r.Workers)
+	}
+	// The leader is listed all the same, with no queue.
+	if o, err = in.Overview(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Workers) != 2 || o.Workers[1].ID != "B" || !o.Workers[1].Leader || o.Workers[1].Queues == nil || len(o.Workers[1].Queues) != 0 {
+		t.Fatalf("overview workers %+v: want A, then the leader B with no queue", o.Workers)
 	}
 }

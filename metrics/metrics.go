@@ -252,6 +252,9 @@ var (
 		"Age of the queue's oldest ready entry no worker took yet, over its priority levels; 0 when none.", []string{"queue"}, nil)
 	queueDeliveredAgeDesc = prometheus.NewDesc("leat_task_queue_oldest_delivered_age_seconds",
 		"Age of the queue's oldest entry delivered to a worker and not acknowledged (XPENDING summary); 0 when none.", []string{"queue"}, nil)
+	queueWorkersDesc = prometheus.NewDesc("leat_task_queue_workers",
+		"Workers of the queue that Redis saw read or claim within the last 5 seconds (inspect.TaskWorkerAlive); 0: nobody runs its tasks.",
+		[]string{"queue"}, nil)
 	queueThroughputDesc = prometheus.NewDesc("leat_task_queue_finished_per_second",
 		"Tasks of the queue that reached a final state per second, over the last minute or 5 minutes (window 1m, 5m).",
 		[]string{"queue", "window"}, nil)
@@ -260,7 +263,7 @@ var (
 // Describe implements prometheus.Collector.
 func (g *gatherer) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{lagDesc, pendingDesc, oldestDesc, quarantinedDesc, lengthDesc, sizeDesc, errorsDesc,
-		queueTasksDesc, queueReadyAgeDesc, queueDeliveredAgeDesc, queueThroughputDesc} {
+		queueTasksDesc, queueReadyAgeDesc, queueDeliveredAgeDesc, queueWorkersDesc, queueThroughputDesc} {
 		ch <- d
 	}
 }
@@ -280,6 +283,13 @@ func (g *gatherer) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(queueReadyAgeDesc, prometheus.GaugeValue, seconds(q.OldestReadyAgeMS), q.Name)
 		ch <- prometheus.MustNewConstMetric(queueDeliveredAgeDesc, prometheus.GaugeValue, seconds(q.OldestDeliveredAgeMS), q.Name)
+		alive := 0
+		for _, w := range q.Workers {
+			if w.Alive {
+				alive++
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(queueWorkersDesc, prometheus.GaugeValue, float64(alive), q.Name)
 		ch <- prometheus.MustNewConstMetric(queueThroughputDesc, prometheus.GaugeValue, q.Throughput.LastMinute.PerSecond, q.Name, "1m")
 		ch <- prometheus.MustNewConstMetric(queueThroughputDesc, prometheus.GaugeValue, q.Throughput.LastFiveMinute.PerSecond, q.Name, "5m")
 	}

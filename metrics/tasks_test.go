@@ -114,6 +114,8 @@ func TestTaskMetrics(t *testing.T) {
 		{"leat_task_queue_tasks", []string{`queue="jobs"`, `state="pending"`}, 0},
 		{"leat_task_queue_tasks", []string{`queue="idle"`, `state="pending"`}, 1},
 		{"leat_task_queue_oldest_ready_age_seconds", []string{`queue="jobs"`}, 0},
+		{"leat_task_queue_workers", []string{`queue="jobs"`}, 1},
+		{"leat_task_queue_workers", []string{`queue="idle"`}, 0},
 		{"leat_gather_errors_total", nil, 0},
 	}
 	for _, ck := range checks {

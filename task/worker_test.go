@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/inspect"
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/task"
 )
 
@@ -311,5 +314,53 @@ func TestConcurrencyBoundQuickTasks(t *testing.T) {
 		if runs[i] != 1 {
 			t.Fatalf("task %d ran %d times", i, runs[i])
 		}
+	}
+}
+
+// A worker whose every slot runs a long task reads nothing, yet Redis sees
+// it at least every second: it claims its running tasks' entries again,
+// which keeps the reclaimer off them. So inspect counts it alive
+// (inspect.TaskWorkerAlive) however long its tasks run.
+func TestBusyWorkerStaysSeen(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	q, err := task.Handle(a, "busy", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return out{}, nil
+	}, task.Concurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer close(release)
+	e.run(a)
+	if _, err := q.Enqueue(ctx, job{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the task never started")
+	}
+	stream := keys.New(e.prefix, "shop").TaskStream("busy", 0)
+	in := inspect.New(e.client, e.prefix, "shop")
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		cs, err := e.client.XInfoConsumers(ctx, stream, taskrdb.Group).Result()
+		if err != nil || len(cs) != 1 || cs[0].Name != "w1" || cs[0].Pending != 1 {
+			t.Fatalf("consumers %+v (%v): want w1 with its task", cs, err)
+		}
+		if cs[0].Idle > inspect.TaskWorkerAlive/2 {
+			t.Fatalf("w1 unseen for %s while its task runs", cs[0].Idle)
+		}
+	}
+	r, err := in.Queue(ctx, "busy")
+	if err != nil || len(r.Workers) != 1 || !r.Workers[0].Alive || r.Workers[0].Running != 1 {
+		t.Fatalf("inspect: %+v %v: want w1 alive, running 1", r, err)
 	}
 }

@@ -413,16 +413,24 @@ function renderOverview() {
   $('#ov-leader').innerHTML = ov.leader ? `leader <b>${esc(ov.leader.worker)}</b> · term <span class="num">${esc(ov.leader.term)}</span>` : 'no leader';
   const rows = [];
   for (const w of ov.workers) {
-    w.executors.forEach((e, i) => {
-      rows.push(`<tr>
-        ${i === 0 ? `<td rowspan="${w.executors.length}" class="worker-cell"><span class="swatch" style="background:${workerColour(w.id)}"></span>${w.id ? esc(w.id) : '<span class="muted">(holds no partition)</span>'}${w.leader ? ' <span class="badge lead">leader</span>' : ''}</td>` : ''}
-        <td>${esc(e.stream)} / ${esc(e.processor)}</td>
+    // a row per executor and per task queue the worker runs
+    const runs = [
+      ...w.executors.map((e) => `<td>${esc(e.stream)} / ${esc(e.processor)}</td>
         <td class="mono muted" title="${esc(e.id)}">${esc(short(e.id))}</td>
         <td class="r num">${fmt(e.partitions.length)}</td>
         <td>${partList(e.partitions)}</td>
         <td class="r num ${e.alive ? '' : 'bad-text'}">${fmtAge(e.heartbeat_age_ms)}</td>
-        <td>${e.alive ? '<span class="badge ok">alive</span>' : '<span class="badge bad">expired</span>'}</td></tr>`);
-    });
+        <td>${e.alive ? '<span class="badge ok">alive</span>' : '<span class="badge bad">expired</span>'}</td>`),
+      ...(w.queues || []).map((q) => `<td>task queue <a href="#/queue/${enc(q.queue)}">${esc(q.queue)}</a></td>
+        <td class="muted">–</td>
+        <td class="r num"></td>
+        <td class="muted" data-running="${esc(q.queue)}">${fmt(q.running)} running</td>
+        <td class="r num ${q.alive ? '' : 'bad-text'}">${fmtAge(q.idle_ms)}</td>
+        <td>${q.alive ? '<span class="badge ok">alive</span>' : '<span class="badge bad">not seen</span>'}</td>`),
+    ];
+    runs.forEach((cells, i) => rows.push(`<tr>
+        ${i === 0 ? `<td rowspan="${runs.length}" class="worker-cell"><span class="swatch" style="background:${workerColour(w.id)}"></span>${w.id ? esc(w.id) : '<span class="muted">(holds no partition)</span>'}${w.leader ? ' <span class="badge lead">leader</span>' : ''}</td>` : ''}
+        ${cells}</tr>`));
   }
   $('#ov-workers').innerHTML = table(
     [['Worker', ''], ['Runs', ''], ['Executor', ''], ['Partitions', 'r'], ['', ''], ['Heartbeat', 'r'], ['', '']],

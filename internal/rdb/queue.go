@@ -36,19 +36,25 @@ type QueueLevel struct {
 	// (XRANGE (LAST + COUNT 1): the oldest entry no worker took yet; ""
 	// when none waits.
 	OldestReadyID string
+	// Consumers are the group's consumers on this stream, the workers that
+	// read it (XINFO CONSUMERS): entries pending with each, and how long
+	// since Redis last saw it read or claim there.
+	Consumers []redis.XInfoConsumer
 }
 
 // Queues reads the state of task queues in two pipelined round trips: first
-// HGETALL of the counts, XINFO GROUPS and XPENDING (summary form) of each
-// ready stream and MGET of the finished-task counters; then XRANGE with
-// COUNT 1 from each stream's last delivered ID. Every command is O(1) or
-// O(log N) per key but MGET, O(counters); nothing scans. A missing stream
-// or group reads as empty.
+// HGETALL of the counts, XINFO GROUPS, XPENDING (summary form) and XINFO
+// CONSUMERS of each ready stream and MGET of the finished-task counters;
+// then XRANGE with COUNT 1 from each stream's last delivered ID. Every
+// command is O(1) or O(log N) per key but MGET, O(counters), and XINFO
+// CONSUMERS, O(workers); nothing scans. A missing stream or group reads as
+// empty.
 func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]QueueState, error) {
 	type level struct {
-		groups  *redis.Cmd
-		pending *redis.XPendingCmd
-		first   *redis.XMessageSliceCmd
+		groups    *redis.Cmd
+		pending   *redis.XPendingCmd
+		consumers *redis.XInfoConsumersCmd
+		first     *redis.XMessageSliceCmd
 	}
 	pipe := c.Pipeline()
 	counts := make([]*redis.MapStringStringCmd, len(qs))
@@ -63,6 +69,7 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 		for l, k := range q.Levels {
 			levels[i][l].groups = pipe.Do(ctx, "XINFO", "GROUPS", k)
 			levels[i][l].pending = pipe.XPending(ctx, k, q.Group)
+			levels[i][l].consumers = pipe.XInfoConsumers(ctx, k, q.Group)
 		}
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command
@@ -114,6 +121,13 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 				st.Levels[l].Delivered, st.Levels[l].OldestDeliveredID = p.Count, p.Lower
 			case !IsNoGroup(err) && !IsNoKey(err) && !errors.Is(err, redis.Nil):
 				return nil, fmt.Errorf("XPENDING %s %s: %w", k, q.Group, err)
+			}
+			cs, err := levels[i][l].consumers.Result()
+			switch {
+			case err == nil:
+				st.Levels[l].Consumers = cs
+			case !IsNoGroup(err) && !IsNoKey(err):
+				return nil, fmt.Errorf("XINFO CONSUMERS %s %s: %w", k, q.Group, err)
 			}
 			levels[i][l].first = pipe.XRangeN(ctx, k, start, "+", 1)
 			firsts++
