@@ -103,7 +103,8 @@ progress {"done":2,"of":2}
 partial {"word":"be"}
 result {"words":2,"counts":{"to":1,"be":1}}
 `
-	if r.status != 0 || r.stdout != want || !strings.Contains(r.stderr, "counted 2 words") {
+	// The handler's stderr line is logged with its task.
+	if r.status != 0 || r.stdout != want || !strings.Contains(r.stderr, "counted 2 words") || !strings.Contains(r.stderr, "task=local") {
 		t.Fatalf("%+v", r)
 	}
 	r = run(t, nil, "", "worker", "--exec", pyHandler, "--test-input", `{"nope":1}`)

@@ -544,10 +544,14 @@ func (c *child) readStderr(r io.Reader) {
 		line, _, err := readLine(br, 64<<10)
 		if len(line) > 0 {
 			text := string(bytes.TrimRight(line, "\r"))
-			log.Info("handler: "+text, "task", c.taskID())
 			c.mu.Lock()
 			last := c.last
 			c.mu.Unlock()
+			id := ""
+			if last != nil {
+				id = last.id
+			}
+			log.Info("handler: "+text, "task", id) // the task whose log keeps the line
 			if last != nil && last.log != nil {
 				last.log(text)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -377,3 +378,30 @@ func TestGoHandlerUpdates(t *testing.T) {
 		}
 	}
 }
+
+// A line a handler process writes to stderr after its task's result is
+// still that task's: it is logged with the task's ID, as it is kept in the
+// task's log.
+func TestExecStderrAfterResult(t *testing.T) {
+	var mu sync.Mutex
+	var buf strings.Builder
+	logs := func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+	ex := newExec(t, task.ExecConfig{Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil))})
+	if _, err := ex.RunOnce(ctxT(t), "t-1", json.RawMessage(`{"op":"after"}`), func(string, json.RawMessage) {}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the line written after the result", func() bool { return strings.Contains(logs(), "after the result") })
+	for _, line := range strings.Split(logs(), "\n") {
+		if strings.Contains(line, "after the result") && !strings.Contains(line, "task=t-1") {
+			t.Fatalf("logged without its task: %s", line)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -43,6 +43,11 @@ for line in sys.stdin:
         sys.stdout.write('{"task_id":"%s","result":"%s"}\n' % (tid, "x" * p["n"]))
         sys.stdout.flush()
         continue
+    if op == "after":
+        out({"task_id": tid, "result": {"op": op}})
+        time.sleep(0.2)
+        print("after the result", file=sys.stderr, flush=True)
+        continue
     if op == "fail":
         out({"task_id": tid, "error": "no way", "retry": False})
         continue
