@@ -307,7 +307,8 @@ func TestTasks(t *testing.T) {
 	for _, c := range []struct{ body, code, says string }{
 		{`{"payload":1,"colour":"red"}`, "bad_json", "colour"},
 		{`{"payload":1,"delay":10}`, "bad_json", "duration"},
-		{`{"payload":1,"delay":"soon"}`, "bad_json", "soon"},
+		{`{"payload":1,"delay":"soon"}`, "bad_json", `duration "soon": want a number and a unit`},
+		{`{"payload":1,"delay":"1x"}`, "bad_json", `duration "1x": want a number and a unit`},
 		{`{"payload":1,"max_retries":"x"}`, "bad_json", "max_retries"},
 		{`{"payload":1,"max_retries":-2}`, "bad_task", "negative"},
 		{`{"payload":1,"priority":"urgent"}`, "bad_task", "urgent"},

@@ -26,7 +26,7 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, errors.Unwrap(err))
+		return fmt.Errorf("duration %q: want a number and a unit, such as \"90s\", \"1h30m\" or \"500ms\"", s)
 	}
 	if v < 0 {
 		return fmt.Errorf("duration %q is negative", s)
