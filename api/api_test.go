@@ -311,6 +311,8 @@ func TestTasks(t *testing.T) {
 		{`{"payload":1,"delay":"1x"}`, "bad_json", `duration "1x": want a number and a unit`},
 		{`{"payload":1,"max_retries":"x"}`, "bad_json", "max_retries"},
 		{`{"payload":1,"max_retries":-2}`, "bad_task", "negative"},
+		{`{"payload":{"t":"\ud800"}}`, "bad_task", `\ud800 is half of a UTF-16 surrogate pair`},
+		{"{\"payload\":{\"t\":\"\xff\"}}", "bad_task", "invalid UTF-8"},
 		{`{"payload":1,"priority":"urgent"}`, "bad_task", "urgent"},
 		{`{"payload":1,"key":"k"}`, "bad_task", "keyed"},
 		{`{"payload":1,"id":"a b"}`, "bad_task", "invalid"},

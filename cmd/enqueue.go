@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/task"
 	"github.com/urfave/cli/v2"
 )
@@ -48,7 +49,7 @@ func enqueueCommand(setup Setup) *cli.Command {
 			&cli.StringFlag{Name: flagID, Usage: "task `ID` of your choice (one task only)"},
 			&cli.DurationFlag{Name: flagDelay, Usage: "run after `DURATION`"},
 			&cli.TimestampFlag{Name: flagAt, Layout: time.RFC3339, Usage: "run at `TIME` (RFC 3339)"},
-			&cli.IntFlag{Name: flagMaxRetries, Value: -1, Usage: "`N` retries before the task is dead", DefaultText: "the queue's"},
+			&cli.IntFlag{Name: flagMaxRetries, Usage: "`N` retries before the task is dead", DefaultText: "the queue's"},
 			&cli.DurationFlag{Name: flagTimeout, Usage: "`DURATION` an attempt may run", DefaultText: "the queue's"},
 			&cli.DurationFlag{Name: flagRetention, Usage: "keep the result `DURATION`", DefaultText: "the queue's"},
 			&cli.DurationFlag{Name: flagUnique, Usage: "refuse a task with the same payload (or --unique-key) for `TTL`"},
@@ -90,8 +91,8 @@ func enqueueCommand(setup Setup) *cli.Command {
 					return err
 				}
 				defer in.close()
-			} else if !json.Valid([]byte(args[1])) {
-				return usageErrorf("payload is not valid JSON: %.60q", args[1])
+			} else if err := checkPayload([]byte(args[1])); err != nil {
+				return usageErrorf("payload: %v: %.60q", err, args[1])
 			}
 			a, err := openApp(c, setup)
 			if err != nil {
@@ -123,29 +124,29 @@ func enqueueOptions(c *cli.Context, many bool) ([]task.EnqueueOption, error) {
 		}
 		opts = append(opts, task.ID(id))
 	}
-	if d := c.Duration(flagDelay); d != 0 {
-		opts = append(opts, task.Delay(d))
+	// A flag given is passed on as given, 0 and negative values included:
+	// the task package says what it refuses, never the default instead.
+	if c.IsSet(flagDelay) {
+		opts = append(opts, task.Delay(c.Duration(flagDelay)))
 	}
 	if at := c.Timestamp(flagAt); at != nil {
 		opts = append(opts, task.At(*at))
 	}
-	if n := c.Int(flagMaxRetries); n >= 0 {
-		opts = append(opts, task.WithMaxRetries(n))
-	} else if n < -1 {
-		return nil, usageErrorf("--max-retries %d is negative", n)
+	if c.IsSet(flagMaxRetries) {
+		opts = append(opts, task.WithMaxRetries(c.Int(flagMaxRetries)))
 	}
-	if d := c.Duration(flagTimeout); d != 0 {
-		opts = append(opts, task.WithTimeout(d))
+	if c.IsSet(flagTimeout) {
+		opts = append(opts, task.WithTimeout(c.Duration(flagTimeout)))
 	}
-	if d := c.Duration(flagRetention); d != 0 {
-		opts = append(opts, task.WithRetention(d))
+	if c.IsSet(flagRetention) {
+		opts = append(opts, task.WithRetention(c.Duration(flagRetention)))
 	}
 	switch u, k := c.Duration(flagUnique), c.String(flagUniqueKey); {
-	case k != "" && u == 0:
+	case c.IsSet(flagUniqueKey) && !c.IsSet(flagUnique):
 		return nil, usageErrorf("--unique-key needs --unique TTL")
-	case k != "":
+	case c.IsSet(flagUniqueKey):
 		opts = append(opts, task.UniqueKey(k, u))
-	case u != 0:
+	case c.IsSet(flagUnique):
 		opts = append(opts, task.Unique(u))
 	}
 	if p := c.String(flagPriority); p != "" {
@@ -222,7 +223,7 @@ func enqueueFile(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if !json.Valid(line) {
+		if checkPayload(line) != nil {
 			return fmt.Errorf("line %d changed after it was checked", lr.n)
 		}
 		chunk = append(chunk, json.RawMessage(bytes.Clone(bytes.TrimSpace(line))))
@@ -267,8 +268,8 @@ func checkPayloads(c *cli.Context, in *input) (int, []json.RawMessage, error) {
 		if len(line) == 0 {
 			continue
 		}
-		if !json.Valid(line) {
-			return 0, nil, lineError{line: lr.n, err: errors.New("not valid JSON")}
+		if err := checkPayload(line); err != nil {
+			return 0, nil, lineError{line: lr.n, err: err}
 		}
 		count++
 		if keep {
@@ -289,4 +290,13 @@ func checkPayloads(c *cli.Context, in *input) (int, []json.RawMessage, error) {
 		kept = []json.RawMessage{}
 	}
 	return count, kept, nil
+}
+
+// checkPayload refuses a task payload that is not JSON, or that a worker
+// would decode with replacements (see core.CheckJSONText), saying which.
+func checkPayload(b []byte) error {
+	if !json.Valid(b) {
+		return errors.New("not valid JSON")
+	}
+	return core.CheckJSONText(b)
 }

@@ -156,8 +156,19 @@ func TestTasksCLI(t *testing.T) {
 		t.Fatalf("tasks: %+v", r)
 	}
 
-	// Bad input.
+	// Bad input, refused before anything is written: text a worker would
+	// decode with replacements, and values given that a task cannot take
+	// (never the queue's default instead).
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "greet", `{nope`)...), 2, "not valid JSON")
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "greet", `{"name":"a\ud800"}`)...), 2, `\ud800 is half of a UTF-16 surrogate pair`)
+	lossy := filepath.Join(dir, "lossy.jsonl")
+	os.WriteFile(lossy, []byte("{\"name\":\"a\"}\n{\"name\":\"\xff\"}\n"), 0o644)
+	if r := run(t, nil, "", s.args("enqueue", "greet", "--file", lossy)...); r.status != 2 || r.stderr != "line 2: invalid UTF-8 at byte 10\n" {
+		t.Fatalf("a line that is not UTF-8: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "--max-retries", "-1", "greet", `{}`)...), 2, "max retries -1 is negative")
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "--timeout", "0s", "greet", `{}`)...), 2, "timeout 0s must be positive")
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "--unique", "0s", "greet", `{}`)...), 2, "unique TTL 0s must be positive")
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "nosuch", `{}`)...), 2, "unknown queue")
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "--priority", "urgent", "greet", `{}`)...), 2, "unknown priority")
 	wantFailure(t, run(t, nil, "", s.args("tasks", "show", "missing")...), 2, "not found")

@@ -2,7 +2,6 @@ package task
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -60,7 +59,7 @@ func (q *Queue[P, R]) Cron(name, spec string, p P, opts ...EnqueueOption) error 
 	if err := q.checkEnqueue(&es, 1); err != nil {
 		return fmt.Errorf("cron schedule %q: %w", name, err)
 	}
-	b, err := json.Marshal(p)
+	b, err := encodePayload(p)
 	if err != nil {
 		return fmt.Errorf("cron schedule %q: payload: %w", name, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	streamcore "github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
@@ -186,19 +187,36 @@ func (q *Queue[P, R]) Enqueue(ctx context.Context, p P, opts ...EnqueueOption) (
 // EnqueueMany creates a task per payload, with the same options, in
 // pipelined round trips (thousands of tasks each), and returns their IDs
 // in order. Every payload is encoded and checked before anything is
-// written. When some were duplicates (Unique), their IDs are the existing
+// written: a raw JSON payload (json.RawMessage) that a worker would decode
+// with replacements (bytes that are not UTF-8, an escaped lone surrogate)
+// is refused with ErrInvalid. When some were duplicates (Unique), their IDs are the existing
 // tasks' and the error matches ErrDuplicate. A call of up to 256 payloads
 // shares round trips with the queue's concurrent enqueues, as Enqueue does.
 func (q *Queue[P, R]) EnqueueMany(ctx context.Context, ps []P, opts ...EnqueueOption) ([]string, error) {
 	raw := make([][]byte, len(ps))
 	for i, p := range ps {
-		b, err := json.Marshal(p)
+		b, err := encodePayload(p)
 		if err != nil {
 			return nil, fmt.Errorf("%w: task queue %q: payload %d: %w", ErrInvalid, q.name, i, err)
 		}
 		raw[i] = b
 	}
 	return q.enqueueRaw(ctx, raw, opts)
+}
+
+// encodePayload encodes a task's payload as JSON. Raw JSON
+// (json.RawMessage) is kept as given, so text a worker would decode with
+// replacements (bytes that are not UTF-8, an escaped lone surrogate) is
+// refused here rather than stored.
+func encodePayload(p any) ([]byte, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := streamcore.CheckJSONText(b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // enqueueRaw creates a task per encoded payload.

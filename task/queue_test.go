@@ -2,7 +2,9 @@ package task_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,5 +92,39 @@ func TestEnqueueRunResult(t *testing.T) {
 	}
 	if _, err := q.Info(ctx, "nope"); !errors.Is(err, task.ErrNotFound) {
 		t.Fatal(err)
+	}
+}
+
+// Raw JSON payloads are kept as given, so one a worker would decode with
+// replacements is refused, with nothing of the call written: bytes that are
+// not UTF-8, and an escaped lone surrogate (Go would decode either as
+// U+FFFD, other languages fail or differ). A surrogate pair is text.
+func TestEnqueueRefusesLossyText(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	q, err := task.Declare[json.RawMessage, json.RawMessage](a, "raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`{"t":"\ud800"}`, `{"t":"a\udc00b"}`, "{\"t\":\"\xff\"}", `"\ud83d"`} {
+		_, err := q.EnqueueMany(ctx, []json.RawMessage{json.RawMessage(`{"t":"fine"}`), json.RawMessage(bad)})
+		if !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "payload 1") {
+			t.Errorf("%q: %v, want ErrInvalid for payload 1", bad, err)
+		}
+	}
+	if err := q.Cron("bad", "* * * * *", json.RawMessage(`{"t":"\udfff"}`)); err == nil || !strings.Contains(err.Error(), "surrogate") {
+		t.Errorf("a cron schedule with a lone surrogate: %v", err)
+	}
+	if n := scanStates(t, e, "raw"); len(n) != 0 {
+		t.Fatalf("tasks written: %v", n)
+	}
+	id, err := q.Enqueue(ctx, json.RawMessage(`{"t":"\ud83d\ude00 \u00e9"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := q.Info(ctx, id)
+	if err != nil || string(in.Payload) != `{"t":"\ud83d\ude00 \u00e9"}` {
+		t.Fatalf("payload %s (%v), want it as given", in.Payload, err)
 	}
 }

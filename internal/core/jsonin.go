@@ -120,6 +120,21 @@ func parseJSONObject(data []byte) (any, error) {
 	return tree, nil
 }
 
+// CheckJSONText refuses JSON text that encoding/json would decode with
+// replacements: bytes that are not valid UTF-8, and escaped lone
+// surrogates (\ud800 with no low half), both of which become U+FFFD in Go
+// and fail or differ in other languages' decoders. It does not check the
+// syntax (json.Valid does).
+func CheckJSONText(data []byte) error {
+	if i := invalidUTF8(data); i >= 0 {
+		return fmt.Errorf("invalid UTF-8 at byte %d", i+1)
+	}
+	if bad := loneSurrogate(data); bad != "" {
+		return fmt.Errorf("invalid JSON string: %s is half of a UTF-16 surrogate pair", bad)
+	}
+	return nil
+}
+
 // invalidUTF8 returns the offset of the first byte of b that is not valid
 // UTF-8, or -1.
 func invalidUTF8(b []byte) int {
