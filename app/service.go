@@ -39,6 +39,14 @@ func (a *App) Attach(s Service) error {
 	return nil
 }
 
+// Services returns the services attached to the app, in the order they
+// were attached.
+func (a *App) Services() []Service {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Service(nil), a.services...)
+}
+
 // runServices starts each attached service through run, which owns the
 // goroutine and handles its error.
 func (a *App) runServices(ctx context.Context, run func(func() error)) {

@@ -1,7 +1,8 @@
 // Package leattest is leat's testing kit: it runs an app's real runtime
 // (workers, partition locks, acknowledgements, retries, failure policies,
-// leadership, background tasks) against an in-process Redis server, so a
-// processor or a background task can be unit-tested without redis-server.
+// leadership, background tasks, task queues) against an in-process Redis
+// server, so a processor, a task handler or a background task can be
+// unit-tested without redis-server.
 //
 // # A test
 //
@@ -16,6 +17,14 @@
 //		// leattest.Records read what it retried, dead-lettered or sent on
 //		w.Stop()
 //	}
+//
+// # Task handlers
+//
+// A task queue the app handles (task.Handle) runs as in production: enqueue
+// with the queue's own methods, then WaitIdle waits until none of its tasks
+// is pending, running or retrying, and Info, Result and Counts read what
+// happened. Task delays and retry backoff follow real time, not the kit's
+// clock: give queues under test a short task.Backoff.
 //
 // # What is real and what is not
 //

@@ -3,16 +3,20 @@ package leattest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/task"
 )
 
 // WaitIdle waits until every processor of the worker's app has been handed
 // every entry of every partition of its stream, and has acknowledged them
-// (nothing pending), as the runtime itself sees it in Redis. It fails the
-// test after 20s, saying what is left, or when the worker stopped (a halt).
+// (nothing pending), and every task queue the app handles has no task
+// pending, running or retrying (tasks scheduled for later are not waited
+// for), as the runtime itself sees it in Redis. It fails the test after
+// 20s, saying what is left, or when the worker stopped (a halt).
 func (w *Worker) WaitIdle() {
 	w.k.t.Helper()
 	deadline := time.Now().Add(waitTimeout)
@@ -71,6 +75,22 @@ func (w *Worker) busy() (string, error) {
 			if !done {
 				left = append(left, fmt.Sprintf("%s partition %d", p.FullName(), n))
 			}
+		}
+	}
+	ks := keysOf(w.a)
+	for _, q := range task.Handled(w.a) {
+		counts, err := w.k.client.HGetAll(ctx, ks.TaskCounts(q)).Result()
+		if err != nil {
+			return "", err
+		}
+		var busy []string
+		for _, st := range []string{"pending", "active", "retrying"} {
+			if n, _ := strconv.Atoi(counts[st]); n > 0 {
+				busy = append(busy, fmt.Sprintf("%d %s", n, st))
+			}
+		}
+		if len(busy) > 0 {
+			left = append(left, fmt.Sprintf("task queue %s (%s)", q, strings.Join(busy, ", ")))
 		}
 	}
 	return strings.Join(left, ", "), nil

@@ -106,6 +106,18 @@ func Handle[P, R any](a *app.App, name string, fn func(ctx context.Context, t *T
 	return q, nil
 }
 
+// Handled returns the names of the task queues whose tasks a's workers run
+// (Handle, HandleLookup), in the order they were declared.
+func Handled(a *app.App) []string {
+	var names []string
+	for _, s := range a.Services() {
+		if w, ok := s.(*workerService); ok {
+			names = append(names, w.name)
+		}
+	}
+	return names
+}
+
 func newCore(a *app.App, name string, opts []Option) (*core, error) {
 	if err := keys.CheckName("task queue", name); err != nil {
 		return nil, err

@@ -1,0 +1,73 @@
+package leattest_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/leattest"
+	"github.com/leatdev/leat/task"
+)
+
+// Task handlers run under the kit as in production: retries with backoff,
+// dead tasks, results. WaitIdle waits for the task queues the app handles
+// until nothing is pending, running or retrying; a task scheduled for later
+// and a queue the app only declares are not waited for.
+func TestTaskHandlers(t *testing.T) {
+	k := leattest.New(t)
+	var double *task.Queue[int, int]
+	var other *task.Queue[int, int]
+	var tries atomic.Int32
+	a := k.App(func(cfg app.Config) (*app.App, error) {
+		a, err := app.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		double, err = task.Handle(a, "double", func(ctx context.Context, tk *task.Task[int]) (int, error) {
+			switch {
+			case tk.Payload < 0:
+				return 0, task.SkipRetry(errors.New("negative"))
+			case tk.Payload == 7 && tries.Add(1) == 1:
+				return 0, errors.New("flaky")
+			}
+			return 2 * tk.Payload, nil
+		}, task.MaxRetries(2), task.Backoff(200*time.Millisecond, time.Second))
+		if err != nil {
+			return nil, err
+		}
+		other, err = task.Declare[int, int](a, "other") // run by another service
+		return a, err
+	})
+	if got := task.Handled(a); len(got) != 1 || got[0] != "double" {
+		t.Fatalf("handled queues %v, want [double]", got)
+	}
+	ctx := context.Background()
+	ok, _ := double.Enqueue(ctx, 21)
+	flaky, _ := double.Enqueue(ctx, 7)
+	bad, _ := double.Enqueue(ctx, -1)
+	later, _ := double.Enqueue(ctx, 1, task.Delay(time.Hour))
+	if _, err := other.Enqueue(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	w := k.Start(a)
+	w.WaitIdle()
+	for id, want := range map[string]task.State{ok: task.Succeeded, flaky: task.Succeeded, bad: task.Failed, later: task.Scheduled} {
+		in, err := double.Info(ctx, id)
+		if err != nil || in.State != want {
+			t.Fatalf("task %s: %+v %v, want %s", id, in, err, want)
+		}
+	}
+	if in, _ := double.Info(ctx, flaky); in.Attempts != 2 || string(in.Result) != "14" {
+		t.Fatalf("the flaky task: %+v, want its second attempt's result", in)
+	}
+	n, err := other.Counts(ctx)
+	if err != nil || n[task.Pending] != 1 {
+		t.Fatalf("the other queue: %v %v, want its task left pending", n, err)
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
