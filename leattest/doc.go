@@ -23,8 +23,9 @@
 // A task queue the app handles (task.Handle) runs as in production: enqueue
 // with the queue's own methods, then WaitIdle waits until none of its tasks
 // is pending, running or retrying, and Info, Result and Counts read what
-// happened. Task delays and retry backoff follow real time, not the kit's
-// clock: give queues under test a short task.Backoff.
+// happened. Task delays, retry backoff and task queue cron schedules
+// (Queue.Cron) follow real time, not the kit's clock: give queues under
+// test a short task.Backoff.
 //
 // # What is real and what is not
 //
