@@ -1,13 +1,11 @@
 package scripts
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/leatdev/leat/internal/resp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,30 +23,30 @@ import (
 // raw is not modified. An entry deleted since it was delivered has no
 // fields.
 func EachRawEntry(raw []byte, fn func(id string, fields [][]byte) error) error {
-	r := respReader{b: raw}
-	n, err := r.aggregate()
+	r := resp.NewReader(raw)
+	n, err := r.Aggregate()
 	if err != nil || n <= 0 {
 		return err
 	}
 	// RESP2: [[key, entries]]; RESP3: {key: entries}. One stream.
-	if r.peek() == '*' {
-		if m, err := r.aggregate(); err != nil || m != 2 {
+	if r.Peek() == '*' {
+		if m, err := r.Aggregate(); err != nil || m != 2 {
 			return cmpErr(err, "stream pair")
 		}
 	}
-	if err := r.skip(); err != nil { // the key
+	if err := r.Skip(); err != nil { // the key
 		return err
 	}
-	return r.entries(fn)
+	return readEntries(&r, fn)
 }
 
 // EachRawStream calls fn with the key of each stream of a raw RESP2 or
 // RESP3 reply of XREAD or XREADGROUP (a null reply has none), in order, and
 // skips their entries. key points into raw.
 func EachRawStream(raw []byte, fn func(key []byte)) error {
-	r := respReader{b: raw}
-	resp3 := r.peek() == '%'
-	n, err := r.aggregate()
+	r := resp.NewReader(raw)
+	resp3 := r.Peek() == '%'
+	n, err := r.Aggregate()
 	if err != nil || n <= 0 {
 		return err
 	}
@@ -57,38 +55,38 @@ func EachRawStream(raw []byte, fn func(key []byte)) error {
 	}
 	for range n {
 		if !resp3 { // [[key, entries], ...]
-			if m, err := r.aggregate(); err != nil || m != 2 {
+			if m, err := r.Aggregate(); err != nil || m != 2 {
 				return cmpErr(err, "stream pair")
 			}
 		}
-		from, to, null, err := r.bulk()
+		from, to, null, err := r.Bulk()
 		if err != nil || null {
 			return cmpErr(err, "stream key")
 		}
 		fn(raw[from:to:to])
-		if err := r.skip(); err != nil {
+		if err := r.Skip(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// entries reads an array of stream entries ({id, {field, value, ...}}),
+// readEntries reads an array of stream entries ({id, {field, value, ...}}),
 // calling fn for each (see EachRawEntry).
-func (r *respReader) entries(fn func(id string, fields [][]byte) error) error {
-	entries, err := r.aggregate()
+func readEntries(r *resp.Reader, fn func(id string, fields [][]byte) error) error {
+	entries, err := r.Aggregate()
 	if err != nil || entries <= 0 {
 		return err
 	}
-	raw := r.b
-	ids := r.ids(entries) // the IDs share one string
+	raw := r.Reply()
+	ids := entryIDs(*r, entries) // the IDs share one string
 	at := 0
 	fields := make([][]byte, 0, 8)
 	for range entries {
-		if m, err := r.aggregate(); err != nil || m != 2 {
+		if m, err := r.Aggregate(); err != nil || m != 2 {
 			return cmpErr(err, "stream entry")
 		}
-		from, to, null, err := r.bulk()
+		from, to, null, err := r.Bulk()
 		if err != nil || null {
 			return cmpErr(err, "stream entry ID")
 		}
@@ -97,13 +95,13 @@ func (r *respReader) entries(fn func(id string, fields [][]byte) error) error {
 		}
 		id := ids[at : at+to-from]
 		at += to - from
-		nf, err := r.aggregate()
+		nf, err := r.Aggregate()
 		if err != nil {
 			return err
 		}
 		fields = fields[:0]
 		for range max(nf, 0) {
-			from, to, null, err := r.bulk()
+			from, to, null, err := r.Bulk()
 			if err != nil || null {
 				return cmpErr(err, "stream entry field")
 			}
@@ -116,28 +114,28 @@ func (r *respReader) entries(fn func(id string, fields [][]byte) error) error {
 	return nil
 }
 
-// ids returns the IDs of the next entries (an array of entries follows),
+// entryIDs returns the IDs of the next entries (an array of entries follows),
 // one after the other in one string, without moving r: one string for all
 // the IDs of a read rather than one each, or a copy of the whole reply
 // (their fields are slices of the reply). It stops at the first malformed
 // entry, which the caller reports.
-func (r respReader) ids(entries int) string {
+func entryIDs(r resp.Reader, entries int) string {
 	var b strings.Builder
-	room := len(r.b) - r.pos // the IDs are within the reply
+	room := r.Left() // the IDs are within the reply
 	if entries < room/20 {
 		room = entries * 20 // "1763856000123-0"
 	}
 	b.Grow(room)
 	for range entries {
-		if m, err := r.aggregate(); err != nil || m != 2 {
+		if m, err := r.Aggregate(); err != nil || m != 2 {
 			break
 		}
-		from, to, null, err := r.bulk()
+		from, to, null, err := r.Bulk()
 		if err != nil || null {
 			break
 		}
-		b.Write(r.b[from:to])
-		if r.skip() != nil {
+		b.Write(r.Reply()[from:to])
+		if r.Skip() != nil {
 			break
 		}
 	}
@@ -218,222 +216,48 @@ func ParseRawFetch(f *RawFetch, fn func(id string, fields [][]byte) error) (Fetc
 		return res, err
 	}
 	raw := f.buf.Bytes()
-	r := respReader{b: raw}
-	n, err := r.aggregate()
+	r := resp.NewReader(raw)
+	n, err := r.Aggregate()
 	if err != nil {
 		return res, err
 	}
 	if n < 1 {
 		return res, fmt.Errorf("fetch: empty reply")
 	}
-	if st, err := r.integer(); err != nil || st == 0 {
+	if st, err := r.Integer(); err != nil || st == 0 {
 		return res, err
 	}
 	if n < 6 {
 		return res, fmt.Errorf("fetch: short reply (%d elements)", n)
 	}
 	res.Held = true
-	if res.Cursor, err = r.text(); err != nil {
+	if res.Cursor, err = r.Text(); err != nil {
 		return res, err
 	}
-	if err := r.entries(fn); err != nil {
+	if err := readEntries(&r, fn); err != nil {
 		return res, err
 	}
-	m, err := r.aggregate()
+	m, err := r.Aggregate()
 	if err != nil {
 		return res, err
 	}
 	for range max(m, 0) {
-		c, err := r.integer()
+		c, err := r.Integer()
 		if err != nil {
 			return res, err
 		}
 		res.Counts = append(res.Counts, c)
 	}
-	if m, err = r.aggregate(); err != nil {
+	if m, err = r.Aggregate(); err != nil {
 		return res, err
 	}
 	for range max(m, 0) {
-		id, err := r.text()
+		id, err := r.Text()
 		if err != nil {
 			return res, err
 		}
 		res.Deleted = append(res.Deleted, id)
 	}
-	res.Last, err = r.text()
+	res.Last, err = r.Text()
 	return res, err
-}
-
-// respReader walks a complete raw RESP reply.
-type respReader struct {
-	b   []byte
-	pos int
-}
-
-var errShortReply = errors.New("short RESP reply")
-
-// line returns the type byte and the rest of the next line, and moves past
-// it.
-// A line holds no CR but its end (RESP): the first CR ends it.
-func (r *respReader) line() (byte, []byte, error) {
-	b := r.b[r.pos:]
-	i := bytes.IndexByte(b, '\r')
-	if i < 1 || i+1 >= len(b) || b[i+1] != '\n' {
-		return 0, nil, errShortReply
-	}
-	r.pos += i + 2
-	return b[0], b[1:i], nil
-}
-
-// length reads, when the next line is of type t and holds a length of up
-// to 18 digits (the common "$5", "*2"), that length, and moves past the
-// line; otherwise it reports false and does not move: the common case of
-// aggregate and bulk, without scanning for the line's end first.
-func (r *respReader) length(t byte) (int, bool) {
-	b := r.b
-	if r.pos >= len(b) || b[r.pos] != t {
-		return 0, false
-	}
-	i := r.pos + 1
-	n, j := 0, i
-	for ; j < len(b) && j-i < 18 && '0' <= b[j] && b[j] <= '9'; j++ {
-		n = 10*n + int(b[j]-'0')
-	}
-	if j == i || j+1 >= len(b) || b[j] != '\r' || b[j+1] != '\n' {
-		return 0, false
-	}
-	r.pos = j + 2
-	return n, true
-}
-
-// atoi parses the decimal integer b, digits only without a call to strconv
-// (the lengths and counts of a reply).
-func atoi(b []byte) (int, error) {
-	if len(b) == 0 || len(b) > 18 {
-		return strconv.Atoi(string(b))
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return strconv.Atoi(string(b)) // a sign, or an error to report
-		}
-		n = 10*n + int(c-'0')
-	}
-	return n, nil
-}
-
-// peek returns the type byte of the next value.
-func (r *respReader) peek() byte {
-	if r.pos >= len(r.b) {
-		return 0
-	}
-	return r.b[r.pos]
-}
-
-// aggregate reads an array, set or map header and returns its number of
-// elements (2 per map entry), -1 for a null. An error reply is returned as
-// an error.
-func (r *respReader) aggregate() (int, error) {
-	if n, ok := r.length('*'); ok {
-		return n, nil
-	}
-	t, rest, err := r.line()
-	if err != nil {
-		return 0, err
-	}
-	switch t {
-	case '*', '~', '>':
-		return atoi(rest)
-	case '%':
-		n, err := atoi(rest)
-		return 2 * n, err
-	case '_':
-		return -1, nil
-	case '-', '!':
-		return 0, errors.New(string(rest))
-	}
-	return 0, fmt.Errorf("RESP: aggregate expected, got %q", t)
-}
-
-// bulk reads a bulk or simple string and returns its offsets in the reply,
-// or null.
-func (r *respReader) bulk() (from, to int, null bool, err error) {
-	if n, ok := r.length('$'); ok {
-		if len(r.b)-r.pos < n+2 {
-			return 0, 0, false, errShortReply
-		}
-		from = r.pos
-		r.pos += n + 2
-		return from, from + n, false, nil
-	}
-	t, rest, err := r.line()
-	if err != nil {
-		return 0, 0, false, err
-	}
-	switch t {
-	case '+':
-		return r.pos - 2 - len(rest), r.pos - 2, false, nil
-	case '_':
-		return 0, 0, true, nil
-	case '$':
-		n, err := atoi(rest)
-		if err != nil || n < 0 {
-			return 0, 0, true, err
-		}
-		if len(r.b)-r.pos < n+2 {
-			return 0, 0, false, errShortReply
-		}
-		from = r.pos
-		r.pos += n + 2
-		return from, from + n, false, nil
-	case '-', '!':
-		return 0, 0, false, errors.New(string(rest))
-	}
-	return 0, 0, false, fmt.Errorf("RESP: string expected, got %q", t)
-}
-
-// integer reads an integer.
-func (r *respReader) integer() (int64, error) {
-	t, rest, err := r.line()
-	if err != nil {
-		return 0, err
-	}
-	switch t {
-	case ':':
-		return strconv.ParseInt(string(rest), 10, 64)
-	case '-', '!':
-		return 0, errors.New(string(rest))
-	}
-	return 0, fmt.Errorf("RESP: integer expected, got %q", t)
-}
-
-// text reads a string ("" for a null) as a new string.
-func (r *respReader) text() (string, error) {
-	from, to, null, err := r.bulk()
-	if err != nil || null {
-		return "", err
-	}
-	return string(r.b[from:to]), nil
-}
-
-// skip moves past the next value, whatever it is.
-func (r *respReader) skip() error {
-	switch r.peek() {
-	case '*', '~', '>', '%':
-		n, err := r.aggregate()
-		if err != nil {
-			return err
-		}
-		for range max(n, 0) {
-			if err := r.skip(); err != nil {
-				return err
-			}
-		}
-		return nil
-	case '$':
-		_, _, _, err := r.bulk()
-		return err
-	}
-	_, _, err := r.line()
-	return err
 }

@@ -5,6 +5,7 @@
 package taskrdb
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/resp"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
@@ -219,13 +221,13 @@ type Rate struct {
 //
 // KEYS: Keys. ARGV: consumer, rate, window ms, "read", call, levels,
 // quotas..., total.
-func Fetch(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, call string, quota []int, total int) ([]Fetched, error) {
+func Fetch(ctx context.Context, c Client, k []string, consumer string, rate Rate, call string, quota []int, total int) ([]Fetched, error) {
 	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "read", call, len(quota)}
 	for _, q := range quota {
 		args = append(args, q)
 	}
 	args = append(args, total)
-	return runFetch(ctx, c, k, args)
+	return runFetch(ctx, c, k, total, args)
 }
 
 // NewCall returns a fresh call ID for Fetch.
@@ -238,12 +240,12 @@ func NewCall() string { return strconv.FormatUint(rand.Uint64(), 36) }
 //
 // KEYS: Keys. ARGV: consumer, rate, window ms, "given", "", then level,
 // entry ID, field, value per entry.
-func FetchGiven(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, entries []Entry) ([]Fetched, error) {
+func FetchGiven(ctx context.Context, c Client, k []string, consumer string, rate Rate, entries []Entry) ([]Fetched, error) {
 	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "given", ""}
 	for _, e := range entries {
 		args = append(args, e.Level, e.ID, e.Field, e.Value)
 	}
-	return runFetch(ctx, c, k, args)
+	return runFetch(ctx, c, k, len(entries), args)
 }
 
 // FetchOwn takes up to n tasks of entries pending with consumer whose
@@ -252,26 +254,86 @@ func FetchGiven(ctx context.Context, c redis.Scripter, k []string, consumer stri
 // hands out before the visibility timeout.
 //
 // KEYS: Keys. ARGV: consumer, rate, window ms, "own", "", levels, n.
-func FetchOwn(ctx context.Context, c redis.Scripter, k []string, consumer string, rate Rate, levels, n int) ([]Fetched, error) {
-	return runFetch(ctx, c, k, []any{consumer, rate.N, rate.Window.Milliseconds(), "own", "", levels, n})
+func FetchOwn(ctx context.Context, c Client, k []string, consumer string, rate Rate, levels, n int) ([]Fetched, error) {
+	return runFetch(ctx, c, k, n, []any{consumer, rate.N, rate.Window.Milliseconds(), "own", "", levels, n})
 }
 
-func runFetch(ctx context.Context, c redis.Scripter, k []string, args []any) ([]Fetched, error) {
-	v, err := fetch.Run(ctx, c, k, args...).Slice()
-	if err != nil {
+// Client runs commands at once: a client or a connection, not a pipeline.
+type Client interface {
+	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// runFetch runs fetch.lua and reads its reply raw (see parseFetched). A
+// raw command is never sent again by go-redis (its reply would be read
+// twice into one buffer): a call whose reply was lost returns the error,
+// and its caller sends it again (fetch.lua hands out the same tasks).
+func runFetch(ctx context.Context, c Client, k []string, tasks int, args []any) ([]Fetched, error) {
+	argv := make([]any, 0, 3+len(k)+len(args))
+	argv = append(argv, "evalsha", fetch.Hash(), len(k))
+	for _, key := range k {
+		argv = append(argv, key)
+	}
+	argv = append(argv, args...)
+	for try := 0; ; try++ {
+		buf := scripts.NewReplyBuffer(min(64+tasks*fetchReplySize, 1<<20))
+		err := c.Process(ctx, redis.NewRawWriteToCmd(ctx, buf, argv...))
+		var out []Fetched
+		if err == nil {
+			out, err = parseFetched(buf.Bytes())
+		}
+		if try == 0 && IsNoScript(err) {
+			// A restarted server: nothing ran; load and run again.
+			if err := fetch.Load(ctx, c).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return out, err
+	}
+}
+
+// fetchReplySize is the room a fetch's reply buffer starts with per task it
+// may take: a task of a small payload (it grows as needed).
+const fetchReplySize = 192
+
+// parseFetched reads fetch.lua's reply in place: the entry IDs, task IDs
+// and keys of all its tasks share one string made from the reply, and the
+// payloads are slices of it, where go-redis's generic reply would cost a
+// dozen allocations per task.
+func parseFetched(raw []byte) ([]Fetched, error) {
+	r := resp.NewReader(raw)
+	n, err := r.Aggregate()
+	if err != nil || n <= 0 {
 		return nil, err
 	}
-	out := make([]Fetched, 0, len(v))
-	for _, x := range v {
-		r, ok := x.([]any)
-		if !ok || len(r) != 9 {
-			return nil, fmt.Errorf("fetch: bad reply %v", x)
+	text := string(raw)
+	out := make([]Fetched, 0, n)
+	for range n {
+		if m, err := r.Aggregate(); err != nil || m != 9 {
+			return nil, cmp.Or(err, fmt.Errorf("fetch: bad reply: a task of %d fields", m))
 		}
-		out = append(out, Fetched{
-			Level: int(toInt(r[0])), Entry: toString(r[1]), ID: toString(r[2]), Payload: []byte(toString(r[3])),
-			Attempt: int(toInt(r[4])), MaxRetry: int(toInt(r[5])), Timeout: time.Duration(toInt(r[6])) * time.Millisecond,
-			Key: toString(r[7]), Enqueued: time.UnixMilli(toInt(r[8])),
-		})
+		var errs [9]error
+		var level, attempt, maxRetry, timeout, enqueued int64
+		var entry, id, payload, key [2]int // offsets in the reply
+		level, errs[0] = r.Integer()
+		entry[0], entry[1], _, errs[1] = r.Bulk()
+		id[0], id[1], _, errs[2] = r.Bulk()
+		payload[0], payload[1], _, errs[3] = r.Bulk()
+		attempt, errs[4] = r.Integer()
+		maxRetry, errs[5] = r.Integer()
+		timeout, errs[6] = r.Integer()
+		key[0], key[1], _, errs[7] = r.Bulk()
+		enqueued, errs[8] = r.Integer()
+		if err := errors.Join(errs[:]...); err != nil {
+			return nil, fmt.Errorf("fetch: bad reply: %w", err)
+		}
+		f := Fetched{
+			Level: int(level), Entry: text[entry[0]:entry[1]], ID: text[id[0]:id[1]],
+			Payload: raw[payload[0]:payload[1]:payload[1]], Attempt: int(attempt), MaxRetry: int(maxRetry),
+			Timeout: time.Duration(timeout) * time.Millisecond, Key: text[key[0]:key[1]], Enqueued: time.UnixMilli(enqueued),
+		}
+		out = append(out, f)
 	}
 	return out, nil
 }
