@@ -78,9 +78,9 @@ func TestFetchReplyLost(t *testing.T) {
 // Redis ran it (the link or the server failed in between), the tasks taken
 // are active with the worker, or their entries pending with it, and nothing
 // else would run them before the visibility timeout (five minutes here):
-//   - a script read sent again (by go-redis, or by the worker after the
-//     error when the client has retries off) hands out the tasks of its
-//     first run again, not the next ones;
+//   - a script read sent again by the worker after the error (go-redis
+//     never sends it again, retries on or off: its reply is read raw)
+//     hands out the tasks of its first run again, not the next ones;
 //   - after a lost blocking read the worker takes the tasks of the entries
 //     pending with it that it never took.
 func TestLostFetchReplies(t *testing.T) {
@@ -90,8 +90,8 @@ func TestLostFetchReplies(t *testing.T) {
 		retries int  // the app client's MaxRetries (-1: none)
 	}{
 		{"blocking read", false, 0},
-		{"script read resent by the client", true, 0},
-		{"script read resent by the worker", true, -1},
+		{"script read, client retries on", true, 0},
+		{"script read, client retries off", true, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
