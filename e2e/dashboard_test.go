@@ -148,6 +148,15 @@ func TestDashboard(t *testing.T) {
 			.map((w) => w.parentElement.closest('[id]').id + ' (' + w.scrollWidth + ' of ' + w.clientWidth + ' pixels)')`); len(cut) > 0 {
 			t.Errorf("overview tables that scroll sideways %d pixels wide: %v", width, cut)
 		}
+		// The figures fill their rows: none left alone on the last one.
+		rows := eval[[]int](t, b, `(() => {
+			const rows = new Map();
+			for (const k of document.querySelectorAll('#ov-kpis .kpi')) rows.set(k.offsetTop, (rows.get(k.offsetTop) || 0) + 1);
+			return [...rows.values()];
+		})()`)
+		if len(rows) == 0 || (len(rows) > 1 && rows[len(rows)-1] != rows[0]) {
+			t.Errorf("overview figures per row %d pixels wide: %v, want rows of equal length", width, rows)
+		}
 	}
 	run(t, b, "size back", chromedp.EmulateReset())
 	if v := text(t, b, "#version"); v != "leat v9.9.9-test" {

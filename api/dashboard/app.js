@@ -337,7 +337,7 @@ function panel(title, body, opts = {}) {
 // ----- overview -----
 
 function overviewSkeleton() {
-  return `<div id="ov-kpis" class="kpis"></div>
+  return `<div id="ov-kpis" class="kpis overview"></div>
     <div id="ov-warnings"></div>
     <div class="grid3">
       ${panel('Events appended / s', '<div class="chart" id="ch-added"></div>')}
