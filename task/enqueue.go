@@ -204,8 +204,8 @@ func (q *Queue[P, R]) EnqueueMany(ctx context.Context, ps []P, opts ...EnqueueOp
 	return q.enqueueRaw(ctx, raw, opts)
 }
 
-// encodePayload encodes a task's payload as JSON. Raw JSON
-// (json.RawMessage) is kept as given, so text a worker would decode with
+// encodePayload encodes a task's payload (or result) as JSON. Raw JSON
+// (json.RawMessage) is kept as given, so text a reader would decode with
 // replacements (bytes that are not UTF-8, an escaped lone surrogate) is
 // refused here rather than stored.
 func encodePayload(p any) ([]byte, error) {

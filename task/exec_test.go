@@ -405,3 +405,23 @@ func TestExecStderrAfterResult(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A handler's result or update that a reader would decode with
+// replacements (here lone surrogates, which Python's json writes as
+// escapes) is not stored: the update is dropped, and the task fails for good
+// saying why, as a result that does not encode does.
+func TestExecLossyResult(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	ex := newExec(t, task.ExecConfig{})
+	q := execQueue(t, e, ex, task.Concurrency(1))
+	id := enqueueOp(t, q, op{Op: "lossy"})
+	in, err := q.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.State != task.Failed || in.Attempts != 1 || !strings.Contains(in.Error, `encode result: invalid JSON string: \udc00 is half of a UTF-16 surrogate pair`) ||
+		len(in.Progress) != 0 {
+		t.Fatalf("%+v", in)
+	}
+}

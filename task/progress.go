@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	streamcore "github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
@@ -36,7 +37,9 @@ type reporter interface {
 // Progress reports the task's progress, any JSON value (a percentage, a
 // stage...): it becomes the Progress of the task's Info and an update that
 // Follow yields. A report of a task no longer running is dropped. A
-// json.RawMessage is recorded as it is, and refused when it is not JSON.
+// json.RawMessage is recorded as it is, and refused when it is not JSON or
+// a reader would decode it with replacements (bytes that are not UTF-8, an
+// escaped lone surrogate).
 func (t *Task[P]) Progress(v any) error { return t.send(KindProgress, v) }
 
 // Partial appends a partial result, any JSON value, to the task's updates
@@ -58,6 +61,9 @@ func (t *Task[P]) send(kind string, v any) error {
 		if b, err = json.Marshal(v); err != nil {
 			return fmt.Errorf("task %s: encode %s: %w", t.ID, kind, err)
 		}
+	}
+	if err := streamcore.CheckJSONText(b); err != nil {
+		return fmt.Errorf("task %s: %s: %w", t.ID, kind, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()

@@ -51,7 +51,7 @@ func (q *Queue[P, R]) run(ctx context.Context, f *taskrdb.Fetched) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(r)
+	b, err := encodePayload(r) // a raw result is checked as a raw payload is
 	if err != nil {
 		return nil, SkipRetry(fmt.Errorf("encode result: %w", err))
 	}

@@ -48,6 +48,10 @@ for line in sys.stdin:
         time.sleep(0.2)
         print("after the result", file=sys.stderr, flush=True)
         continue
+    if op == "lossy":  # a progress report and a result of a lone surrogate
+        out({"task_id": tid, "progress": "\ud800"})
+        out({"task_id": tid, "result": "a\udc00"})
+        continue
     if op == "fail":
         out({"task_id": tid, "error": "no way", "retry": False})
         continue
