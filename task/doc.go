@@ -18,7 +18,11 @@
 // payloads, for tools without the app's code (the CLI).
 //
 // Payloads and results are JSON, so producers and handlers in other
-// languages (and the CLI) can share a queue. A handler's contract is
+// languages (and the CLI) can share a queue. JSON that one language would
+// decode differently from another is refused where it enters: a raw payload
+// (json.RawMessage, the CLI's, the HTTP API's) holding bytes that are not
+// UTF-8 or an escaped lone surrogate is not enqueued (ErrInvalid), and such
+// a result fails its task for good. A handler's contract is
 // language-neutral: it receives the task's ID, payload, attempt and key,
 // and returns a result or an error, with SkipRetry and RetryAfter to steer
 // retries; ctx ends at the task's timeout, when it is cancelled
