@@ -17,7 +17,10 @@ var (
 	// MsgPack is the default codec. Struct fields are named by their
 	// `msgpack` tag, else their `json` tag, else their Go name.
 	MsgPack = core.MsgPack
-	// JSON encodes records with encoding/json.
+	// JSON encodes records with encoding/json. A record with a string that
+	// is not UTF-8 is refused (encoding/json would replace its bad bytes
+	// with U+FFFD, so readers would get other text): its send fails with
+	// ErrEncode and sends nothing.
 	JSON = core.JSON
 	// Gzip compresses with compress/gzip at the default level.
 	Gzip = core.Gzip

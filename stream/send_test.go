@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/leatdev/leat/internal/core"
@@ -145,6 +146,17 @@ func TestSendEncodingErrorSendsNothing(t *testing.T) {
 	}
 	if _, err := k.Send(ctx, rec{"a", math.Inf(1)}); !errors.Is(err, ErrEncode) {
 		t.Fatalf("Send = %v, want ErrEncode", err)
+	}
+	// A string that is not UTF-8, which encoding/json would send with
+	// U+FFFD in place of its bad bytes.
+	ids, err = s.SendMany(ctx, []rec{{"a", 1}, {"caf\xe9", 2}})
+	if !errors.Is(err, ErrEncode) || len(ids) != 0 || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Fatalf("SendMany = %v, %v; want ErrEncode (not valid UTF-8) and no IDs", ids, err)
+	}
+	for p := range 2 {
+		if n := c.XLen(ctx, s.t.Core.PartitionKey(p)).Val(); n != 0 {
+			t.Fatalf("partition %d has %d entries after a refused send", p, n)
+		}
 	}
 }
 

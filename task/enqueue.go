@@ -204,13 +204,17 @@ func (q *Queue[P, R]) EnqueueMany(ctx context.Context, ps []P, opts ...EnqueueOp
 	return q.enqueueRaw(ctx, raw, opts)
 }
 
-// encodePayload encodes a task's payload (or result) as JSON. Raw JSON
-// (json.RawMessage) is kept as given, so text a reader would decode with
-// replacements (bytes that are not UTF-8, an escaped lone surrogate) is
-// refused here rather than stored.
+// encodePayload encodes a task's payload (or result) as JSON, refusing
+// text a reader would not decode as it was: a string that is not UTF-8
+// (encoding/json would replace its bad bytes with U+FFFD), and in raw JSON
+// (json.RawMessage, kept as given) bytes that are not UTF-8 or an escaped
+// lone surrogate.
 func encodePayload(p any) ([]byte, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
+		return nil, err
+	}
+	if err := streamcore.CheckMarshaled(b, p); err != nil {
 		return nil, err
 	}
 	if err := streamcore.CheckJSONText(b); err != nil {

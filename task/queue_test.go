@@ -127,4 +127,19 @@ func TestEnqueueRefusesLossyText(t *testing.T) {
 	if err != nil || string(in.Payload) != `{"t":"\ud83d\ude00 \u00e9"}` {
 		t.Fatalf("payload %s (%v), want it as given", in.Payload, err)
 	}
+	// A Go payload's string that is not UTF-8, which encoding/json would
+	// send with U+FFFD in place of its bad bytes; a U+FFFD of the text is
+	// text.
+	strs, err := task.Declare[string, string](a, "strs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := strs.Enqueue(ctx, "caf\xe9"); !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Errorf("a string of Latin-1 bytes: %v, want ErrInvalid", err)
+	}
+	if id, err := strs.Enqueue(ctx, "a\uFFFDb"); err != nil {
+		t.Fatal(err)
+	} else if in, err := strs.Info(ctx, id); err != nil || string(in.Payload) != "\"a\uFFFDb\"" {
+		t.Fatalf("payload %q (%v)", in.Payload, err)
+	}
 }

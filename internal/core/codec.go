@@ -25,7 +25,8 @@ type Codec interface {
 // tag, else their `json` tag, else their Go name.
 var MsgPack Codec = msgpackCodec{}
 
-// JSON encodes records with encoding/json.
+// JSON encodes records with encoding/json, refusing a string that is not
+// UTF-8 (CheckMarshaled).
 var JSON Codec = jsonCodec{}
 
 type msgpackCodec struct{}
@@ -109,9 +110,18 @@ func (b *msgpackBatch) close() { msgpack.PutEncoder(b.enc) }
 
 type jsonCodec struct{}
 
-func (jsonCodec) Name() string                  { return "json" }
-func (jsonCodec) structTags() []string          { return jsonTags }
-func (jsonCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+func (jsonCodec) Name() string         { return "json" }
+func (jsonCodec) structTags() []string { return jsonTags }
+func (jsonCodec) Marshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckMarshaled(b, v); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
 func (jsonCodec) Unmarshal(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
