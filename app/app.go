@@ -125,4 +125,10 @@ func init() {
 		a.clock = c
 		return nil
 	}
+	clock.Of = func(v any) clock.Clock {
+		a := v.(*App)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.clock
+	}
 }

@@ -23,9 +23,9 @@
 // A task queue the app handles (task.Handle) runs as in production: enqueue
 // with the queue's own methods, then WaitIdle waits until none of its tasks
 // is pending, running or retrying, and Info, Result and Counts read what
-// happened. Task delays, retry backoff and task queue cron schedules
-// (Queue.Cron) follow real time, not the kit's clock: give queues under
-// test a short task.Backoff.
+// happened. A queue's cron schedules (Queue.Cron) follow the kit's clock,
+// as background schedules do; task delays and retry backoff follow real
+// time: give queues under test a short task.Backoff.
 //
 // # What is real and what is not
 //
@@ -40,7 +40,8 @@
 //
 // # Time and faults
 //
-// Background task schedules (Every, Cron) run on the kit's clock, which
+// Background task schedules (Every, Cron) and task queues' cron schedules
+// run on the kit's clock, which
 // moves only when the test says so ([Kit.Advance]); leases and locks keep
 // real time. [Kit.LoseLock] takes a partition's lock away in the middle of
 // processing, as an expiry would, to test what a processor does then.

@@ -3,6 +3,7 @@ package leattest_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,6 +67,54 @@ func TestTaskHandlers(t *testing.T) {
 	n, err := other.Counts(ctx)
 	if err != nil || n[task.Pending] != 1 {
 		t.Fatalf("the other queue: %v %v, want its task left pending", n, err)
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A task queue's cron schedule follows the kit's clock, like the app's
+// background schedules: its ticks are enqueued as the test moves the clock.
+func TestTaskCronOnTheKitsClock(t *testing.T) {
+	k := leattest.New(t)
+	var ran atomic.Int32
+	var q *task.Queue[int, int]
+	a := k.App(func(cfg app.Config) (*app.App, error) {
+		a, err := app.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		q, err = task.Handle(a, "reports", func(ctx context.Context, tk *task.Task[int]) (int, error) {
+			ran.Add(1)
+			return tk.Payload, nil
+		})
+		if err == nil {
+			err = q.Cron("nightly", "0 3 * * *", 7)
+		}
+		return a, err
+	})
+	w := k.Start(a)
+	k.WaitScheduled(1) // the schedule waits for its first tick
+	start := k.Now()
+	next3am := time.Date(start.Year(), start.Month(), start.Day(), 3, 0, 0, 0, start.Location())
+	if !next3am.After(start) {
+		next3am = next3am.AddDate(0, 0, 1)
+	}
+	w.WaitIdle()
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("the nightly task ran %d times before 3am", n)
+	}
+	for day := range 2 {
+		k.Advance(next3am.AddDate(0, 0, day).Sub(k.Now()))
+		k.WaitScheduled(1)
+		w.WaitIdle()
+		if n := ran.Load(); n != int32(day+1) {
+			t.Fatalf("the nightly task ran %d times by 3am of day %d, want %d", n, day+1, day+1)
+		}
+	}
+	id := "cron:nightly:" + strconv.FormatInt(next3am.UnixMilli(), 10)
+	if in, err := q.Info(context.Background(), id); err != nil || in.State != task.Succeeded {
+		t.Fatalf("task %s: %+v %v", id, in, err)
 	}
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)

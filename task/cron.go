@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leatdev/leat/internal/clock"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
@@ -37,8 +38,9 @@ type cronEntry struct {
 // duplicate, and the last tick enqueued is recorded in Redis with the
 // leader term. A new leader resumes from the recorded tick, enqueueing the
 // ticks its predecessor missed (at most 100), and a deposed leader that
-// still runs finds a later term there and stops. Register schedules before
-// the worker starts.
+// still runs finds a later term there and stops. Ticks follow the app's
+// clock of background schedules: the system's, or the testing kit's
+// (leattest). Register schedules before the worker starts.
 func (q *Queue[P, R]) Cron(name, spec string, p P, opts ...EnqueueOption) error {
 	if err := keys.CheckName("cron schedule", name); err != nil {
 		return err
@@ -74,7 +76,7 @@ func (q *Queue[P, R]) Cron(name, spec string, p P, opts ...EnqueueOption) error 
 
 // loadCron sets each schedule's next tick from the last one recorded, or
 // from now for a schedule never fired.
-func (q *core) loadCron(ctx context.Context) error {
+func (q *core) loadCron(ctx context.Context, now time.Time) error {
 	if len(q.cron) == 0 {
 		return nil
 	}
@@ -82,7 +84,6 @@ func (q *core) loadCron(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("task queue %q: load cron ticks: %w", q.name, err)
 	}
-	now := time.Now()
 	for _, c := range q.cron {
 		c.next = c.sched.Next(now)
 		if v, ok := m[c.name]; ok {
@@ -93,6 +94,30 @@ func (q *core) loadCron(ctx context.Context) error {
 	}
 	return nil
 }
+
+// runCron enqueues the ticks of the queue's schedules as they come, on clk
+// (the app's clock of background schedules: the real one, or the testing
+// kit's), until ctx ends; it returns errDeposed when a later leader term
+// fired ticks. A tick whose enqueue failed is tried again a moment later.
+func (q *core) runCron(ctx context.Context, term int64, clk clock.Clock) error {
+	for ctx.Err() == nil {
+		next, err := q.fireCron(ctx, term, clk.Now())
+		switch {
+		case err != nil:
+			return err
+		case next.IsZero():
+			return nil
+		case !next.After(clk.Now()):
+			sleep(ctx, cronRetry) // an enqueue failed: Redis is away
+		case !clk.SleepUntil(ctx, next):
+			return nil
+		}
+	}
+	return nil
+}
+
+// cronRetry is how long a schedule waits before trying a failed tick again.
+const cronRetry = 200 * time.Millisecond
 
 // errDeposed stops a leader that found a later term's tick.
 var errDeposed = errors.New("task: a later leader term fired cron ticks")

@@ -30,6 +30,7 @@ type Queue[P, R any] struct {
 
 // core is the untyped part of a queue, shared by every Queue[P, R].
 type core struct {
+	app    *app.App
 	name   string
 	set    settings
 	rdb    redis.UniversalClient
@@ -129,7 +130,7 @@ func newCore(a *app.App, name string, opts []Option) (*core, error) {
 	cfg := a.Config()
 	ks := keys.New(cfg.KeyPrefix, cfg.Name)
 	return &core{
-		name: name, set: s, rdb: a.Client(), ks: ks, keys: taskrdb.Keys(ks, name),
+		app: a, name: name, set: s, rdb: a.Client(), ks: ks, keys: taskrdb.Keys(ks, name),
 		log: a.Logger().With("queue", name), worker: cfg.WorkerID, hooks: taskHooks(cfg.Hooks),
 	}, nil
 }

@@ -2,10 +2,12 @@ package task
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/clock"
 	"github.com/leatdev/leat/internal/taskrdb"
 )
 
@@ -50,10 +52,25 @@ func (q *core) lead(ctx context.Context) error {
 	if err := q.createGroups(ctx); err != nil {
 		return err
 	}
-	if err := q.loadCron(ctx); err != nil {
+	clk := clock.Of(q.app)
+	if err := q.loadCron(ctx, clk.Now()); err != nil {
 		return err
 	}
 	q.log.Info("task queue leader started", "term", term)
+	// The cron schedules run on a goroutine of their own, on the app's
+	// clock; one that finds a later leader term ends this term's work.
+	ctx, stop := context.WithCancelCause(ctx)
+	var cron sync.WaitGroup
+	defer func() { stop(nil); cron.Wait() }()
+	if len(q.cron) > 0 {
+		cron.Add(1)
+		go func() {
+			defer cron.Done()
+			if err := q.runCron(ctx, term, clk); err != nil {
+				stop(err)
+			}
+		}()
+	}
 	// The wake list is watched on its own goroutine, while the loop sleeps
 	// on a local timer: Redis checks blocking timeouts only at its hz (10
 	// times a second), too coarse for due times.
@@ -92,16 +109,9 @@ func (q *core) lead(ctx context.Context) error {
 			q.deleteIdleConsumers(ctx)
 			nextConsumers = local.Add(consumersEvery)
 		}
-		nextCron, err := q.fireCron(ctx, term, now)
-		if err != nil {
-			return err
-		}
 		wait := min(maxLeadSleep, time.Until(nextReclaim), time.Until(nextJanitor))
 		if !nextDue.IsZero() {
 			wait = min(wait, nextDue.Sub(now))
-		}
-		if !nextCron.IsZero() {
-			wait = min(wait, nextCron.Sub(now))
 		}
 		if wait > 0 {
 			timer := time.NewTimer(wait)
@@ -114,6 +124,9 @@ func (q *core) lead(ctx context.Context) error {
 		}
 	}
 	q.log.Info("task queue leader stopped", "term", term)
+	if err := context.Cause(ctx); errors.Is(err, errDeposed) {
+		return err
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
-// Package clock is the time source of background task schedules: the real
-// clock in production, a fake one that a test advances by hand (leattest).
-// Leases, locks and timeouts always use real time.
+// Package clock is the time source of background task schedules and task
+// queues' cron schedules: the real clock in production, a fake one that a
+// test advances by hand (leattest). Leases, locks, timeouts, task delays and
+// retry backoff always use real time.
 package clock
 
 import (
@@ -142,3 +143,7 @@ func (f *Fake) WaitSleepers(ctx context.Context, n int) bool {
 // Attach, set by package app, gives an *app.App the clock of its
 // background schedules (leattest uses it).
 var Attach func(app any, c Clock) error
+
+// Of, set by package app, returns the clock of an *app.App's background
+// schedules (task queues' cron schedules follow it too).
+var Of func(app any) Clock
