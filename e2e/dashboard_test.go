@@ -176,6 +176,7 @@ func TestDashboard(t *testing.T) {
 	// The queue: counts per state as Redis keeps them; Requeue runs the
 	// dead task again, and now it succeeds.
 	run(t, b, "open the queue", chromedp.Navigate(srv.URL+"/#/queue/emails"), chromedp.WaitVisible(chromedp.CSS("#count-dead")))
+	waitTrue(t, b, "the queue's worker, alive", `document.querySelector('#q-workers tr[data-worker="w1"]') && document.querySelector('#q-workers tr[data-worker="w1"]').innerText.includes('alive')`)
 	counts := func() map[task.State]int64 {
 		n, err := s.emails.Counts(ctx)
 		if err != nil {

@@ -714,6 +714,7 @@ function queueSkeleton() {
       ${panel('Succeeded / s', '<div class="chart" id="ch-q-succ"></div>')}
       ${panel('Dead, pending and active', '<div class="chart" id="ch-q-levels"></div>')}
     </div>
+    ${panel('Workers', '<div id="q-workers"></div>')}
     ${panel('Tasks', '<div id="task-list"></div>', {
       right: `<div class="seg small" id="list-tabs"><button data-list="dead">dead</button><button data-list="recent">recent</button><button data-list="scheduled">scheduled</button></div>`,
     })}`;
@@ -742,6 +743,17 @@ function renderQueue(name) {
 
   chart($('#ch-q-succ'), [{ name: 'succeeded', colour: '#059669', points: rates((h) => h.succeeded[name]) }], {});
   levelsChart(name);
+
+  // the workers of this queue, as the overview lists them
+  const workers = (S.overview?.workers || []).flatMap((w) => (w.queues || []).filter((x) => x.queue === name).map((x) => ({ w, x })));
+  $('#q-workers').innerHTML = table(
+    [['Worker', ''], ['Running', 'r'], ['Last seen', 'r'], ['', '']],
+    workers.map(({ w, x }) => `<tr data-worker="${esc(w.id)}">
+      <td><span class="swatch" style="background:${workerColour(w.id)}"></span>${esc(w.id)}${w.leader ? ' <span class="badge lead">leader</span>' : ''}</td>
+      <td class="r num">${fmt(x.running)}</td>
+      <td class="r num ${x.alive ? '' : 'bad-text'}">${fmtAge(x.idle_ms)}</td>
+      <td>${x.alive ? '<span class="badge ok">alive</span>' : '<span class="badge bad">not seen</span>'}</td></tr>`),
+    'no worker runs this queue');
 
   $$('#list-tabs button').forEach((b) => b.classList.toggle('on', b.dataset.list === S.listState));
   const tasks = S.lists[name + '/' + S.listState];
