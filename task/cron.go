@@ -101,14 +101,15 @@ func (q *core) loadCron(ctx context.Context, now time.Time) error {
 // fired ticks. A tick whose enqueue failed is tried again a moment later.
 func (q *core) runCron(ctx context.Context, term int64, clk clock.Clock) error {
 	for ctx.Err() == nil {
-		next, err := q.fireCron(ctx, term, clk.Now())
+		now := clk.Now()
+		next, err := q.fireCron(ctx, term, now)
 		switch {
 		case err != nil:
 			return err
 		case next.IsZero():
 			return nil
-		case !next.After(clk.Now()):
-			sleep(ctx, cronRetry) // an enqueue failed: Redis is away
+		case !next.After(now): // a due tick's enqueue failed: Redis is away
+			sleep(ctx, cronRetry)
 		case !clk.SleepUntil(ctx, next):
 			return nil
 		}

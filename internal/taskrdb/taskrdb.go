@@ -298,42 +298,62 @@ func runFetch(ctx context.Context, c Client, k []string, tasks int, args []any) 
 const fetchReplySize = 192
 
 // parseFetched reads fetch.lua's reply in place: the entry IDs, task IDs
-// and keys of all its tasks share one string made from the reply, and the
-// payloads are slices of it, where go-redis's generic reply would cost a
-// dozen allocations per task.
+// and keys of all its tasks share one string, and the payloads are slices
+// of the reply, where go-redis's generic reply would cost a dozen
+// allocations per task.
 func parseFetched(raw []byte) ([]Fetched, error) {
 	r := resp.NewReader(raw)
 	n, err := r.Aggregate()
 	if err != nil || n <= 0 {
 		return nil, err
 	}
-	text := string(raw)
-	out := make([]Fetched, 0, n)
-	for range n {
+	type span struct{ from, to int } // of the reply
+	type row struct {
+		level, attempt, maxRetry, timeout, enqueued int64
+		entry, id, payload, key                     span
+	}
+	rows := make([]row, n)
+	text := 0 // bytes of the entry IDs, IDs and keys
+	for i := range rows {
 		if m, err := r.Aggregate(); err != nil || m != 9 {
 			return nil, cmp.Or(err, fmt.Errorf("fetch: bad reply: a task of %d fields", m))
 		}
+		w := &rows[i]
 		var errs [9]error
-		var level, attempt, maxRetry, timeout, enqueued int64
-		var entry, id, payload, key [2]int // offsets in the reply
-		level, errs[0] = r.Integer()
-		entry[0], entry[1], _, errs[1] = r.Bulk()
-		id[0], id[1], _, errs[2] = r.Bulk()
-		payload[0], payload[1], _, errs[3] = r.Bulk()
-		attempt, errs[4] = r.Integer()
-		maxRetry, errs[5] = r.Integer()
-		timeout, errs[6] = r.Integer()
-		key[0], key[1], _, errs[7] = r.Bulk()
-		enqueued, errs[8] = r.Integer()
+		w.level, errs[0] = r.Integer()
+		w.entry.from, w.entry.to, _, errs[1] = r.Bulk()
+		w.id.from, w.id.to, _, errs[2] = r.Bulk()
+		w.payload.from, w.payload.to, _, errs[3] = r.Bulk()
+		w.attempt, errs[4] = r.Integer()
+		w.maxRetry, errs[5] = r.Integer()
+		w.timeout, errs[6] = r.Integer()
+		w.key.from, w.key.to, _, errs[7] = r.Bulk()
+		w.enqueued, errs[8] = r.Integer()
 		if err := errors.Join(errs[:]...); err != nil {
 			return nil, fmt.Errorf("fetch: bad reply: %w", err)
 		}
-		f := Fetched{
-			Level: int(level), Entry: text[entry[0]:entry[1]], ID: text[id[0]:id[1]],
-			Payload: raw[payload[0]:payload[1]:payload[1]], Attempt: int(attempt), MaxRetry: int(maxRetry),
-			Timeout: time.Duration(timeout) * time.Millisecond, Key: text[key[0]:key[1]], Enqueued: time.UnixMilli(enqueued),
+		text += w.entry.to - w.entry.from + w.id.to - w.id.from + w.key.to - w.key.from
+	}
+	var b strings.Builder
+	b.Grow(text)
+	for _, w := range rows {
+		b.Write(raw[w.entry.from:w.entry.to])
+		b.Write(raw[w.id.from:w.id.to])
+		b.Write(raw[w.key.from:w.key.to])
+	}
+	all, at := b.String(), 0
+	cut := func(s span) string {
+		v := all[at : at+s.to-s.from]
+		at += s.to - s.from
+		return v
+	}
+	out := make([]Fetched, n)
+	for i, w := range rows {
+		out[i] = Fetched{
+			Level: int(w.level), Entry: cut(w.entry), ID: cut(w.id), Key: cut(w.key),
+			Payload: raw[w.payload.from:w.payload.to:w.payload.to], Attempt: int(w.attempt), MaxRetry: int(w.maxRetry),
+			Timeout: time.Duration(w.timeout) * time.Millisecond, Enqueued: time.UnixMilli(w.enqueued),
 		}
-		out = append(out, f)
 	}
 	return out, nil
 }
