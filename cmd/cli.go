@@ -191,12 +191,20 @@ func wantArgs(c *cli.Context, names ...string) error {
 			break
 		}
 	}
+	// the command as typed: "tasks list", not "list"
+	var words []string
+	for _, l := range c.Lineage() {
+		if l.Command != nil && l.Command.Name != "" && l.Command.Name != c.App.Name && (len(words) == 0 || words[0] != l.Command.Name) {
+			words = append([]string{l.Command.Name}, words...)
+		}
+	}
+	path := strings.Join(words, " ")
 	if len(names) == 0 {
 		return usageErrorf("%s: want no arguments, got %d%s (see %s %s --help)",
-			c.Command.Name, c.NArg(), hint, c.App.Name, c.Command.Name)
+			c.Command.Name, c.NArg(), hint, c.App.Name, path)
 	}
-	return usageErrorf("%s: want %d arguments, %s, got %d%s (see %s %s --help)",
-		c.Command.Name, len(names), strings.Join(names, " "), c.NArg(), hint, c.App.Name, c.Command.Name)
+	return usageErrorf("%s: want %s, %s, got %d%s (see %s %s --help)",
+		c.Command.Name, fmt.Sprintf("%d %s", len(names), plural(len(names), "argument")), strings.Join(names, " "), c.NArg(), hint, c.App.Name, path)
 }
 
 // config assembles the app configuration from the global flags.

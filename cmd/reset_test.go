@@ -255,7 +255,7 @@ func TestResetUsageErrors(t *testing.T) {
 		{"stream not registered", s.args("reset", "--yes", "tocks/count"), []string{`its stream "tocks" is not in the registry`}},
 		{"bad start", s.args("reset", "--yes", "--start", "yesterday", "ticks/count"), []string{`--start "yesterday": want earliest, latest, or an entry ID`}},
 		{"bad ID", s.args("reset", "--yes", "--start", "12-x", "ticks/count"), []string{`--start "12-x"`}},
-		{"no argument", s.args("reset", "--yes"), []string{"reset: want 1 arguments, PROCESSOR, got 0"}},
+		{"no argument", s.args("reset", "--yes"), []string{"reset: want 1 argument, PROCESSOR, got 0"}},
 		{"bad name", s.args("reset", "--yes", "ti:cks/count"), []string{`stream name "ti:cks" is invalid`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,7 +15,11 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-const flagAll = "all"
+const (
+	flagAll   = "all"
+	flagState = "state"
+	flagLimit = "limit"
+)
 
 func tasksCommand(setup Setup) *cli.Command {
 	jsonFlag := func() cli.Flag {
@@ -36,7 +41,7 @@ func tasksCommand(setup Setup) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "tasks",
-		Usage: "show the counts of tasks per state of every task queue, or show, wait for, cancel or requeue a task",
+		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, or show, wait for, cancel or requeue a task",
 		Description: "Without a subcommand, prints one row per task queue of the app with the number of\n" +
 			"its tasks in each state (kept as tasks move: reading them never scans).",
 		Flags:        []cli.Flag{jsonFlag(), helpFlag()},
@@ -54,6 +59,31 @@ func tasksCommand(setup Setup) *cli.Command {
 			return printCounts(c, a)
 		},
 		Subcommands: []*cli.Command{
+			sub("list", "list a queue's dead tasks (latest first), finished ones still retained, or scheduled ones (soonest first)", "QUEUE",
+				[]cli.Flag{jsonFlag(),
+					&cli.StringFlag{Name: flagState, Value: string(task.ListDead), Usage: "`LISTING`: dead, recent or scheduled"},
+					&cli.IntFlag{Name: flagLimit, Value: 20, Usage: fmt.Sprintf("at most `N` tasks, 1 to %d", task.MaxList)}},
+				func(c *cli.Context, a *app.App) error {
+					if err := wantArgs(c, "QUEUE"); err != nil {
+						return err
+					}
+					q, err := task.Lookup(c.Context, a, c.Args().Get(0))
+					if errors.Is(err, task.ErrUnknownQueue) {
+						return usageError{err}
+					}
+					if err != nil {
+						return err
+					}
+					which := task.Listing(c.String(flagState))
+					tasks, err := q.List(c.Context, which, c.Int(flagLimit))
+					if errors.Is(err, task.ErrBadList) {
+						return usageError{err}
+					}
+					if err != nil {
+						return err
+					}
+					return printList(c, which, tasks)
+				}),
 			sub("show", "print a task's status, payload and result", "ID", []cli.Flag{jsonFlag()},
 				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
 					in, err := q.Info(c.Context, c.Args().Get(0))
@@ -263,6 +293,46 @@ func printCounts(c *cli.Context, a *app.App) error {
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// printList prints the tasks of a listing: a row each, with the time that
+// orders the listing (death, end, or due).
+func printList(c *cli.Context, which task.Listing, tasks []*task.Info) error {
+	if c.Bool(flagJSON) {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		if tasks == nil {
+			tasks = []*task.Info{}
+		}
+		return enc.Encode(tasks)
+	}
+	if len(tasks) == 0 {
+		_, err := fmt.Fprintf(c.App.Writer, "no %s tasks\n", which)
+		return err
+	}
+	when, at := "FINISHED", func(in *task.Info) time.Time { return in.FinishedAt }
+	switch which {
+	case task.ListDead:
+		when = "DIED"
+	case task.ListScheduled:
+		when, at = "DUE", func(in *task.Info) time.Time { return in.DueAt }
+	}
+	var rows [][]string
+	for _, in := range tasks {
+		rows = append(rows, []string{in.ID, string(in.State), fmt.Sprintf("%d/%d", in.Attempts, in.MaxRetries+1),
+			in.EnqueuedAt.Format(time.RFC3339), at(in).Format(time.RFC3339), orDash(clipLine(in.Error, 60))})
+	}
+	table(c.App.Writer, "ID\tSTATE\tATTEMPTS\tENQUEUED\t"+when+"\tERROR", rows)
+	return nil
+}
+
+// clipLine returns s on one line, cut to n runes with an ellipsis.
+func clipLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func printInfo(c *cli.Context, in *task.Info) error {

@@ -97,6 +97,26 @@ func TestTasksCLI(t *testing.T) {
 	r = run(t, nil, "", s.args("tasks", "wait", ids[1])...)
 	wantFailure(t, r, 1, "is dead", "no such person")
 
+	// The dead tasks of a queue, latest first, as a table and as JSON.
+	r = run(t, nil, "", s.args("tasks", "list", "greet")...)
+	if r.status != 0 || !strings.Contains(r.stdout, ids[1]) || !strings.Contains(r.stdout, "no such person") {
+		t.Fatalf("tasks list: %+v", r)
+	}
+	checkAligned(t, r.stdout, "ID ")
+	r = run(t, nil, "", s.args("tasks", "list", "--json", "--limit", "1", "greet")...)
+	var dead []task.Info
+	if err := json.Unmarshal([]byte(r.stdout), &dead); err != nil || len(dead) != 1 || dead[0].ID != ids[1] || dead[0].State != task.Dead {
+		t.Fatalf("tasks list --json: %+v %v", r, err)
+	}
+	if r := run(t, nil, "", s.args("tasks", "list", "--state", "scheduled", "greet")...); r.status != 0 || r.stdout != "no scheduled tasks\n" {
+		t.Fatalf("tasks list --state scheduled: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "list", "--state", "lost", "greet")...), 2, `unknown listing "lost"`)
+	wantFailure(t, run(t, nil, "", s.args("tasks", "list", "--limit", "101", "greet")...), 2, "limit 101: from 1 to 100")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "list", "nope")...), 2, "unknown queue")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "list", "greet", "--limit", "1")...), 2,
+		"list: want 1 argument, QUEUE, got 3; flags go before the arguments (see leat tasks list --help)")
+
 	// Requeue the dead one (it dies again), then all dead ones.
 	r = run(t, nil, "", s.args("tasks", "requeue", ids[1])...)
 	if r.status != 0 {
