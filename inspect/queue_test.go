@@ -205,12 +205,17 @@ func TestQueueWorkers(t *testing.T) {
 	}
 
 	// Both stop: A with its tasks still delivered (a crash), B with none.
-	redistest.Eventually(t, 10*time.Second, "A no longer alive", func() bool {
+	redistest.Eventually(t, 10*time.Second, "A no longer alive, B gone", func() bool {
 		r, err = in.Queue(ctx, "mail")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(r.Workers) > 0 && !r.Workers[0].Alive
+		for _, w := range r.Workers {
+			if w.Alive {
+				return false
+			}
+		}
+		return true
 	})
 	if len(r.Workers) != 1 || r.Workers[0].Worker != "A" || r.Workers[0].Running != 2 || r.Workers[0].IdleMS < alive.Milliseconds() {
 		t.Fatalf("workers %+v: want A alone, not alive, with its 2 tasks", r.Workers)
