@@ -171,20 +171,12 @@ func writeOverview(w io.Writer, o *inspect.Overview) error {
 		fmt.Fprintln(w)
 		var rows [][]string
 		for _, wk := range o.Workers {
-			leader := "no"
-			if wk.Leader {
-				leader = "yes"
-			}
 			if len(wk.Executors) == 0 && len(wk.Queues) == 0 {
-				rows = append(rows, []string{orDash(wk.ID), leader, "-", "-", "-", "-", "-"})
+				rows = append(rows, []string{orDash(wk.ID), yesNo(wk.Leader), "-", "-", "-", "-", "-"})
 			}
 			for _, e := range wk.Executors {
-				alive := "yes"
-				if !e.Alive {
-					alive = "no"
-				}
-				rows = append(rows, []string{orDash(wk.ID), leader, e.ID, e.Stream + "/" + e.Processor,
-					orDash(fmtInts(e.Partitions)), fmtAge(e.HeartbeatAgeMS), alive})
+				rows = append(rows, []string{orDash(wk.ID), yesNo(wk.Leader), e.ID, e.Stream + "/" + e.Processor,
+					orDash(fmtInts(e.Partitions)), fmtAge(e.HeartbeatAgeMS), yesNo(e.Alive)})
 			}
 		}
 		executors := len(rows) > 0
@@ -193,12 +185,8 @@ func writeOverview(w io.Writer, o *inspect.Overview) error {
 		}
 		rows = nil
 		for _, wk := range o.Workers {
-			leader := "no"
-			if wk.Leader {
-				leader = "yes"
-			}
 			for _, q := range wk.Queues {
-				rows = append(rows, []string{wk.ID, leader, q.Queue, fmtInt(q.Running), fmtAge(q.IdleMS), yesNo(q.Alive)})
+				rows = append(rows, []string{wk.ID, yesNo(wk.Leader), q.Queue, fmtInt(q.Running), fmtAge(q.IdleMS), yesNo(q.Alive)})
 			}
 		}
 		if len(rows) > 0 {
