@@ -426,7 +426,7 @@ function renderOverview() {
         <td class="r num"></td>
         <td class="muted" data-running="${esc(q.queue)}">${fmt(q.running)} running</td>
         <td class="r num ${q.alive ? '' : 'bad-text'}">${fmtAge(q.idle_ms)}</td>
-        <td>${q.alive ? '<span class="badge ok">alive</span>' : '<span class="badge bad">not seen</span>'}</td>`),
+        <td>${seenBadge(q)}</td>`),
     ];
     runs.forEach((cells, i) => rows.push(`<tr>
         ${i === 0 ? `<td rowspan="${runs.length}" class="worker-cell"><span class="swatch" style="background:${workerColour(w.id)}"></span>${w.id ? esc(w.id) : '<span class="muted">(holds no partition)</span>'}${w.leader ? ' <span class="badge lead">leader</span>' : ''}</td>` : ''}
@@ -435,6 +435,11 @@ function renderOverview() {
   $('#ov-workers').innerHTML = table(
     [['Worker', ''], ['Runs', ''], ['Executor', ''], ['Partitions', 'r'], ['', ''], ['Heartbeat', 'r'], ['', '']],
     rows, 'no live workers');
+}
+
+// seenBadge says whether Redis saw a task worker lately (inspect.TaskWorkerAlive).
+function seenBadge(q) {
+  return q.alive ? '<span class="badge ok">alive</span>' : '<span class="badge bad">not seen</span>';
 }
 
 function ownedCell(owned, total) {
@@ -752,7 +757,7 @@ function renderQueue(name) {
       <td><span class="swatch" style="background:${workerColour(w.id)}"></span>${esc(w.id)}${w.leader ? ' <span class="badge lead">leader</span>' : ''}</td>
       <td class="r num">${fmt(x.running)}</td>
       <td class="r num ${x.alive ? '' : 'bad-text'}">${fmtAge(x.idle_ms)}</td>
-      <td>${x.alive ? '<span class="badge ok">alive</span>' : '<span class="badge bad">not seen</span>'}</td></tr>`),
+      <td>${seenBadge(x)}</td></tr>`),
     'no worker runs this queue');
 
   $$('#list-tabs button').forEach((b) => b.classList.toggle('on', b.dataset.list === S.listState));
