@@ -99,10 +99,7 @@ func enqueueCommand(setup Setup) *cli.Command {
 				return err
 			}
 			defer a.Close()
-			q, err := task.Lookup(c.Context, a, queue)
-			if errors.Is(err, task.ErrUnknownQueue) {
-				return usageError{err}
-			}
+			q, err := lookupQueue(c, a, queue)
 			if err != nil {
 				return err
 			}

@@ -67,10 +67,7 @@ func tasksCommand(setup Setup) *cli.Command {
 					if err := wantArgs(c, "QUEUE"); err != nil {
 						return err
 					}
-					q, err := task.Lookup(c.Context, a, c.Args().Get(0))
-					if errors.Is(err, task.ErrUnknownQueue) {
-						return usageError{err}
-					}
+					q, err := lookupQueue(c, a, c.Args().Get(0))
 					if err != nil {
 						return err
 					}
@@ -164,10 +161,7 @@ func tasksCommand(setup Setup) *cli.Command {
 						if err := wantArgs(c, "QUEUE"); err != nil {
 							return err
 						}
-						q, err := task.Lookup(c.Context, a, c.Args().Get(0))
-						if errors.Is(err, task.ErrUnknownQueue) {
-							return usageError{err}
-						}
+						q, err := lookupQueue(c, a, c.Args().Get(0))
 						if err != nil {
 							return err
 						}
@@ -203,10 +197,7 @@ func tasksCommand(setup Setup) *cli.Command {
 					if err != nil || n < 1 {
 						return usageErrorf("concurrency %q: want a whole number of at least 1", c.Args().Get(1))
 					}
-					q, err := task.Lookup(c.Context, a, c.Args().Get(0))
-					if errors.Is(err, task.ErrUnknownQueue) {
-						return usageError{err}
-					}
+					q, err := lookupQueue(c, a, c.Args().Get(0))
 					if err != nil {
 						return err
 					}
@@ -233,6 +224,16 @@ func withTask(action func(c *cli.Context, q *task.Queue[json.RawMessage, json.Ra
 		}
 		return action(c, q)
 	}
+}
+
+// lookupQueue opens the task queue called name as recorded in Redis; an
+// unknown queue is a usage error.
+func lookupQueue(c *cli.Context, a *app.App, name string) (*task.Queue[json.RawMessage, json.RawMessage], error) {
+	q, err := task.Lookup(c.Context, a, name)
+	if errors.Is(err, task.ErrUnknownQueue) {
+		return nil, usageError{err}
+	}
+	return q, err
 }
 
 // findTask returns the queue of the task named by the first argument; an
