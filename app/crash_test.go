@@ -63,8 +63,23 @@ func workerProcessMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	// With LEAT_TEST_TABLE set, each event also adds one to its key's
+	// count in a table, before the delay: a stop or a kill then often
+	// lands between the write and its acknowledgement.
+	counts, err := stream.DeclareTable[int](s, "p", "counts")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	tables := os.Getenv("LEAT_TEST_TABLE") != ""
 	err = app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
+		st := counts.In(events)
 		for e := range events.All() {
+			if tables {
+				if err := addOne(ctx, st, string(e.Key)); err != nil {
+					return err
+				}
+			}
 			// The marker expires after half the lock expiry, so a worker
 			// killed mid-event does not leave it behind for the next owner,
 			// which can only start after the lock expired.

@@ -36,6 +36,7 @@ func (p *partition) consume() {
 	}
 	for !p.stopping() {
 		p.consumed, p.halted, p.rejected, p.rejectErr = 0, false, p.rejected[:0], nil
+		p.Discard() // table writes of a call that failed or left its loop
 		err := p.call()
 		if p.stopping() {
 			return

@@ -64,6 +64,11 @@ type partition struct {
 	attempts  int  // failed attempts at the head of pending
 	attemptID string
 	transient transient // transient failures at the head of pending
+
+	// consumer: tables (see tables.go)
+	staged     []core.TableWrite // staged by the loop body, applied by the next Done
+	stagedAt   map[tableKey]int  // index in staged of each table's key
+	tableCache map[tableKey]tableValue
 }
 
 func (p *partition) softStop() { p.stopOnce.Do(func() { close(p.stop) }) }
@@ -199,9 +204,17 @@ func (p *partition) take(ds []core.Delivery) {
 }
 
 // Done implements core.Feed: the deliveries are acknowledged.
+// With table writes staged, they are applied with the acknowledgement, at
+// once (see commit).
 func (p *partition) Done(ds []core.Delivery) {
-	p.take(ds)
-	p.ack(ds)
+	if len(p.staged) > 0 {
+		if !p.commit(ds) {
+			return
+		}
+	} else {
+		p.take(ds)
+		p.ack(ds)
+	}
 	if len(p.e.obs.processed) > 0 {
 		p.e.obs.Processed(p.e.stream.Name(), p.e.processor, p.n, len(ds), time.Since(p.handedAt))
 	}

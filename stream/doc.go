@@ -62,6 +62,24 @@
 // lasts, or returns [ErrNotOwner]; [Events.LocalKey] names keys in the
 // partition's hash slot, for fenced writes on Redis Cluster.
 //
+// # Tables
+//
+// A [Table] is state a processor keeps per key, in Redis beside the
+// partition the key's events go to, declared on the stream for one
+// processor:
+//
+//	totals, err := stream.DeclareTable[int64](orders, "billing", "totals")
+//
+// In the processor, [Table.In] opens it on the call's events; what a loop body
+// writes ([Store.Set], [Store.Delete]) is staged, and applied when its event
+// or batch is acknowledged, in one script with the acknowledgement that runs
+// only while the worker still holds the partition's lock. An event
+// acknowledged has had its writes applied once; an event that failed, or whose
+// worker died or lost the partition first, none: its next processing starts
+// from the values before it (exactly-once state, at-least-once processing).
+// [Store.Get] sees the call's staged writes; [Table.Get] reads applied values
+// from anywhere. A key's value lives in its own partition ([ErrOtherPartition]).
+//
 // # Registry
 //
 // Each declared stream's [Definition] is written to a hash in Redis when the

@@ -234,3 +234,6 @@ func (ev *Events[T]) yieldBatch(ds []core.Delivery, batch []*Event[T], yield fun
 		return yield(out)
 	})
 }
+
+// partitionFeed implements Partition.
+func (ev *Events[T]) partitionFeed() (core.Feed, *core.Core) { return ev.feed, ev.stream.t.Core }

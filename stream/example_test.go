@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/leatdev/leat/app"
@@ -46,4 +47,46 @@ func ExampleDeclare() {
 	// Output:
 	// {Name:payments Partitions:8 KeyField:customer Size:50000 Codec:msgpack+zstd EntryCodec: WhenFull:}
 	// c-7 goes to partition 6
+}
+
+// A table keeps a value per key for one processor; the writes of a loop body
+// are applied with the acknowledgement of its event, exactly once.
+func ExampleDeclareTable() {
+	a, err := app.New(app.Config{Name: "shop"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer a.Close()
+	payments, err := stream.Declare[Payment](a, "payments", stream.KeyField("customer"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	totals, err := stream.DeclareTable[float64](payments, "totals", "by-customer")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = app.Process(a, payments, "totals", func(ctx context.Context, events *stream.Events[Payment]) error {
+		st := totals.In(events)
+		for e := range events.All() {
+			sum, _, err := st.Get(ctx, e.Record.Customer)
+			if err != nil {
+				return err
+			}
+			if err := st.Set(e.Record.Customer, sum+e.Record.Amount); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// a.Run(ctx) runs the processor; totals.Get(ctx, "c-7") reads a total
+	// from anywhere.
+	fmt.Println(totals.Name())
+	// Output: by-customer
 }

@@ -78,9 +78,15 @@ func (a *AroundFeed) Handle(ds []Delivery, records []any, batch bool, body func(
 			return <-r.res
 		})
 	}()
+	runs := 0
 	for {
 		select {
 		case c := <-r.req:
+			if runs++; runs > 1 {
+				// A middleware runs the body again (a retry): what the
+				// last run wrote to tables is not kept.
+				a.Feed.Discard()
+			}
 			if body(c.ctx, c.ds) {
 				r.res <- nil
 				continue
@@ -122,7 +128,10 @@ func (a *AroundFeed) Finish(err error) error {
 				case cerr == nil && err == nil:
 					return nil // left the loop; the middleware let it go: pending as before
 				case cerr == nil:
-					a.Feed.Done(r.ds) // a middleware handled the error
+					// A middleware handled the error: the events are done,
+					// without the table writes of the body that failed.
+					a.Feed.Discard()
+					a.Feed.Done(r.ds)
 					return nil
 				case errors.Is(cerr, ErrLoopLeft) && err == nil:
 					return nil

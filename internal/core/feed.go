@@ -56,4 +56,29 @@ type Feed interface {
 	Fenced(ctx context.Context, fn func(pipe redis.Pipeliner) error) error
 	// LocalKey names a key in the partition's hash slot.
 	LocalKey(name string) string
+
+	// Partition is the partition's number; Processor the processor's name.
+	Partition() int
+	Processor() string
+	// Stage records a write to one of the processor's tables. Staged
+	// writes are applied by the next Done, atomically with the
+	// acknowledgement of its deliveries and only while the lock acquisition
+	// is held; until then nothing is written.
+	Stage(w TableWrite)
+	// Staged returns the last write staged for key of table, if any.
+	Staged(table, key string) (TableWrite, bool)
+	// Discard drops the staged writes: the loop body that made them failed,
+	// or is run again.
+	Discard()
+	// ReadTable returns the value of key in table as committed.
+	ReadTable(ctx context.Context, table, key string) ([]byte, bool, error)
+}
+
+// TableWrite is a write to a processor's table: Value for Key, or the key
+// deleted.
+type TableWrite struct {
+	Table  string
+	Key    string
+	Value  []byte
+	Delete bool
 }

@@ -171,3 +171,11 @@ func (s Space) DeadLetter(stream, processor string) string {
 func (s Space) Quarantine(stream, processor string) string {
 	return s.key("quarantine", s.procTag(stream, processor))
 }
+
+// Table is the hash of table name kept by processor on partition p of
+// stream: field = key, value = the key's encoded value (written only by the
+// partition's owner, with its acknowledgements; no TTL). It shares the
+// partition lock's hash slot.
+func (s Space) Table(stream, processor, name string, p int) string {
+	return s.key("table", s.partTag(stream, p)) + ":" + processor + ":" + name
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -29,6 +30,8 @@ type Proxy struct {
 	cutMarker []byte // CutReplies: a reply holding it is dropped with its connection
 	cutsLeft  int
 	cuts      int // replies cut so far
+
+	held atomic.Int64 // chunks read and not yet written on
 
 	wg sync.WaitGroup
 }
@@ -78,6 +81,10 @@ func (p *Proxy) Thaw() {
 		close(p.thawed)
 	}
 }
+
+// Held returns the number of chunks read from one side and not yet written
+// to the other: after Thaw, 0 once everything held back was delivered.
+func (p *Proxy) Held() int { return int(p.held.Load()) }
 
 // Close closes the listener and every connection, and waits for the
 // proxy's goroutines.
@@ -180,11 +187,15 @@ func (p *Proxy) pipe(dst, src net.Conn, fromServer bool) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			p.held.Add(1)
 			<-p.gate()
 			if fromServer && p.cut(buf[:n]) {
+				p.held.Add(-1)
 				return // the deferred closes end both ends
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			_, werr := dst.Write(buf[:n])
+			p.held.Add(-1)
+			if werr != nil {
 				return
 			}
 		}

@@ -66,6 +66,10 @@ var (
 	//go:embed set_group.lua
 	setGroupSrc string
 	setGroup    = redis.NewScript(setGroupSrc)
+
+	//go:embed table_commit.lua
+	tableCommitSrc string
+	tableCommit    = redis.NewScript(tableCommitSrc)
 )
 
 // Load loads the scripts that are run with EVALSHA inside pipelines, after
