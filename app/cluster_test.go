@@ -24,6 +24,7 @@ func TestCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	r := newRecorder()
 	var s *stream.Stream[event]
+	var counts *stream.Table[int]
 	newWorker := func() *worker {
 		c := cl.Client(t)
 		a, err := app.New(app.Config{Name: "shop", Client: c, Logger: testLogger(), Processing: fastOptions(), LeaderLease: time.Second})
@@ -35,6 +36,25 @@ func TestCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := app.Process(a, s, "p", collect(r)); err != nil {
+			t.Fatal(err)
+		}
+		// A table: its hash, the lock and the stream share the partition's
+		// slot, so the commit script runs on one master.
+		tbl, err := stream.DeclareTable[int](s, "count", "counts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts = tbl
+		err = app.Process(a, s, "count", func(ctx context.Context, events *stream.Events[event]) error {
+			st := tbl.In(events)
+			for e := range events.All() {
+				if err := addOne(ctx, st, string(e.Key)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		return startWorker(t, a)
@@ -51,6 +71,7 @@ func TestCluster(t *testing.T) {
 	}
 	sent = append(sent, sendEvents(t, s, keys, 10, 200)...)
 	redistest.Eventually(t, 20*time.Second, "events after a leave", func() bool { return r.count() == len(sent) })
+	waitCounts(t, counts, sentPerKey(sent), 20*time.Second)
 	if err := w1.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -219,11 +220,16 @@ func TestTableRefusesMisuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, s2 := env.newApp(4, nil) // the same app and stream names, another App value
+	foreign, err := stream.DeclareTable[int](s2, "count", "counts")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := stream.DeclareTable[int](s, "count", "bad name"); err == nil {
 		t.Error("a table name with a space was accepted")
 	}
 	keys := crashKeys(s) // 3 keys on each of the 4 partitions
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	var once sync.Once
 	err = app.Process(a, s, "count", func(ctx context.Context, events *stream.Events[event]) error {
 		for e := range events.All() {
@@ -237,6 +243,7 @@ func TestTableRefusesMisuse(t *testing.T) {
 				errs <- counts.In(events).Set(elsewhere, 1)
 				errs <- other.In(events).Set(string(e.Key), 1)
 				errs <- names.In(events).Set(string(e.Key), "bad \xff text")
+				errs <- foreign.In(events).Set(string(e.Key), 1)
 			})
 		}
 		return nil
@@ -246,11 +253,14 @@ func TestTableRefusesMisuse(t *testing.T) {
 	}
 	startWorker(t, a)
 	sendEvents(t, s, keys[:1], 1, 0)
-	for _, want := range []error{stream.ErrOtherPartition, stream.ErrTableElsewhere, stream.ErrEncode} {
+	for i, want := range []error{stream.ErrOtherPartition, stream.ErrTableElsewhere, stream.ErrEncode, stream.ErrTableElsewhere} {
 		select {
 		case err := <-errs:
 			if !errors.Is(err, want) {
 				t.Errorf("got %v, want %v", err, want)
+			}
+			if i == 3 && !strings.Contains(fmt.Sprint(err), "another app") {
+				t.Errorf("a table of another app's stream: %v, want it said", err)
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatal("the processor did not run")

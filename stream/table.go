@@ -109,7 +109,11 @@ type Partition interface {
 func (t *Table[V]) In(events Partition) *Store[V] {
 	feed, s := events.partitionFeed()
 	st := &Store[V]{t: t, feed: feed}
-	if s != t.stream || feed.Processor() != t.processor {
+	switch {
+	case s != t.stream && s.Name() == t.stream.Name():
+		st.err = fmt.Errorf("%w: table %q was declared on stream %q of another app: declare it on this app's stream",
+			ErrTableElsewhere, t.name, s.Name())
+	case s != t.stream || feed.Processor() != t.processor:
 		st.err = fmt.Errorf("%w: table %q of processor %q on stream %q, opened in processor %q on stream %q",
 			ErrTableElsewhere, t.name, t.processor, t.stream.Name(), feed.Processor(), s.Name())
 	}
