@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"strings"
 	"time"
 
 	"github.com/leatdev/leat/app"
@@ -78,3 +79,61 @@ func QueueOptions() []task.Option {
 
 // QueueName is the name of the runner's task queue.
 const QueueName = "chores"
+
+// Tally is the value the runner's second processor, "tally", keeps per key
+// in a table: each event it processes updates its key's tally in the same
+// step as its acknowledgement. Last is the highest sequence number applied
+// and Entry the ID of the last entry applied; Applied counts the entries
+// applied. Again counts entries applied a second time (an entry at or
+// before Entry: the table's exactly-once promise broken) and Gaps sequence
+// numbers skipped (an event acknowledged without its write applied). A
+// sequence number at or below Last in a newer entry is a resent copy of an
+// event (Resent), which the producer may add.
+type Tally struct {
+	Last    int64  `msgpack:"last"`
+	Entry   string `msgpack:"entry"`
+	Applied int64  `msgpack:"applied"`
+	Resent  int64  `msgpack:"resent"`
+	Again   int64  `msgpack:"again"`
+	Gaps    int64  `msgpack:"gaps"`
+}
+
+// TallyProcessor is the name of the processor keeping the tallies.
+const TallyProcessor = "tally"
+
+// DeclareTally declares the tally table on s, the runner's stream.
+func DeclareTally(s *stream.Stream[Event]) (*stream.Table[Tally], error) {
+	return stream.DeclareTable[Tally](s, TallyProcessor, "tally")
+}
+
+// Apply returns t updated with the event seq of entry id.
+func (t Tally) Apply(id string, seq int64) Tally {
+	switch {
+	case t.Entry != "" && !EntryAfter(id, t.Entry):
+		t.Again++
+	case seq <= t.Last:
+		t.Resent++
+	case seq > t.Last+1:
+		t.Gaps += seq - t.Last - 1
+	}
+	t.Last = max(t.Last, seq)
+	t.Entry = id
+	t.Applied++
+	return t
+}
+
+// EntryAfter reports whether stream entry ID a comes after b.
+func EntryAfter(a, b string) bool {
+	ams, aseq, _ := strings.Cut(a, "-")
+	bms, bseq, _ := strings.Cut(b, "-")
+	if len(ams) != len(bms) {
+		return len(ams) > len(bms)
+	}
+	if ams != bms {
+		return ams > bms
+	}
+	if len(aseq) != len(bseq) {
+		return len(aseq) > len(bseq)
+	}
+	return aseq > bseq
+}

@@ -17,7 +17,9 @@ import (
 	"github.com/leatdev/leat/internal/chaos"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -116,6 +118,7 @@ func TestChaos(t *testing.T) {
 		want += n
 	}
 	var got int64
+	tc := srv.Client(t)
 	drained := func() bool {
 		for _, p := range f.all() {
 			if err := tailRecords(log, p, offsets); err != nil {
@@ -146,7 +149,19 @@ func TestChaos(t *testing.T) {
 		if err != nil {
 			return false // the server is back by now; ask again
 		}
-		return n[task.Pending]+n[task.Active]+n[task.Retrying]+n[task.Scheduled] == 0
+		if n[task.Pending]+n[task.Active]+n[task.Retrying]+n[task.Scheduled] > 0 {
+			return false
+		}
+		tallies, err := readTallies(tc, prefix)
+		if err != nil {
+			return false
+		}
+		for key, acked := range prod.sends.Acked {
+			if tallies[key].Last < acked {
+				return false
+			}
+		}
+		return true
 	}
 	drainStart := time.Now()
 	deadline := drainStart.Add(drainTimeout)
@@ -186,11 +201,11 @@ func TestChaos(t *testing.T) {
 	res := chaos.Check(prod.sends, prod.tasks, log, rd)
 	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d events=%d processed=%d duplicates=%d commits=%d refused=%d abandoned=%d "+
 		"tasks=%d task-runs=%d task-duplicates=%d kills=%d stalls=%d (mid-event %d) freezes=%d starts=%d redis-restarts=%d "+
-		"send-retries=%d drain=%s resent=%d late-duplicates=%d stale-states=%d lost=%d order-violations=%d fencing-violations=%d tasks-lost=%d",
+		"send-retries=%d drain=%s resent=%d late-duplicates=%d stale-states=%d lost=%d order-violations=%d fencing-violations=%d tasks-lost=%d table-violations=%d",
 		seed, d, len(f.all()), res.Events, res.Processed, res.Duplicates, res.Commits, res.Refused, res.Abandoned,
 		res.Tasks, res.TaskRuns, res.TaskDuplicates, in.n.Kills, in.n.Stalls, in.n.MidEvent, in.n.Freezes, in.n.Starts,
 		in.n.RedisRestarts, prod.sendFails, drainTime.Round(time.Millisecond),
-		res.Resent, res.Late, res.State, res.Lost, res.Order, res.Fencing, res.TasksLost)
+		res.Resent, res.Late, res.State, res.Lost, res.Order, res.Fencing, res.TasksLost, res.Tables)
 	t.Log(summary)
 	t.Logf("load average at the end %s", loadavg())
 	for _, n := range res.Notes {
@@ -254,6 +269,11 @@ func readRedis(t *testing.T, srv *redistest.Server, prefix string, queue *task.Q
 			rd.State[k] = seq
 		}
 	}
+	tallies, err := readTallies(c, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.Tallies = tallies
 	for _, id := range tasks {
 		info, err := queue.Info(ctx, id)
 		if err != nil {
@@ -263,6 +283,26 @@ func readRedis(t *testing.T, srv *redistest.Server, prefix string, queue *task.Q
 		rd.TaskStates[id] = string(info.State)
 	}
 	return rd
+}
+
+// readTallies reads the tally processor's table, every partition's hash.
+func readTallies(c *redis.Client, prefix string) (map[string]chaos.Tally, error) {
+	ks := keys.New(prefix, chaos.AppName)
+	out := map[string]chaos.Tally{}
+	for p := range chaos.Partitions {
+		vals, err := c.HGetAll(context.Background(), ks.Table("events", chaos.TallyProcessor, "tally", p)).Result()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range vals {
+			var t chaos.Tally
+			if err := stream.MsgPack.Unmarshal([]byte(v), &t); err != nil {
+				return nil, fmt.Errorf("tally of %q: %w", k, err)
+			}
+			out[k] = t
+		}
+	}
+	return out, nil
 }
 
 // diagnose logs the state of the partitions and the workers, for a run

@@ -35,13 +35,14 @@ type Result struct {
 	TaskRuns       int      // successful handler runs
 	TaskDuplicates int      // successful runs beyond the first of a task
 	TasksLost      int      // acknowledged tasks without a successful run or not in state succeeded
+	Tables         int      // keys whose tally (a table's value) shows an event applied twice, skipped or missing
 	Problems       []string // losses and violations: each fails the run
 	Notes          []string // what at-least-once delivery allows but is worth a look
 }
 
 // OK reports whether nothing was lost and nothing violated.
 func (r *Result) OK() bool {
-	return r.Lost == 0 && r.Order == 0 && r.Phantoms == 0 && r.Fencing == 0 && r.TasksLost == 0 && len(r.Problems) == 0
+	return r.Lost == 0 && r.Order == 0 && r.Phantoms == 0 && r.Fencing == 0 && r.TasksLost == 0 && r.Tables == 0 && len(r.Problems) == 0
 }
 
 const maxProblems = 20
@@ -63,6 +64,7 @@ type Redis struct {
 	CommitLogs map[int][]int64   // partition -> tokens of the applied commits, in commit order
 	State      map[string]int64  // key -> last committed sequence number
 	TaskStates map[string]string // acknowledged task ID -> its state
+	Tallies    map[string]Tally  // key -> its tally in the tally processor's table
 }
 
 // Check verifies the run: every acknowledged send was committed at least
@@ -82,7 +84,28 @@ func Check(sends Sends, tasks []string, l *Log, rd Redis) *Result {
 	checkFencing(r, l, rd)
 	checkState(r, sends, rd)
 	checkTasks(r, tasks, l, rd)
+	checkTallies(r, sends, rd)
 	return r
+}
+
+// checkTallies verifies the tally processor's table: each key's tally
+// applied every acknowledged event (Last), none it was not sent (Tried),
+// no entry twice (Again) and no sequence number skipped (Gaps).
+func checkTallies(r *Result, sends Sends, rd Redis) {
+	for key, acked := range sends.Acked {
+		t := rd.Tallies[key]
+		switch {
+		case t.Again > 0:
+			r.Tables++
+			r.problem("key %q: tally applied %d entries a second time", key, t.Again)
+		case t.Gaps > 0:
+			r.Tables++
+			r.problem("key %q: tally skipped %d sequence numbers (acknowledged without their write)", key, t.Gaps)
+		case t.Last < acked || t.Last > sends.Tried[key]:
+			r.Tables++
+			r.problem("key %q: tally at %d, %d sent", key, t.Last, acked)
+		}
+	}
 }
 
 // checkOrder counts duplicates, losses and order inversions. The processed

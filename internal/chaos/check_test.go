@@ -40,6 +40,7 @@ func cleanRedis() chaos.Redis {
 		CommitLogs: map[int][]int64{0: {7, 9, 9}},
 		State:      map[string]int64{"a": 3},
 		TaskStates: map[string]string{"t1": "succeeded", "t2": "succeeded"},
+		Tallies:    map[string]chaos.Tally{"a": {Last: 3, Entry: "3-0", Applied: 3}},
 	}
 }
 
@@ -133,6 +134,27 @@ func TestCheckFindsViolations(t *testing.T) {
 			},
 		},
 		{
+			name:   "a table applied an entry twice",
+			w1:     cleanW1,
+			w2:     cleanW2,
+			redis:  func(r *chaos.Redis) { r.Tallies["a"] = chaos.Tally{Last: 3, Entry: "3-0", Applied: 4, Again: 1} },
+			failed: func(r *chaos.Result) bool { return r.Tables == 1 && r.Lost == 0 },
+		},
+		{
+			name:   "a table skipped an event",
+			w1:     cleanW1,
+			w2:     cleanW2,
+			redis:  func(r *chaos.Redis) { r.Tallies["a"] = chaos.Tally{Last: 3, Entry: "3-0", Applied: 2, Gaps: 1} },
+			failed: func(r *chaos.Result) bool { return r.Tables == 1 },
+		},
+		{
+			name:   "a table behind the sends",
+			w1:     cleanW1,
+			w2:     cleanW2,
+			redis:  func(r *chaos.Redis) { r.Tallies["a"] = chaos.Tally{Last: 2, Entry: "2-0", Applied: 2} },
+			failed: func(r *chaos.Result) bool { return r.Tables == 1 },
+		},
+		{
 			name:   "the last send's outcome is unknown: committed or not is fine",
 			w1:     cleanW1,
 			w2:     cleanW2 + "E 0 9 a 4 4-0 1\nC 0 9 4 a 4\n",
@@ -186,6 +208,30 @@ func TestLogTail(t *testing.T) {
 	for _, bad := range []string{"X 1\n", "E 1 x k 1 1-0 1\n", "C 1 5 1 k\n", "R 1 5 k 1\n", "T t\n", "\n"} {
 		if _, err := chaos.NewLog().Tail(0, strings.NewReader(bad), 0); err == nil {
 			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// A tally tells a resent copy of an event (a newer entry of an old sequence
+// number) from an entry applied twice, and counts skipped sequence numbers.
+func TestTallyApply(t *testing.T) {
+	var tl chaos.Tally
+	for _, e := range []struct {
+		id  string
+		seq int64
+	}{{"5-0", 1}, {"5-1", 2}, {"9-0", 2}, {"10-0", 3}, {"10-0", 3}, {"9-3", 4}, {"12-0", 6}} {
+		tl = tl.Apply(e.id, e.seq)
+	}
+	want := chaos.Tally{Last: 6, Entry: "12-0", Applied: 7, Resent: 1, Again: 2, Gaps: 1}
+	if tl != want {
+		t.Fatalf("tally %+v, want %+v", tl, want)
+	}
+	for _, c := range []struct {
+		a, b  string
+		after bool
+	}{{"10-0", "9-0", true}, {"9-10", "9-9", true}, {"9-9", "9-10", false}, {"9-0", "9-0", false}, {"100-0", "99-5", true}} {
+		if got := chaos.EntryAfter(c.a, c.b); got != c.after {
+			t.Errorf("EntryAfter(%s, %s) = %v", c.a, c.b, got)
 		}
 	}
 }

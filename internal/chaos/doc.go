@@ -1,11 +1,12 @@
 // Package chaos is leat's fault-injection runner: TestChaos starts a
 // persistent redis-server, several worker processes (the program in
-// chaosworker) running one stream processor and one task queue, and a
-// producer; it kills, stalls and cuts off workers, starts new ones and
+// chaosworker) running two stream processors (one of them keeping a table)
+// and one task queue, and a producer; it kills, stalls and cuts off workers, starts new ones and
 // restarts Redis, at random moments from a printed seed; after a drain it
 // checks, from the records the workers wrote, that nothing acknowledged was
 // lost, that each key was processed in send order, that no write went
-// through a superseded fencing token and that every task succeeded.
+// through a superseded fencing token, that the table applied every event
+// once and that every task succeeded.
 //
 // The test runs only when LEAT_CHAOS_DURATION is set (scripts/test runs two
 // minutes of it on its own); see docs/chaos.md for the faults, the checks
@@ -28,4 +29,7 @@
 // (a list under Events.LocalKey) and sets the key's last sequence number
 // in the partition's state hash, in one transaction that Redis applies
 // only while the lock acquisition of the token still holds.
+//
+// The processor "tally" keeps no records: its table (Tally, per key) is
+// read from Redis after the drain.
 package chaos

@@ -1,8 +1,8 @@
 //go:build linux
 
 // Command chaosworker is the worker program of leat's chaos runner
-// (internal/chaos): one app worker running the runner's stream processor
-// and task queue, recording what it processed (see the package
+// (internal/chaos): one app worker running the runner's stream processors
+// (apply, and tally, which keeps a table) and task queue, recording what it processed (see the package
 // documentation of internal/chaos for the record format).
 //
 //	chaosworker -redis URL -prefix PREFIX -id WORKER -out FILE
@@ -79,6 +79,26 @@ func run() error {
 		return err
 	}
 	if err := app.Process(a, s, "apply", w.process); err != nil {
+		return err
+	}
+	tally, err := chaos.DeclareTally(s)
+	if err != nil {
+		return err
+	}
+	err = app.Process(a, s, chaos.TallyProcessor, func(ctx context.Context, events *stream.Events[chaos.Event]) error {
+		st := tally.In(events)
+		for e := range events.All() {
+			t, _, err := st.Get(ctx, e.Record.Key)
+			if err != nil {
+				return err
+			}
+			if err := st.Set(e.Record.Key, t.Apply(e.ID, e.Record.Seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	if _, err := task.Handle(a, chaos.QueueName, w.chore, chaos.QueueOptions()...); err != nil {
