@@ -225,6 +225,9 @@ func TestTableRefusesMisuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := stream.DeclareTable[int](s, "count", "counts", stream.TableCodec(stream.JSON)); !errors.Is(err, stream.ErrConflict) {
+		t.Errorf("a table declared again with another codec: %v, want ErrConflict", err)
+	}
 	if _, err := stream.DeclareTable[int](s, "count", "bad name"); err == nil {
 		t.Error("a table name with a space was accepted")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/stream"
 )
 
 // Run runs a worker with every registered processor until ctx is done; see
@@ -176,12 +177,14 @@ type ProcessorDefinition struct {
 	Grace      time.Duration `json:"grace"`
 	OnError    string        `json:"on_error"`
 	Retries    int           `json:"retries"`
+	// Tables are the tables the processor keeps (stream.DeclareTable).
+	Tables []stream.TableDefinition `json:"tables,omitempty"`
 }
 
 func (a *App) recordProcessor(ctx context.Context, p *Processor, o executor.Options) error {
 	b, err := json.Marshal(ProcessorDefinition{
 		Stream: p.stream.Name(), Processor: p.Name, LockExpiry: o.LockExpiry, Prefetch: o.Prefetch,
-		Grace: o.Grace, OnError: o.OnError.String(), Retries: o.Retry.Attempts,
+		Grace: o.Grace, OnError: o.OnError.String(), Retries: o.Retry.Attempts, Tables: p.stream.Tables(p.Name),
 	})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -92,7 +93,7 @@ func New(setup Setup) *cli.App {
 			&cli.BoolFlag{Name: flagVersion, Usage: "print the version and exit", DisableDefaultText: true},
 		}),
 		Commands: []*cli.Command{
-			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), inspectCommand(setup), benchCommand(),
+			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), inspectCommand(setup), tableCommand(setup), benchCommand(),
 			enqueueCommand(setup), tasksCommand(setup), serveCommand(setup),
 		},
 		Action:       rootAction,
@@ -285,4 +286,11 @@ func openAppWith(c *cli.Context, setup Setup, cfg app.Config) (*app.App, error) 
 		return nil, ce
 	}
 	return a, nil
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(c *cli.Context, v any) error {
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

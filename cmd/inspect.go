@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -106,9 +105,7 @@ func inspectCommand(setup Setup) *cli.Command {
 					return writeStreamReport(c.App.Writer, r)
 				}
 			}
-			enc := json.NewEncoder(c.App.Writer)
-			enc.SetIndent("", "  ")
-			return enc.Encode(doc)
+			return writeJSON(c, doc)
 		},
 	}
 }

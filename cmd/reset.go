@@ -121,13 +121,32 @@ type resetter struct {
 	partitions int
 }
 
-// newResetter finds the processor called name among those the app's
-// registry in Redis records and those the app's code registers, and its
-// stream's partition count.
+// newResetter finds the processor called name (findProcessor).
 func newResetter(ctx context.Context, a *app.App, name string) (*resetter, error) {
+	p, err := findProcessor(ctx, a, name)
+	if err != nil {
+		return nil, err
+	}
+	return &resetter{a: a, stream: p.stream, group: p.name, partitions: p.partitions}, nil
+}
+
+// foundProcessor is a processor findProcessor found.
+type foundProcessor struct {
+	stream, name string
+	partitions   int // its stream's
+}
+
+func (p foundProcessor) fullName() string { return p.stream + "/" + p.name }
+
+// findProcessor finds the processor called name ("stream/processor", or a
+// name only one stream's processor has) among those the app's registry in
+// Redis records and those the app's code registers, and its stream's
+// partition count.
+func findProcessor(ctx context.Context, a *app.App, name string) (foundProcessor, error) {
+	var none foundProcessor
 	recorded, err := rdb.Processors(ctx, a.Client(), appKeys(a))
 	if err != nil {
-		return nil, fmt.Errorf("read the processor registry: %w", err)
+		return none, fmt.Errorf("read the processor registry: %w", err)
 	}
 	known := slices.Clone(recorded)
 	for _, p := range a.Processors() {
@@ -137,27 +156,27 @@ func newResetter(ctx context.Context, a *app.App, name string) (*resetter, error
 	}
 	slices.Sort(known)
 	if len(known) == 0 {
-		return nil, usageErrorf("unknown processor %q: app %q has none (its workers record their processors when they start)", name, a.Name())
+		return none, usageErrorf("unknown processor %q: app %q has none (its workers record their processors when they start)", name, a.Name())
 	}
 	full, err := keys.MatchProcessor(name, known)
 	if err != nil {
-		return nil, usageError{err}
+		return none, usageError{err}
 	}
-	r := &resetter{a: a}
-	r.stream, r.group, _ = strings.Cut(full, "/")
-	if st, ok := catalogOf(a).Lookup(r.stream); ok {
-		r.partitions = st.Partitions()
-		return r, nil
+	var p foundProcessor
+	p.stream, p.name, _ = strings.Cut(full, "/")
+	if st, ok := catalogOf(a).Lookup(p.stream); ok {
+		p.partitions = st.Partitions()
+		return p, nil
 	}
-	def, err := core.LoadDefinition(ctx, a.Client(), appKeys(a).Registry(), r.stream)
+	def, err := core.LoadDefinition(ctx, a.Client(), appKeys(a).Registry(), p.stream)
 	if errors.Is(err, core.ErrUnknownStream) {
-		return nil, usageErrorf("processor %s: its stream %q is not in the registry of app %q", full, r.stream, a.Name())
+		return none, usageErrorf("processor %s: its stream %q is not in the registry of app %q", full, p.stream, a.Name())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load stream %q from the registry: %w", r.stream, err)
+		return none, fmt.Errorf("load stream %q from the registry: %w", p.stream, err)
 	}
-	r.partitions = def.Partitions
-	return r, nil
+	p.partitions = def.Partitions
+	return p, nil
 }
 
 func (r *resetter) fullName() string { return r.stream + "/" + r.group }

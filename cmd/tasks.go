@@ -270,9 +270,7 @@ func printCounts(c *cli.Context, a *app.App) error {
 		rows = append(rows, queueCounts{Queue: d.Name, Counts: n})
 	}
 	if c.Bool(flagJSON) {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return writeJSON(c, rows)
 	}
 	if len(rows) == 0 {
 		// as inspect says of streams: an app name or prefix mistyped shows
@@ -338,9 +336,7 @@ func clipLine(s string, n int) string {
 
 func printInfo(c *cli.Context, in *task.Info) error {
 	if c.Bool(flagJSON) {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return enc.Encode(in)
+		return writeJSON(c, in)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	at := func(t time.Time) string {

@@ -10,6 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// TableDefinition is what the processor registry records of a table.
+type TableDefinition = core.TableDef
+
 // Errors of tables.
 var (
 	// ErrOtherPartition is returned by a Store's methods for a key that
@@ -51,7 +54,10 @@ func TableCodec(c Codec) TableOption { return func(s *tableSpec) { s.codec = c }
 // DeclareTable declares the table called name of the processor called
 // processor on stream s, holding values of type V (the type argument to
 // give: DeclareTable[int64](orders, "billing", "totals")). Names are those
-// of streams: letters, digits, '_', '.', '-'. It does no I/O.
+// of streams: letters, digits, '_', '.', '-'. Declaring it again with
+// another codec fails with ErrConflict. It does no I/O: the worker records
+// the processor's tables (name and codec) with the processor's definition,
+// for tools (leat table).
 func DeclareTable[V, T any](s *Stream[T], processor, name string, opts ...TableOption) (*Table[V], error) {
 	if err := keys.CheckName("processor", processor); err != nil {
 		return nil, err
@@ -65,6 +71,9 @@ func DeclareTable[V, T any](s *Stream[T], processor, name string, opts ...TableO
 	}
 	if spec.codec == nil {
 		return nil, fmt.Errorf("table %q: codec is nil", name)
+	}
+	if err := s.t.Core.DeclareTable(processor, name, spec.codec.Name()); err != nil {
+		return nil, err
 	}
 	return &Table[V]{stream: s.t.Core, processor: processor, name: name, codec: spec.codec}, nil
 }

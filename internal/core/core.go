@@ -33,6 +33,9 @@ type Core struct {
 	partKeys []string // PartitionKey of every partition
 
 	joined rounds.Group[[]Entry] // sends sharing round trips (join.go)
+
+	tablesMu sync.Mutex
+	tables   tables // declared tables by processor (table.go)
 }
 
 // Definition returns the stream's definition, with its entry codec once
