@@ -85,6 +85,7 @@ func NewHandler(a *app.App, opts Options) http.Handler {
 
 	write("POST /v1/streams/{stream}/events", h.sendEvents)
 	read("GET /v1/streams/{stream}", h.streamReport)
+	read("GET /v1/streams/{stream}/processors/{processor}/tables/{table}", h.tableValues)
 	read("GET /v1/overview", h.overview)
 
 	read("GET /v1/queues", h.queues)

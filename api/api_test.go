@@ -56,6 +56,12 @@ func newApp(t *testing.T, c *redis.Client, prefix string) *app.App {
 func newEnv(t *testing.T, opts api.Options) *env {
 	t.Helper()
 	c, prefix := redistest.Client(t)
+	return newEnvOn(t, c, prefix, opts)
+}
+
+// newEnvOn is newEnv on a client and prefix of the caller's.
+func newEnvOn(t *testing.T, c *redis.Client, prefix string, opts ...api.Options) *env {
+	t.Helper()
 	ctx := context.Background()
 	e := &env{client: c, gate: make(chan struct{})}
 
@@ -114,7 +120,11 @@ func newEnv(t *testing.T, opts api.Options) *env {
 	if err := a.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.srv = httptest.NewServer(api.NewHandler(a, opts))
+	var o api.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	e.srv = httptest.NewServer(api.NewHandler(a, o))
 	t.Cleanup(e.srv.Close)
 	return e
 }

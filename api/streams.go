@@ -160,6 +160,40 @@ func (h *handler) streamReport(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
+// tableValues answers the values of the ?key= keys (1 to 100) in a
+// processor's table, as JSON (null for a key without a value).
+func (h *handler) tableValues(w http.ResponseWriter, r *http.Request) {
+	names := []struct{ what, v string }{{"stream", r.PathValue("stream")}, {"processor", r.PathValue("processor")}, {"table", r.PathValue("table")}}
+	for _, n := range names {
+		if err := keys.CheckName(n.what, n.v); err != nil {
+			writeError(w, http.StatusBadRequest, "bad_name", err.Error())
+			return
+		}
+	}
+	ks := r.URL.Query()["key"]
+	if len(ks) == 0 || len(ks) > inspect.MaxTableKeys {
+		writeError(w, http.StatusBadRequest, "bad_keys", fmt.Sprintf("%d keys: give 1 to %d, as ?key=K&key=K2", len(ks), inspect.MaxTableKeys))
+		return
+	}
+	values, err := h.in.TableValues(r.Context(), names[0].v, names[1].v, names[2].v, ks)
+	switch {
+	case errors.Is(err, inspect.ErrUnknownStream):
+		writeError(w, http.StatusNotFound, "unknown_stream", err.Error())
+		return
+	case errors.Is(err, inspect.ErrUnknownTable):
+		writeError(w, http.StatusNotFound, "unknown_table", err.Error())
+		return
+	case err != nil:
+		internalError(w, err)
+		return
+	}
+	out := make(map[string]json.RawMessage, len(ks))
+	for i, k := range ks {
+		out[k] = values[i]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"values": out})
+}
+
 // internalError answers an error of the server or of Redis.
 func internalError(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, "internal", err.Error())

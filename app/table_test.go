@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/middleware"
 	"github.com/leatdev/leat/stream"
@@ -407,5 +409,57 @@ func TestTableCommitFencedAfterFrozenLink(t *testing.T) {
 			t.Fatalf("count %d (err %v) after the stale owner's commit arrived, want 2", n, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A commit Redis refuses for good (the table's key holds another type) is a
+// failure of its event: the failure policy applies (here: dead-lettered,
+// saying why), and the other events go on.
+func TestTableCommitFailureGoesToPolicy(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(1, nil)
+	counts, err := stream.DeclareTable[int](s, "p", "counts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The table's hash of partition 0 is a string: HSET fails with WRONGTYPE.
+	if err := env.client.Set(context.Background(), app.Keys(a).Table("events", "p", "counts", 0), "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Int64
+	err = app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
+		st := counts.In(events)
+		for e := range events.All() {
+			if e.Record.Seq == 3 {
+				if err := st.Set(string(e.Key), 1); err != nil {
+					return err
+				}
+			}
+			done.Add(1)
+		}
+		return nil
+	}, app.OnError(app.DeadLetter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendEvents(t, s, []string{"k"}, 6, 0)
+	w := startWorker(t, a)
+	dlq := app.Keys(a).DeadLetter("events", "p")
+	redistest.Eventually(t, 10*time.Second, "the events handled", func() bool {
+		return done.Load() == 6 && env.client.XLen(context.Background(), dlq).Val() == 1
+	})
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := pendingCount(t, env, s, "p"); n != 0 {
+		t.Fatalf("%d pending", n)
+	}
+	msgs, err := env.client.XRange(context.Background(), dlq, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := msgs[0].Values[executor.DeadError].(string); !strings.Contains(e, "table writes") || !strings.Contains(e, "WRONGTYPE") {
+		t.Fatalf("dead letter %v", msgs[0].Values)
 	}
 }

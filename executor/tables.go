@@ -97,12 +97,12 @@ func (p *partition) cacheTable(table, key string, v tableValue) {
 // head of pending, in one script run while the lock holds this
 // acquisition's value; transient errors are tried again while the lock is
 // trusted. It reports whether ds are done. When they are not, the staged
-// writes are dropped and ds stay pending: the lock was lost (the
-// partition's work ends, and the next owner processes them again), or the
+// writes are dropped and ds stay pending: the lock was lost or the
+// partition's work ended (the next owner processes them again), or the
 // commit failed for good (ds are rejected: the failure policy applies).
 func (p *partition) commit(ds []core.Delivery) bool {
 	defer p.Discard()
-	if p.lock == nil || p.lost() {
+	if p.lock == nil || p.ctx().Err() != nil {
 		return false
 	}
 	writes := make([]scripts.TableWrite, len(p.staged))
@@ -127,7 +127,10 @@ func (p *partition) commit(ds []core.Delivery) bool {
 		p.log.Warn("table writes refused: the partition lock is held by another acquisition")
 		p.cancel(errLockLost)
 		return false
-	case p.lost():
+	case p.ctx().Err() != nil:
+		// The partition's work ended meanwhile (the lock lost or no longer
+		// trusted, or a hard stop): whether the script ran or not, the
+		// next owner finds what Redis holds.
 		return false
 	}
 	p.Reject(ds, fmt.Errorf("executor: table writes of processor %q not applied: %w", p.e.processor, err))

@@ -1,8 +1,9 @@
 // Package inspect reads the state of a leat app from Redis, for the "leat
 // inspect" command, dashboards and metrics: its streams, their partitions,
 // what each processor has done with each partition (owner, lag, pending,
-// quarantine), its leader, its workers, and its task queues (tasks per
-// state, oldest ready and delivered entries, throughput).
+// quarantine), its leader, its workers, its task queues (tasks per state,
+// oldest ready and delivered entries, throughput), and the values of keys in
+// processors' tables.
 //
 // # Cost
 //
@@ -21,6 +22,10 @@
 // MGET of the finished-task counters (at most 31 keys) that the scripts
 // ending tasks keep per 10-second bucket. All the queues of an app are read
 // in the same two round trips.
+//
+// [Inspector.TableValues] reads the values of given keys in a processor's
+// table: two HGET of the registry, then one HGET per key in one pipelined
+// round trip.
 //
 // Nothing scans entries or keys (no SCAN, no KEYS, no XRANGE beyond one
 // entry).

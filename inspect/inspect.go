@@ -47,9 +47,10 @@ func New(c redis.UniversalClient, prefix, app string) *Inspector {
 
 // processorDef is what the processor registry records (app.ProcessorDefinition).
 type processorDef struct {
-	Stream     string        `json:"stream"`
-	Processor  string        `json:"processor"`
-	LockExpiry time.Duration `json:"lock_expiry"`
+	Stream     string          `json:"stream"`
+	Processor  string          `json:"processor"`
+	LockExpiry time.Duration   `json:"lock_expiry"`
+	Tables     []core.TableDef `json:"tables"`
 }
 
 // registry is the app snapshot with its definitions decoded.

@@ -1,0 +1,131 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/leatdev/leat/internal/core"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrUnknownTable is returned by TableValues when the registry records no
+// such processor, or no such table of it.
+var ErrUnknownTable = errors.New("unknown table")
+
+// MaxTableKeys bounds the keys of one TableValues call.
+const MaxTableKeys = 100
+
+// TableValues returns the values of keys in the table called table of
+// processor on stream (stream.DeclareTable), as the acknowledged events
+// left them, each as JSON: null for a key without a value. Each is read
+// from the partition its key's events go to and decoded with the codec the
+// processor's workers recorded with its definition. It fails with an error
+// matching ErrUnknownStream or ErrUnknownTable when the registry does not
+// record the stream, or the processor and its table.
+//
+// Cost: the stream's and the processor's definitions (two HGET), then one
+// pipelined round trip of one HGET per key.
+func (i *Inspector) TableValues(ctx context.Context, stream, processor, table string, keys []string) ([]json.RawMessage, error) {
+	if len(keys) == 0 || len(keys) > MaxTableKeys {
+		return nil, fmt.Errorf("%d keys: give 1 to %d", len(keys), MaxTableKeys)
+	}
+	def, err := core.LoadDefinition(ctx, i.c, i.k.Registry(), stream)
+	if errors.Is(err, core.ErrUnknownStream) {
+		return nil, fmt.Errorf("%w %q: it is not in the registry of app %q", ErrUnknownStream, stream, i.app)
+	}
+	if err != nil {
+		return nil, err
+	}
+	full := stream + "/" + processor
+	raw, err := i.c.HGet(ctx, i.k.Processors(), full).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: processor %s is not in the registry of app %q (its workers record it when they start)", ErrUnknownTable, full, i.app)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the processor registry: %w", err)
+	}
+	var pd processorDef
+	if err := json.Unmarshal(raw, &pd); err != nil {
+		return nil, fmt.Errorf("processor %s: its registry entry: %w", full, err)
+	}
+	at := slices.IndexFunc(pd.Tables, func(d core.TableDef) bool { return d.Name == table })
+	if at < 0 {
+		known := "it has none"
+		if len(pd.Tables) > 0 {
+			names := make([]string, len(pd.Tables))
+			for j, d := range pd.Tables {
+				names[j] = d.Name
+			}
+			known = "it has " + strings.Join(names, ", ")
+		}
+		return nil, fmt.Errorf("%w: processor %s has no table %q (%s; its workers record its tables when they start)", ErrUnknownTable, full, table, known)
+	}
+	codec, err := core.LookupCodec(pd.Tables[at].Codec)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", table, err)
+	}
+	pipe := i.c.Pipeline()
+	cmds := make([]*redis.StringCmd, len(keys))
+	for j, k := range keys {
+		cmds[j] = pipe.HGet(ctx, i.k.Table(stream, processor, table, core.PartitionOf([]byte(k), def.Partitions)), k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read table %q: %w", table, err)
+	}
+	out := make([]json.RawMessage, len(keys))
+	for j, cmd := range cmds {
+		data, err := cmd.Bytes()
+		if errors.Is(err, redis.Nil) {
+			out[j] = json.RawMessage("null")
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read table %q: %w", table, err)
+		}
+		if out[j], err = valueJSON(codec, data); err != nil {
+			return nil, fmt.Errorf("table %q: key %q: %w", table, keys[j], err)
+		}
+	}
+	return out, nil
+}
+
+// valueJSON returns a value encoded with codec as JSON: a JSON value as it
+// is, another decoded and written again.
+func valueJSON(codec core.Codec, data []byte) (json.RawMessage, error) {
+	if codec.Name() == core.JSON.Name() {
+		return data, nil
+	}
+	var v any
+	if err := codec.Unmarshal(data, &v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(jsonable(v))
+}
+
+// jsonable turns maps with keys that are not strings (msgpack allows them)
+// into maps of their keys' text, so encoding/json can write them.
+func jsonable(v any) any {
+	switch v := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[fmt.Sprint(k)] = jsonable(x)
+		}
+		return m
+	case map[string]any:
+		for k, x := range v {
+			v[k] = jsonable(x)
+		}
+		return v
+	case []any:
+		for i, x := range v {
+			v[i] = jsonable(x)
+		}
+		return v
+	}
+	return v
+}
