@@ -18,9 +18,14 @@ import (
 // round trip once per acquisition of the partition: while the lock is
 // held, nobody else writes its tables.
 
-// tableCacheMax bounds the values a partition keeps; past it the cache is
-// emptied and filled again from Redis as keys are read.
-const tableCacheMax = 10_000
+// A partition keeps at most tableCacheTotal / its stream's partitions
+// values (tableCacheMin at least): about a quarter of a million for all of
+// an executor's partitions together. Past that the cache is emptied and
+// filled again from Redis as keys are read.
+const (
+	tableCacheTotal = 1 << 18
+	tableCacheMin   = 1024
+)
 
 type tableValue struct {
 	v  []byte
@@ -87,7 +92,7 @@ func (p *partition) tableHash(table string) string {
 }
 
 func (p *partition) cacheTable(table, key string, v tableValue) {
-	if p.tableCache == nil || len(p.tableCache) >= tableCacheMax {
+	if p.tableCache == nil || len(p.tableCache) >= max(tableCacheMin, tableCacheTotal/p.e.stream.Partitions()) {
 		p.tableCache = make(map[tableKey]tableValue)
 	}
 	p.tableCache[tableKey{table, key}] = v
