@@ -211,9 +211,18 @@ func writeStreamReport(w io.Writer, r *inspect.StreamReport) error {
 	}
 	table(w, "PARTITION\tLENGTH\tADDED\tFIRST ID\tLAST ID", rows)
 	for _, pr := range r.Processors {
-		fmt.Fprintf(w, "\nprocessor %s: %d live %s, %d/%d partitions owned, lag %s, pending %s, %d quarantined\n",
+		tables := ""
+		for i, t := range pr.Tables {
+			if i == 0 {
+				tables = "; tables "
+			} else {
+				tables += ", "
+			}
+			tables += t.Name + " (" + t.Codec + ")"
+		}
+		fmt.Fprintf(w, "\nprocessor %s: %d live %s, %d/%d partitions owned, lag %s, pending %s, %d quarantined%s\n",
 			pr.Processor, pr.Executors, plural(pr.Executors, "executor"), pr.Owned, len(pr.Partitions),
-			fmtLag(pr.Lag), fmtInt(pr.Pending), pr.Quarantined)
+			fmtLag(pr.Lag), fmtInt(pr.Pending), pr.Quarantined, tables)
 		var rows [][]string
 		for _, pp := range pr.Partitions {
 			worker, exec := "-", "-"

@@ -98,6 +98,22 @@ func TestTableCLI(t *testing.T) {
 		t.Fatalf("table: %+v", r)
 	}
 
+	// inspect names the processor's tables.
+	r = run(t, nil, "", s.args("inspect", "ticks")...)
+	if r.status != 0 || !strings.Contains(r.stdout, "0 quarantined; tables lasts (json), sums (msgpack)") {
+		t.Fatalf("inspect ticks: %+v", r)
+	}
+	r = run(t, nil, "", s.args("inspect", "--json", "ticks")...)
+	var rep struct {
+		Processors []struct {
+			Tables []struct{ Name, Codec string } `json:"tables"`
+		} `json:"processors"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Processors) != 1 || len(rep.Processors[0].Tables) != 2 ||
+		rep.Processors[0].Tables[1].Name != "sums" || rep.Processors[0].Tables[1].Codec != "msgpack" {
+		t.Fatalf("inspect --json ticks (%v): %s", err, r.stdout)
+	}
+
 	for _, c := range []struct {
 		args []string
 		want string

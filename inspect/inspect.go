@@ -181,6 +181,9 @@ func (i *Inspector) processor(ctx context.Context, def core.Definition, pd proce
 		return nil, snap, err
 	}
 	pr := &ProcessorReport{Processor: pd.Processor, Partitions: make([]ProcessorPartition, def.Partitions)}
+	for _, t := range pd.Tables {
+		pr.Tables = append(pr.Tables, Table{Name: t.Name, Codec: t.Codec})
+	}
 	for _, deadline := range snap.Members {
 		if !deadline.Before(now) {
 			pr.Executors++

@@ -196,7 +196,17 @@ type ProcessorReport struct {
 	Lag         *int64               `json:"lag"`       // sum of the known lags; null when none is known
 	Pending     int64                `json:"pending"`
 	Quarantined int                  `json:"quarantined"`
-	Partitions  []ProcessorPartition `json:"partitions"`
+	// Tables are the processor's tables (name and codec) its workers
+	// recorded; omitted when it keeps none.
+	Tables     []Table              `json:"tables,omitempty"`
+	Partitions []ProcessorPartition `json:"partitions"`
+}
+
+// Table is a table a processor keeps (stream.DeclareTable), as its workers
+// recorded it.
+type Table struct {
+	Name  string `json:"name"`
+	Codec string `json:"codec"`
 }
 
 // ProcessorPartition is what a processor has done with one partition.
