@@ -190,12 +190,12 @@ type Partition struct {
 
 // ProcessorReport is one processor of the stream.
 type ProcessorReport struct {
-	Processor   string               `json:"processor"`
-	Executors   int                  `json:"executors"` // live members
-	Owned       int                  `json:"owned"`     // partitions whose lock is held
-	Lag         *int64               `json:"lag"`       // sum of the known lags; null when none is known
-	Pending     int64                `json:"pending"`
-	Quarantined int                  `json:"quarantined"`
+	Processor   string `json:"processor"`
+	Executors   int    `json:"executors"` // live members
+	Owned       int    `json:"owned"`     // partitions whose lock is held
+	Lag         *int64 `json:"lag"`       // sum of the known lags; null when none is known
+	Pending     int64  `json:"pending"`
+	Quarantined int    `json:"quarantined"`
 	// Tables are the processor's tables (name and codec) its workers
 	// recorded; omitted when it keeps none.
 	Tables     []Table              `json:"tables,omitempty"`
