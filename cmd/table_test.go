@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,9 +20,7 @@ type sums struct {
 
 // tablesApp processes ticks into two tables of processor "sum": "sums"
 // (msgpack) and "lasts" (JSON).
-type tablesApp struct {
-	sums atomic.Pointer[stream.Table[sums]]
-}
+type tablesApp struct{}
 
 func (ta *tablesApp) setup(cfg app.Config) (*app.App, error) {
 	cfg.Processing = cfg.Processing.Merge(executor.Options{LockExpiry: 2 * time.Second, ReadBlock: 200 * time.Millisecond})
@@ -43,7 +40,6 @@ func (ta *tablesApp) setup(cfg app.Config) (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	ta.sums.Store(sumsTable)
 	return a, app.Process(a, s, "sum", func(ctx context.Context, events *stream.Events[tick]) error {
 		st, lt := sumsTable.In(events), lasts.In(events)
 		for e := range events.All() {
@@ -72,9 +68,23 @@ func TestTableCLI(t *testing.T) {
 	if r := run(t, ta.setup, ticks(30), s.args("sendmany", "ticks", "-")...); r.status != 0 {
 		t.Fatalf("sendmany: %+v", r)
 	}
+	// Read through an app of the test's own (every command of the CLI runs
+	// the setup on an app of its own, closed when the command ends).
+	ra, err := app.New(app.Config{Name: "shop", Client: s.client, KeyPrefix: s.keys.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	rs, err := stream.Declare[tick](ra, "ticks", stream.KeyField("key"), stream.Partitions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sumsTable, err := stream.DeclareTable[sums](rs, "sum", "sums")
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, b, "30 ticks summed", func() bool {
-		tbl := ta.sums.Load()
-		v, _, err := tbl.Get(context.Background(), "k9")
+		v, _, err := sumsTable.Get(context.Background(), "k9")
 		return err == nil && v.Count == 3
 	})
 	if r := b.stop(t); r.status != 0 {

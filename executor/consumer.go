@@ -38,6 +38,7 @@ func (p *partition) consume() {
 		p.consumed, p.halted, p.rejected, p.rejectErr = 0, false, p.rejected[:0], nil
 		p.Discard() // table writes of a call that failed or left its loop
 		err := p.call()
+		p.flush() // what the call did before it ended (a failure: not the failing one)
 		if p.stopping() {
 			return
 		}

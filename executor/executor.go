@@ -84,6 +84,10 @@ type Executor struct {
 
 	stats        acquireStats
 	refreshCount atomic.Int64 // lock refresh rounds done
+	commits      atomic.Int64 // table commits applied (tables.go), for tests and debugging
+	// commitInterval is how long deliveries done with table writes may wait
+	// for others to be committed with (tables.go); tests lengthen it.
+	commitInterval time.Duration
 
 	mu    sync.Mutex
 	owned map[int]*partition // partitions whose goroutine runs
@@ -119,24 +123,25 @@ func New(cfg Config) (*Executor, error) {
 	}
 	cat := cfg.Stream.Catalog()
 	e := &Executor{
-		id:        cfg.ID,
-		worker:    cfg.Worker,
-		processor: cfg.Processor,
-		stream:    cfg.Stream,
-		handler:   cfg.Handler,
-		opts:      opts,
-		app:       cat.Client(),
-		client:    cat.Client(),
-		keys:      cat.Keys(),
-		group:     rdb.NewGroup(cat.Client(), cat.Keys(), cfg.Stream.Name(), cfg.Processor),
-		appGroup:  rdb.NewGroup(cat.Client(), cat.Keys(), cfg.Stream.Name(), cfg.Processor),
-		locker:    redislock.New(cat.Client()),
-		log:       cfg.Logger.With("stream", cfg.Stream.Name(), "processor", cfg.Processor, "executor", cfg.ID),
-		obs:       newHooks(cfg.Hooks),
-		halted:    make(chan struct{}),
-		wake:      make(chan struct{}, 1),
-		owned:     map[int]*partition{},
-		ready:     map[int]bool{},
+		commitInterval: commitInterval,
+		id:             cfg.ID,
+		worker:         cfg.Worker,
+		processor:      cfg.Processor,
+		stream:         cfg.Stream,
+		handler:        cfg.Handler,
+		opts:           opts,
+		app:            cat.Client(),
+		client:         cat.Client(),
+		keys:           cat.Keys(),
+		group:          rdb.NewGroup(cat.Client(), cat.Keys(), cfg.Stream.Name(), cfg.Processor),
+		appGroup:       rdb.NewGroup(cat.Client(), cat.Keys(), cfg.Stream.Name(), cfg.Processor),
+		locker:         redislock.New(cat.Client()),
+		log:            cfg.Logger.With("stream", cfg.Stream.Name(), "processor", cfg.Processor, "executor", cfg.ID),
+		obs:            newHooks(cfg.Hooks),
+		halted:         make(chan struct{}),
+		wake:           make(chan struct{}, 1),
+		owned:          map[int]*partition{},
+		ready:          map[int]bool{},
 	}
 	e.fetch = newFetcher(e)
 	e.acks = newAcker(cat.Client(), cfg.Processor)

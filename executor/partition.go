@@ -66,9 +66,13 @@ type partition struct {
 	transient transient // transient failures at the head of pending
 
 	// consumer: tables (see tables.go)
-	staged     []core.TableWrite // staged by the loop body, applied by the next Done
-	stagedAt   map[tableKey]int  // index in staged of each table's key
-	tableCache map[tableKey]tableValue
+	staged      []core.TableWrite            // staged by the loop body, sealed by its Done
+	stagedAt    map[tableKey]int             // index in staged of each table's key
+	sealed      []sealedDone                 // the Done calls of pending[:sealedN], in order
+	sealedLast  map[tableKey]core.TableWrite // the last sealed write of each key
+	sealedN     int                          // pending[:sealedN] are done, their writes sealed, awaiting the commit
+	sealedSince time.Time                    // when the first of them was done
+	tableCache  map[tableKey]tableValue
 }
 
 func (p *partition) softStop() { p.stopOnce.Do(func() { close(p.stop) }) }
@@ -107,10 +111,13 @@ func (p *partition) Next(n int, within time.Duration) []core.Delivery {
 	if p.halted || p.stopping() {
 		return nil
 	}
-	if len(p.pending) > 0 {
+	if rest := p.pending[p.sealedN:]; len(rest) > 0 {
 		// Left over from an interrupted or failed call: offered again, in
 		// place, so order holds.
-		return p.handOut(p.pending[:min(n, len(p.pending))])
+		return p.handOut(rest[:min(n, len(rest))])
+	}
+	if p.sealedN > 0 && len(p.buf) == 0 && !p.flush() {
+		return nil // nothing to go on with at once: the done ones are committed first
 	}
 	var first core.Delivery
 	select {
@@ -129,16 +136,21 @@ func (p *partition) Next(n int, within time.Duration) []core.Delivery {
 	if n > 1 {
 		p.gather(n, within)
 	}
-	p.pendBuf = p.pending[:0]
+	if p.sealedN == 0 {
+		p.pendBuf = p.pending[:0]
+	}
 	p.e.fetch.drained(p, before, len(p.buf))
-	return p.handOut(p.pending)
+	if p.halted {
+		return nil // the done ones were rejected while the batch gathered (gather)
+	}
+	return p.handOut(p.pending[p.sealedN:])
 }
 
 // gather adds deliveries to pending until it holds n, taking what is
 // buffered at once and waiting at most within for more.
 func (p *partition) gather(n int, within time.Duration) {
 	var timeout <-chan time.Time
-	for len(p.pending) < n {
+	for len(p.pending)-p.sealedN < n {
 		select {
 		case d := <-p.buf:
 			p.pending = append(p.pending, d)
@@ -147,6 +159,9 @@ func (p *partition) gather(n int, within time.Duration) {
 		}
 		if within <= 0 {
 			return
+		}
+		if p.sealedN > 0 && !p.flush() {
+			return // the batch waits: the done ones are committed first
 		}
 		if timeout == nil {
 			t := time.NewTimer(within)
@@ -178,10 +193,11 @@ func (p *partition) handOut(ds []core.Delivery) []core.Delivery {
 	if p.stopping() { // reads the clock: exact even right after a freeze
 		return nil
 	}
-	for i := range min(p.handed, len(ds)) {
+	// ds starts after the sealed deliveries, which were handed out
+	for i := range min(max(p.handed-p.sealedN, 0), len(ds)) {
 		ds[i].Deliveries++
 	}
-	p.handed = max(p.handed, len(ds))
+	p.handed = max(p.handed, p.sealedN+len(ds))
 	p.consumed += len(ds)
 	if len(p.e.obs.processed) > 0 { // only the hooks read the time
 		p.handedAt = time.Now()
@@ -203,12 +219,12 @@ func (p *partition) take(ds []core.Delivery) {
 	}
 }
 
-// Done implements core.Feed: the deliveries are acknowledged.
-// With table writes staged, they are applied with the acknowledgement, at
-// once (see commit).
+// Done implements core.Feed: the deliveries are acknowledged. With table
+// writes staged, or deliveries done before them awaiting their commit, they
+// are sealed and committed with those (see seal).
 func (p *partition) Done(ds []core.Delivery) {
-	if len(p.staged) > 0 {
-		if !p.commit(ds) {
+	if len(p.staged) > 0 || p.sealedN > 0 {
+		if !p.seal(ds) {
 			return
 		}
 	} else {
@@ -232,6 +248,9 @@ func (p *partition) ack(ds []core.Delivery) {
 // The events handed out after ds were not given to the processor: the call
 // ends at the rejection.
 func (p *partition) Reject(ds []core.Delivery, err error) {
+	if p.sealedN > 0 && !p.flush() {
+		return // the partition's work ends, or the done ones were rejected
+	}
 	p.take(ds)
 	p.handed = 0
 	p.rejected = append(p.rejected[:0], ds...)

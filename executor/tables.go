@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
@@ -11,9 +13,10 @@ import (
 )
 
 // A partition's tables: the writes its loop body stages (core.Feed.Stage)
-// are applied by the next Done in one script that checks the partition's
-// lock, writes the tables' hashes and acknowledges the deliveries, so a
-// table holds exactly the writes of the events acknowledged. The values
+// are applied with the acknowledgement of the deliveries Done marks, in one
+// script that checks the partition's lock, writes the tables' hashes and
+// acknowledges, so a table holds exactly the writes of the events
+// acknowledged. The values
 // read or committed are kept (tableCache), so reading a key costs Redis a
 // round trip once per acquisition of the partition: while the lock is
 // held, nobody else writes its tables.
@@ -54,16 +57,21 @@ func (p *partition) Stage(w core.TableWrite) {
 
 type tableKey struct{ table, key string }
 
-// Staged implements core.Feed.
+// Staged implements core.Feed: the write staged by the current loop body,
+// else the one sealed with a delivery done and not yet committed.
 func (p *partition) Staged(table, key string) (core.TableWrite, bool) {
-	i, ok := p.stagedAt[tableKey{table, key}]
-	if !ok {
-		return core.TableWrite{}, false
+	k := tableKey{table, key}
+	if i, ok := p.stagedAt[k]; ok {
+		return p.staged[i], true
 	}
-	return p.staged[i], true
+	if w, ok := p.sealedLast[k]; ok {
+		return w, true
+	}
+	return core.TableWrite{}, false
 }
 
-// Discard implements core.Feed.
+// Discard implements core.Feed: the staged writes only (the sealed ones
+// belong to deliveries done).
 func (p *partition) Discard() {
 	clear(p.staged)
 	p.staged = p.staged[:0]
@@ -98,46 +106,135 @@ func (p *partition) cacheTable(table, key string, v tableValue) {
 	p.tableCache[tableKey{table, key}] = v
 }
 
-// commit applies the staged writes and acknowledges ds, which must be the
-// head of pending, in one script run while the lock holds this
-// acquisition's value; transient errors are tried again while the lock is
-// trusted. It reports whether ds are done. When they are not, the staged
-// writes are dropped and ds stay pending: the lock was lost or the
-// partition's work ended (the next owner processes them again), or the
-// commit failed for good (ds are rejected: the failure policy applies).
-func (p *partition) commit(ds []core.Delivery) bool {
-	defer p.Discard()
-	if p.lock == nil || p.ctx().Err() != nil {
+// Deliveries done with table writes are not committed one Done at a time
+// while more are already buffered: they are sealed (kept at the head of
+// pending, their writes merged), and committed together, in one script, as
+// soon as nothing is left to hand out at once, commitMax are sealed or the
+// first of them was done commitInterval ago; and when the processor call
+// ends, before anything else (a failure's retries or policy, a release).
+// What a crash or a lost lock leaves uncommitted stays pending: the next
+// owner processes those deliveries again, from the values before them.
+const (
+	commitInterval = 5 * time.Millisecond
+	commitMax      = 256
+)
+
+// sealedDone is one Done call's deliveries (n of them) and their writes.
+type sealedDone struct {
+	n      int
+	writes []core.TableWrite
+}
+
+// seal moves the staged writes of ds, the deliveries after the sealed ones,
+// to the sealed writes, and commits them all when it is time (see above).
+// It reports false when the commit failed (see flush).
+func (p *partition) seal(ds []core.Delivery) bool {
+	rest := p.pending[p.sealedN:]
+	if len(ds) > len(rest) || (len(ds) > 0 && rest[0].ID != ds[0].ID) {
+		panic(fmt.Sprintf("executor: deliveries %v are not the head of what is not done", ids(ds)))
+	}
+	if p.sealedN == 0 {
+		p.sealedSince = time.Now()
+	}
+	p.sealedN += len(ds)
+	if p.sealedLast == nil {
+		p.sealedLast = map[tableKey]core.TableWrite{}
+	}
+	for _, w := range p.staged {
+		p.sealedLast[tableKey{w.Table, w.Key}] = w
+	}
+	p.sealed = append(p.sealed, sealedDone{n: len(ds), writes: slices.Clone(p.staged)})
+	p.Discard()
+	if p.sealedN < commitMax && len(p.buf) > 0 && time.Since(p.sealedSince) < p.e.commitInterval && !p.stopping() {
+		return true
+	}
+	return p.flush()
+}
+
+// flush commits the sealed deliveries and their writes, the last write of
+// each key, in one script. It reports whether they are done (or none were
+// sealed). When they are not, their writes are dropped and they stay
+// pending: the lock was lost or the partition's work ended (the next owner
+// processes them again); or the commit failed for good, and then each Done
+// call's deliveries are committed alone, in order, up to the one that
+// fails, which is rejected (the failure policy applies to it), the ones
+// after it left pending to be handed out again (their writes were made on
+// top of its).
+func (p *partition) flush() bool {
+	if p.sealedN == 0 {
+		return true
+	}
+	// copies: take clears what it removes from pending, and Reject keeps ds
+	ds, sealed := slices.Clone(p.pending[:p.sealedN]), p.sealed
+	writes := make([]core.TableWrite, 0, len(p.sealedLast))
+	for _, w := range p.sealedLast { // one per key: the order does not matter
+		writes = append(writes, w)
+	}
+	p.sealedN, p.sealed = 0, nil
+	clear(p.sealedLast)
+	err := p.commit(ds, writes)
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, errCommitEnded) || len(sealed) == 1 {
+		if !errors.Is(err, errCommitEnded) {
+			p.Reject(ds, err)
+		}
 		return false
 	}
-	writes := make([]scripts.TableWrite, len(p.staged))
-	for i, w := range p.staged {
-		writes[i] = scripts.TableWrite{Table: p.tableHash(w.Table), Field: w.Key, Value: w.Value, Delete: w.Delete}
+	for i, d := range sealed {
+		one := slices.Clone(p.pending[:d.n])
+		if err := p.commit(one, d.writes); err != nil {
+			if !errors.Is(err, errCommitEnded) {
+				p.Reject(one, err)
+				for _, later := range sealed[i+1:] {
+					p.handed += later.n // given to the processor: counted when handed out again
+				}
+			}
+			return false
+		}
+	}
+	return true // (the group's failure did not come again)
+}
+
+// errCommitEnded: a commit not applied because the partition's work ended.
+var errCommitEnded = errors.New("executor: the partition's work ended before the commit")
+
+// commit applies writes and acknowledges ds, the head of pending, in one
+// script run while the lock holds this acquisition's value; transient
+// errors are tried again while the lock is trusted. It returns nil when
+// done (ds taken from pending), errCommitEnded when the lock was lost or
+// the partition's work ended (nothing may have been applied: the next
+// owner finds what Redis holds), or the error that failed it for good.
+func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite) error {
+	if p.lock == nil || p.ctx().Err() != nil {
+		return errCommitEnded
 	}
 	list := ids(ds)
+	ws := make([]scripts.TableWrite, len(writes))
+	for i, w := range writes {
+		ws[i] = scripts.TableWrite{Table: p.tableHash(w.Table), Field: w.Key, Value: w.Value, Delete: w.Delete}
+	}
 	var held bool
 	err := ride(p.ctx(), func(ctx context.Context) error {
 		var err error
-		held, err = scripts.CommitTables(ctx, p.e.app, p.lockKey, p.lock.Value(), p.key, p.e.processor, list, writes)
+		held, err = scripts.CommitTables(ctx, p.e.app, p.lockKey, p.lock.Value(), p.key, p.e.processor, list, ws)
 		return err
 	})
 	switch {
 	case err == nil && held:
-		for _, w := range p.staged {
+		p.e.commits.Add(1)
+		for _, w := range writes {
 			p.cacheTable(w.Table, w.Key, tableValue{v: w.Value, ok: !w.Delete})
 		}
 		p.take(ds)
-		return true
+		return nil
 	case err == nil:
 		p.log.Warn("table writes refused: the partition lock is held by another acquisition")
 		p.cancel(errLockLost)
-		return false
+		return errCommitEnded
 	case p.ctx().Err() != nil:
-		// The partition's work ended meanwhile (the lock lost or no longer
-		// trusted, or a hard stop): whether the script ran or not, the
-		// next owner finds what Redis holds.
-		return false
+		return errCommitEnded
 	}
-	p.Reject(ds, fmt.Errorf("executor: table writes of processor %q not applied: %w", p.e.processor, err))
-	return false
+	return fmt.Errorf("executor: table writes of processor %q not applied: %w", p.e.processor, err)
 }

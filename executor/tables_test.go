@@ -1,10 +1,14 @@
 package executor
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/redistest"
 )
 
 // Staged writes: the last write of a key wins and is what Staged returns;
@@ -35,4 +39,54 @@ func TestTableStagingAndCacheBound(t *testing.T) {
 			t.Fatalf("cache holds %d values, bound %d", len(p.tableCache), tableCacheTotal)
 		}
 	}
+}
+
+// Through a backlog, deliveries done with table writes are committed
+// together: far fewer commits than deliveries, each key's last write
+// applied, nothing left pending. A lone delivery with nothing buffered
+// behind it is committed at once.
+func TestTableCommitsGroupedThroughBacklog(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 1, 10_000)
+	r.send(0, 2000)
+	var done atomic.Int64
+	e := r.executor("p", Options{Prefetch: 500}, func(ctx context.Context, feed core.Feed) error {
+		for {
+			ds := feed.Next(1, 0)
+			if len(ds) == 0 {
+				return nil
+			}
+			n := done.Add(1)
+			feed.Stage(core.TableWrite{Table: "t", Key: fmt.Sprint(n % 10), Value: []byte(fmt.Sprint(n))})
+			feed.Done(ds)
+		}
+	})
+	e.commitInterval = time.Minute // grouped by what is buffered only, whatever the machine's load
+	stop := r.run(e)
+	redistest.Eventually(t, 20*time.Second, "2,000 deliveries done", func() bool { return done.Load() == 2000 })
+	hash := r.keys.Table("s", "p", "t", 0)
+	redistest.Eventually(t, 10*time.Second, "the last writes applied", func() bool {
+		v, _ := r.client.HGet(context.Background(), hash, "0").Result()
+		return v == "2000"
+	})
+	if c := e.commits.Load(); c > 500 || c < 2000/commitMax {
+		t.Errorf("%d commits for 2,000 deliveries of a backlog, want them grouped", c)
+	}
+	before := e.commits.Load()
+	r.send(0, 1)
+	redistest.Eventually(t, 10*time.Second, "a lone delivery committed", func() bool {
+		v, _ := r.client.HGet(context.Background(), hash, "1").Result()
+		return v == "2001"
+	})
+	if c := e.commits.Load() - before; c != 1 {
+		t.Errorf("%d commits for one delivery, want 1", c)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := r.client.XPending(context.Background(), r.keys.Partition("s", 0), "p").Result()
+	if err != nil || n.Count != 0 {
+		t.Fatalf("pending %+v (%v), want none", n, err)
+	}
+	t.Logf("%d commits for 2,000 deliveries", before)
 }

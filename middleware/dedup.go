@@ -41,6 +41,12 @@ var ErrDedupConfig = errors.New("middleware: dedup needs a message with a Redis 
 // are left out of what the loop body sees. An event processed whose record
 // was lost (a crash between the loop body and the write) is processed
 // again: at-least-once still holds.
+//
+// Not for processors that keep tables (stream.DeclareTable): the record is
+// written before the table's commit, so a crash between the two leaves the
+// event recorded and its table writes unapplied, and its redelivery is
+// skipped. Keep what tells a duplicate (an ID or a sequence number per key)
+// in the table instead.
 func Dedup(o DedupOptions) Middleware {
 	if o.Header == "" {
 		o.Header = "idempotency-key"

@@ -134,8 +134,10 @@ func (t *Table[V]) In(events Partition) *Store[V] {
 // body was handed is acknowledged, in the same step, and dropped when it
 // fails or is run again (a middleware's retry); Get sees them at once.
 // Writes made outside a loop body go with the next acknowledgement. A
-// batch's writes are applied with the batch, in one step: tables cost a
-// round trip per acknowledgement, so batches (Events.Batches) amortise it.
+// batch's writes are applied with the batch, in one step. While more events
+// are already buffered, the acknowledgements of several events (up to 256,
+// or those of 5 ms) are applied together, in one step with their writes;
+// a lone event's at once.
 //
 // If the partition was lost (its lock expired during a stall, or another
 // worker took it), nothing is applied and the events stay pending for the

@@ -13,11 +13,23 @@
 -- value to set, or "d" to delete the field
 --
 -- Returns 1 when applied, 0 when the caller does not hold the lock (nothing
--- applied).
+-- applied). A script's writes are not undone when a later command fails, so
+-- whatever can fail is tried before the first table write: the tables'
+-- types, then the acknowledgement (a missing group fails it); an error then
+-- means nothing was applied.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
+for i = 3, #KEYS do
+  local t = redis.call('TYPE', KEYS[i]).ok
+  if t ~= 'hash' and t ~= 'none' then
+    return redis.error_reply('WRONGTYPE table key ' .. KEYS[i] .. ' holds a ' .. t .. ', not a hash')
+  end
+end
 local n = tonumber(ARGV[3])
+if n > 0 then
+  redis.call('XACK', KEYS[2], ARGV[2], unpack(ARGV, 4, 3 + n))
+end
 for i = 4 + n, #ARGV, 3 do
   local t, field, v = KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2]
   if string.sub(v, 1, 1) == 's' then
@@ -25,8 +37,5 @@ for i = 4 + n, #ARGV, 3 do
   else
     redis.call('HDEL', t, field)
   end
-end
-if n > 0 then
-  redis.call('XACK', KEYS[2], ARGV[2], unpack(ARGV, 4, 3 + n))
 end
 return 1
