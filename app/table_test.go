@@ -12,6 +12,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/middleware"
 	"github.com/leatdev/leat/stream"
@@ -459,5 +460,80 @@ func TestTableCommitFailureGoesToPolicy(t *testing.T) {
 	}
 	if e, _ := msgs[0].Values[executor.DeadError].(string); !strings.Contains(e, "table writes") || !strings.Contains(e, "WRONGTYPE") {
 		t.Fatalf("dead letter %v", msgs[0].Values)
+	}
+}
+
+// middleware.Dedup in front of a processor with a table: its records are
+// written in the commit, so a duplicate done while the first is not yet
+// committed is still skipped, and a commit that fails records nothing.
+func TestTableWithDedup(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, s := env.newApp(1, nil)
+	counts, err := stream.DeclareTable[int](s, "p", "counts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRecorder()
+	err = app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
+		st := counts.In(events)
+		for e := range events.All() {
+			if e.Record.Key == "b" { // written without a read: its commit is what fails
+				if err := st.Set("b", 1); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := addOne(ctx, st, string(e.Key)); err != nil {
+				return err
+			}
+			r.add(e)
+		}
+		return nil
+	}, app.Use(middleware.Dedup(middleware.DedupOptions{})), app.OnError(app.DeadLetter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200 events of key a, each sent twice in a row (another entry, the
+	// same idempotency key): one backlog, so duplicates are done before
+	// the first copy's commit.
+	var msgs []stream.Message[event]
+	for i := range 200 {
+		h := stream.Headers{"idempotency-key": fmt.Sprint("a-", i)}
+		msgs = append(msgs, stream.Message[event]{Record: event{Key: "a", Seq: i}, Headers: h},
+			stream.Message[event]{Record: event{Key: "a", Seq: i}, Headers: h})
+	}
+	if _, err := s.SendMessages(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	w := startWorker(t, a)
+	waitCounts(t, counts, map[string]int{"a": 200}, 20*time.Second)
+	redistest.Eventually(t, 10*time.Second, "nothing pending", func() bool { return pendingCount(t, env, s, "p") == 0 })
+	if n := r.total(); n != 200 {
+		t.Errorf("the loop body ran %d times for 200 events sent twice each", n)
+	}
+
+	// A commit that fails for good records nothing: the event is
+	// dead-lettered, its idempotency key free.
+	hash := app.Keys(a).Table("events", "p", "counts", 0)
+	if err := env.client.Del(context.Background(), hash).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.client.Set(context.Background(), hash, "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := stream.Headers{"idempotency-key": "b-1"}
+	if _, err := s.SendMessages(context.Background(), []stream.Message[event]{{Record: event{Key: "b"}, Headers: h}}); err != nil {
+		t.Fatal(err)
+	}
+	dlq := app.Keys(a).DeadLetter("events", "p")
+	redistest.Eventually(t, 10*time.Second, "the event dead-lettered", func() bool {
+		return env.client.XLen(context.Background(), dlq).Val() == 1
+	})
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := env.client.Exists(context.Background(), app.Keys(a).Local(keys.Dedup("p", "b-1"), "events", 0)).Val(); n != 0 {
+		t.Error("the idempotency key of an event whose commit failed was recorded")
 	}
 }

@@ -29,7 +29,7 @@ import (
 // minimalACL is the ACL README documents for a leat user, without its key
 // and channel patterns: the commands a full run uses (workers with a
 // rebalance, halts, quarantine, dead letters, reset, send, sendmany,
-// inspect; processors with Dedup and RateLimit; task queues run by an app
+// inspect; processors with Dedup, RateLimit and a table; task queues run by an app
 // and by a subprocess handler, with follow, webhooks, logs, cancel, a keyed
 // queue with a rate per key, a dead bound and requeue), from INFO
 // commandstats after aclScenario, aclMiddlewareScenario and aclTaskScenario
@@ -39,7 +39,7 @@ import (
 // transactional read after every lock was lost) and SELECT (a /db in the
 // URL) are added by hand.
 var minimalACL = []string{
-	"+ping", "+hello", "+select", "+client|id", "+client|unblock", "+cluster|info",
+	"+ping", "+hello", "+select", "+client|id", "+client|unblock", "+cluster|info", "+type",
 	"+eval", "+evalsha", "+script|load", "+multi", "+exec", "+watch", "+unwatch", "+time",
 	"+publish", "+subscribe",
 	"+get", "+mget", "+set", "+del", "+exists", "+incr", "+incrby", "+pexpire", "+pttl", "+persist",
@@ -158,7 +158,7 @@ func TestMinimalACLDocumented(t *testing.T) {
 
 // mwApp is an app with stream "orders" whose processor "bill" runs Dedup
 // (by partition key) and RateLimit, the middleware that keep state in
-// Redis, and counts the events it sees per key.
+// Redis, and counts the events it sees per key, in a table too.
 type mwApp struct {
 	mu   sync.Mutex
 	seen map[string]int
@@ -173,15 +173,24 @@ func (m *mwApp) setup(cfg app.Config) (*app.App, error) {
 		return nil, err
 	}
 	s, err := stream.Declare[tick](a, "orders", stream.KeyField("key"), stream.Partitions(2))
+	var tbl *stream.Table[int]
+	if err == nil {
+		tbl, err = stream.DeclareTable[int](s, "bill", "seen")
+	}
 	if err == nil {
 		err = app.Process(a, s, "bill", func(ctx context.Context, events *stream.Events[tick]) error {
+			st := tbl.In(events)
 			for e := range events.All() {
 				m.mu.Lock()
 				if m.seen == nil {
 					m.seen = map[string]int{}
 				}
 				m.seen[e.Record.Key]++
+				n := m.seen[e.Record.Key]
 				m.mu.Unlock()
+				if err := st.Set(e.Record.Key, n); err != nil {
+					return err
+				}
 			}
 			return nil
 		}, app.Use(

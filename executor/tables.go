@@ -57,6 +57,18 @@ func (p *partition) Stage(w core.TableWrite) {
 
 type tableKey struct{ table, key string }
 
+// StageKey implements core.Feed: a string key's write, as Stage's (in
+// table "", which no table is called).
+func (p *partition) StageKey(key string, value []byte, ttl time.Duration) {
+	p.Stage(core.TableWrite{Key: key, Value: value, TTL: max(ttl, time.Millisecond)})
+}
+
+// StagedKey implements core.Feed.
+func (p *partition) StagedKey(key string) bool {
+	_, ok := p.Staged("", key)
+	return ok
+}
+
 // Staged implements core.Feed: the write staged by the current loop body,
 // else the one sealed with a delivery done and not yet committed.
 func (p *partition) Staged(table, key string) (core.TableWrite, bool) {
@@ -213,6 +225,10 @@ func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite) error {
 	list := ids(ds)
 	ws := make([]scripts.TableWrite, len(writes))
 	for i, w := range writes {
+		if w.Table == "" { // a string key (StageKey)
+			ws[i] = scripts.TableWrite{Table: w.Key, Value: w.Value, TTL: w.TTL}
+			continue
+		}
 		ws[i] = scripts.TableWrite{Table: p.tableHash(w.Table), Field: w.Key, Value: w.Value, Delete: w.Delete}
 	}
 	var held bool
@@ -225,7 +241,9 @@ func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite) error {
 	case err == nil && held:
 		p.e.commits.Add(1)
 		for _, w := range writes {
-			p.cacheTable(w.Table, w.Key, tableValue{v: w.Value, ok: !w.Delete})
+			if w.Table != "" {
+				p.cacheTable(w.Table, w.Key, tableValue{v: w.Value, ok: !w.Delete})
+			}
 		}
 		p.take(ds)
 		return nil

@@ -23,6 +23,13 @@ type DedupOptions struct {
 	TTL time.Duration
 }
 
+// keyStager is a Fence that stages key writes with its acknowledgements
+// (a partition's: core.Feed).
+type keyStager interface {
+	StageKey(key string, value []byte, ttl time.Duration)
+	StagedKey(key string) bool
+}
+
 // ErrDedupConfig is returned by the handlers of a Dedup given a message
 // without Redis access (no client or no partition fence).
 var ErrDedupConfig = errors.New("middleware: dedup needs a message with a Redis client and a partition fence")
@@ -30,23 +37,25 @@ var ErrDedupConfig = errors.New("middleware: dedup needs a message with a Redis 
 // Dedup returns a middleware skipping an event whose idempotency key was
 // already processed by the processor within TTL: the event is acknowledged
 // without reaching the loop body. Keys are recorded in Redis once the
-// handling succeeded, so they hold across workers and restarts, and are
-// recorded with a fenced write carrying the partition's fencing token: a
-// worker that lost the partition (paused past its lock expiry) cannot mark
-// an event done; its handling fails with stream.ErrNotOwner instead.
+// handling succeeded, so they hold across workers and restarts, with the
+// partition's fencing token: a worker that lost the partition (paused past
+// its lock expiry) cannot mark an event done.
 //
 // Keys are kept in the partition's hash slot: an idempotency key is
 // recognised within a partition, which holds for duplicates of a record
 // sent with the same partition key. In a batch, entries already processed
-// are left out of what the loop body sees. An event processed whose record
-// was lost (a crash between the loop body and the write) is processed
-// again: at-least-once still holds.
+// are left out of what the loop body sees.
 //
-// Not for processors that keep tables (stream.DeclareTable): the record is
-// written before the table's commit, so a crash between the two leaves the
-// event recorded and its table writes unapplied, and its redelivery is
-// skipped. Keep what tells a duplicate (an ID or a sequence number per key)
-// in the table instead.
+// In a processor (whose messages' Fence is the partition's), a record is
+// written in the same step as the entries' acknowledgement and the
+// processor's table writes (stream.DeclareTable), under the lock check of
+// that step: an event is recorded if and only if it was acknowledged, so
+// an event whose worker crashed or lost the partition before is processed
+// again (at-least-once), and a table never misses the writes of an event
+// recorded as done. Records not yet applied count as seen for the events
+// after them. With a Fence that does not stage writes, the record is a
+// fenced write of its own after the handling, which fails with
+// stream.ErrNotOwner when the partition was lost.
 func Dedup(o DedupOptions) Middleware {
 	if o.Header == "" {
 		o.Header = "idempotency-key"
@@ -77,9 +86,10 @@ func Dedup(o DedupOptions) Middleware {
 			if err != nil {
 				return fmt.Errorf("middleware: dedup: %w", err)
 			}
+			st, staging := m.Fence.(keyStager)
 			done := make(map[string]bool, len(check))
 			for i, v := range seen {
-				if v != nil {
+				if v != nil || (staging && st.StagedKey(check[i])) {
 					done[check[i]] = true
 				}
 			}
@@ -110,6 +120,13 @@ func Dedup(o DedupOptions) Middleware {
 				return nil
 			}
 			token := strconv.FormatInt(m.Token, 10)
+			if staging {
+				// recorded in the step that acknowledges the entries
+				for _, k := range record {
+					st.StageKey(k, []byte(token), o.TTL)
+				}
+				return nil
+			}
 			return m.Fence.Fenced(ctx, func(pipe redis.Pipeliner) error {
 				for _, k := range record {
 					pipe.Set(ctx, k, token, o.TTL)

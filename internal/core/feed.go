@@ -72,6 +72,13 @@ type Feed interface {
 	Discard()
 	// ReadTable returns the value of key in table as committed.
 	ReadTable(ctx context.Context, table, key string) ([]byte, bool, error)
+	// StageKey stages a write of value to the string key (in the
+	// partition's hash slot: LocalKey), expiring after ttl, applied as
+	// Stage's are: with the next acknowledgements (middleware records).
+	// StagedKey reports whether such a write of key is staged or awaits its
+	// commit.
+	StageKey(key string, value []byte, ttl time.Duration)
+	StagedKey(key string) bool
 }
 
 // TableWrite is a write to a processor's table: Value for Key, or the key
@@ -81,4 +88,7 @@ type TableWrite struct {
 	Key    string
 	Value  []byte
 	Delete bool
+	// TTL, with Table "", makes the write one of a string key (StageKey):
+	// Key set to Value, expiring after TTL.
+	TTL time.Duration
 }
