@@ -19,6 +19,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// newTableApp returns newApp's app and stream of the test's env, and a table
+// "counts" of processor on it.
+func newTableApp(t *testing.T, partitions int, processor string) (*env, *app.App, *stream.Stream[event], *stream.Table[int]) {
+	t.Helper()
+	env := newEnv(t)
+	a, s := env.newApp(partitions, nil)
+	counts, err := stream.DeclareTable[int](s, processor, "counts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, a, s, counts
+}
+
 // addOne adds one to key's count in st.
 func addOne(ctx context.Context, st *stream.Store[int], key string) error {
 	n, _, err := st.Get(ctx, key)
@@ -85,13 +98,8 @@ func TestTableCountsEvents(t *testing.T) {
 	for _, batches := range []bool{false, true} {
 		t.Run(fmt.Sprintf("batches=%v", batches), func(t *testing.T) {
 			t.Parallel()
-			env := newEnv(t)
-			a, s := env.newApp(4, nil)
-			counts, err := stream.DeclareTable[int](s, "count", "counts")
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = app.Process(a, s, "count", func(ctx context.Context, events *stream.Events[event]) error {
+			env, a, s, counts := newTableApp(t, 4, "count")
+			err := app.Process(a, s, "count", func(ctx context.Context, events *stream.Events[event]) error {
 				st := counts.In(events)
 				if batches {
 					for batch := range events.Batches(50, 20*time.Millisecond) {
@@ -142,12 +150,7 @@ func TestTableDropsWritesOfFailedEvents(t *testing.T) {
 	for _, mode := range []string{"retry", "middleware", "ignore"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			env := newEnv(t)
-			a, s := env.newApp(2, nil)
-			counts, err := stream.DeclareTable[int](s, "count", "counts")
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, a, s, counts := newTableApp(t, 2, "count")
 			opts := []app.ProcessorOption{app.Backoff(time.Millisecond, 5*time.Millisecond)}
 			switch mode {
 			case "retry":
@@ -159,7 +162,7 @@ func TestTableDropsWritesOfFailedEvents(t *testing.T) {
 			}
 			var mu sync.Mutex
 			runs := map[string]int{}
-			err = app.Process(a, s, "count", func(ctx context.Context, events *stream.Events[event]) error {
+			err := app.Process(a, s, "count", func(ctx context.Context, events *stream.Events[event]) error {
 				st := counts.In(events)
 				for e := range events.All() {
 					id := fmt.Sprintf("%s/%d", e.Record.Key, e.Record.Seq)
@@ -208,12 +211,7 @@ func TestTableDropsWritesOfFailedEvents(t *testing.T) {
 // opened in another processor, a value the codec cannot encode.
 func TestTableRefusesMisuse(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t)
-	a, s := env.newApp(4, nil)
-	counts, err := stream.DeclareTable[int](s, "count", "counts")
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, a, s, counts := newTableApp(t, 4, "count")
 	other, err := stream.DeclareTable[int](s, "other", "counts")
 	if err != nil {
 		t.Fatal(err)
@@ -417,12 +415,7 @@ func TestTableCommitFencedAfterFrozenLink(t *testing.T) {
 // saying why), and the other events go on.
 func TestTableCommitFailureGoesToPolicy(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t)
-	a, s := env.newApp(1, nil)
-	counts, err := stream.DeclareTable[int](s, "p", "counts")
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, a, s, counts := newTableApp(t, 1, "p")
 	// The table's hash of partition 0 is a string: HSET fails with WRONGTYPE.
 	if err := env.client.Set(context.Background(), app.Keys(a).Table("events", "p", "counts", 0), "not a hash", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -430,7 +423,7 @@ func TestTableCommitFailureGoesToPolicy(t *testing.T) {
 	// (Events after it that were done before its commit was tried may be
 	// handed out again: their commit went with its.)
 	r := newRecorder()
-	err = app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
+	err := app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
 		st := counts.In(events)
 		for e := range events.All() {
 			if e.Record.Seq == 3 {
@@ -468,14 +461,9 @@ func TestTableCommitFailureGoesToPolicy(t *testing.T) {
 // committed is still skipped, and a commit that fails records nothing.
 func TestTableWithDedup(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t)
-	a, s := env.newApp(1, nil)
-	counts, err := stream.DeclareTable[int](s, "p", "counts")
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, a, s, counts := newTableApp(t, 1, "p")
 	r := newRecorder()
-	err = app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
+	err := app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
 		st := counts.In(events)
 		for e := range events.All() {
 			if e.Record.Key == "b" { // written without a read: its commit is what fails
