@@ -138,6 +138,22 @@ func TestTableCountsEvents(t *testing.T) {
 			if _, ok, err := counts.Get(context.Background(), "nobody"); ok || err != nil {
 				t.Errorf("Get of a key never written: ok %v, err %v", ok, err)
 			}
+			// Scan sees every key once, with its value.
+			scanned := map[string]int{}
+			err = counts.Scan(context.Background(), func(k string, n int) error {
+				if _, dup := scanned[k]; dup {
+					t.Errorf("Scan gave %q twice", k)
+				}
+				scanned[k] = n
+				return nil
+			})
+			if err != nil || fmt.Sprint(scanned) != fmt.Sprint(sentPerKey(sent)) {
+				t.Errorf("Scan: %v (%v), want %v", scanned, err, sentPerKey(sent))
+			}
+			stop := errors.New("enough")
+			if err := counts.Scan(context.Background(), func(string, int) error { return stop }); err != stop {
+				t.Errorf("Scan returned %v, want fn's error", err)
+			}
 		})
 	}
 }
@@ -523,5 +539,34 @@ func TestTableWithDedup(t *testing.T) {
 	}
 	if n := env.client.Exists(context.Background(), app.Keys(a).Local(keys.Dedup("p", "b-1"), "events", 0)).Val(); n != 0 {
 		t.Error("the idempotency key of an event whose commit failed was recorded")
+	}
+}
+
+// Scan pages through a large table's hashes (HSCAN cursors) and sees every
+// key once.
+func TestTableScanPages(t *testing.T) {
+	t.Parallel()
+	env, a, _, counts := newTableApp(t, 1, "count")
+	pipe := env.client.Pipeline()
+	for i := range 3000 {
+		v, err := stream.MsgPack.Marshal(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipe.HSet(context.Background(), app.Keys(a).Table("events", "count", "counts", 0), fmt.Sprint("k", i), v)
+	}
+	if _, err := pipe.Exec(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	err := counts.Scan(context.Background(), func(k string, n int) error {
+		if _, dup := seen[k]; dup {
+			t.Errorf("Scan gave %q twice", k)
+		}
+		seen[k] = n
+		return nil
+	})
+	if err != nil || len(seen) != 3000 || seen["k2999"] != 2999 {
+		t.Fatalf("Scan saw %d keys (k2999: %d), err %v", len(seen), seen["k2999"], err)
 	}
 }

@@ -60,10 +60,16 @@ func TestTables(t *testing.T) {
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	for customer, want := range map[string]int{"c-1": 4, "c-2": 6} {
+	want := map[string]int{"c-1": 4, "c-2": 6}
+	for customer, want := range want {
 		got, ok, err := totals.Get(context.Background(), customer)
 		if err != nil || !ok || got != want {
 			t.Errorf("%s: total %d (ok %v, err %v), want %d", customer, got, ok, err, want)
 		}
+	}
+	scanned := map[string]int{}
+	if err := totals.Scan(context.Background(), func(k string, n int) error { scanned[k] = n; return nil }); err != nil || len(scanned) != 2 ||
+		scanned["c-1"] != want["c-1"] || scanned["c-2"] != want["c-2"] {
+		t.Errorf("Scan: %v (%v), want %v", scanned, err, want)
 	}
 }

@@ -78,7 +78,7 @@
 // worker died or lost the partition first, none: its next processing starts
 // from the values before it (exactly-once state, at-least-once processing).
 // [Store.Get] sees the call's staged writes; [Table.Get] reads applied values
-// from anywhere. A key's value lives in its own partition ([ErrOtherPartition]).
+// from anywhere, and [Table.Scan] walks all of them. A key's value lives in its own partition ([ErrOtherPartition]).
 //
 // # Registry
 //

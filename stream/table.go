@@ -201,3 +201,36 @@ func (s *Store[V]) Delete(key string) error {
 	s.feed.Stage(core.TableWrite{Table: s.t.name, Key: key, Delete: true})
 	return nil
 }
+
+// Scan calls fn with every key of the table and its value as last applied,
+// partition by partition (HSCAN, a few hundred keys per round trip; a key
+// written meanwhile may be seen with either value, or twice if it moves,
+// as HSCAN guarantees no more), and stops at fn's first error, which it
+// returns. Its cost grows with the table: for exports and tools, not for
+// the path of every request.
+func (t *Table[V]) Scan(ctx context.Context, fn func(key string, v V) error) error {
+	cat := t.stream.Catalog()
+	for p := range t.stream.Partitions() {
+		hash := cat.Keys().Table(t.stream.Name(), t.processor, t.name, p)
+		var cursor uint64
+		for {
+			kv, next, err := cat.Client().HScan(ctx, hash, cursor, "", 500).Result()
+			if err != nil {
+				return fmt.Errorf("table %q: %w", t.name, err)
+			}
+			for i := 0; i+1 < len(kv); i += 2 {
+				v, _, err := t.decode(kv[i], []byte(kv[i+1]))
+				if err != nil {
+					return err
+				}
+				if err := fn(kv[i], v); err != nil {
+					return err
+				}
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
