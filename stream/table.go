@@ -35,7 +35,7 @@ var (
 // processing starts from the values before it: exactly-once state, with
 // at-least-once processing.
 //
-// Declare a table with DeclareTable; read it from anywhere with Get.
+// Declare a table with DeclareTable; read it from anywhere with Get and Scan.
 type Table[V any] struct {
 	stream    *core.Core
 	processor string
