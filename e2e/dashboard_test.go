@@ -110,6 +110,9 @@ func TestDashboard(t *testing.T) {
 	if got := text(t, b, "#stream-quarantined .kpi-value"); got != "1" {
 		t.Errorf("quarantined figure %q, want 1", got)
 	}
+	if got := text(t, b, "#st-tables"); got != "tables orders-per-customer (msgpack)" {
+		t.Errorf("the processor's tables: %q", got)
+	}
 	cells := eval[int](t, b, `document.querySelectorAll('#heat .cell').length`)
 	if cells != s.partitions {
 		t.Errorf("%d cells in the heat map, want %d", cells, s.partitions)

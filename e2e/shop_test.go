@@ -118,8 +118,20 @@ func (s *shop) worker(id string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	perCustomer, err := stream.DeclareTable[int](st, "billing", "orders-per-customer")
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	err = app.Process(a, st, "billing", func(ctx context.Context, events *stream.Events[order]) error {
+		tbl := perCustomer.In(events)
 		for e := range events.All() {
+			n, _, err := tbl.Get(ctx, e.Record.Customer)
+			if err != nil {
+				return err
+			}
+			if err := tbl.Set(e.Record.Customer, n+1); err != nil {
+				return err
+			}
 			if e.Record.Customer == s.blocked {
 				<-ctx.Done()
 				return ctx.Err()

@@ -595,9 +595,12 @@ function renderStream(name) {
     kpi('Quarantined', fmt(proc?.quarantined ?? 0), { id: 'stream-quarantined', cls: proc?.quarantined ? 'bad' : '' }),
   ].join('');
   $('#st-warnings').innerHTML = warnings(rep.warnings);
-  $('#st-procs').innerHTML = procs.length > 1
-    ? '<span class="muted">processor</span>' + procs.map((p) => `<button data-proc="${esc(p.processor)}" class="${p === proc ? 'on' : ''}">${esc(p.processor)}</button>`).join('')
+  const tables = proc?.tables?.length
+    ? ` <span class="muted" id="st-tables">tables ${proc.tables.map((t) => `${esc(t.name)} (${esc(t.codec)})`).join(', ')}</span>`
     : '';
+  $('#st-procs').innerHTML = (procs.length > 1
+    ? '<span class="muted">processor</span>' + procs.map((p) => `<button data-proc="${esc(p.processor)}" class="${p === proc ? 'on' : ''}">${esc(p.processor)}</button>`).join('')
+    : '') + tables;
 
   // Heat map.
   const maxLag = Math.max(0, ...rows.map((r) => r.lag || 0));
