@@ -7,7 +7,7 @@
 //	leat [global flags] sendmany [--partitions N] [--key FIELD] [--header NAME=VALUE ...] STREAM FILE|-
 //	leat [global flags] worker [--processors NAME,...] [processing flags]
 //	leat [global flags] reset [--start earliest|latest|ID] [--yes] PROCESSOR
-//	leat [global flags] table [--json] PROCESSOR TABLE KEY...
+//	leat [global flags] table [--json] [--limit N] PROCESSOR TABLE [KEY...]
 //	leat [global flags] bench [--only LIST] [--events N] [--rounds N] [--partitions N] [--payload BYTES] [--rate N] [--latency D] [--idle D] [--wide N] [--aof] [--json]
 //
 // send sends one record given as a JSON object and prints its entry ID.
@@ -43,7 +43,8 @@
 // (stream.DeclareTable), as the acknowledged events left them, as JSON:
 // each read from its key's partition, decoded with the codec the
 // processor's workers recorded in the registry, so the standalone binary
-// reads them too. A key without a value prints null.
+// reads them too. A key without a value prints null. Without keys it lists
+// the table's keys and values, partition by partition, up to --limit (100).
 //
 // bench runs leat and raw go-redis loops side by side on the same Redis
 // (sending, processing, both at once, latency, tasks, rebalance pauses,

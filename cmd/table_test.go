@@ -108,6 +108,17 @@ func TestTableCLI(t *testing.T) {
 		t.Fatalf("table: %+v", r)
 	}
 
+	// Without keys: the table's keys, up to --limit.
+	r = run(t, nil, "", s.args("table", "--json", "sum", "lasts")...)
+	var all map[string]int
+	if err := json.Unmarshal([]byte(r.stdout), &all); r.status != 0 || err != nil || len(all) != 10 || all["k3"] != 23 || r.stderr != "" {
+		t.Fatalf("table --json sum lasts (%v): %+v", err, r)
+	}
+	r = run(t, nil, "", s.args("table", "--limit", "3", "sum", "lasts")...)
+	if r.status != 0 || strings.Count(r.stdout, "\n") != 4 || !strings.Contains(r.stderr, "the first 3 keys; the table holds more") {
+		t.Fatalf("table --limit 3: %+v", r)
+	}
+
 	// inspect names the processor's tables.
 	r = run(t, nil, "", s.args("inspect", "ticks")...)
 	if r.status != 0 || !strings.Contains(r.stdout, "0 quarantined; tables lasts (json), sums (msgpack)") {
@@ -128,7 +139,8 @@ func TestTableCLI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"table", "sum", "sums"}, "want at least 3 arguments"},
+		{[]string{"table", "sum"}, "want at least 2 arguments"},
+		{[]string{"table", "--limit", "0", "sum", "sums"}, "--limit 0"},
 		{[]string{"table", "sum", "totals", "k1"}, `processor ticks/sum has no table "totals" (it has lasts, sums;`},
 		{[]string{"table", "nope", "sums", "k1"}, "nope"},
 	} {

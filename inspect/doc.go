@@ -25,10 +25,11 @@
 //
 // [Inspector.TableValues] reads the values of given keys in a processor's
 // table: two HGET of the registry, then one HGET per key in one pipelined
-// round trip.
+// round trip. [Inspector.TableScan] lists a table's keys up to a limit, with
+// HSCAN: its cost grows with the limit.
 //
-// Nothing scans entries or keys (no SCAN, no KEYS, no XRANGE beyond one
-// entry).
+// Apart from TableScan, asked for with its limit, nothing scans entries or
+// keys (no SCAN, no KEYS, no XRANGE beyond one entry).
 //
 // # Output
 //

@@ -33,45 +33,14 @@ func (i *Inspector) TableValues(ctx context.Context, stream, processor, table st
 	if len(keys) == 0 || len(keys) > MaxTableKeys {
 		return nil, fmt.Errorf("%d keys: give 1 to %d", len(keys), MaxTableKeys)
 	}
-	def, err := core.LoadDefinition(ctx, i.c, i.k.Registry(), stream)
-	if errors.Is(err, core.ErrUnknownStream) {
-		return nil, fmt.Errorf("%w %q: it is not in the registry of app %q", ErrUnknownStream, stream, i.app)
-	}
+	partitions, codec, err := i.table(ctx, stream, processor, table)
 	if err != nil {
 		return nil, err
-	}
-	full := stream + "/" + processor
-	raw, err := i.c.HGet(ctx, i.k.Processors(), full).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("%w: processor %s is not in the registry of app %q (its workers record it when they start)", ErrUnknownTable, full, i.app)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the processor registry: %w", err)
-	}
-	var pd processorDef
-	if err := json.Unmarshal(raw, &pd); err != nil {
-		return nil, fmt.Errorf("processor %s: its registry entry: %w", full, err)
-	}
-	at := slices.IndexFunc(pd.Tables, func(d core.TableDef) bool { return d.Name == table })
-	if at < 0 {
-		known := "it has none"
-		if len(pd.Tables) > 0 {
-			names := make([]string, len(pd.Tables))
-			for j, d := range pd.Tables {
-				names[j] = d.Name
-			}
-			known = "it has " + strings.Join(names, ", ")
-		}
-		return nil, fmt.Errorf("%w: processor %s has no table %q (%s; its workers record its tables when they start)", ErrUnknownTable, full, table, known)
-	}
-	codec, err := core.LookupCodec(pd.Tables[at].Codec)
-	if err != nil {
-		return nil, fmt.Errorf("table %q: %w", table, err)
 	}
 	pipe := i.c.Pipeline()
 	cmds := make([]*redis.StringCmd, len(keys))
 	for j, k := range keys {
-		cmds[j] = pipe.HGet(ctx, i.k.Table(stream, processor, table, core.PartitionOf([]byte(k), def.Partitions)), k)
+		cmds[j] = pipe.HGet(ctx, i.k.Table(stream, processor, table, core.PartitionOf([]byte(k), partitions)), k)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read table %q: %w", table, err)
@@ -91,6 +60,96 @@ func (i *Inspector) TableValues(ctx context.Context, stream, processor, table st
 		}
 	}
 	return out, nil
+}
+
+// TableEntry is a key of a table and its value as JSON.
+type TableEntry struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// TableScan returns up to limit keys of the table called table of
+// processor on stream with their values as JSON, partition by partition in
+// HSCAN order (COUNT 100), and whether the table holds more. It fails as
+// TableValues does.
+//
+// Cost: the two definitions, then HSCAN round trips until limit keys were
+// read: it grows with limit, and with the number of partitions holding
+// none of the table's keys.
+func (i *Inspector) TableScan(ctx context.Context, stream, processor, table string, limit int) ([]TableEntry, bool, error) {
+	if limit < 1 {
+		return nil, false, fmt.Errorf("limit %d: give at least 1", limit)
+	}
+	partitions, codec, err := i.table(ctx, stream, processor, table)
+	if err != nil {
+		return nil, false, err
+	}
+	var out []TableEntry
+	for p := range partitions {
+		hash := i.k.Table(stream, processor, table, p)
+		var cursor uint64
+		for {
+			kv, next, err := i.c.HScan(ctx, hash, cursor, "", 100).Result()
+			if err != nil {
+				return nil, false, fmt.Errorf("read table %q: %w", table, err)
+			}
+			for j := 0; j+1 < len(kv); j += 2 {
+				if len(out) == limit {
+					return out, true, nil
+				}
+				v, err := valueJSON(codec, []byte(kv[j+1]))
+				if err != nil {
+					return nil, false, fmt.Errorf("table %q: key %q: %w", table, kv[j], err)
+				}
+				out = append(out, TableEntry{Key: kv[j], Value: v})
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+	}
+	return out, false, nil
+}
+
+// table returns the partition count of stream and the codec of the table
+// called table of processor, from the registry.
+func (i *Inspector) table(ctx context.Context, stream, processor, table string) (int, core.Codec, error) {
+	def, err := core.LoadDefinition(ctx, i.c, i.k.Registry(), stream)
+	if errors.Is(err, core.ErrUnknownStream) {
+		return 0, nil, fmt.Errorf("%w %q: it is not in the registry of app %q", ErrUnknownStream, stream, i.app)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	full := stream + "/" + processor
+	raw, err := i.c.HGet(ctx, i.k.Processors(), full).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil, fmt.Errorf("%w: processor %s is not in the registry of app %q (its workers record it when they start)", ErrUnknownTable, full, i.app)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("read the processor registry: %w", err)
+	}
+	var pd processorDef
+	if err := json.Unmarshal(raw, &pd); err != nil {
+		return 0, nil, fmt.Errorf("processor %s: its registry entry: %w", full, err)
+	}
+	at := slices.IndexFunc(pd.Tables, func(d core.TableDef) bool { return d.Name == table })
+	if at < 0 {
+		known := "it has none"
+		if len(pd.Tables) > 0 {
+			names := make([]string, len(pd.Tables))
+			for j, d := range pd.Tables {
+				names[j] = d.Name
+			}
+			known = "it has " + strings.Join(names, ", ")
+		}
+		return 0, nil, fmt.Errorf("%w: processor %s has no table %q (%s; its workers record its tables when they start)", ErrUnknownTable, full, table, known)
+	}
+	codec, err := core.LookupCodec(pd.Tables[at].Codec)
+	if err != nil {
+		return 0, nil, fmt.Errorf("table %q: %w", table, err)
+	}
+	return def.Partitions, codec, nil
 }
 
 // valueJSON returns a value encoded with codec as JSON: a JSON value as it
