@@ -472,7 +472,7 @@ func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult, ds []core.Delive
 		ds = append(ds, core.Delivery{Entry: core.Entry{ID: id, Partition: s.p.n}, Deliveries: 2, Err: core.ErrTrimmed})
 	}
 	if len(res.Deleted) > 0 {
-		slices.SortFunc(ds, func(a, b core.Delivery) int { return compareIDs(a.ID, b.ID) })
+		slices.SortFunc(ds, func(a, b core.Delivery) int { return core.CompareIDs(a.ID, b.ID) })
 	}
 	last := res.Last
 	if read > 0 {
@@ -506,7 +506,7 @@ func (f *fetcher) put(w fetchWork, res scripts.FetchResult, ds []core.Delivery, 
 		s.trimNotice = nil
 	}
 	s.push(ds)
-	if n := len(ds); n > 0 && compareIDs(ds[n-1].ID, s.pushed) > 0 {
+	if n := len(ds); n > 0 && core.CompareIDs(ds[n-1].ID, s.pushed) > 0 {
 		s.pushed = ds[n-1].ID
 	}
 	s.failures = 0
@@ -705,22 +705,6 @@ func (f *fetcher) interrupt(ctx context.Context) {
 			sleepCtx(ctx, 2*time.Millisecond)
 		}
 	}
-}
-
-// compareIDs orders stream IDs ("ms-seq").
-func compareIDs(a, b string) int {
-	am, as, _ := strings.Cut(a, "-")
-	bm, bs, _ := strings.Cut(b, "-")
-	if c := cmp.Compare(len(am), len(bm)); c != 0 {
-		return c
-	}
-	if c := strings.Compare(am, bm); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(len(as), len(bs)); c != 0 {
-		return c
-	}
-	return strings.Compare(as, bs)
 }
 
 // sleepCtx waits for d or until ctx is done.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/lease"
 )
 
@@ -88,24 +89,6 @@ func TestParsePolicy(t *testing.T) {
 	}
 }
 
-func TestCompareIDs(t *testing.T) {
-	ordered := []string{"0-0", "0-1", "1-0", "9-99", "10-0", "10-2", "10-10", "1700000000000-0", "1700000000000-1"}
-	for i := range ordered {
-		for j := range ordered {
-			got := compareIDs(ordered[i], ordered[j])
-			want := 0
-			if i < j {
-				want = -1
-			} else if i > j {
-				want = 1
-			}
-			if got != want {
-				t.Fatalf("compareIDs(%s, %s) = %d, want %d", ordered[i], ordered[j], got, want)
-			}
-		}
-	}
-}
-
 // nextID is the smallest entry ID after its argument: where a recheck
 // starts (fetchState.recheck).
 func TestNextID(t *testing.T) {
@@ -120,7 +103,7 @@ func TestNextID(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("nextID(%q) = %q, want %q", tc.id, got, tc.want)
 		}
-		if tc.id != "" && tc.id != "junk" && compareIDs(got, tc.id) <= 0 {
+		if tc.id != "" && tc.id != "junk" && core.CompareIDs(got, tc.id) <= 0 {
 			t.Errorf("nextID(%q) = %q is not after it", tc.id, got)
 		}
 	}

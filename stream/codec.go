@@ -75,3 +75,9 @@ var (
 	// when a partition has no room without trimming unprocessed entries.
 	ErrFull = core.ErrFull
 )
+
+// CompareIDs orders stream entry IDs ("ms-seq"): -1 when a comes before b,
+// 0 when they are equal, +1 when a comes after b. Within a partition, the
+// entries of a key come in ID order: keep the last ID applied beside a
+// value to tell an entry seen before (a replay after a reset) from a new one.
+func CompareIDs(a, b string) int { return core.CompareIDs(a, b) }

@@ -90,3 +90,12 @@ func ExampleDeclareTable() {
 	fmt.Println(totals.Name())
 	// Output: by-customer
 }
+
+// Entry IDs compare as numbers, part by part.
+func ExampleCompareIDs() {
+	fmt.Println(stream.CompareIDs("1700000000000-9", "1700000000000-10"))
+	fmt.Println(stream.CompareIDs("10-0", "9-99"))
+	// Output:
+	// -1
+	// 1
+}

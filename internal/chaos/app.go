@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"strings"
 	"time"
 
 	"github.com/leatdev/leat/app"
@@ -109,7 +108,7 @@ func DeclareTally(s *stream.Stream[Event]) (*stream.Table[Tally], error) {
 // Apply returns t updated with the event seq of entry id.
 func (t Tally) Apply(id string, seq int64) Tally {
 	switch {
-	case t.Entry != "" && !EntryAfter(id, t.Entry):
+	case t.Entry != "" && stream.CompareIDs(id, t.Entry) <= 0:
 		t.Again++
 	case seq <= t.Last:
 		t.Resent++
@@ -120,20 +119,4 @@ func (t Tally) Apply(id string, seq int64) Tally {
 	t.Entry = id
 	t.Applied++
 	return t
-}
-
-// EntryAfter reports whether stream entry ID a comes after b.
-func EntryAfter(a, b string) bool {
-	ams, aseq, _ := strings.Cut(a, "-")
-	bms, bseq, _ := strings.Cut(b, "-")
-	if len(ams) != len(bms) {
-		return len(ams) > len(bms)
-	}
-	if ams != bms {
-		return ams > bms
-	}
-	if len(aseq) != len(bseq) {
-		return len(aseq) > len(bseq)
-	}
-	return aseq > bseq
 }

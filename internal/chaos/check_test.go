@@ -226,12 +226,4 @@ func TestTallyApply(t *testing.T) {
 	if tl != want {
 		t.Fatalf("tally %+v, want %+v", tl, want)
 	}
-	for _, c := range []struct {
-		a, b  string
-		after bool
-	}{{"10-0", "9-0", true}, {"9-10", "9-9", true}, {"9-9", "9-10", false}, {"9-0", "9-0", false}, {"100-0", "99-5", true}} {
-		if got := chaos.EntryAfter(c.a, c.b); got != c.after {
-			t.Errorf("EntryAfter(%s, %s) = %v", c.a, c.b, got)
-		}
-	}
 }
