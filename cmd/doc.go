@@ -6,7 +6,7 @@
 //	leat [global flags] send [--partitions N] [--key FIELD] [--header NAME=VALUE ...] STREAM JSON
 //	leat [global flags] sendmany [--partitions N] [--key FIELD] [--header NAME=VALUE ...] STREAM FILE|-
 //	leat [global flags] worker [--processors NAME,...] [processing flags]
-//	leat [global flags] reset [--start earliest|latest|ID] [--yes] PROCESSOR
+//	leat [global flags] reset [--start earliest|latest|ID] [--tables clear|keep] [--yes] PROCESSOR
 //	leat [global flags] table [--json] [--limit N] PROCESSOR TABLE [KEY...]
 //	leat [global flags] bench [--only LIST] [--events N] [--rounds N] [--partitions N] [--payload BYTES] [--rate N] [--latency D] [--idle D] [--wide N] [--aof] [--json]
 //
@@ -34,10 +34,13 @@
 // reset moves a processor's consumer group on every partition of its stream
 // to the oldest entry (--start earliest, the default), past the last one
 // (latest) or to an entry ID, and acknowledges the entries still pending in
-// the group, so that in-flight deliveries are not made again. It prints one
-// line per partition and a summary. It is meant to run while the processor's
-// workers are stopped, and refuses while one of them is alive. It asks for
-// confirmation on stdin unless --yes is given.
+// the group, so that in-flight deliveries are not made again. A processor
+// that keeps tables needs --tables: clear deletes their values on every
+// partition (a replay from earliest then counts its events once), keep
+// leaves them. It prints one line per partition and a summary. It is meant
+// to run while the processor's workers are stopped, and refuses while one
+// of them is alive. It asks for confirmation on stdin unless --yes is
+// given.
 //
 // table prints the values of keys in a processor's table
 // (stream.DeclareTable), as the acknowledged events left them, as JSON:

@@ -17,7 +17,10 @@ import (
 )
 
 // Names of the reset flags (--start is shared with the worker's).
-const flagYes = "yes"
+const (
+	flagYes    = "yes"
+	flagTables = "tables"
+)
 
 // resetBatch is how many partitions one pipelined round trip of reset
 // covers, and how many pending entries one XPENDING page lists.
@@ -36,6 +39,12 @@ func resetCommand(setup Setup) *cli.Command {
 			"that they are not delivered again. After --start earliest the processor starts over\n" +
 			"with the oldest entry each partition keeps; after latest it skips every entry sent so\n" +
 			"far; after an entry ID it goes on with the entries that follow it.\n\n" +
+			"A processor that keeps tables needs --tables: clear deletes every value of its\n" +
+			"tables on every partition (what a replay from earliest expects: the events are\n" +
+			"counted again from nothing), keep leaves them as they are (what skipping ahead\n" +
+			"usually wants). The tables are those its workers recorded in the registry and\n" +
+			"those the app's code declares. The records of middleware.Dedup are kept: a replayed\n" +
+			"event whose idempotency key was recorded within its TTL is skipped.\n\n" +
 			"Run it while the processor's workers are stopped: it refuses while any of them is\n" +
 			"alive (a crashed worker counts until its heartbeat expires, after the lock expiry).\n" +
 			"Unless --yes is given it asks for confirmation on stdin.",
@@ -44,6 +53,10 @@ func resetCommand(setup Setup) *cli.Command {
 				Name:  flagStart,
 				Usage: "new `POSITION`: earliest (before the oldest entry, 0), latest (after the last entry, $) or an entry ID",
 				Value: "earliest",
+			},
+			&cli.StringFlag{
+				Name:  flagTables,
+				Usage: "`WHAT` to do with the processor's tables: clear (delete their values) or keep; required when it keeps tables",
 			},
 			&cli.BoolFlag{
 				Name:  flagYes,
@@ -61,6 +74,10 @@ func resetCommand(setup Setup) *cli.Command {
 			if err != nil {
 				return err
 			}
+			tables := c.String(flagTables)
+			if tables != "" && tables != "clear" && tables != "keep" {
+				return usageErrorf("--%s %q: want clear or keep", flagTables, tables)
+			}
 			a, err := openApp(c, setup)
 			if err != nil {
 				return err
@@ -70,13 +87,22 @@ func resetCommand(setup Setup) *cli.Command {
 			if err != nil {
 				return err
 			}
+			if len(r.tables) > 0 && tables == "" {
+				return usageErrorf("processor %s keeps %s %s: pass --%s clear to delete their values with the reset "+
+					"(a replay from earliest counts its events again from nothing), or --%s keep to leave them as they are",
+					r.fullName(), plural(len(r.tables), "table"), strings.Join(r.tables, ", "), flagTables, flagTables)
+			}
+			r.clear = tables == "clear" && len(r.tables) > 0
 			if err := r.checkStopped(c.Context); err != nil {
 				return err
 			}
 			if !c.Bool(flagYes) {
-				question := fmt.Sprintf("reset processor %s on the %d %s of stream %s to %s, dropping its in-flight deliveries?",
+				question := fmt.Sprintf("reset processor %s on the %d %s of stream %s to %s, dropping its in-flight deliveries",
 					r.fullName(), r.partitions, plural(r.partitions, "partition"), r.stream, c.String(flagStart))
-				if err := confirm(c, question); err != nil {
+				if r.clear {
+					question += fmt.Sprintf(" and deleting the values of its %s %s", plural(len(r.tables), "table"), strings.Join(r.tables, ", "))
+				}
+				if err := confirm(c, question+"?"); err != nil {
 					return err
 				}
 			}
@@ -119,15 +145,30 @@ type resetter struct {
 	stream     string
 	group      string
 	partitions int
+	tables     []string // the processor's, sorted
+	clear      bool     // delete the tables' values
 }
 
-// newResetter finds the processor called name (findProcessor).
+// newResetter finds the processor called name (findProcessor) and its
+// tables: those the registry records and those the app's code declares.
 func newResetter(ctx context.Context, a *app.App, name string) (*resetter, error) {
 	p, err := findProcessor(ctx, a, name)
 	if err != nil {
 		return nil, err
 	}
-	return &resetter{a: a, stream: p.stream, group: p.name, partitions: p.partitions}, nil
+	r := &resetter{a: a, stream: p.stream, group: p.name, partitions: p.partitions}
+	r.tables, err = rdb.RecordedTables(ctx, a.Client(), appKeys(a), p.fullName())
+	if err != nil {
+		return nil, fmt.Errorf("read the processor registry: %w", err)
+	}
+	if st, ok := catalogOf(a).Lookup(p.stream); ok {
+		for _, t := range st.Tables(p.name) {
+			r.tables = append(r.tables, t.Name)
+		}
+	}
+	slices.Sort(r.tables)
+	r.tables = slices.Compact(r.tables)
+	return r, nil
 }
 
 // foundProcessor is a processor findProcessor found.
@@ -204,14 +245,34 @@ func (r *resetter) partitionKeys(from, to int) []string {
 	return out
 }
 
+// tableKeys returns the keys of the processor's tables on partitions
+// [from, to).
+func (r *resetter) tableKeys(from, to int) []string {
+	out := make([]string, 0, (to-from)*len(r.tables))
+	for p := from; p < to; p++ {
+		for _, t := range r.tables {
+			out = append(out, appKeys(r.a).Table(r.stream, r.group, t, p))
+		}
+	}
+	return out
+}
+
 // reset moves the group to start on every partition, acknowledges its
-// pending entries, and prints one line per partition and a summary.
+// pending entries, deletes its tables' values if asked, and prints one line
+// per partition and a summary.
 func (r *resetter) reset(c *cli.Context, start string) error {
 	ctx, w := c.Context, c.App.Writer
 	var dropped int64
 	for from := 0; from < r.partitions; from += resetBatch {
 		to := min(from+resetBatch, r.partitions)
 		keys := r.partitionKeys(from, to)
+		if r.clear {
+			// First: a reset cut short after this leaves the tables empty
+			// and the group where it was, which a reset run again finishes.
+			if _, err := rdb.DeleteKeys(ctx, r.a.Client(), r.tableKeys(from, to)); err != nil {
+				return err
+			}
+		}
 		if err := rdb.MoveGroup(ctx, r.a.Client(), keys, r.group, start); err != nil {
 			return err
 		}
@@ -232,7 +293,14 @@ func (r *resetter) reset(c *cli.Context, start string) error {
 	if dropped == 1 {
 		entries = "entry"
 	}
-	_, err := fmt.Fprintf(w, "reset processor %s on %d %s to %s: %d pending %s dropped\n",
-		r.fullName(), r.partitions, plural(r.partitions, "partition"), c.String(flagStart), dropped, entries)
+	tables := ""
+	switch {
+	case r.clear:
+		tables = fmt.Sprintf("; %s %s cleared", plural(len(r.tables), "table"), strings.Join(r.tables, ", "))
+	case len(r.tables) > 0:
+		tables = fmt.Sprintf("; %s %s kept", plural(len(r.tables), "table"), strings.Join(r.tables, ", "))
+	}
+	_, err := fmt.Fprintf(w, "reset processor %s on %d %s to %s: %d pending %s dropped%s\n",
+		r.fullName(), r.partitions, plural(r.partitions, "partition"), c.String(flagStart), dropped, entries, tables)
 	return err
 }

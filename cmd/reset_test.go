@@ -34,13 +34,20 @@ func processTicks(t *testing.T, s shop, ta *ticksApp, n int) {
 // lock expiry, 2s here).
 func (s shop) waitStopped(t *testing.T) {
 	t.Helper()
+	s.waitProcessorStopped(t, "count")
+}
+
+// waitProcessorStopped waits until processor ticks/name has no live member
+// (see waitStopped).
+func (s shop) waitProcessorStopped(t *testing.T, name string) {
+	t.Helper()
 	waitUntil(t, nil, "no live member", func() bool {
 		ctx := context.Background()
 		now, err := s.client.Time(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := s.client.ZCount(ctx, s.keys.Members("ticks", "count"), strconv.FormatInt(now.UnixMilli(), 10), "+inf").Result()
+		n, err := s.client.ZCount(ctx, s.keys.Members("ticks", name), strconv.FormatInt(now.UnixMilli(), 10), "+inf").Result()
 		if err != nil {
 			t.Fatal(err)
 		}

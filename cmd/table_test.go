@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,27 @@ func (ta *tablesApp) setup(cfg app.Config) (*app.App, error) {
 	})
 }
 
+// sumsTable returns table "sums" of tablesApp, read through an app of the
+// test's own (every command of the CLI runs the setup on an app of its own,
+// closed when the command ends).
+func (s shop) sumsTable(t *testing.T) *stream.Table[sums] {
+	t.Helper()
+	ra, err := app.New(app.Config{Name: "shop", Client: s.client, KeyPrefix: s.keys.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ra.Close() })
+	rs, err := stream.Declare[tick](ra, "ticks", stream.KeyField("key"), stream.Partitions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := stream.DeclareTable[sums](rs, "sum", "sums")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table
+}
+
 // leat table reads a processor's tables without the app's code: the codec
 // from the registry, each key from its partition, values printed as JSON.
 func TestTableCLI(t *testing.T) {
@@ -68,21 +90,7 @@ func TestTableCLI(t *testing.T) {
 	if r := run(t, ta.setup, ticks(30), s.args("sendmany", "ticks", "-")...); r.status != 0 {
 		t.Fatalf("sendmany: %+v", r)
 	}
-	// Read through an app of the test's own (every command of the CLI runs
-	// the setup on an app of its own, closed when the command ends).
-	ra, err := app.New(app.Config{Name: "shop", Client: s.client, KeyPrefix: s.keys.Prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ra.Close()
-	rs, err := stream.Declare[tick](ra, "ticks", stream.KeyField("key"), stream.Partitions(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sumsTable, err := stream.DeclareTable[sums](rs, "sum", "sums")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sumsTable := s.sumsTable(t)
 	waitUntil(t, b, "30 ticks summed", func() bool {
 		v, _, err := sumsTable.Get(context.Background(), "k9")
 		return err == nil && v.Count == 3
@@ -148,5 +156,77 @@ func TestTableCLI(t *testing.T) {
 		if r.status != exitUsage || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: status %d, stderr %q; want %d saying %q", c.args, r.status, r.stderr, exitUsage, c.want)
 		}
+	}
+}
+
+// leat reset of a processor that keeps tables asks what to do with them:
+// keep leaves their values (a replay counts the events a second time),
+// clear deletes them on every partition (a replay counts them once).
+func TestResetTables(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	ta := &tablesApp{}
+	sumsTable := s.sumsTable(t)
+	count := func() int {
+		v, _, err := sumsTable.Get(context.Background(), "k9")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Count
+	}
+	// process runs a worker until k9 counts want, then stops it.
+	process := func(want int) {
+		t.Helper()
+		b := start(t, ta.setup, s.quiet("worker")...)
+		waitUntil(t, b, fmt.Sprintf("k9 counted %d times", want), func() bool { return count() == want })
+		if r := b.stop(t); r.status != 0 {
+			t.Fatalf("worker: %+v", r)
+		}
+		s.waitProcessorStopped(t, "sum")
+	}
+	if r := run(t, ta.setup, ticks(30), s.args("sendmany", "ticks", "-")...); r.status != 0 {
+		t.Fatalf("sendmany: %+v", r)
+	}
+	process(3)
+
+	r := run(t, ta.setup, "", s.args("reset", "--yes", "sum")...)
+	if r.status != 2 || !strings.Contains(r.stderr, "keeps tables lasts, sums: pass --tables clear") {
+		t.Fatalf("reset without --tables: %+v", r)
+	}
+	r = run(t, ta.setup, "", s.args("reset", "--yes", "--tables", "drop", "sum")...)
+	if r.status != 2 || !strings.Contains(r.stderr, `--tables "drop": want clear or keep`) {
+		t.Fatalf("reset --tables drop: %+v", r)
+	}
+	if count() != 3 {
+		t.Fatalf("a refused reset changed the table: k9 counted %d times", count())
+	}
+
+	r = run(t, ta.setup, "", s.args("reset", "--yes", "--tables", "keep", "sum")...)
+	if r.status != 0 || !strings.Contains(r.stdout, "to earliest: 0 pending entries dropped; tables lasts, sums kept") {
+		t.Fatalf("reset --tables keep: %+v", r)
+	}
+	process(6) // replayed onto the values kept
+
+	// The standalone binary, without the app's code: the tables the
+	// registry records.
+	r = run(t, nil, "n\n", s.args("reset", "--tables", "clear", "sum")...)
+	if r.status != 2 || !strings.Contains(r.stdout, "and deleting the values of its tables lasts, sums?") || count() != 6 {
+		t.Fatalf("reset --tables clear, not confirmed: %+v", r)
+	}
+	r = run(t, nil, "", s.args("reset", "--yes", "--tables", "clear", "sum")...)
+	if r.status != 0 || !strings.Contains(r.stdout, "to earliest: 0 pending entries dropped; tables lasts, sums cleared") {
+		t.Fatalf("reset --tables clear: %+v", r)
+	}
+	for p := range 4 {
+		for _, name := range []string{"sums", "lasts"} {
+			if n := s.client.Exists(context.Background(), s.keys.Table("ticks", "sum", name, p)).Val(); n != 0 {
+				t.Fatalf("table %s of partition %d still exists after reset --tables clear", name, p)
+			}
+		}
+	}
+	process(3) // replayed from nothing
+	r = run(t, nil, "", s.args("table", "sum", "lasts", "k9")...)
+	if r.status != 0 || !strings.Contains(r.stdout, "k9   29") {
+		t.Fatalf("table after the replay: %+v", r)
 	}
 }

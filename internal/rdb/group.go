@@ -2,7 +2,9 @@ package rdb
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -186,4 +188,30 @@ func Processors(ctx context.Context, c redis.UniversalClient, k keys.Space) ([]s
 // (HSET).
 func RecordProcessor(ctx context.Context, c redis.UniversalClient, k keys.Space, fullName string, def []byte) error {
 	return c.HSet(ctx, k.Processors(), fullName, def).Err()
+}
+
+// RecordedTables returns the names of the tables the registry records for
+// the processor called fullName ("stream/processor"), as its workers wrote
+// them (app.ProcessorDefinition): none when it records no such processor.
+func RecordedTables(ctx context.Context, c redis.UniversalClient, k keys.Space, fullName string) ([]string, error) {
+	raw, err := c.HGet(ctx, k.Processors(), fullName).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var def struct {
+		Tables []struct {
+			Name string `json:"name"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal(raw, &def); err != nil {
+		return nil, fmt.Errorf("processor %s: its registry entry: %w", fullName, err)
+	}
+	names := make([]string, len(def.Tables))
+	for i, t := range def.Tables {
+		names[i] = t.Name
+	}
+	return names, nil
 }

@@ -105,3 +105,21 @@ func Positions(ctx context.Context, client redis.UniversalClient, keys []string,
 	}
 	return out, nil
 }
+
+// DeleteKeys deletes keys, one DEL each in one pipeline (the keys may be in
+// different hash slots), and returns how many existed.
+func DeleteKeys(ctx context.Context, client redis.UniversalClient, keys []string) (int64, error) {
+	pipe := client.Pipeline()
+	dels := make([]*redis.IntCmd, len(keys))
+	for i, k := range keys {
+		dels[i] = pipe.Del(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("DEL: %w", err)
+	}
+	var n int64
+	for _, d := range dels {
+		n += d.Val()
+	}
+	return n, nil
+}
