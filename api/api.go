@@ -75,34 +75,58 @@ func NewHandler(a *app.App, opts Options) http.Handler {
 		opts.MaxWait = DefaultMaxWait
 	}
 	h := &handler{a: a, opts: opts, in: inspect.New(a.Client(), a.Config().KeyPrefix, a.Name()), mux: http.NewServeMux()}
-	read := func(pattern string, fn http.HandlerFunc) { h.mux.Handle(pattern, fn) }
-	write := func(pattern string, fn http.HandlerFunc) { h.mux.Handle(pattern, h.writing(fn)) }
-
-	read("GET /{$}", dashboard)
-	read("GET /dashboard/app.js", dashboard)
-	read("GET /dashboard/style.css", dashboard)
-	read("GET /v1/info", h.info)
-
-	write("POST /v1/streams/{stream}/events", h.sendEvents)
-	read("GET /v1/streams/{stream}", h.streamReport)
-	read("GET /v1/streams/{stream}/processors/{processor}/tables/{table}", h.tableValues)
-	read("GET /v1/overview", h.overview)
-
-	read("GET /v1/queues", h.queues)
-	read("GET /v1/queues/{queue}", h.queue)
-	write("POST /v1/queues/{queue}/tasks", h.enqueue)
-	read("GET /v1/queues/{queue}/tasks", h.listTasks)
-	write("POST /v1/queues/{queue}/runsync", h.runSync)
-	read("GET /v1/queues/{queue}/tasks/{id}", h.taskInfo)
-	read("GET /v1/queues/{queue}/tasks/{id}/events", h.taskEvents)
-	write("POST /v1/queues/{queue}/tasks/{id}/cancel", h.cancel)
-	write("POST /v1/queues/{queue}/tasks/{id}/requeue", h.requeue)
-	read("GET /v1/tasks/{id}", h.taskInfo)
-	read("GET /v1/tasks/{id}/events", h.taskEvents)
-	write("POST /v1/tasks/{id}/cancel", h.cancel)
-	write("POST /v1/tasks/{id}/requeue", h.requeue)
-
+	for _, rt := range h.routes() {
+		var fn http.Handler = rt.fn
+		if rt.write {
+			fn = h.writing(rt.fn)
+		}
+		h.mux.Handle(rt.pattern, fn)
+	}
 	return h
+}
+
+// route is an endpoint: "METHOD PATH" and its handler; write endpoints
+// are refused in read-only mode.
+type route struct {
+	pattern string
+	fn      http.HandlerFunc
+	write   bool
+}
+
+// routes returns every endpoint of the API (openapi.yaml documents each but
+// the dashboard's files).
+func (h *handler) routes() []route {
+	read := func(pattern string, fn http.HandlerFunc) route { return route{pattern, fn, false} }
+	write := func(pattern string, fn http.HandlerFunc) route { return route{pattern, fn, true} }
+	return []route{
+		read("GET /{$}", dashboard),
+		read("GET /dashboard/app.js", dashboard),
+		read("GET /dashboard/style.css", dashboard),
+		read("GET /v1/info", h.info),
+
+		write("POST /v1/streams/{stream}/events", h.sendEvents),
+		read("GET /v1/streams/{stream}", h.streamReport),
+		read("GET /v1/streams/{stream}/processors/{processor}/tables/{table}", h.tableValues),
+		read("GET /v1/overview", h.overview),
+
+		read("GET /v1/queues", h.queues),
+		read("GET /v1/queues/{queue}", h.queue),
+		write("POST /v1/queues/{queue}/pause", h.pause),
+		write("POST /v1/queues/{queue}/resume", h.resume),
+		write("POST /v1/queues/{queue}/tasks", h.enqueue),
+		read("GET /v1/queues/{queue}/tasks", h.listTasks),
+		write("POST /v1/queues/{queue}/runsync", h.runSync),
+		read("GET /v1/queues/{queue}/tasks/{id}", h.taskInfo),
+		write("DELETE /v1/queues/{queue}/tasks/{id}", h.deleteTask),
+		read("GET /v1/queues/{queue}/tasks/{id}/events", h.taskEvents),
+		write("POST /v1/queues/{queue}/tasks/{id}/cancel", h.cancel),
+		write("POST /v1/queues/{queue}/tasks/{id}/requeue", h.requeue),
+		read("GET /v1/tasks/{id}", h.taskInfo),
+		write("DELETE /v1/tasks/{id}", h.deleteTask),
+		read("GET /v1/tasks/{id}/events", h.taskEvents),
+		write("POST /v1/tasks/{id}/cancel", h.cancel),
+		write("POST /v1/tasks/{id}/requeue", h.requeue),
+	}
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

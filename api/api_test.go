@@ -293,6 +293,16 @@ func TestTasks(t *testing.T) {
 		r := e.do(t, "GET", "/v1/tasks/"+fid, "")
 		return r.body["state"] == "failed" && r.body["attempts"] == 1.0
 	})
+	// Delete: an ended task at once; one waiting is refused.
+	e.do(t, "DELETE", "/v1/tasks/"+first.body["id"].(string), "").want(t, 200, "")
+	e.do(t, "GET", "/v1/tasks/"+first.body["id"].(string), "").want(t, 404, "unknown_task")
+	r = e.do(t, "DELETE", "/v1/queues/work/tasks/"+fid, "").want(t, 200, "")
+	if r.body["state_before"] != "failed" {
+		t.Fatalf("delete: %s", r.raw)
+	}
+	e.do(t, "DELETE", "/v1/tasks/none", "").want(t, 404, "unknown_task")
+	waiting := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"},"delay":"1h"}`).want(t, 200, "")
+	e.do(t, "DELETE", "/v1/tasks/"+waiting.body["id"].(string), "").want(t, 409, "wrong_state")
 	e.do(t, "POST", "/v1/tasks/none/cancel", "").want(t, 404, "unknown_task")
 	e.do(t, "POST", "/v1/queues/work/tasks/none/requeue", "").want(t, 404, "unknown_task")
 	e.do(t, "GET", "/v1/tasks/none", "").want(t, 404, "unknown_task")
@@ -446,6 +456,42 @@ func TestFollowEvents(t *testing.T) {
 	e.do(t, "GET", "/v1/tasks/none/events", "", auth...).want(t, 404, "unknown_task")
 }
 
+// POST .../pause and .../resume pause and resume a queue: its tasks wait
+// while it is paused, and the queue rows say since when.
+func TestPauseResume(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{})
+	r := e.do(t, "POST", "/v1/queues/work/pause", "").want(t, 200, "")
+	at, ok := r.body["paused_at"].(string)
+	if !ok || r.body["queue"] != "work" {
+		t.Fatalf("pause: %s", r.raw)
+	}
+	if _, err := time.Parse(time.RFC3339, at); err != nil {
+		t.Fatalf("paused_at %q: %v", at, err)
+	}
+	if r := e.do(t, "POST", "/v1/queues/work/pause", "").want(t, 200, ""); r.body["paused_at"] != at {
+		t.Fatalf("a second pause moved paused_at from %s: %s", at, r.raw)
+	}
+	r = e.do(t, "GET", "/v1/queues", "").want(t, 200, "")
+	if q := r.body["queues"].([]any)[0].(map[string]any); q["paused_at"] != at {
+		t.Fatalf("queues while paused: %s", r.raw)
+	}
+	e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"},"id":"p1"}`).want(t, 200, "")
+	if r := e.do(t, "GET", "/v1/tasks/p1", "").want(t, 200, ""); r.body["state"] != "pending" {
+		t.Fatalf("task enqueued while paused: %s", r.raw)
+	}
+	r = e.do(t, "POST", "/v1/queues/work/resume", "").want(t, 200, "")
+	if v, present := r.body["paused_at"]; !present || v != nil {
+		t.Fatalf("resume: %s", r.raw)
+	}
+	redistest.Eventually(t, 10*time.Second, "task p1 succeeded after the resume", func() bool {
+		r := e.do(t, "GET", "/v1/tasks/p1", "")
+		return r.status == 200 && r.body["state"] == "succeeded"
+	})
+	e.do(t, "POST", "/v1/queues/nope/pause", "").want(t, 404, "unknown_queue")
+	e.do(t, "POST", "/v1/queues/a:b/resume", "").want(t, 400, "bad_name")
+}
+
 func TestAuthAndReadOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Options{Token: "s3cret", ReadOnly: true, MaxBody: 64})
@@ -456,8 +502,12 @@ func TestAuthAndReadOnly(t *testing.T) {
 	auth := []string{"Authorization", "Bearer s3cret"}
 	e.do(t, "GET", "/v1/overview", "", auth...).want(t, 200, "")
 	e.do(t, "GET", "/v1/queues", "", auth...).want(t, 200, "")
+	for _, p := range []string{"/v1/tasks/x", "/v1/queues/work/tasks/x"} {
+		e.do(t, "DELETE", p, "", auth...).want(t, 403, "read_only")
+	}
 	for _, p := range []string{"/v1/streams/orders/events", "/v1/queues/work/tasks", "/v1/queues/work/runsync",
-		"/v1/queues/work/tasks/x/cancel", "/v1/queues/work/tasks/x/requeue", "/v1/tasks/x/cancel", "/v1/tasks/x/requeue"} {
+		"/v1/queues/work/tasks/x/cancel", "/v1/queues/work/tasks/x/requeue", "/v1/tasks/x/cancel", "/v1/tasks/x/requeue",
+		"/v1/queues/work/pause", "/v1/queues/work/resume"} {
 		e.do(t, "POST", p, `{"payload":1}`, auth...).want(t, 403, "read_only")
 	}
 	// The size limit applies before anything else is read.

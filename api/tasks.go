@@ -282,11 +282,22 @@ func (h *handler) taskInfo(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
+	h.changeTask(w, r, (*rawQueue).Cancel)
+}
+
+// deleteTask deletes an ended task (task.Queue.Delete).
+func (h *handler) deleteTask(w http.ResponseWriter, r *http.Request) {
+	h.changeTask(w, r, (*rawQueue).Delete)
+}
+
+// changeTask runs change on the request's task and answers the state the
+// task was in.
+func (h *handler) changeTask(w http.ResponseWriter, r *http.Request, change func(*rawQueue, context.Context, string) (task.State, error)) {
 	q, id := h.findTask(w, r)
 	if q == nil {
 		return
 	}
-	before, err := q.Cancel(r.Context(), id)
+	before, err := change(q, r.Context(), id)
 	if err != nil {
 		taskError(w, err)
 		return
@@ -350,6 +361,25 @@ type queueRow struct {
 	Queue      string               `json:"queue"`
 	Counts     map[task.State]int64 `json:"counts"`
 	Definition task.Definition      `json:"definition"`
+	PausedAt   *time.Time           `json:"paused_at"` // null when not paused
+}
+
+// row reads q's counts and pause.
+func row(ctx context.Context, q *rawQueue) (queueRow, error) {
+	n, err := q.Counts(ctx)
+	if err != nil {
+		return queueRow{}, err
+	}
+	paused, at, err := q.Paused(ctx)
+	if err != nil {
+		return queueRow{}, err
+	}
+	r := queueRow{Queue: q.Name(), Counts: n, Definition: q.Definition()}
+	if paused {
+		at = at.UTC()
+		r.PausedAt = &at
+	}
+	return r, nil
 }
 
 func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
@@ -365,12 +395,13 @@ func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
 			internalError(w, err)
 			return
 		}
-		n, err := q.Counts(r.Context())
+		qr, err := row(r.Context(), q)
 		if err != nil {
 			internalError(w, err)
 			return
 		}
-		rows = append(rows, queueRow{Queue: d.Name, Counts: n, Definition: d})
+		qr.Definition = d
+		rows = append(rows, qr)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queues": rows})
 }
@@ -380,10 +411,35 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 	if q == nil {
 		return
 	}
-	n, err := q.Counts(r.Context())
+	qr, err := row(r.Context(), q)
 	if err != nil {
 		internalError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, queueRow{Queue: q.Name(), Counts: n, Definition: q.Definition()})
+	writeJSON(w, http.StatusOK, qr)
+}
+
+// pause pauses the queue (task.Queue.Pause) and answers it as queue does.
+func (h *handler) pause(w http.ResponseWriter, r *http.Request) { h.setPaused(w, r, true) }
+
+// resume resumes the queue (task.Queue.Resume) and answers it as queue
+// does.
+func (h *handler) resume(w http.ResponseWriter, r *http.Request) { h.setPaused(w, r, false) }
+
+func (h *handler) setPaused(w http.ResponseWriter, r *http.Request, pause bool) {
+	q := h.lookupQueue(w, r)
+	if q == nil {
+		return
+	}
+	var err error
+	if pause {
+		err = q.Pause(r.Context())
+	} else {
+		err = q.Resume(r.Context())
+	}
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	h.queue(w, r)
 }

@@ -43,7 +43,7 @@ var minimalACL = []string{
 	"+eval", "+evalsha", "+script|load", "+multi", "+exec", "+watch", "+unwatch", "+time",
 	"+publish", "+subscribe",
 	"+get", "+mget", "+set", "+del", "+exists", "+incr", "+incrby", "+pexpire", "+pttl", "+persist",
-	"+hget", "+hmget", "+hgetall", "+hkeys", "+hexists", "+hset", "+hdel", "+hincrby",
+	"+hget", "+hmget", "+hgetall", "+hkeys", "+hexists", "+hset", "+hsetnx", "+hdel", "+hincrby",
 	"+lpush", "+rpush", "+lpop", "+lindex", "+llen", "+lrem", "+sadd", "+srem", "+blpop",
 	"+zadd", "+zcard", "+zcount", "+zrange", "+zrangebyscore", "+zremrangebyscore", "+zremrangebyrank", "+zrem", "+zscore",
 	"+xadd", "+xdel", "+xlen", "+xrange", "+xrevrange", "+xread", "+xreadgroup", "+xack", "+xpending",
@@ -256,7 +256,7 @@ done
 // aclTaskScenario runs the task queue end to end: an app declares a queue
 // and enqueues; a worker runs a subprocess handler; the CLI enqueues with a
 // webhook, follows progress and partial results, reads the task's log,
-// cancels a running task and requeues it.
+// cancels a running task, pauses and resumes the queue, and requeues.
 func aclTaskScenario(t *testing.T, s shop, prefix string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -319,6 +319,21 @@ func aclTaskScenario(t *testing.T, s shop, prefix string) {
 		t.Fatalf("cancel: %+v", r)
 	}
 	wantFailure(t, run(t, nil, "", s.args("tasks", "wait", blocked)...), 1, "is cancelled")
+	// Paused, a task waits; resumed, it runs.
+	if r := run(t, nil, "", s.args("tasks", "pause", "jobs")...); r.status != 0 || r.stderr != "" {
+		t.Fatalf("pause: %+v", r)
+	}
+	r = run(t, nil, "", s.args("enqueue", "jobs", `{"n":3}`)...)
+	waiting := strings.TrimSpace(r.stdout)
+	if r := run(t, nil, "", s.args("tasks", "show", waiting)...); !strings.Contains(r.stdout, "pending") {
+		t.Fatalf("show while paused: %+v", r)
+	}
+	if r := run(t, nil, "", s.args("tasks", "resume", "jobs")...); r.status != 0 || r.stderr != "" {
+		t.Fatalf("resume: %+v", r)
+	}
+	if r := run(t, nil, "", s.args("tasks", "wait", waiting)...); r.status != 0 || !strings.Contains(r.stdout, "whole") {
+		t.Fatalf("wait after the resume: %+v", r)
+	}
 	if r := w.stop(t); r.status != 0 {
 		t.Fatalf("worker: %+v", r)
 	}

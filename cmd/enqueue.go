@@ -103,6 +103,7 @@ func enqueueCommand(setup Setup) *cli.Command {
 			if err != nil {
 				return err
 			}
+			warnPaused(c, q)
 			if in != nil {
 				return enqueueFile(c, q, in, opts)
 			}
@@ -158,6 +159,15 @@ func enqueueOptions(c *cli.Context, many bool) ([]task.EnqueueOption, error) {
 	return opts, nil
 }
 
+// warnPaused says on stderr that q is paused, if it is: its tasks wait
+// until it is resumed.
+func warnPaused(c *cli.Context, q *rawQueue) {
+	if paused, at, err := q.Paused(c.Context); err == nil && paused {
+		fmt.Fprintf(c.App.ErrWriter, "%s: queue %s is paused since %s: its tasks wait until it is resumed (leat tasks resume %s)\n",
+			c.App.Name, q.Name(), at.UTC().Format(time.RFC3339), q.Name())
+	}
+}
+
 // printIDs prints the IDs of an enqueue; a duplicate is reported on stderr
 // and is no failure.
 func printIDs(c *cli.Context, ids []string, err error) error {
@@ -180,7 +190,7 @@ func printIDs(c *cli.Context, ids []string, err error) error {
 
 // enqueueFile checks every line of in, then enqueues them a chunk at a
 // time.
-func enqueueFile(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage], in *input, opts []task.EnqueueOption) error {
+func enqueueFile(c *cli.Context, q *rawQueue, in *input, opts []task.EnqueueOption) error {
 	count, kept, err := checkPayloads(c, in)
 	if err != nil {
 		return err

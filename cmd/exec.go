@@ -151,7 +151,7 @@ func execOnce(c *cli.Context, line, input string) error {
 
 // followTask prints the updates of a task as they come, in order, then its
 // result; it fails when the task did not succeed.
-func followTask(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage], id string) error {
+func followTask(c *cli.Context, q *rawQueue, id string) error {
 	enc := json.NewEncoder(c.App.Writer)
 	for u, err := range q.Follow(c.Context, id) {
 		if err != nil {

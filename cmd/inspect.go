@@ -155,7 +155,11 @@ func writeOverview(w io.Writer, o *inspect.Overview) error {
 		}
 		var rows [][]string
 		for _, q := range o.Queues {
-			row := []string{q.Name}
+			name := q.Name
+			if q.PausedAt != nil {
+				name += " (paused)"
+			}
+			row := []string{name}
 			for _, st := range task.States {
 				row = append(row, fmtInt(q.Counts[string(st)]))
 			}
@@ -312,6 +316,20 @@ func writeQueueReport(w io.Writer, r *inspect.QueueReport) error {
 	}
 	fmt.Fprintf(w, "task queue %s of app %s at %s: %s, concurrency %d per worker, %d %s priority %s\n\n",
 		r.Name, r.App, r.Time.Format(time.RFC3339), kind, r.Concurrency, len(r.Levels), order, plural(len(r.Levels), "level"))
+	if r.Rate != nil || r.KeyRate != nil {
+		var limits []string
+		if l := r.Rate; l != nil {
+			limits = append(limits, fmt.Sprintf("%d tasks per %s", l.Tasks, time.Duration(l.WindowMS)*time.Millisecond))
+		}
+		if l := r.KeyRate; l != nil {
+			limits = append(limits, fmt.Sprintf("%d tasks of a key per %s", l.Tasks, time.Duration(l.WindowMS)*time.Millisecond))
+		}
+		fmt.Fprintf(w, "rate limits: at most %s, over all workers\n\n", strings.Join(limits, "; "))
+	}
+	if r.PausedAt != nil {
+		fmt.Fprintf(w, "paused since %s: its workers start none of its tasks until it is resumed (leat tasks resume %s)\n\n",
+			r.PausedAt.Format(time.RFC3339), r.Name)
+	}
 	var rows [][]string
 	for _, st := range task.States {
 		rows = append(rows, []string{string(st), fmtInt(r.Counts[string(st)])})

@@ -41,7 +41,7 @@ func tasksCommand(setup Setup) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "tasks",
-		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, or show, wait for, cancel or requeue a task",
+		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, cancel, requeue or delete a task, or pause or resume a queue",
 		Description: "Without a subcommand, prints one row per task queue of the app with the number of\n" +
 			"its tasks in each state (kept as tasks move: reading them never scans).",
 		Flags:        []cli.Flag{jsonFlag(), helpFlag()},
@@ -82,7 +82,7 @@ func tasksCommand(setup Setup) *cli.Command {
 					return printList(c, which, tasks)
 				}),
 			sub("show", "print a task's status, payload and result", "ID", []cli.Flag{jsonFlag()},
-				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
+				withTask(func(c *cli.Context, q *rawQueue) error {
 					in, err := q.Info(c.Context, c.Args().Get(0))
 					if err != nil {
 						return err
@@ -91,7 +91,7 @@ func tasksCommand(setup Setup) *cli.Command {
 				})),
 			sub("wait", "wait for a task to finish; print its result, or fail with its error", "ID",
 				[]cli.Flag{jsonFlag(), &cli.DurationFlag{Name: flagTimeout, Value: time.Minute, Usage: "give up after `DURATION`"}},
-				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
+				withTask(func(c *cli.Context, q *rawQueue) error {
 					ctx, cancel := context.WithTimeout(c.Context, c.Duration(flagTimeout))
 					defer cancel()
 					in, err := q.Wait(ctx, c.Args().Get(0))
@@ -115,12 +115,12 @@ func tasksCommand(setup Setup) *cli.Command {
 				})),
 			sub("follow", "print a task's progress reports and partial results in order as they come, then its result", "ID",
 				[]cli.Flag{jsonFlag()},
-				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
+				withTask(func(c *cli.Context, q *rawQueue) error {
 					return followTask(c, q, c.Args().Get(0))
 				})),
 			sub("logs", "print a task's log lines in order (its handler's Task.Log lines, a subprocess handler's stderr)", "ID",
 				[]cli.Flag{jsonFlag()},
-				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
+				withTask(func(c *cli.Context, q *rawQueue) error {
 					lines, err := q.Logs(c.Context, c.Args().Get(0))
 					if err != nil {
 						return err
@@ -139,7 +139,7 @@ func tasksCommand(setup Setup) *cli.Command {
 					return nil
 				})),
 			sub("cancel", "cancel a pending, scheduled, retrying or running task", "ID", nil,
-				withTask(func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error {
+				withTask(func(c *cli.Context, q *rawQueue) error {
 					st, err := q.Cancel(c.Context, c.Args().Get(0))
 					if errors.Is(err, task.ErrFinished) {
 						return usageError{err}
@@ -156,37 +156,26 @@ func tasksCommand(setup Setup) *cli.Command {
 				})),
 			sub("requeue", "make a dead or failed task ready again, or every dead task of a queue", "ID | --all QUEUE",
 				[]cli.Flag{&cli.BoolFlag{Name: flagAll, Usage: "requeue every dead task of QUEUE"}},
+				taskOrDead("requeued",
+					func(c *cli.Context, q *rawQueue, id string) (string, error) {
+						return "requeued", q.Requeue(c.Context, id)
+					},
+					func(c *cli.Context, q *rawQueue) (int, error) { return q.RequeueDead(c.Context) })),
+			sub("delete", "delete an ended task (succeeded, failed, cancelled or dead) now, or every dead task of a queue", "ID | --all QUEUE",
+				[]cli.Flag{&cli.BoolFlag{Name: flagAll, Usage: "delete every dead task of QUEUE"}},
+				taskOrDead("deleted",
+					func(c *cli.Context, q *rawQueue, id string) (string, error) {
+						st, err := q.Delete(c.Context, id)
+						return fmt.Sprintf("was %s, deleted", st), err
+					},
+					func(c *cli.Context, q *rawQueue) (int, error) { return q.DeleteDead(c.Context) })),
+			sub("pause", "stop the workers from starting a queue's tasks (running tasks finish; enqueueing goes on)", "QUEUE", nil,
 				func(c *cli.Context, a *app.App) error {
-					if c.Bool(flagAll) {
-						if err := wantArgs(c, "QUEUE"); err != nil {
-							return err
-						}
-						q, err := lookupQueue(c, a, c.Args().Get(0))
-						if err != nil {
-							return err
-						}
-						n, err := q.RequeueDead(c.Context)
-						if err != nil {
-							return err
-						}
-						_, err = fmt.Fprintf(c.App.Writer, "requeued %d dead %s of %s\n", n, plural(n, "task"), q.Name())
-						return err
-					}
-					if err := wantArgs(c, "ID"); err != nil {
-						return err
-					}
-					q, err := findTask(c, a)
-					if err != nil {
-						return err
-					}
-					if err := q.Requeue(c.Context, c.Args().Get(0)); err != nil {
-						if errors.Is(err, task.ErrFinished) {
-							return usageError{err}
-						}
-						return err
-					}
-					_, err = fmt.Fprintf(c.App.Writer, "%s: requeued\n", c.Args().Get(0))
-					return err
+					return pauseOrResume(c, a, true)
+				}),
+			sub("resume", "let the workers start a paused queue's tasks again", "QUEUE", nil,
+				func(c *cli.Context, a *app.App) error {
+					return pauseOrResume(c, a, false)
 				}),
 			sub("concurrency", "set how many tasks of a queue each worker runs at once, live", "QUEUE N", nil,
 				func(c *cli.Context, a *app.App) error {
@@ -211,9 +200,81 @@ func tasksCommand(setup Setup) *cli.Command {
 	}
 }
 
+// rawQueue is a task queue as the CLI opens it (task.Lookup).
+type rawQueue = task.Queue[json.RawMessage, json.RawMessage]
+
+// taskOrDead is the action of a subcommand on one task (ID), or with --all
+// on every dead task of a queue (QUEUE): one runs it on a task and returns
+// what to print after the ID; all runs it on a queue's dead tasks and
+// returns how many, printed as "DONE N dead tasks of QUEUE". A task in a
+// state one refuses (task.ErrFinished) is a usage error.
+func taskOrDead(done string, one func(*cli.Context, *rawQueue, string) (string, error), all func(*cli.Context, *rawQueue) (int, error)) func(*cli.Context, *app.App) error {
+	return func(c *cli.Context, a *app.App) error {
+		if c.Bool(flagAll) {
+			if err := wantArgs(c, "QUEUE"); err != nil {
+				return err
+			}
+			q, err := lookupQueue(c, a, c.Args().Get(0))
+			if err != nil {
+				return err
+			}
+			n, err := all(c, q)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.App.Writer, "%s %d dead %s of %s\n", done, n, plural(n, "task"), q.Name())
+			return err
+		}
+		if err := wantArgs(c, "ID"); err != nil {
+			return err
+		}
+		q, err := findTask(c, a)
+		if err != nil {
+			return err
+		}
+		what, err := one(c, q, c.Args().Get(0))
+		if errors.Is(err, task.ErrFinished) {
+			return usageError{err}
+		}
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.App.Writer, "%s: %s\n", c.Args().Get(0), what)
+		return err
+	}
+}
+
+// pauseOrResume pauses or resumes the queue named by the first argument.
+func pauseOrResume(c *cli.Context, a *app.App, pause bool) error {
+	if err := wantArgs(c, "QUEUE"); err != nil {
+		return err
+	}
+	q, err := lookupQueue(c, a, c.Args().Get(0))
+	if err != nil {
+		return err
+	}
+	if !pause {
+		if err := q.Resume(c.Context); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.App.Writer, "%s: resumed\n", q.Name())
+		return err
+	}
+	if err := q.Pause(c.Context); err != nil {
+		return err
+	}
+	_, at, err := q.Paused(c.Context)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "%s: paused since %s (running tasks finish; resume with leat tasks resume %s)\n",
+		q.Name(), at.UTC().Format(time.RFC3339), q.Name())
+	return err
+}
+
 // withTask is the action of a "leat tasks" subcommand on one task: it
 // checks the ID argument and finds the task's queue before action runs.
-func withTask(action func(c *cli.Context, q *task.Queue[json.RawMessage, json.RawMessage]) error) func(*cli.Context, *app.App) error {
+func withTask(action func(c *cli.Context, q *rawQueue) error) func(*cli.Context, *app.App) error {
 	return func(c *cli.Context, a *app.App) error {
 		if err := wantArgs(c, "ID"); err != nil {
 			return err
@@ -228,7 +289,7 @@ func withTask(action func(c *cli.Context, q *task.Queue[json.RawMessage, json.Ra
 
 // lookupQueue opens the task queue called name as recorded in Redis; an
 // unknown queue is a usage error.
-func lookupQueue(c *cli.Context, a *app.App, name string) (*task.Queue[json.RawMessage, json.RawMessage], error) {
+func lookupQueue(c *cli.Context, a *app.App, name string) (*rawQueue, error) {
 	q, err := task.Lookup(c.Context, a, name)
 	if errors.Is(err, task.ErrUnknownQueue) {
 		return nil, usageError{err}
@@ -238,7 +299,7 @@ func lookupQueue(c *cli.Context, a *app.App, name string) (*task.Queue[json.RawM
 
 // findTask returns the queue of the task named by the first argument; an
 // unknown task is a usage error.
-func findTask(c *cli.Context, a *app.App) (*task.Queue[json.RawMessage, json.RawMessage], error) {
+func findTask(c *cli.Context, a *app.App) (*rawQueue, error) {
 	q, err := task.Find(c.Context, a, c.Args().Get(0))
 	if errors.Is(err, task.ErrNotFound) {
 		return nil, usageError{err}
@@ -248,8 +309,9 @@ func findTask(c *cli.Context, a *app.App) (*task.Queue[json.RawMessage, json.Raw
 
 // queueCounts is one row of "leat tasks".
 type queueCounts struct {
-	Queue  string               `json:"queue"`
-	Counts map[task.State]int64 `json:"counts"`
+	Queue    string               `json:"queue"`
+	Counts   map[task.State]int64 `json:"counts"`
+	PausedAt *time.Time           `json:"paused_at"` // null when not paused
 }
 
 func printCounts(c *cli.Context, a *app.App) error {
@@ -267,7 +329,16 @@ func printCounts(c *cli.Context, a *app.App) error {
 		if err != nil {
 			return err
 		}
-		rows = append(rows, queueCounts{Queue: d.Name, Counts: n})
+		row := queueCounts{Queue: d.Name, Counts: n}
+		paused, at, err := q.Paused(c.Context)
+		if err != nil {
+			return err
+		}
+		if paused {
+			at = at.UTC()
+			row.PausedAt = &at
+		}
+		rows = append(rows, row)
 	}
 	if c.Bool(flagJSON) {
 		return writeJSON(c, rows)
@@ -285,7 +356,11 @@ func printCounts(c *cli.Context, a *app.App) error {
 	}
 	fmt.Fprintln(tw)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t", r.Queue)
+		name := r.Queue
+		if r.PausedAt != nil {
+			name += " (paused)"
+		}
+		fmt.Fprintf(tw, "%s\t", name)
 		for _, s := range task.States {
 			fmt.Fprintf(tw, "%d\t", r.Counts[s])
 		}

@@ -275,3 +275,113 @@ func TestTasksWithoutQueues(t *testing.T) {
 		t.Fatalf("tasks --json: %+v", r)
 	}
 }
+
+// leat tasks pause and resume: a paused queue shows as paused in tasks and
+// inspect, its tasks wait, and a resume runs them.
+func TestPauseResumeCLI(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	runTaskWorker(t, s)
+	r := run(t, nil, "", s.args("tasks", "pause", "greet")...)
+	if r.status != 0 || !strings.HasPrefix(r.stdout, "greet: paused since ") {
+		t.Fatalf("pause: %+v", r)
+	}
+	r = run(t, nil, "", s.args("enqueue", "greet", `{"name":"ada"}`)...)
+	if r.status != 0 || !strings.Contains(r.stderr, "queue greet is paused since ") {
+		t.Fatalf("enqueue while paused: %+v", r)
+	}
+	id := strings.TrimSpace(r.stdout)
+	if r := run(t, nil, "", s.args("tasks")...); r.status != 0 || !strings.Contains(r.stdout, "greet (paused)") {
+		t.Fatalf("tasks: %+v", r)
+	}
+	r = run(t, nil, "", s.args("tasks", "--json")...)
+	var rows []queueCounts
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 || rows[0].PausedAt == nil {
+		t.Fatalf("tasks --json (%v): %+v", err, r)
+	}
+	if r := run(t, nil, "", s.args("inspect")...); r.status != 0 || !strings.Contains(r.stdout, "greet (paused)") {
+		t.Fatalf("inspect: %+v", r)
+	}
+	if r := run(t, nil, "", s.args("inspect", "queue", "greet")...); r.status != 0 || !strings.Contains(r.stdout, "paused since ") {
+		t.Fatalf("inspect queue: %+v", r)
+	}
+	r = run(t, nil, "", s.args("inspect", "--json", "queue", "greet")...)
+	var rep struct {
+		PausedAt *time.Time `json:"paused_at"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.PausedAt == nil {
+		t.Fatalf("inspect --json queue (%v): %+v", err, r)
+	}
+	if r := run(t, nil, "", s.args("tasks", "show", id)...); r.status != 0 || !strings.Contains(r.stdout, "pending") {
+		t.Fatalf("show while paused: %+v", r)
+	}
+
+	if r := run(t, nil, "", s.args("tasks", "resume", "greet")...); r.status != 0 || r.stdout != "greet: resumed\n" {
+		t.Fatalf("resume: %+v", r)
+	}
+	if r := run(t, nil, "", s.args("tasks", "wait", id)...); r.status != 0 || !strings.Contains(r.stdout, "hello ada") {
+		t.Fatalf("wait after resume: %+v", r)
+	}
+	if r := run(t, nil, "", s.args("enqueue", "greet", `{"name":"bo"}`)...); r.status != 0 || r.stderr != "" {
+		t.Fatalf("enqueue after resume: %+v", r)
+	}
+	r = run(t, nil, "", s.args("inspect", "--json", "queue", "greet")...)
+	rep.PausedAt = nil
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.PausedAt != nil {
+		t.Fatalf("inspect --json queue after resume (%v): %+v", err, r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "pause", "nosuch")...), 2, "unknown queue")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "resume")...), 2, "QUEUE")
+}
+
+// leat tasks delete removes an ended task, or every dead task of a queue;
+// a task that has not ended is refused.
+func TestDeleteCLI(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	runTaskWorker(t, s)
+	enqueue := func(args ...string) string {
+		t.Helper()
+		r := run(t, nil, "", s.args(append([]string{"enqueue"}, args...)...)...)
+		if r.status != 0 {
+			t.Fatalf("enqueue: %+v", r)
+		}
+		return strings.TrimSpace(r.stdout)
+	}
+	ok, dead := enqueue("greet", `{"name":"ada"}`), enqueue("greet", `{"name":"fail"}`)
+	later := enqueue("--delay", "1h", "greet", `{"name":"later"}`)
+	run(t, nil, "", s.args("tasks", "wait", ok)...)
+	run(t, nil, "", s.args("tasks", "wait", dead)...)
+
+	wantFailure(t, run(t, nil, "", s.args("tasks", "delete", later)...), 2, "is scheduled, not ended: cancel it first")
+	if r := run(t, nil, "", s.args("tasks", "delete", ok)...); r.status != 0 || r.stdout != ok+": was succeeded, deleted\n" {
+		t.Fatalf("delete: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "show", ok)...), 2, "not found")
+	if r := run(t, nil, "", s.args("tasks", "delete", "--all", "greet")...); r.status != 0 || r.stdout != "deleted 1 dead task of greet\n" {
+		t.Fatalf("delete --all: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "show", dead)...), 2, "not found")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "delete", "missing")...), 2, "not found")
+	if r := run(t, nil, "", s.args("tasks", "show", later)...); r.status != 0 || !strings.Contains(r.stdout, "scheduled") {
+		t.Fatalf("the scheduled task after the deletes: %+v", r)
+	}
+}
+
+// leat inspect queue names a queue's rate limits and its pause.
+func TestQueueReportLimits(t *testing.T) {
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	r := &inspect.QueueReport{App: "shop", Time: at, Rate: &inspect.RateLimit{Tasks: 5, WindowMS: 400},
+		KeyRate: &inspect.RateLimit{Tasks: 2, WindowMS: 60000}}
+	r.Name, r.PausedAt = "mail", &at
+	var b strings.Builder
+	if err := writeQueueReport(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"rate limits: at most 5 tasks per 400ms; 2 tasks of a key per 1m0s, over all workers",
+		"paused since 2026-11-23T12:00:00Z"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -207,6 +208,35 @@ func TestDashboard(t *testing.T) {
 	waitText(t, b, "#count-dead .kpi-value", func() string { return num(counts()[task.Dead]) })
 	waitText(t, b, "#count-succeeded .kpi-value", func() string { return "4" })
 	waitTrue(t, b, "no dead task listed", `document.querySelector('#task-list').innerText.includes('no dead tasks')`)
+
+	// Delete: the requeued task, now succeeded, from the recent ones.
+	run(t, b, "list recent tasks", chromedp.Click(chromedp.CSS(`#list-tabs button[data-list="recent"]`)))
+	deleteBtn := fmt.Sprintf(`button[data-action="delete"][data-id="%s"]`, dead)
+	waitTrue(t, b, "a Delete button", `document.querySelector('`+deleteBtn+`') && !document.querySelector('`+deleteBtn+`').disabled`)
+	run(t, b, "click Delete", chromedp.Click(chromedp.CSS(deleteBtn)))
+	redistest.Eventually(t, 10*time.Second, "the task deleted", func() bool {
+		_, err := s.emails.Info(ctx, dead)
+		return errors.Is(err, task.ErrNotFound)
+	})
+	waitTrue(t, b, "the delete's toast", `document.querySelector('#toast').innerText.includes('Deleted task `+dead+`')`)
+	waitTrue(t, b, "the task gone from the list", `!document.querySelector('`+deleteBtn+`')`)
+
+	// Pause and Resume: the queue says it is paused, here and in the nav.
+	waitTrue(t, rb, "a disabled Pause button", `document.querySelector('button[data-queue-action="pause"]') && document.querySelector('button[data-queue-action="pause"]').disabled`)
+	run(t, b, "click Pause", chromedp.Click(chromedp.CSS(`button[data-queue-action="pause"]`)))
+	redistest.Eventually(t, 10*time.Second, "the queue paused", func() bool {
+		paused, _, err := s.emails.Paused(ctx)
+		return err == nil && paused
+	})
+	waitTrue(t, b, "the paused banner", `document.querySelector('#q-paused-banner') && document.querySelector('#q-paused-banner').innerText.includes('Paused since') && !document.querySelector('#q-paused-banner').innerText.includes('<span')`)
+	waitTrue(t, b, "paused in the nav", `document.querySelector('#nav').innerText.includes('paused')`)
+	screenshot(t, b, "LEAT_SCREENSHOT_PAUSED")
+	run(t, b, "click Resume", chromedp.Click(chromedp.CSS(`button[data-queue-action="resume"]`)))
+	redistest.Eventually(t, 10*time.Second, "the queue resumed", func() bool {
+		paused, _, err := s.emails.Paused(ctx)
+		return err == nil && !paused
+	})
+	waitTrue(t, b, "the Pause button back", `!document.querySelector('#q-paused-banner') && document.querySelector('button[data-queue-action="pause"]') && !document.querySelector('#nav').innerText.includes('paused')`)
 
 	t.Logf("requeued at %s", time.Since(t0))
 	run(t, b, "back to the stream", chromedp.Navigate(srv.URL+"/#/stream/orders"), chromedp.WaitVisible(chromedp.CSS("#heat .cell")))

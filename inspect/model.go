@@ -30,6 +30,10 @@ type QueueSummary struct {
 	// On a keyed queue an entry stands for a key's next task.
 	OldestReadyAgeMS *int64     `json:"oldest_ready_age_ms"`
 	Throughput       Throughput `json:"throughput"`
+	// PausedAt is when the queue was paused (task.Queue.Pause): its
+	// workers start none of its tasks until it is resumed; null when it is
+	// not paused.
+	PausedAt *time.Time `json:"paused_at"`
 }
 
 // Throughput is how many tasks of a queue reached a final state
@@ -57,6 +61,10 @@ type QueueReport struct {
 	Time time.Time `json:"time"` // the Redis server's time when read
 	QueueSummary
 	Strict bool `json:"strict"` // priority levels are strict (else weighted)
+	// Rate is the queue's rate limit (task.Rate) and KeyRate its limit per
+	// key (task.KeyRate), as its workers recorded them; null when none.
+	Rate    *RateLimit `json:"rate"`
+	KeyRate *RateLimit `json:"key_rate"`
 	// Delivered is the number of ready entries delivered to a worker and
 	// not acknowledged, over the levels: tasks running, or taken by a worker
 	// that died and not reclaimed yet.
@@ -69,6 +77,13 @@ type QueueReport struct {
 	// Workers are the workers of the queue: those alive and those with
 	// tasks delivered, by worker ID.
 	Workers []TaskWorker `json:"workers"`
+}
+
+// RateLimit is at most Tasks tasks started per window of WindowMS
+// milliseconds.
+type RateLimit struct {
+	Tasks    int   `json:"tasks"`
+	WindowMS int64 `json:"window_ms"`
 }
 
 // QueueLevel is one priority level of a task queue (its ready stream).

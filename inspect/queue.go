@@ -32,8 +32,12 @@ type queueDef struct {
 		Name   string
 		Weight int
 	} `json:"levels"`
-	Strict      bool `json:"strict"`
-	Concurrency int  `json:"concurrency"`
+	Strict      bool          `json:"strict"`
+	Concurrency int           `json:"concurrency"`
+	Rate        int           `json:"rate"`
+	RateWindow  time.Duration `json:"rate_window"`
+	KeyRate     int           `json:"key_rate"`
+	KeyWindow   time.Duration `json:"key_window"`
 }
 
 // queueDefs decodes the task queue registry, sorted by name.
@@ -121,7 +125,7 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 			levels[l] = i.k.TaskStream(d.Name, l)
 		}
 		fin, _ := taskrdb.FinishedKeys(i.k.TaskFinishedPrefix(d.Name), now, fiveMinutes)
-		qk[j] = rdb.QueueKeys{Counts: i.k.TaskCounts(d.Name), Levels: levels, Group: taskrdb.Group, Finished: fin}
+		qk[j] = rdb.QueueKeys{Counts: i.k.TaskCounts(d.Name), Levels: levels, Group: taskrdb.Group, Finished: fin, Config: i.k.TaskConfig(d.Name)}
 	}
 	states, err := rdb.Queues(ctx, i.c, qk)
 	if err != nil {
@@ -134,9 +138,14 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 			App: i.app, Time: now.UTC(), Strict: d.Strict, Levels: make([]QueueLevel, len(d.Levels)),
 			QueueSummary: QueueSummary{Name: d.Name, Keyed: d.Keyed, Concurrency: d.Concurrency,
 				Counts: make(map[string]int64, len(taskStates))},
+			Rate: limitOf(d.Rate, d.RateWindow), KeyRate: limitOf(d.KeyRate, d.KeyWindow),
 		}
 		for _, s := range taskStates {
 			r.Counts[s] = st.Counts[s]
+		}
+		if st.PausedMS > 0 {
+			at := time.UnixMilli(st.PausedMS).UTC()
+			r.PausedAt = &at
 		}
 		var all, last int64
 		for x, n := range st.Finished {
@@ -161,6 +170,14 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 		out[j] = r
 	}
 	return out, nil
+}
+
+// limitOf returns the rate limit of n per window; nil for none.
+func limitOf(n int, window time.Duration) *RateLimit {
+	if n <= 0 {
+		return nil
+	}
+	return &RateLimit{Tasks: n, WindowMS: window.Milliseconds()}
 }
 
 // taskWorkers returns the workers of queue from the consumers of its ready

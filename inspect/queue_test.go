@@ -21,7 +21,7 @@ func mailQueue(t *testing.T, c *redis.Client, prefix string) (keys.Space, []stri
 	t.Helper()
 	ctx := context.Background()
 	k := keys.New(prefix, "shop")
-	c.HSet(ctx, k.TaskQueues(), "mail", `{"name":"mail","levels":[{"Name":"high","Weight":1},{"Name":"low","Weight":1}],"strict":true,"concurrency":4}`)
+	c.HSet(ctx, k.TaskQueues(), "mail", `{"name":"mail","levels":[{"Name":"high","Weight":1},{"Name":"low","Weight":1}],"strict":true,"concurrency":4,"rate":5,"rate_window":400000000}`)
 	for l := range 2 {
 		if err := c.XGroupCreateMkStream(ctx, k.TaskStream("mail", l), taskrdb.Group, "0").Err(); err != nil {
 			t.Fatal(err)
@@ -45,6 +45,16 @@ func TestQueueFigures(t *testing.T) {
 	if r.OldestReadyAgeMS != nil || r.Delivered != 0 || r.Throughput.LastMinute.Finished != 0 || len(r.Levels) != 2 || r.Counts["pending"] != 0 {
 		t.Fatalf("empty queue: %+v", r)
 	}
+	if r.Rate == nil || *r.Rate != (inspect.RateLimit{Tasks: 5, WindowMS: 400}) || r.KeyRate != nil || r.PausedAt != nil {
+		t.Fatalf("rate limits and pause: %+v %+v %v", r.Rate, r.KeyRate, r.PausedAt)
+	}
+	if err := c.HSet(ctx, k.TaskConfig("mail"), "paused", 1700000000000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := in.Queue(ctx, "mail"); r.PausedAt == nil || !r.PausedAt.Equal(time.UnixMilli(1700000000000)) {
+		t.Fatalf("paused at %v", r.PausedAt)
+	}
+	c.HDel(ctx, k.TaskConfig("mail"), "paused")
 
 	// Five tasks enqueued between before and after; three taken, of which
 	// one succeeds and one dies.
@@ -57,7 +67,7 @@ func TestQueueFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := c.Time(ctx).Val()
-	got, err := taskrdb.Fetch(ctx, c, ks, "A", taskrdb.Rate{}, taskrdb.NewCall(), []int{3, 0}, 3)
+	got, err := taskrdb.Fetch(ctx, c, ks, "A", taskrdb.Limits{}, taskrdb.NewCall(), []int{3, 0}, 3)
 	if err != nil || len(got) != 3 {
 		t.Fatal(got, err)
 	}
@@ -105,7 +115,7 @@ func TestQueueFigures(t *testing.T) {
 
 	// Every task ends: 6 finished (the old one included).
 	for {
-		got, err := taskrdb.Fetch(ctx, c, ks, "B", taskrdb.Rate{}, taskrdb.NewCall(), []int{10, 10}, 10)
+		got, err := taskrdb.Fetch(ctx, c, ks, "B", taskrdb.Limits{}, taskrdb.NewCall(), []int{10, 10}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,11 +178,11 @@ func TestQueueWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A runs two tasks, one per level; B ran one and is idle.
-	a, err := taskrdb.Fetch(ctx, c, ks, "A", taskrdb.Rate{}, taskrdb.NewCall(), []int{1, 1}, 2)
+	a, err := taskrdb.Fetch(ctx, c, ks, "A", taskrdb.Limits{}, taskrdb.NewCall(), []int{1, 1}, 2)
 	if err != nil || len(a) != 2 {
 		t.Fatal(a, err)
 	}
-	b, err := taskrdb.Fetch(ctx, c, ks, "B", taskrdb.Rate{}, taskrdb.NewCall(), []int{1, 0}, 1)
+	b, err := taskrdb.Fetch(ctx, c, ks, "B", taskrdb.Limits{}, taskrdb.NewCall(), []int{1, 0}, 1)
 	if err != nil || len(b) != 1 {
 		t.Fatal(b, err)
 	}

@@ -15,7 +15,8 @@ import (
 // every entry of every partition of its stream, and has acknowledged them
 // (nothing pending), and every task queue the app handles has no task
 // pending, running or retrying (tasks scheduled for later are not waited
-// for), as the runtime itself sees it in Redis. It fails the test after
+// for, nor the tasks waiting in a paused queue: only its running ones), as
+// the runtime itself sees it in Redis. It fails the test after
 // 20s, saying what is left, or when the worker stopped (a halt).
 func (w *Worker) WaitIdle() {
 	w.k.t.Helper()
@@ -83,8 +84,16 @@ func (w *Worker) busy() (string, error) {
 		if err != nil {
 			return "", err
 		}
+		paused, err := w.k.client.HExists(ctx, ks.TaskConfig(q), "paused").Result()
+		if err != nil {
+			return "", err
+		}
+		states := []string{"pending", "active", "retrying"}
+		if paused {
+			states = []string{"active"} // the others wait for a resume
+		}
 		var busy []string
-		for _, st := range []string{"pending", "active", "retrying"} {
+		for _, st := range states {
 			if n, _ := strconv.Atoi(counts[st]); n > 0 {
 				busy = append(busy, fmt.Sprintf("%d %s", n, st))
 			}

@@ -120,3 +120,43 @@ func TestTaskCronOnTheKitsClock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A paused queue's tasks wait under the kit as in production, and WaitIdle
+// does not wait for them; once resumed, they run.
+func TestPausedQueue(t *testing.T) {
+	k := leattest.New(t)
+	var q *task.Queue[int, int]
+	a := k.App(func(cfg app.Config) (*app.App, error) {
+		a, err := app.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		q, err = task.Handle(a, "double", func(ctx context.Context, tk *task.Task[int]) (int, error) {
+			return 2 * tk.Payload, nil
+		})
+		return a, err
+	})
+	ctx := context.Background()
+	if err := q.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, err := q.Enqueue(ctx, 21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := k.Start(a)
+	w.WaitIdle()
+	if in, err := q.Info(ctx, id); err != nil || in.State != task.Pending {
+		t.Fatalf("a task of the paused queue: %+v %v, want pending", in, err)
+	}
+	if err := q.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.WaitIdle()
+	if in, err := q.Info(ctx, id); err != nil || in.State != task.Succeeded || string(in.Result) != "42" {
+		t.Fatalf("the task after the resume: %+v %v", in, err)
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}

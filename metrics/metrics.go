@@ -255,6 +255,8 @@ var (
 	queueWorkersDesc = prometheus.NewDesc("leat_task_queue_workers",
 		"Workers of the queue that Redis saw read or claim within the last 5 seconds (inspect.TaskWorkerAlive); 0: nobody runs its tasks.",
 		[]string{"queue"}, nil)
+	queuePausedDesc = prometheus.NewDesc("leat_task_queue_paused",
+		"1 while the queue is paused (task.Queue.Pause: its workers start none of its tasks), else 0.", []string{"queue"}, nil)
 	queueThroughputDesc = prometheus.NewDesc("leat_task_queue_finished_per_second",
 		"Tasks of the queue that reached a final state per second, over the last minute or 5 minutes (window 1m, 5m).",
 		[]string{"queue", "window"}, nil)
@@ -263,7 +265,7 @@ var (
 // Describe implements prometheus.Collector.
 func (g *gatherer) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{lagDesc, pendingDesc, oldestDesc, quarantinedDesc, lengthDesc, sizeDesc, errorsDesc,
-		queueTasksDesc, queueReadyAgeDesc, queueDeliveredAgeDesc, queueWorkersDesc, queueThroughputDesc} {
+		queueTasksDesc, queueReadyAgeDesc, queueDeliveredAgeDesc, queueWorkersDesc, queuePausedDesc, queueThroughputDesc} {
 		ch <- d
 	}
 }
@@ -290,6 +292,11 @@ func (g *gatherer) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(queueWorkersDesc, prometheus.GaugeValue, float64(alive), q.Name)
+		paused := 0.0
+		if q.PausedAt != nil {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(queuePausedDesc, prometheus.GaugeValue, paused, q.Name)
 		ch <- prometheus.MustNewConstMetric(queueThroughputDesc, prometheus.GaugeValue, q.Throughput.LastMinute.PerSecond, q.Name, "1m")
 		ch <- prometheus.MustNewConstMetric(queueThroughputDesc, prometheus.GaugeValue, q.Throughput.LastFiveMinute.PerSecond, q.Name, "5m")
 	}

@@ -71,6 +71,9 @@ func TestTaskMetrics(t *testing.T) {
 	if _, err := idle.Enqueue(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
+	if err := idle.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var ids []string
 	for n := range 5 {
 		id, err := jobs.Enqueue(ctx, n)
@@ -116,6 +119,8 @@ func TestTaskMetrics(t *testing.T) {
 		{"leat_task_queue_oldest_ready_age_seconds", []string{`queue="jobs"`}, 0},
 		{"leat_task_queue_workers", []string{`queue="jobs"`}, 1},
 		{"leat_task_queue_workers", []string{`queue="idle"`}, 0},
+		{"leat_task_queue_paused", []string{`queue="jobs"`}, 0},
+		{"leat_task_queue_paused", []string{`queue="idle"`}, 1},
 		{"leat_gather_errors_total", nil, 0},
 	}
 	for _, ck := range checks {

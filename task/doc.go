@@ -33,13 +33,23 @@
 // A task is pending (ready), scheduled (delayed until its run-at time),
 // active (running), retrying (failed, waiting for its next attempt),
 // succeeded, failed (ended by SkipRetry), dead (out of retries) or
-// cancelled. Enqueue, EnqueueMany, Cron, Cancel and Requeue move it; Info
-// and Wait read it; Counts reads the number of tasks in each state of a
-// queue, kept by every move so that reading them costs one O(1) command;
+// cancelled. Enqueue, EnqueueMany, Cron, Cancel and Requeue move it, and
+// Delete removes an ended one at once; Info and Wait read it; Counts reads
+// the number of tasks in each state of a queue, kept by every move so that
+// reading them costs one O(1) command;
 // List reads the latest dead, the latest finished or the soonest due tasks,
 // at a cost that grows with the number asked for, never with the queue.
 // The scripts that end tasks also count them per 10-second bucket, for the
 // throughput that package inspect reports ("leat inspect queue").
+//
+// # Pausing
+//
+// [Queue.Pause] stops every worker from starting the queue's tasks until
+// [Queue.Resume]; running tasks go on to their end, and enqueueing and the
+// promotion of due tasks go on, so tasks wait. The fetch script checks the
+// pause in the step that takes tasks, so no worker misses it; a worker of
+// a paused queue tries again every second and is woken at once by Resume.
+// [Queue.Paused] says since when it is paused.
 //
 // # Metrics
 //
@@ -88,6 +98,13 @@
 // does not starve the others. [KeyRate] limits how many tasks of a key
 // start per window, counted in Redis for all workers: a key over its limit
 // is parked in the scheduled set until its window ends.
+//
+// # Rate limits
+//
+// [Rate] limits how many tasks of a queue start per window over all its
+// workers (a rate-limited API behind the handlers, say): the fetch script
+// takes at most what is left of the window's budget, and with none left the
+// workers sleep to the window's end.
 //
 // # Priorities
 //

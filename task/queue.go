@@ -66,6 +66,8 @@ type Definition struct {
 	DeadAge     time.Duration `json:"dead_age"`
 	KeyRate     int           `json:"key_rate,omitempty"`
 	KeyWindow   time.Duration `json:"key_window,omitempty"`
+	Rate        int           `json:"rate,omitempty"`
+	RateWindow  time.Duration `json:"rate_window,omitempty"`
 }
 
 // Declare declares queue name on a for enqueueing and inspection, without
@@ -167,7 +169,7 @@ func (q *core) Definition() Definition {
 		Name: q.name, Keyed: s.keyed, Levels: s.levels, Strict: s.strict, Concurrency: s.concurrency,
 		Timeout: s.timeout, MaxRetries: s.maxRetries, BackoffMin: s.backoffMin, BackoffMax: s.backoffMax,
 		Retention: s.retention, Visibility: s.visibility, DeadMax: s.deadMax, DeadAge: s.deadAge,
-		KeyRate: s.rate.N, KeyWindow: s.rate.Window,
+		KeyRate: s.rate.N, KeyWindow: s.rate.Window, Rate: s.qrate.N, RateWindow: s.qrate.Window,
 	}
 }
 
@@ -288,6 +290,9 @@ func definitionOptions(b []byte) ([]Option, error) {
 	}
 	if d.KeyRate != 0 || d.KeyWindow != 0 {
 		opts = append(opts, KeyRate(d.KeyRate, d.KeyWindow))
+	}
+	if d.Rate != 0 || d.RateWindow != 0 {
+		opts = append(opts, Rate(d.Rate, d.RateWindow))
 	}
 	return opts, nil
 }

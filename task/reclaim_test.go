@@ -21,7 +21,7 @@ func ghostFetch(t *testing.T, e *env, queue string, n int) []taskrdb.Fetched {
 	if err := e.client.XGroupCreateMkStream(context.Background(), ks.TaskStream(queue, 0), taskrdb.Group, "0").Err(); err != nil && err.Error() != "BUSYGROUP Consumer Group name already exists" {
 		t.Fatal(err)
 	}
-	got, err := taskrdb.Fetch(context.Background(), e.client, k, "ghost", taskrdb.Rate{}, taskrdb.NewCall(), []int{n}, n)
+	got, err := taskrdb.Fetch(context.Background(), e.client, k, "ghost", taskrdb.Limits{}, taskrdb.NewCall(), []int{n}, n)
 	if err != nil {
 		t.Fatal(err)
 	}

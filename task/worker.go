@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leatdev/leat/internal/taskrdb"
@@ -78,11 +79,13 @@ type worker struct {
 	active   map[string]*running // by task ID
 	reserved int                 // slots held by fetches under way
 	freed    chan struct{}       // signalled when a slot frees or the limit grows
+	resumed  chan struct{}       // closed (and replaced) when the queue is resumed
 	rr       []int               // weighted round robin state
 	closed   bool                // done is closed
 	lost     lost                // calls whose replies were lost
 	outs     []taskrdb.Outcome   // the completer's, reused
 	working  sync.WaitGroup      // running handlers
+	paused   atomic.Bool         // the last fetch found the queue paused
 }
 
 // Run runs the queue's share of an app worker until ctx is done.
@@ -103,7 +106,7 @@ func (s *workerService) Run(ctx context.Context) error {
 	}
 	w := &worker{
 		s: s, q: q, done: make(chan ended, 4096), limit: q.set.concurrency,
-		active: map[string]*running{}, freed: make(chan struct{}, 1),
+		active: map[string]*running{}, freed: make(chan struct{}, 1), resumed: make(chan struct{}),
 	}
 	blk, closeBlk := topology.SendOnce(q.rdb, fetchers)
 	defer closeBlk()
@@ -296,6 +299,21 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 		}
 		patient = true
 		got, err := w.take(ctx, n, quota)
+		if errors.Is(err, taskrdb.ErrPaused) {
+			w.unreserve(n)
+			w.setPaused(true)
+			w.awaitResume(ctx)
+			continue
+		}
+		var limited *taskrdb.RateLimitedError
+		if errors.As(err, &limited) {
+			w.unreserve(n)
+			sleep(ctx, limited.Wait)
+			continue
+		}
+		if err == nil {
+			w.setPaused(false)
+		}
 		if err != nil {
 			w.unreserve(n)
 			if ctx.Err() != nil {
@@ -317,6 +335,38 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 		}
 		w.unreserve(n)
 	}
+}
+
+// setPaused records whether the queue was found paused, logging changes.
+func (w *worker) setPaused(paused bool) {
+	changed := w.paused.Swap(paused) != paused
+	if changed && paused {
+		w.q.log.Info("task queue paused: starting no tasks until it is resumed")
+	} else if changed {
+		w.q.log.Info("task queue resumed")
+	}
+}
+
+// awaitResume waits, while the queue is paused, for the Resume message or
+// pausePoll, whichever comes first.
+func (w *worker) awaitResume(ctx context.Context) {
+	w.mu.Lock()
+	resumed := w.resumed
+	w.mu.Unlock()
+	t := time.NewTimer(pausePoll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-resumed:
+	case <-t.C:
+	}
+}
+
+// heldBack reports whether err is a fetch's refusal to take tasks (the
+// queue paused, or over its rate): the script ran and took nothing.
+func heldBack(err error) bool {
+	var limited *taskrdb.RateLimitedError
+	return errors.Is(err, taskrdb.ErrPaused) || errors.As(err, &limited)
 }
 
 // handBack gives a task taken but not started back to the queue.
@@ -356,7 +406,7 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 	again, recover := w.toSendAgain()
 	if again != nil {
 		got, err := again(ctx, n, quota)
-		if err != nil {
+		if err != nil && !heldBack(err) { // held back: its first run took nothing
 			w.sendAgain(again)
 		}
 		if err != nil || len(got) > 0 {
@@ -364,8 +414,10 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 		}
 	}
 	if recover {
-		got, err := taskrdb.FetchOwn(ctx, q.rdb, q.keys, q.worker, q.set.rate, len(q.set.levels), n)
-		if err != nil || len(got) == n { // more may be left
+		got, err := taskrdb.FetchOwn(ctx, q.rdb, q.keys, q.worker, q.set.limits(), len(q.set.levels), n)
+		// more may be left: when it took all it could, or the queue's rate
+		// cut it short
+		if err != nil || len(got) == n || (q.set.qrate.N > 0 && len(got) > 0) {
 			w.setRecover()
 		}
 		if err != nil || len(got) > 0 {
@@ -378,9 +430,12 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 			// only what the first run took, if it ran: nothing new
 			n, quota = 0, make([]int, len(q.set.levels))
 		}
-		return taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.rate, call, quota, n)
+		return taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, quota, n)
 	}
 	got, err := read(ctx, n, quota)
+	if heldBack(err) {
+		return nil, err
+	}
 	if err != nil {
 		w.sendAgain(read)
 		return nil, err
@@ -426,10 +481,15 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 		return nil, nil
 	}
 	var given fetchCall = func(ctx context.Context, _ int, _ []int) ([]taskrdb.Fetched, error) {
-		return taskrdb.FetchGiven(ctx, q.rdb, q.keys, q.worker, q.set.rate, entries)
+		return taskrdb.FetchGiven(ctx, q.rdb, q.keys, q.worker, q.set.limits(), entries)
 	}
 	got, err = given(context.WithoutCancel(ctx), n, quota)
-	if err != nil {
+	switch {
+	case heldBack(err), err == nil && len(got) < len(entries) && q.set.qrate.N > 0:
+		// Paused since the read, or over the queue's rate: entries stay
+		// pending here, taken first by the next call that may take them.
+		w.setRecover()
+	case err != nil:
 		w.sendAgain(given)
 	}
 	return got, err
@@ -707,7 +767,8 @@ func (w *worker) readLimit(ctx context.Context) {
 	}
 }
 
-// listen cancels running tasks whose cancellation is published.
+// listen cancels running tasks whose cancellation is published, and wakes
+// the fetchers of a paused queue when it is resumed.
 func (w *worker) listen(ctx context.Context) {
 	sub := w.q.rdb.Subscribe(ctx, w.q.ks.TaskCancel(w.q.name))
 	defer sub.Close()
@@ -719,6 +780,13 @@ func (w *worker) listen(ctx context.Context) {
 		case m, ok := <-ch:
 			if !ok {
 				return
+			}
+			if m.Payload == taskrdb.ResumeMessage {
+				w.mu.Lock()
+				close(w.resumed) // wakes every fetcher
+				w.resumed = make(chan struct{})
+				w.mu.Unlock()
+				continue
 			}
 			w.mu.Lock()
 			r := w.active[m.Payload]

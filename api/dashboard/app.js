@@ -314,7 +314,7 @@ function renderNav() {
   h += '<div class="nav-head">Task queues</div>';
   for (const q of S.queues) {
     const d = q.counts.dead || 0;
-    const badge = d ? `<span class="pill bad">${fmt(d)}</span>` : '';
+    const badge = (q.paused_at ? '<span class="pill warn">paused</span>' : '') + (d ? `<span class="pill bad">${fmt(d)}</span>` : '');
     h += item('#/queue/' + enc(q.queue), q.queue, badge, r.kind === 'queue' && r.name === q.queue);
   }
   if (!S.queues.length) h += '<div class="nav-empty">none</div>';
@@ -403,7 +403,7 @@ function renderOverview() {
 
   $('#ov-queues').innerHTML = table(
     [['Queue', ''], ['Pending', 'r'], ['Active', 'r'], ['Scheduled', 'r'], ['Succeeded', 'r'], ['Dead', 'r']],
-    S.queues.map((q) => `<tr><td><a href="#/queue/${enc(q.queue)}">${esc(q.queue)}</a></td>
+    S.queues.map((q) => `<tr><td><a href="#/queue/${enc(q.queue)}">${esc(q.queue)}</a>${q.paused_at ? ' <span class="badge warn">paused</span>' : ''}</td>
       <td class="r num">${fmt(q.counts.pending)}</td><td class="r num">${fmt(q.counts.active)}</td>
       <td class="r num">${fmt((q.counts.scheduled || 0) + (q.counts.retrying || 0))}</td>
       <td class="r num">${fmt(q.counts.succeeded)}</td>
@@ -550,6 +550,7 @@ function bindView() {
       if (b) { S.listState = b.dataset.list; render(); poll(); }
     });
     $('#task-list').addEventListener('click', onTaskAction);
+    $('#q-paused').addEventListener('click', onQueueAction);
   }
 }
 
@@ -715,7 +716,8 @@ function hideTip() { $('#tip').hidden = true; }
 // ----- queue -----
 
 function queueSkeleton() {
-  return `<div id="q-meta" class="meta"></div>
+  return `<div id="q-paused"></div>
+    <div id="q-meta" class="meta"></div>
     <div id="q-counts" class="kpis states"></div>
     <div id="q-bar" class="stack"></div>
     <div class="grid2">
@@ -739,9 +741,17 @@ function renderQueue(name) {
   }
   const d = q.definition;
   const dur = (ns) => fmtAge(Math.round(ns / 1e6));
+  const ro = S.info?.read_only;
+  const dis = ro ? ' disabled title="read-only: the API refuses writes"' : '';
+  const paused = q.paused_at
+    ? `<div class="banner warn" id="q-paused-banner">Paused since ${fmtTime(q.paused_at)}: workers start none of its tasks; running tasks finish, enqueueing goes on.
+        <button class="btn" data-queue-action="resume"${dis}>Resume</button></div>`
+    : `<div class="actions q-actions"><button class="btn" data-queue-action="pause"${dis}>Pause queue</button></div>`;
+  if ($('#q-paused').innerHTML !== paused) $('#q-paused').innerHTML = paused;
   $('#q-meta').innerHTML = [
     ['concurrency', fmt(d.concurrency) + ' / worker'], ['retries', fmt(d.max_retries)], ['timeout', dur(d.timeout)],
     ['retention', dur(d.retention)], d.keyed ? ['keyed', d.key_rate ? `${d.key_rate} / ${dur(d.key_window)}` : 'yes'] : null,
+    d.rate ? ['rate', `${d.rate} / ${dur(d.rate_window)}`] : null,
     d.levels && d.levels.length > 1 ? ['priorities', d.levels.map((l) => l.name).join(' › ')] : null,
   ].filter(Boolean).map(([k, v]) => `<span class="chip"><span class="muted">${k}</span> ${esc(v)}</span>`).join('');
   $('#q-counts').innerHTML = STATES.map((s) => `<div class="kpi state-${s} ${s === 'dead' && q.counts.dead ? 'bad' : ''}" id="count-${s}" data-count="${s}">
@@ -765,14 +775,12 @@ function renderQueue(name) {
 
   $$('#list-tabs button').forEach((b) => b.classList.toggle('on', b.dataset.list === S.listState));
   const tasks = S.lists[name + '/' + S.listState];
-  const ro = S.info?.read_only;
-  const dis = ro ? ' disabled title="read-only: the API refuses writes"' : '';
   const when = S.listState === 'scheduled' ? 'Due' : S.listState === 'dead' ? 'Died' : 'Finished';
   $('#task-list').innerHTML = !tasks ? '<div class="empty">loading…</div>' : table(
     [['Task', ''], ['State', ''], ['Attempts', 'r'], ['Error', ''], ['Enqueued', ''], [when, ''], ['', 'r']],
     tasks.map((t) => {
       const canRequeue = t.state === 'dead' || t.state === 'failed';
-      const canCancel = !['succeeded', 'failed', 'dead', 'cancelled'].includes(t.state);
+      const ended = ['succeeded', 'failed', 'dead', 'cancelled'].includes(t.state);
       return `<tr data-task="${esc(t.id)}">
         <td class="mono" title="${esc(t.id)}">${esc(trim(t.id, 28))}${t.key ? ` <span class="muted">key ${esc(t.key)}</span>` : ''}</td>
         <td><span class="badge ${STATE_CLASS[t.state] || ''}">${esc(t.state)}</span></td>
@@ -782,7 +790,8 @@ function renderQueue(name) {
         <td class="num">${fmtTime(S.listState === 'scheduled' ? t.due_at : t.finished_at)}</td>
         <td class="r"><div class="actions">
           ${canRequeue ? `<button class="btn" data-action="requeue" data-id="${esc(t.id)}"${dis}>Requeue</button>` : ''}
-          ${canCancel ? `<button class="btn danger" data-action="cancel" data-id="${esc(t.id)}"${dis}>Cancel</button>` : ''}
+          ${!ended ? `<button class="btn danger" data-action="cancel" data-id="${esc(t.id)}"${dis}>Cancel</button>` : ''}
+          ${ended ? `<button class="btn danger" data-action="delete" data-id="${esc(t.id)}"${dis}>Delete</button>` : ''}
         </div></td></tr>`;
     }), `no ${S.listState} tasks`);
 }
@@ -802,10 +811,27 @@ async function onTaskAction(e) {
   const { action, id } = b.dataset;
   b.disabled = true;
   try {
-    await api(`v1/queues/${enc(S.route.name)}/tasks/${enc(id)}/${action}`, { method: 'POST' });
-    toast(`${action === 'requeue' ? 'Requeued' : 'Cancelled'} task ${id}`, 'ok');
+    const path = `v1/queues/${enc(S.route.name)}/tasks/${enc(id)}`;
+    if (action === 'delete') await api(path, { method: 'DELETE' });
+    else await api(`${path}/${action}`, { method: 'POST' });
+    toast(`${{ requeue: 'Requeued', cancel: 'Cancelled', delete: 'Deleted' }[action]} task ${id}`, 'ok');
   } catch (err) {
     toast(`${action} ${id}: ${err.message}`, 'bad');
+    b.disabled = false;
+  }
+  poll();
+}
+
+async function onQueueAction(e) {
+  const b = e.target.closest('button[data-queue-action]');
+  if (!b || b.disabled) return;
+  const action = b.dataset.queueAction;
+  b.disabled = true;
+  try {
+    await api(`v1/queues/${enc(S.route.name)}/${action}`, { method: 'POST' });
+    toast(`${action === 'pause' ? 'Paused' : 'Resumed'} queue ${S.route.name}`, 'ok');
+  } catch (err) {
+    toast(`${action} ${S.route.name}: ${err.message}`, 'bad');
     b.disabled = false;
   }
   poll();

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leatdev/leat/internal/chaos"
 	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/task"
 )
 
 // Bounds of the fleet while faults run.
@@ -22,7 +23,7 @@ const (
 
 // faults counts the faults injected.
 type faults struct {
-	Kills, Stalls, MidEvent, Freezes, Starts, RedisRestarts int
+	Kills, Stalls, MidEvent, Freezes, Starts, Pauses, RedisRestarts int
 }
 
 // injector injects faults at random moments (from its own seeded source)
@@ -32,6 +33,7 @@ type injector struct {
 	rng   *rand.Rand
 	fleet *fleet
 	srv   *redistest.Server
+	queue *task.Queue[chaos.Chore, chaos.Done]
 	begin time.Time
 	n     faults
 }
@@ -49,13 +51,13 @@ func (in *injector) logf(format string, args ...any) {
 }
 
 // run injects faults until ctx ends: first one of each kind (kill, stall,
-// freeze, start) in random order, then kinds at random, with a pause of 2
+// freeze, start, pause) in random order, then kinds at random, with a pause of 2
 // to 6 seconds between faults; the Redis restart comes once, at a random
 // moment between 30% and 60% of the run. A fault in progress when ctx
 // ends is finished (the worker continued, the link thawed) first.
 func (in *injector) run(ctx context.Context, d time.Duration) {
 	restartAt := time.Duration(float64(d) * (0.3 + 0.3*in.rng.Float64()))
-	first := in.rng.Perm(4)
+	first := in.rng.Perm(5)
 	for i := 0; ; {
 		gap := 2*time.Second + time.Duration(in.rng.Int64N(int64(4*time.Second)))
 		select {
@@ -67,7 +69,7 @@ func (in *injector) run(ctx context.Context, d time.Duration) {
 			in.restartRedis()
 			continue
 		}
-		kind := in.rng.IntN(4)
+		kind := in.rng.IntN(5)
 		if i < len(first) {
 			kind = first[i]
 			i++
@@ -81,6 +83,8 @@ func (in *injector) run(ctx context.Context, d time.Duration) {
 			in.freeze()
 		case 3:
 			in.start()
+		case 4:
+			in.pause()
 		}
 	}
 }
@@ -162,6 +166,38 @@ func (in *injector) freeze() {
 	p.proxy.Thaw()
 	in.logf("thaw %s's link", p.id)
 	in.n.Freezes++
+}
+
+// pause pauses the task queue for as long as a stall, then resumes it:
+// workers start none of its tasks meanwhile while the producer goes on
+// enqueueing; entries a blocking read handed a worker stay pending with it
+// and are taken first after the resume, or reclaimed if it was killed.
+func (in *injector) pause() {
+	hold := in.hold()
+	in.logf("pause the task queue for %s", hold.Round(time.Millisecond))
+	in.retry("pause the task queue", in.queue.Pause)
+	time.Sleep(hold)
+	in.retry("resume the task queue", in.queue.Resume)
+	in.logf("resume the task queue")
+	in.n.Pauses++
+}
+
+// retry calls fn until it succeeds, for at most 30 seconds.
+func (in *injector) retry(what string, fn func(context.Context) error) {
+	in.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := fn(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			in.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // restartRedis stops redis-server gracefully (SIGTERM: it fsyncs its

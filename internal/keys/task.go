@@ -76,8 +76,13 @@ func (s Space) TaskFetchedPrefix(queue string) string { return s.key("tfetch", s
 // next due time (at most one element; no TTL).
 func (s Space) TaskWake(queue string) string { return s.key("twake", s.taskTag(queue)) }
 
-// TaskConfig is the hash of a queue's live settings (field "concurrency";
-// no TTL), read by its workers every second.
+// TaskQueueRate counts the tasks of a queue with a rate limit taken in the
+// current window (task.Rate): a string whose TTL is the window's end.
+func (s Space) TaskQueueRate(queue string) string { return s.key("tqrate", s.taskTag(queue)) }
+
+// TaskConfig is the hash of a queue's live settings (no TTL): field
+// "concurrency", read by its workers every second, and "paused" (the Unix
+// ms it was paused at), which fetch.lua checks.
 func (s Space) TaskConfig(queue string) string { return s.key("tconf", s.taskTag(queue)) }
 
 // TaskCron is the hash of the last fired tick of each cron schedule of a

@@ -15,6 +15,7 @@ type QueueKeys struct {
 	Levels   []string // ready stream of each priority level
 	Group    string   // the consumer group of the ready streams
 	Finished []string // finished-task counters to read
+	Config   string   // hash of live settings (field "paused": Unix ms)
 }
 
 // QueueState is what Redis says of one task queue.
@@ -22,6 +23,8 @@ type QueueState struct {
 	Counts   map[string]int64 // tasks per state (HGETALL of the counts hash)
 	Levels   []QueueLevel
 	Finished []int64 // each counter of QueueKeys.Finished (0 when missing)
+	// PausedMS is the Unix ms the queue was paused at; 0 when it is not.
+	PausedMS int64
 }
 
 // QueueLevel is what Redis says of one ready stream of a task queue.
@@ -58,10 +61,14 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 	}
 	pipe := c.Pipeline()
 	counts := make([]*redis.MapStringStringCmd, len(qs))
+	paused := make([]*redis.StringCmd, len(qs))
 	finished := make([]*redis.SliceCmd, len(qs))
 	levels := make([][]level, len(qs))
 	for i, q := range qs {
 		counts[i] = pipe.HGetAll(ctx, q.Counts)
+		if q.Config != "" {
+			paused[i] = pipe.HGet(ctx, q.Config, "paused")
+		}
 		if len(q.Finished) > 0 {
 			finished[i] = pipe.MGet(ctx, q.Finished...)
 		}
@@ -85,6 +92,13 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 			Finished: make([]int64, len(q.Finished))}
 		for k, v := range m {
 			st.Counts[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+		if paused[i] != nil {
+			v, err := paused[i].Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, fmt.Errorf("HGET %s paused: %w", q.Config, err)
+			}
+			st.PausedMS, _ = strconv.ParseInt(v, 10, 64)
 		}
 		if finished[i] != nil {
 			vs, err := finished[i].Result()

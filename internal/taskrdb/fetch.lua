@@ -6,15 +6,28 @@
 -- ARGV[3]  rate window ms
 -- ARGV[4]  mode: "read", "given" or "own"
 -- ARGV[5]  call ID (read: a random value of the worker's call; else "")
--- read:    ARGV[6] number of levels n, ARGV[7..6+n] quota per level,
---          ARGV[7+n] total: levels are read up to their quota in order, then
+-- ARGV[6]  queue rate limit: tasks taken per window, over all workers
+--          (0 = none), counted in KEYS[16] (fixed windows from the first)
+-- ARGV[7]  its window ms
+-- read:    ARGV[8] number of levels n, ARGV[9..8+n] quota per level,
+--          ARGV[9+n] total: levels are read up to their quota in order, then
 --          the rest is filled from the levels in order (strict priority =
 --          the whole total as the first level's quota)
 -- given:   groups of level, entry ID, field ("t" or "k"), value, of entries
 --          the worker read with a blocking XREADGROUP
--- own:     ARGV[6] number of levels, ARGV[7] most tasks to take: the
+-- own:     ARGV[8] number of levels, ARGV[9] most tasks to take: the
 --          entries pending with this worker whose tasks it never took (a
 --          blocking read whose reply was lost), from its pending history
+--
+-- While the queue is paused (field "paused" of KEYS[15]) a call takes no
+-- task: it fails with an error starting "PAUSED", but for tasks it hands
+-- out again (taken by an earlier run of the same call, whose reply was
+-- lost). Entries a blocking read gave meanwhile are left pending with the
+-- consumer, whose "own" call takes them once the queue is resumed. Under a
+-- queue rate limit a call takes at most what is left of the window's
+-- budget; with none left it fails with "RATE <ms to the window's end>",
+-- and entries a blocking read gave beyond the budget are left pending as
+-- well.
 --
 -- Returns {level, entry ID, task ID, payload, attempts, max retries,
 -- timeout ms, key, enqueued ms} per task taken. Entries whose task is no
@@ -29,9 +42,27 @@
 local consumer = ARGV[1]
 local rate, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, call = ARGV[4], ARGV[5]
+local qrate, qwindow = tonumber(ARGV[6]), tonumber(ARGV[7])
 local memo = KEYS[14] .. consumer
 local now = now_ms()
 local now_text = tostring(now)
+local paused = redis.call('HEXISTS', KEYS[15], 'paused') == 1
+-- budget: tasks the queue's rate leaves this call (nil: no limit); spent
+-- counts the tasks taken anew, added to the window's count at the end
+local budget, spent = nil, 0
+if qrate > 0 then budget = qrate - tonumber(redis.call('GET', KEYS[16]) or '0') end
+-- kept: entries given to this consumer and left pending (paused, or over
+-- the budget)
+local kept = 0
+-- held_back: the queue is paused or has no budget left; refuse returns the
+-- error that says which.
+local function held_back() return paused or (budget and budget <= 0) end
+local function refuse()
+  if paused then return redis.error_reply('PAUSED the queue is paused') end
+  local ttl = redis.call('PTTL', KEYS[16])
+  if ttl < 0 then ttl = qwindow end
+  return redis.error_reply('RATE ' .. ttl)
+end
 local out = {}
 -- the entries of the tasks in out: level, entry ID, field, value
 local taken = {}
@@ -66,6 +97,10 @@ local function take(level, eid, field, value)
     table.insert(taken, {level, eid, field, value})
     return
   end
+  if paused or (budget and spent >= budget and v[1] == 'pending') then
+    kept = kept + 1 -- left pending with this consumer (see above)
+    return
+  end
   if key and rate > 0 and v[1] == 'pending' then
     local rk = KEYS[11] .. key
     local used = redis.call('INCR', rk)
@@ -92,6 +127,7 @@ local function take(level, eid, field, value)
   end
   if v[7] then redis.call('HDEL', h, 'c') end
   count('pending', 'active')
+  spent = spent + 1
   table.insert(out, {tonumber(level), eid, id, v[2], a, tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6])})
   table.insert(taken, {level, eid, field, value})
 end
@@ -144,13 +180,18 @@ if mode == 'read' then
     flush_counts()
     return out
   end
-  local n = tonumber(ARGV[6])
-  local left = tonumber(ARGV[7 + n])
+  if held_back() then
+    if m then redis.call('DEL', memo) end
+    return refuse()
+  end
+  local n = tonumber(ARGV[8])
+  local left = tonumber(ARGV[9 + n])
+  if budget then left = math.min(left, budget) end
   -- a level that gave fewer than its quota has nothing more ready (but a
   -- key's token added meanwhile): the second pass does not read it again
   local drained = {}
   for l = 0, n - 1 do
-    local want, tokens = math.min(tonumber(ARGV[7 + l]), left), TOKENS
+    local want, tokens = math.min(tonumber(ARGV[9 + l]), left), TOKENS
     local got = read(l, want)
     drained[l] = got < want and TOKENS == tokens
     left = left - got
@@ -165,13 +206,22 @@ if mode == 'read' then
     redis.call('DEL', memo)
   end
 elseif mode == 'own' then
-  local left = tonumber(ARGV[7])
-  for l = 0, tonumber(ARGV[6]) - 1 do
+  if held_back() then return refuse() end
+  local left = tonumber(ARGV[9])
+  if budget then left = math.min(left, budget) end
+  for l = 0, tonumber(ARGV[8]) - 1 do
     if left <= 0 then break end
     left = left - own(l, left)
   end
 else
-  for i = 6, #ARGV, 4 do take(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
+  for i = 8, #ARGV, 4 do take(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
+  if #out == 0 and kept > 0 then
+    flush_counts()
+    return refuse()
+  end
+end
+if spent > 0 and qrate > 0 then
+  if redis.call('INCRBY', KEYS[16], spent) == spent then redis.call('PEXPIRE', KEYS[16], qwindow) end
 end
 flush_counts()
 return out

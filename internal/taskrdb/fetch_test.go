@@ -17,7 +17,7 @@ func TestFetchCallRunAgain(t *testing.T) {
 		taskrdb.NewTask{ID: "t3", Payload: []byte(`1`), Retention: time.Hour})
 	call := taskrdb.NewCall()
 	fetch := func(call string) []string {
-		got, err := taskrdb.Fetch(f.ctx, f.c, f.keys, "w1", taskrdb.Rate{}, call, []int{2}, 2)
+		got, err := taskrdb.Fetch(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, call, []int{2}, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestFetchReadsDrainedLevelOnce(t *testing.T) {
 	p.enqueue(t, 3)
 	p.run(t, 1) // scripts cached
 	p.resetStats(t)
-	got, err := taskrdb.Fetch(p.ctx, p.c, p.keys, "w1", taskrdb.Rate{}, taskrdb.NewCall(), []int{10}, 10)
+	got, err := taskrdb.Fetch(p.ctx, p.c, p.keys, "w1", taskrdb.Limits{}, taskrdb.NewCall(), []int{10}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

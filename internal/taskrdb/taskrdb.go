@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,8 @@ var (
 	cancelSrc string
 	//go:embed requeue.lua
 	requeueSrc string
+	//go:embed delete.lua
+	deleteSrc string
 
 	enqueue = script("enqueue.lua", enqueueSrc)
 	fetch   = script("fetch.lua", fetchSrc)
@@ -53,6 +56,7 @@ var (
 	janitor = script("janitor.lua", janitorSrc)
 	cancel  = script("cancel.lua", cancelSrc)
 	requeue = script("requeue.lua", requeueSrc)
+	remove  = script("delete.lua", deleteSrc)
 )
 
 // script returns the script of file name, after common.lua; denied
@@ -67,9 +71,17 @@ func Keys(s keys.Space, queue string) []string {
 		s.TaskPrefix(queue), s.TaskStreamPrefix(queue), s.TaskScheduled(queue), s.TaskDead(queue),
 		s.TaskDone(queue), s.TaskCounts(queue), s.TaskUniquePrefix(queue), s.TaskKeyPrefix(queue),
 		s.TaskKeys(queue), s.TaskWake(queue), s.TaskRatePrefix(queue), s.TaskWebhooks(queue),
-		s.TaskFinishedPrefix(queue), s.TaskFetchedPrefix(queue),
+		s.TaskFinishedPrefix(queue), s.TaskFetchedPrefix(queue), s.TaskConfig(queue), s.TaskQueueRate(queue),
 	}
 }
+
+// ErrPaused is the error of a fetch while its queue is paused (see
+// fetch.lua): it took no task.
+var ErrPaused = errors.New("task queue paused")
+
+// ResumeMessage is what the queue's cancel channel (keys.Space.TaskCancel)
+// carries when the queue is resumed: no task ID starts with '~'.
+const ResumeMessage = "~resume"
 
 // Finished-task counters (keys.Space.TaskFinishedPrefix): every script that
 // ends tasks adds them to the counter of the current bucket, one INCRBY and
@@ -99,6 +111,14 @@ func FinishedKeys(prefix string, now time.Time, window time.Duration) (ks []stri
 		ks = append(ks, prefix+strconv.FormatInt(b, 10))
 	}
 	return ks, time.Unix((cur-n)*width, 0)
+}
+
+// errText returns err's text, "" for nil.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // IsNoScript reports whether err says the server does not know a script.
@@ -204,11 +224,36 @@ type Entry struct {
 	Value string
 }
 
-// Rate is a per-key rate limit of a keyed queue: at most N tasks of a key
-// start per Window (a fixed window per key). The zero Rate is no limit.
+// Rate is a rate limit: at most N tasks start per Window (fixed windows,
+// each opened by its first task). The zero Rate is no limit.
 type Rate struct {
 	N      int
 	Window time.Duration
+}
+
+// Limits are the rate limits of a fetch: Key, per key of a keyed queue (a
+// key over it is parked until its window ends); Queue, over the whole
+// queue and every worker (a fetch takes what is left of the window's
+// budget, and with none left fails with a RateLimitedError).
+type Limits struct {
+	Key, Queue Rate
+}
+
+// args returns fetch.lua's ARGV from the consumer to the queue's window.
+func (l Limits) args(consumer, mode, call string, extra int) []any {
+	out := make([]any, 0, 7+extra)
+	return append(out, consumer, l.Key.N, l.Key.Window.Milliseconds(), mode, call, l.Queue.N, l.Queue.Window.Milliseconds())
+}
+
+// RateLimitedError is the error of a fetch under a queue rate limit with
+// nothing left of the window's budget: it took no task. Wait is the time
+// to the window's end.
+type RateLimitedError struct {
+	Wait time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("task queue rate limit reached: the window ends in %s", e.Wait)
 }
 
 // Fetch reads up to total ready tasks for consumer, quota[l] from level l
@@ -219,10 +264,10 @@ type Rate struct {
 // instead of reading others; those may be more than total when the first
 // run's total was larger.
 //
-// KEYS: Keys. ARGV: consumer, rate, window ms, "read", call, levels,
-// quotas..., total.
-func Fetch(ctx context.Context, c Client, k []string, consumer string, rate Rate, call string, quota []int, total int) ([]Fetched, error) {
-	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "read", call, len(quota)}
+// KEYS: Keys. ARGV: consumer, key rate, its window ms, "read", call, queue
+// rate, its window ms, levels, quotas..., total.
+func Fetch(ctx context.Context, c Client, k []string, consumer string, lim Limits, call string, quota []int, total int) ([]Fetched, error) {
+	args := append(lim.args(consumer, "read", call, 2+len(quota)), len(quota))
 	for _, q := range quota {
 		args = append(args, q)
 	}
@@ -238,10 +283,10 @@ func NewCall() string { return strconv.FormatUint(rand.Uint64(), 36) }
 // the same entries after an error, it hands out the tasks its first run
 // took again.
 //
-// KEYS: Keys. ARGV: consumer, rate, window ms, "given", "", then level,
-// entry ID, field, value per entry.
-func FetchGiven(ctx context.Context, c Client, k []string, consumer string, rate Rate, entries []Entry) ([]Fetched, error) {
-	args := []any{consumer, rate.N, rate.Window.Milliseconds(), "given", ""}
+// KEYS: Keys. ARGV: consumer, key rate, its window ms, "given", "", queue
+// rate, its window ms, then level, entry ID, field, value per entry.
+func FetchGiven(ctx context.Context, c Client, k []string, consumer string, lim Limits, entries []Entry) ([]Fetched, error) {
+	args := lim.args(consumer, "given", "", 4*len(entries))
 	for _, e := range entries {
 		args = append(args, e.Level, e.ID, e.Field, e.Value)
 	}
@@ -253,9 +298,10 @@ func FetchGiven(ctx context.Context, c Client, k []string, consumer string, rate
 // those of a blocking XREADGROUP whose reply was lost, which nothing else
 // hands out before the visibility timeout.
 //
-// KEYS: Keys. ARGV: consumer, rate, window ms, "own", "", levels, n.
-func FetchOwn(ctx context.Context, c Client, k []string, consumer string, rate Rate, levels, n int) ([]Fetched, error) {
-	return runFetch(ctx, c, k, n, []any{consumer, rate.N, rate.Window.Milliseconds(), "own", "", levels, n})
+// KEYS: Keys. ARGV: consumer, key rate, its window ms, "own", "", queue
+// rate, its window ms, levels, n.
+func FetchOwn(ctx context.Context, c Client, k []string, consumer string, lim Limits, levels, n int) ([]Fetched, error) {
+	return runFetch(ctx, c, k, n, append(lim.args(consumer, "own", "", 2), levels, n))
 }
 
 // Client runs commands at once: a client or a connection, not a pipeline.
@@ -281,6 +327,13 @@ func runFetch(ctx context.Context, c Client, k []string, tasks int, args []any) 
 		var out []Fetched
 		if err == nil {
 			out, err = parseFetched(buf.Bytes())
+		}
+		if strings.HasPrefix(errText(err), "PAUSED ") {
+			err = ErrPaused
+		}
+		if ms, ok := strings.CutPrefix(errText(err), "RATE "); ok {
+			n, _ := strconv.ParseInt(ms, 10, 64)
+			err = &RateLimitedError{Wait: time.Duration(n) * time.Millisecond}
 		}
 		if try == 0 && IsNoScript(err) {
 			// A restarted server: nothing ran; load and run again.
@@ -468,6 +521,29 @@ func Requeue(ctx context.Context, c redis.Scripter, k []string, id string) (stri
 		return "", nil
 	}
 	return v, err
+}
+
+// Delete removes task id now if it has ended (succeeded, failed,
+// cancelled or dead) and returns the state it was in ("" when missing):
+// its hash, its place in the retention index or the dead set, a webhook
+// delivery still due, its updates and its log (delete.lua). A task that has
+// not ended is left alone.
+//
+// KEYS: Keys, updates prefix, logs prefix. ARGV: "id", task ID.
+func Delete(ctx context.Context, c redis.Scripter, k []string, updates, logs, id string) (string, error) {
+	return remove.Run(ctx, c, append(slices.Clip(k), updates, logs), "id", id).Text()
+}
+
+// DeleteDead removes up to limit of the oldest dead tasks as Delete does
+// and returns how many, and whether more may be left.
+//
+// KEYS: Keys, updates prefix, logs prefix. ARGV: "dead", limit.
+func DeleteDead(ctx context.Context, c redis.Scripter, k []string, updates, logs string, limit int) (deleted int, more bool, err error) {
+	v, err := remove.Run(ctx, c, append(slices.Clip(k), updates, logs), "dead", limit).Int64Slice()
+	if err != nil {
+		return 0, false, err
+	}
+	return int(v[0]), int(v[1]) >= limit, nil
 }
 
 func toInt(v any) int64 {

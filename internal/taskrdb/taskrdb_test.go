@@ -47,7 +47,7 @@ func (f *fixture) enqueue(tasks ...taskrdb.NewTask) {
 
 func (f *fixture) fetch(consumer string, n int) []taskrdb.Fetched {
 	f.t.Helper()
-	got, err := taskrdb.Fetch(f.ctx, f.c, f.keys, consumer, taskrdb.Rate{}, taskrdb.NewCall(), []int{n}, n)
+	got, err := taskrdb.Fetch(f.ctx, f.c, f.keys, consumer, taskrdb.Limits{}, taskrdb.NewCall(), []int{n}, n)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func (p *privateQueue) enqueue(tb testing.TB, n int) {
 // one call, and returns how many it ran.
 func (p *privateQueue) run(tb testing.TB, n int) int {
 	tb.Helper()
-	got, err := taskrdb.Fetch(p.ctx, p.c, p.keys, "w1", taskrdb.Rate{}, taskrdb.NewCall(), []int{n}, n)
+	got, err := taskrdb.Fetch(p.ctx, p.c, p.keys, "w1", taskrdb.Limits{}, taskrdb.NewCall(), []int{n}, n)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func BenchmarkFetchFinish(b *testing.B) {
 	b.ResetTimer()
 	var fetched [][]taskrdb.Fetched
 	for ran := 0; ran < b.N; {
-		got, err := taskrdb.Fetch(p.ctx, p.c, p.keys, "w1", taskrdb.Rate{}, taskrdb.NewCall(), []int{100}, 100)
+		got, err := taskrdb.Fetch(p.ctx, p.c, p.keys, "w1", taskrdb.Limits{}, taskrdb.NewCall(), []int{100}, 100)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,0 +1,81 @@
+package taskrdb_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
+)
+
+// Under a queue rate limit a fetch takes at most what is left of the
+// window's budget, every mode alike; with none left it fails with a
+// RateLimitedError saying when the window ends, and the entries a blocking
+// read gave stay pending with the worker, for its own call after the
+// window.
+func TestFetchUnderQueueRate(t *testing.T) {
+	f := newFixture(t)
+	for _, id := range []string{"t1", "t2", "t3", "t4", "t5", "t6", "t7"} {
+		f.enqueue(taskrdb.NewTask{ID: id, Payload: []byte(`1`), Retention: time.Hour})
+	}
+	lim := taskrdb.Limits{Queue: taskrdb.Rate{N: 3, Window: time.Hour}}
+	read := func() ([]taskrdb.Fetched, error) {
+		return taskrdb.Fetch(f.ctx, f.c, f.keys, "w1", lim, taskrdb.NewCall(), []int{10}, 10)
+	}
+	given := func(n int64) ([]taskrdb.Fetched, error) {
+		t.Helper()
+		res, err := f.c.XReadGroup(f.ctx, &redis.XReadGroupArgs{
+			Group: taskrdb.Group, Consumer: "w1", Streams: []string{f.ks.TaskStream("q", 0), ">"}, Count: n, Block: -1,
+		}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var es []taskrdb.Entry
+		for _, m := range res[0].Messages {
+			es = append(es, taskrdb.Entry{Level: 0, ID: m.ID, Field: "t", Value: m.Values["t"].(string)})
+		}
+		return taskrdb.FetchGiven(f.ctx, f.c, f.keys, "w1", lim, es)
+	}
+	counter := f.ks.TaskQueueRate("q")
+
+	if got, err := read(); err != nil || len(got) != 3 {
+		t.Fatalf("first read: %d tasks, %v; want the budget of 3", len(got), err)
+	}
+	var limited *taskrdb.RateLimitedError
+	if got, err := read(); !errors.As(err, &limited) || len(got) != 0 || limited.Wait <= 0 || limited.Wait > time.Hour {
+		t.Fatalf("read over the budget: %v, %v; want a RateLimitedError within the hour", got, err)
+	}
+	if got, err := given(1); !errors.As(err, &limited) || len(got) != 0 {
+		t.Fatalf("given over the budget: %v, %v", got, err)
+	}
+	if got, err := taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", lim, 1, 10); !errors.As(err, &limited) || len(got) != 0 {
+		t.Fatalf("own over the budget: %v, %v", got, err)
+	}
+	if n := f.c.Get(f.ctx, counter).Val(); n != "3" {
+		t.Fatalf("the window's count: %q, want 3", n)
+	}
+
+	// The window ends: the worker's own call takes the entry left pending,
+	// within the new window's budget.
+	f.c.Del(f.ctx, counter)
+	if got, err := taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", lim, 1, 10); err != nil || len(got) != 1 || got[0].ID != "t4" {
+		t.Fatalf("own in a new window: %v, %v; want t4", got, err)
+	}
+	// Two left of the budget: of three entries given, two are taken.
+	if got, err := given(3); err != nil || len(got) != 2 || got[0].ID != "t5" || got[1].ID != "t6" {
+		t.Fatalf("given with two left: %v, %v; want t5 and t6", got, err)
+	}
+	if ttl := f.c.PTTL(f.ctx, counter).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Fatalf("the window's TTL %s", ttl)
+	}
+	if n := f.c.Get(f.ctx, counter).Val(); n != "3" {
+		t.Fatalf("the new window's count: %q, want 3", n)
+	}
+	if c := f.counts(); c["active"] != "6" || c["pending"] != "1" {
+		t.Fatalf("counts %v, want 6 active and 1 pending", c)
+	}
+	if p := f.c.XPending(f.ctx, f.ks.TaskStream("q", 0), taskrdb.Group).Val(); p.Consumers["w1"] != 7 {
+		t.Fatalf("pending with w1: %+v, want 6 running and t7's entry kept", p)
+	}
+}

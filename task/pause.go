@@ -1,0 +1,60 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
+)
+
+// Pause stops the queue's workers, those running now and those started
+// later, from starting its tasks until Resume: a fetch under way when it is
+// paused is the last to start any. Tasks already running go on to their
+// end and their outcomes are recorded; enqueueing goes on, and delayed and
+// retrying tasks still become ready when due, so they wait in the queue.
+// Pausing a paused queue changes nothing (it stays paused since the first
+// Pause).
+//
+// The pause is checked in the same script step that takes tasks, so no
+// worker misses it; a worker learns of a Resume at once (a message on the
+// queue's channel) or, if that is lost, within a second.
+func (q *core) Pause(ctx context.Context) error {
+	now, err := q.rdb.Time(ctx).Result()
+	if err != nil {
+		return err
+	}
+	return q.rdb.HSetNX(ctx, q.ks.TaskConfig(q.name), pausedField, now.UnixMilli()).Err()
+}
+
+// Resume lets the queue's workers start its tasks again after Pause.
+// Resuming a queue that is not paused changes nothing.
+func (q *core) Resume(ctx context.Context) error {
+	if err := q.rdb.HDel(ctx, q.ks.TaskConfig(q.name), pausedField).Err(); err != nil {
+		return err
+	}
+	return q.rdb.Publish(ctx, q.ks.TaskCancel(q.name), taskrdb.ResumeMessage).Err()
+}
+
+// Paused reports whether the queue is paused, and since when.
+func (q *core) Paused(ctx context.Context) (bool, time.Time, error) {
+	v, err := q.rdb.HGet(ctx, q.ks.TaskConfig(q.name), pausedField).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, time.Time{}, nil
+	}
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	ms, _ := strconv.ParseInt(v, 10, 64)
+	return true, time.UnixMilli(ms), nil
+}
+
+// pausedField is the field of the queue's live settings whose presence
+// pauses it (value: Unix ms of the Pause); fetch.lua reads the same name.
+const pausedField = "paused"
+
+// pausePoll is how often a worker of a paused queue tries a fetch again, in
+// case it missed the Resume message.
+var pausePoll = time.Second
