@@ -60,6 +60,7 @@ type fetcher struct {
 	tx      *fetchConn      // the fetcher goroutine's own connection (connections.go)
 	scratch []core.Delivery // the entries of one read in readTx, reused
 	parsed  []core.Delivery // the entries of the reads in readScripted, reused
+	every   []int           // the indexes of readScripted's work, reused
 	idleBuf idleScratch     // waitIdle's, reused
 
 	rounds  redis.UniversalClient // the client of scripted reads (roundClient)
@@ -359,8 +360,15 @@ const maxParsed = 1024
 // readScripted runs the fenced fetch script of every partition in work in
 // one pipeline (a single partition's read goes without one). It returns the
 // reads that failed, and the first error.
+//
+// A read that fails with NOSCRIPT did not run: after the scripts are loaded,
+// those reads alone are sent again. The others of the round ran (on Cluster,
+// only a master that lost its scripts answers NOSCRIPT), and their entries
+// are now in this executor's pending list: sent again, they would read past
+// them, and nothing would hand them out while it holds the partition.
 func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWork, error) {
-	exec := func() error {
+	// exec sends the reads of work[i] for each i in idx.
+	exec := func(idx []int) error {
 		var c interface {
 			scripts.Processor
 			Pipeline() redis.Pipeliner
@@ -372,12 +380,13 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 			w.fetch = scripts.FetchRaw(ctx, c, w.s.replySize(w.count), w.s.fetchArgs, w.s.p.lock.Value(), w.count, w.cursor)
 		}
 		var err error
-		if len(work) == 1 { // a wake-up's read: no pipeline to build
-			queue(c, &work[0])
-			err = work[0].fetch.Err()
+		if len(idx) == 1 { // a wake-up's read: no pipeline to build
+			w := &work[idx[0]]
+			queue(c, w)
+			err = w.fetch.Err()
 		} else {
 			pipe := c.Pipeline()
-			for i := range work {
+			for _, i := range idx {
 				queue(pipe, &work[i])
 			}
 			_, err = pipe.Exec(ctx)
@@ -406,28 +415,36 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 			f.parsed = all[:0]
 		}
 	}()
-	parse := func() bool {
-		noScript := false
-		all = all[:0]
-		for i, w := range work {
+	// parse parses the replies of work[i] for each i in idx, and returns
+	// those that failed with NOSCRIPT.
+	parse := func(idx []int) (noScript []int) {
+		for _, i := range idx {
+			w := work[i]
 			from := len(all)
 			res, err := scripts.ParseRawFetch(w.fetch, func(id string, fields [][]byte) error {
 				all = append(all, rawDelivery(w.s.p.n, ec, id, fields))
 				return nil
 			})
 			results[i] = parsed{res, nil, err}
-			noScript = noScript || scripts.IsNoScript(err)
+			if scripts.IsNoScript(err) {
+				noScript = append(noScript, i)
+			}
 			results[i].ds = all[from:len(all):len(all)]
 		}
 		return noScript
 	}
-	err := exec()
-	if noScript := parse(); noScript || scripts.IsNoScript(err) {
+	every := f.every[:0]
+	for i := range work {
+		every = append(every, i)
+	}
+	f.every = every
+	err := exec(every)
+	if again := parse(every); len(again) > 0 {
 		// On Cluster, SCRIPT LOAD fails while a master is gone: the reads
 		// of the nodes without the scripts then fail alone (see isolate).
 		if lerr := scripts.Load(ctx, f.rounds); lerr == nil {
-			err = exec()
-			parse()
+			err = exec(again)
+			parse(again)
 		} else if !f.perNode() {
 			return nil, lerr
 		}
