@@ -303,6 +303,40 @@ func TestTasks(t *testing.T) {
 	e.do(t, "DELETE", "/v1/tasks/none", "").want(t, 404, "unknown_task")
 	waiting := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"},"delay":"1h"}`).want(t, 200, "")
 	e.do(t, "DELETE", "/v1/tasks/"+waiting.body["id"].(string), "").want(t, 409, "wrong_state")
+	// Every dead task at once: requeued (they run and die again), then
+	// deleted.
+	deadCount := func() any {
+		return e.do(t, "GET", "/v1/queues/work", "").want(t, 200, "").body["counts"].(map[string]any)["dead"]
+	}
+	for range 2 {
+		e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"die"}}`).want(t, 200, "")
+	}
+	redistest.Eventually(t, 10*time.Second, "two dead tasks", func() bool { return deadCount() == 2.0 })
+	r = e.do(t, "POST", "/v1/queues/work/dead/requeue", "").want(t, 200, "")
+	if r.body["queue"] != "work" || r.body["requeued"] != 2.0 {
+		t.Fatalf("requeue dead: %s", r.raw)
+	}
+	redistest.Eventually(t, 10*time.Second, "the requeued tasks dead again", func() bool {
+		r := e.do(t, "GET", "/v1/queues/work/tasks?state=dead", "").want(t, 200, "")
+		tasks, _ := r.body["tasks"].([]any)
+		if len(tasks) != 2 {
+			return false
+		}
+		for _, tk := range tasks {
+			if tk.(map[string]any)["attempts"] != 1.0 {
+				return false
+			}
+		}
+		return true
+	})
+	r = e.do(t, "DELETE", "/v1/queues/work/dead", "").want(t, 200, "")
+	if r.body["deleted"] != 2.0 {
+		t.Fatalf("delete dead: %s", r.raw)
+	}
+	if n := deadCount(); n != nil && n != 0.0 {
+		t.Fatalf("%v dead tasks after deleting them all", n)
+	}
+	e.do(t, "DELETE", "/v1/queues/nope/dead", "").want(t, 404, "unknown_queue")
 	e.do(t, "POST", "/v1/tasks/none/cancel", "").want(t, 404, "unknown_task")
 	e.do(t, "POST", "/v1/queues/work/tasks/none/requeue", "").want(t, 404, "unknown_task")
 	e.do(t, "GET", "/v1/tasks/none", "").want(t, 404, "unknown_task")
@@ -502,12 +536,12 @@ func TestAuthAndReadOnly(t *testing.T) {
 	auth := []string{"Authorization", "Bearer s3cret"}
 	e.do(t, "GET", "/v1/overview", "", auth...).want(t, 200, "")
 	e.do(t, "GET", "/v1/queues", "", auth...).want(t, 200, "")
-	for _, p := range []string{"/v1/tasks/x", "/v1/queues/work/tasks/x"} {
+	for _, p := range []string{"/v1/tasks/x", "/v1/queues/work/tasks/x", "/v1/queues/work/dead"} {
 		e.do(t, "DELETE", p, "", auth...).want(t, 403, "read_only")
 	}
 	for _, p := range []string{"/v1/streams/orders/events", "/v1/queues/work/tasks", "/v1/queues/work/runsync",
 		"/v1/queues/work/tasks/x/cancel", "/v1/queues/work/tasks/x/requeue", "/v1/tasks/x/cancel", "/v1/tasks/x/requeue",
-		"/v1/queues/work/pause", "/v1/queues/work/resume"} {
+		"/v1/queues/work/pause", "/v1/queues/work/resume", "/v1/queues/work/dead/requeue"} {
 		e.do(t, "POST", p, `{"payload":1}`, auth...).want(t, 403, "read_only")
 	}
 	// The size limit applies before anything else is read.

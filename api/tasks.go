@@ -305,6 +305,33 @@ func (h *handler) changeTask(w http.ResponseWriter, r *http.Request, change func
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "state_before": before})
 }
 
+// requeueDead requeues every task of the queue that is dead
+// (task.Queue.RequeueDead).
+func (h *handler) requeueDead(w http.ResponseWriter, r *http.Request) {
+	h.changeDead(w, r, "requeued", (*rawQueue).RequeueDead)
+}
+
+// deleteDead deletes every task of the queue that is dead
+// (task.Queue.DeleteDead).
+func (h *handler) deleteDead(w http.ResponseWriter, r *http.Request) {
+	h.changeDead(w, r, "deleted", (*rawQueue).DeleteDead)
+}
+
+// changeDead runs change on the request's queue and answers how many dead
+// tasks it changed, as field.
+func (h *handler) changeDead(w http.ResponseWriter, r *http.Request, field string, change func(*rawQueue, context.Context) (int, error)) {
+	q := h.lookupQueue(w, r)
+	if q == nil {
+		return
+	}
+	n, err := change(q, r.Context())
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queue": q.Name(), field: n})
+}
+
 func (h *handler) requeue(w http.ResponseWriter, r *http.Request) {
 	q, id := h.findTask(w, r)
 	if q == nil {

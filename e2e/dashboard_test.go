@@ -221,6 +221,30 @@ func TestDashboard(t *testing.T) {
 	waitTrue(t, b, "the delete's toast", `document.querySelector('#toast').innerText.includes('Deleted task `+dead+`')`)
 	waitTrue(t, b, "the task gone from the list", `!document.querySelector('`+deleteBtn+`')`)
 
+	// Delete all dead: the first click arms the button, the second deletes.
+	s.broken.Store(true)
+	for _, to := range []string{"fay@example.com", "gus@example.com"} {
+		id, _ := s.emails.Enqueue(ctx, email{To: to})
+		if in, err := s.emails.Wait(ctx, id); err != nil || in.State != task.Dead {
+			t.Fatalf("%+v %v", in, err)
+		}
+	}
+	s.broken.Store(false)
+	run(t, b, "list dead tasks", chromedp.Click(chromedp.CSS(`#list-tabs button[data-list="dead"]`)))
+	const deleteAll = `button[data-bulk="delete"]`
+	run(t, rb, "list dead tasks read-only", chromedp.Click(chromedp.CSS(`#list-tabs button[data-list="dead"]`)))
+	waitTrue(t, rb, "a disabled Delete all dead button", `document.querySelector('`+deleteAll+`') && document.querySelector('`+deleteAll+`').disabled`)
+	waitTrue(t, b, "a Delete all dead button", `document.querySelector('`+deleteAll+`') && document.querySelector('`+deleteAll+`').innerText === 'Delete all dead'`)
+	run(t, b, "click Delete all dead", chromedp.Click(chromedp.CSS(deleteAll)))
+	waitTrue(t, b, "the button armed", `document.querySelector('`+deleteAll+`').innerText.startsWith('Click again')`)
+	if n := counts()[task.Dead]; n != 2 {
+		t.Fatalf("%d dead tasks after one click, want 2", n)
+	}
+	run(t, b, "click Delete all dead again", chromedp.Click(chromedp.CSS(deleteAll)))
+	redistest.Eventually(t, 10*time.Second, "the dead tasks deleted", func() bool { return counts()[task.Dead] == 0 })
+	waitTrue(t, b, "the bulk delete's toast", `document.querySelector('#toast').innerText.includes('Deleted 2 dead tasks of emails')`)
+	waitTrue(t, b, "no dead task listed", `document.querySelector('#task-list').innerText.includes('no dead tasks')`)
+
 	// Pause and Resume: the queue says it is paused, here and in the nav.
 	waitTrue(t, rb, "a disabled Pause button", `document.querySelector('button[data-queue-action="pause"]') && document.querySelector('button[data-queue-action="pause"]').disabled`)
 	run(t, b, "click Pause", chromedp.Click(chromedp.CSS(`button[data-queue-action="pause"]`)))

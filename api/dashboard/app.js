@@ -776,7 +776,13 @@ function renderQueue(name) {
   $$('#list-tabs button').forEach((b) => b.classList.toggle('on', b.dataset.list === S.listState));
   const tasks = S.lists[name + '/' + S.listState];
   const when = S.listState === 'scheduled' ? 'Due' : S.listState === 'dead' ? 'Died' : 'Finished';
-  $('#task-list').innerHTML = !tasks ? '<div class="empty">loading…</div>' : table(
+  // Requeue or delete every dead task: the first click arms the button, a
+  // second one within a few seconds acts.
+  const armed = S.armed && S.armed.queue === name && S.armed.until > Date.now() ? S.armed.action : '';
+  const bulkBtn = (action, label, cls) => `<button class="btn ${cls}" data-bulk="${action}"${dis}>${armed === action ? `Click again to ${label.toLowerCase()}` : label}</button>`;
+  const bulk = S.listState === 'dead' && tasks && tasks.length
+    ? `<div class="actions bulk">${bulkBtn('requeue', 'Requeue all dead', '')}${bulkBtn('delete', 'Delete all dead', 'danger')}</div>` : '';
+  $('#task-list').innerHTML = bulk + (!tasks ? '<div class="empty">loading…</div>' : table(
     [['Task', ''], ['State', ''], ['Attempts', 'r'], ['Error', ''], ['Enqueued', ''], [when, ''], ['', 'r']],
     tasks.map((t) => {
       const canRequeue = t.state === 'dead' || t.state === 'failed';
@@ -793,7 +799,7 @@ function renderQueue(name) {
           ${!ended ? `<button class="btn danger" data-action="cancel" data-id="${esc(t.id)}"${dis}>Cancel</button>` : ''}
           ${ended ? `<button class="btn danger" data-action="delete" data-id="${esc(t.id)}"${dis}>Delete</button>` : ''}
         </div></td></tr>`;
-    }), `no ${S.listState} tasks`);
+    }), `no ${S.listState} tasks`));
 }
 
 function levelsChart(name) {
@@ -806,6 +812,8 @@ function levelsChart(name) {
 }
 
 async function onTaskAction(e) {
+  const bulk = e.target.closest('button[data-bulk]');
+  if (bulk) return onBulkAction(bulk);
   const b = e.target.closest('button[data-action]');
   if (!b || b.disabled) return;
   const { action, id } = b.dataset;
@@ -817,6 +825,33 @@ async function onTaskAction(e) {
     toast(`${{ requeue: 'Requeued', cancel: 'Cancelled', delete: 'Deleted' }[action]} task ${id}`, 'ok');
   } catch (err) {
     toast(`${action} ${id}: ${err.message}`, 'bad');
+    b.disabled = false;
+  }
+  poll();
+}
+
+async function onBulkAction(b) {
+  if (b.disabled) return;
+  const action = b.dataset.bulk, name = S.route.name;
+  if (!(S.armed && S.armed.queue === name && S.armed.action === action && S.armed.until > Date.now())) {
+    S.armed = { queue: name, action, until: Date.now() + 5000 };
+    render();
+    setTimeout(render, 5100); // disarmed: the label back
+    return;
+  }
+  S.armed = null;
+  b.disabled = true;
+  try {
+    const path = `v1/queues/${enc(name)}/dead`;
+    if (action === 'delete') {
+      const r = await api(path, { method: 'DELETE' });
+      toast(`Deleted ${fmt(r.deleted)} dead tasks of ${name}`, 'ok');
+    } else {
+      const r = await api(`${path}/requeue`, { method: 'POST' });
+      toast(`Requeued ${fmt(r.requeued)} dead tasks of ${name}`, 'ok');
+    }
+  } catch (err) {
+    toast(`${action} dead tasks of ${name}: ${err.message}`, 'bad');
     b.disabled = false;
   }
   poll();
