@@ -83,16 +83,29 @@ func workerProcessMain() int {
 			// The marker expires after half the lock expiry, so a worker
 			// killed mid-event does not leave it behind for the next owner,
 			// which can only start after the lock expired.
+			//
+			// The guarantee is about owners that still trust their lock: a
+			// worker stopped (SIGSTOP) in this loop body and resumed after
+			// its successor took over goes on with the body, as any code
+			// would, but its ctx has ended (its writes are refused), so it
+			// leaves the marker alone, and a marker found taken counts only
+			// while ctx still holds.
 			bg := context.WithoutCancel(ctx)
 			marker := inflightKey(prefix, e.Partition)
-			if ok := c.SetNX(bg, marker, id, time.Second).Val(); !ok {
-				c.RPush(bg, violationsKey(prefix), fmt.Sprintf("partition %d: %s processing while %s is", e.Partition, id, c.Get(bg, marker).Val()))
+			held := false
+			if ctx.Err() == nil {
+				held = c.SetNX(bg, marker, id, time.Second).Val()
+				if !held && ctx.Err() == nil {
+					c.RPush(bg, violationsKey(prefix), fmt.Sprintf("partition %d: %s processing while %s is", e.Partition, id, c.Get(bg, marker).Val()))
+				}
 			}
 			if delay > 0 {
 				time.Sleep(delay)
 			}
 			c.RPush(bg, processedKey(prefix), fmt.Sprintf("%s/%d/%s/%d/%d", e.Record.Key, e.Record.Seq, id, e.Partition, time.Now().UnixMilli()))
-			c.Del(bg, marker)
+			if held {
+				c.Del(bg, marker)
+			}
 		}
 		return nil
 	})
