@@ -19,7 +19,7 @@ func TestOwnConnectionsSpeakRESP2(t *testing.T) {
 	s := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 3})
 	t.Cleanup(func() { c.Close() })
-	r := rigOn(t, c, 4)
+	r := rigOn(t, c, "idle", 4, 1000)
 	e := r.executor("p", Options{ReadBlock: 4 * time.Second}, drainAll)
 	r.run(e)
 	redistest.Eventually(t, 30*time.Second, "all partitions owned", func() bool { return len(e.Owned()) == 4 })

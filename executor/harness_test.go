@@ -28,13 +28,23 @@ type rig struct {
 func newRig(t *testing.T, partitions, size int) *rig {
 	t.Helper()
 	c, prefix := redistest.Client(t)
+	return rigOn(t, c, prefix, partitions, size)
+}
+
+// rigOn returns a rig of client c (a cluster client too: the rig's client
+// is then nil) under key prefix, with a stream "s" of the given partitions,
+// each keeping about size entries.
+func rigOn(t *testing.T, c redis.UniversalClient, prefix string, partitions, size int) *rig {
+	t.Helper()
 	ks := keys.New(prefix, "app")
 	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
 		core.Definition{Name: "s", Partitions: partitions, KeyField: "k", Size: int64(size), Codec: "msgpack"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, client: c, keys: ks, st: st}
+	r := &rig{t: t, keys: ks, st: st}
+	r.client, _ = c.(*redis.Client)
+	return r
 }
 
 func rigLogger() *slog.Logger {

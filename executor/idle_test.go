@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,20 +19,7 @@ import (
 func privateRig(t *testing.T, partitions int) (*rig, *redistest.Server) {
 	t.Helper()
 	s := redistest.Start(t)
-	return rigOn(t, s.Client(t), partitions), s
-}
-
-// rigOn is a rig whose stream of the given partitions is on c's server, in
-// a key space of its own there.
-func rigOn(t *testing.T, c *redis.Client, partitions int) *rig {
-	t.Helper()
-	ks := keys.New("idle", "app")
-	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
-		core.Definition{Name: "s", Partitions: partitions, KeyField: "k", Size: 1000, Codec: "msgpack"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &rig{t: t, client: c, keys: ks, st: st}
+	return rigOn(t, s.Client(t), "idle", partitions, 1000), s
 }
 
 // commandCounter counts the commands clients send to a server (MONITOR),

@@ -83,13 +83,7 @@ func TestReleaseAfterLostReplies(t *testing.T) {
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	c := redis.NewClusterClient(&opt)
 	t.Cleanup(func() { _ = c.Close() })
-	ks := keys.New(redistest.Prefix(t), "app")
-	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
-		core.Definition{Name: "s", Partitions: 1, KeyField: "k", Size: 1000, Codec: "msgpack"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{t: t, keys: ks, st: st}
+	r := rigOn(t, c, redistest.Prefix(t), 1, 1000)
 	opts := Options{LockExpiry: 60 * time.Second}
 	a := r.executor("p", opts, drainAll)
 	stopA := r.run(a)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -28,14 +27,9 @@ func TestNoScriptOnOneMaster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client(t)
-	ks := keys.New(redistest.Prefix(t), "app")
 	const partitions = 8
-	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
-		core.Definition{Name: "s", Partitions: partitions, KeyField: "k", Size: 1000, Codec: "msgpack"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{t: t, keys: ks, st: st}
+	r := rigOn(t, c, redistest.Prefix(t), partitions, 1000)
+	st := r.st
 	var mu sync.Mutex
 	seen := map[int]int{}
 	count := func(p int) int {

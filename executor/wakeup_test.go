@@ -62,7 +62,7 @@ func TestBlockingReadWithinReadTimeout(t *testing.T) {
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	c := redis.NewClient(&opt)
 	t.Cleanup(func() { _ = c.Close() })
-	r := rigOn(t, c, 2)
+	r := rigOn(t, c, "idle", 2, 1000)
 	var got atomic.Int64
 	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
 	r.run(e)

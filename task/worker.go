@@ -311,9 +311,6 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 			sleep(ctx, limited.Wait)
 			continue
 		}
-		if err == nil {
-			w.setPaused(false)
-		}
 		if err != nil {
 			w.unreserve(n)
 			if ctx.Err() != nil {
@@ -325,6 +322,7 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 			continue
 		}
 		failures = 0
+		w.setPaused(false)
 		for i := range got {
 			t := &got[i]
 			if ctx.Err() != nil {
