@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ const (
 	flagIdle    = "idle"
 	flagWide    = "wide"
 	flagAOF     = "aof"
+	flagProfile = "cpuprofile"
 )
 
 // benchmark is one benchmark of "leat bench".
@@ -112,6 +114,13 @@ func benchCommand() *cli.Command {
 			if f, ok := c.App.ErrWriter.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 				status = f
 			}
+			if path := c.String(flagProfile); path != "" {
+				stop, err := startCPUProfile(path)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			var results []bench.Result
 			for _, b := range benchmarks {
 				if only != nil && !only[b.name] {
@@ -158,6 +167,7 @@ func benchFlags() []cli.Flag {
 		&cli.StringFlag{Name: flagOnly, Usage: "run only these benchmarks: `LIST` of " + benchNames(), DefaultText: "all"},
 		&cli.BoolFlag{Name: flagAOF, Usage: "start a redis-server (from PATH) with appendonly yes, appendfsync everysec, and run against it instead of --redis"},
 		&cli.BoolFlag{Name: flagJSON, Usage: "print every round's figures as JSON instead of the table"},
+		&cli.StringFlag{Name: flagProfile, Usage: "write a CPU profile of the whole run (every variant; read it with go tool pprof) to `FILE`"},
 		helpFlag(),
 	}
 }
@@ -246,4 +256,21 @@ func benchClient(c *cli.Context) (*redis.Client, error) {
 		return nil, &connectError{url: redactURL(raw), err: err}
 	}
 	return client, nil
+}
+
+// startCPUProfile writes a CPU profile of this process to path until the
+// returned function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -51,9 +53,15 @@ func TestBench(t *testing.T) {
 		}
 	}
 
-	r = run(t, nil, "", append(global, "bench", "--events", "500", "--rounds", "2", "--partitions", "4", "--payload", "8", "--only", "send,process", "--json")...)
+	profile := filepath.Join(t.TempDir(), "cpu.pprof")
+	r = run(t, nil, "", append(global, "bench", "--events", "500", "--rounds", "2", "--partitions", "4", "--payload", "8", "--only", "send,process", "--json",
+		"--cpuprofile", profile)...)
 	if r.status != 0 || r.stderr != "" {
 		t.Fatalf("--json: status %d, stderr %q", r.status, r.stderr)
+	}
+	// A profile is gzipped protocol buffers.
+	if b, err := os.ReadFile(profile); err != nil || len(b) < 100 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("--cpuprofile wrote %d bytes (error %v), want a gzipped profile", len(b), err)
 	}
 	var doc benchReport
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {

@@ -63,16 +63,14 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		}
 		return err
 	}
-	reads := make([]*redis.RawWriteToCmd, len(held))
-	bufs := make([]*scripts.ReplyBuffer, len(held))
+	reads := make([]scripts.OnceCmd, len(held))
 	tails := make([]*redis.XMessageSliceCmd, len(held))
 	_, err = conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i, w := range held {
-			// Raw: parsed without a tree of interfaces (scripts.EachRawEntry),
-			// into a buffer sized for the reply, so that reading it does
-			// not grow and copy it many times over.
-			bufs[i] = scripts.NewReplyBuffer(w.s.replySize(w.count))
-			reads[i] = redis.NewRawWriteToCmd(ctx, bufs[i], "XREADGROUP", "GROUP", e.processor, e.id, "COUNT", w.count, "STREAMS", w.s.p.key, ">")
+			// Raw: parsed in place (scripts.EachRawEntry), without a
+			// tree of interfaces, from one slice that the entries' IDs
+			// and fields then point into.
+			reads[i] = scripts.NewOnceCmd(ctx, "XREADGROUP", "GROUP", e.processor, e.id, "COUNT", w.count, "STREAMS", w.s.p.key, ">")
 			_ = p.Process(ctx, reads[i])
 			if w.s.last == "" {
 				tails[i] = p.XRevRangeN(ctx, w.s.p.key, "+", "-", 1)
@@ -90,8 +88,7 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 	}
 	ec := f.e.stream.EntryCodec()
 	for i, w := range held {
-		_, err := reads[i].Result()
-		raw := bufs[i].Bytes()
+		raw, err := reads[i].Result()
 		ds := f.scratch[:0]
 		if err == nil {
 			err = scripts.EachRawEntry(raw, func(id string, fields [][]byte) error {
@@ -120,7 +117,6 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 				last = w.s.last
 			}
 		}
-		w.s.sized(len(raw), len(ds))
 		f.put(w, scripts.FetchResult{Held: true}, ds, len(ds), last)
 		// put copied ds into the buffer (or the overflow): its memory
 		// serves the next read, cleared so it keeps no reply alive.
@@ -129,36 +125,6 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 	}
 	return nil
 }
-
-// replySize is the capacity to give the buffer of a read of up to count
-// entries (the transaction's, or scripts.FetchRaw's): as many entries as
-// the partition's last read returned (a backlog fills its reads, a live
-// partition gets a few entries at a time), of the size of its entries so
-// far, plus a little. A reply larger than that grows its buffer.
-func (s *fetchState) replySize(count int) int {
-	per := s.entryBytes
-	if per == 0 {
-		per = 256
-	}
-	n := min(count, max(s.lastRead, 1))
-	return min(n*per+n*per/8+64, maxReplyBuffer)
-}
-
-// sized records the size of a read of n entries in size bytes.
-func (s *fetchState) sized(size, n int) {
-	s.lastRead = n
-	if n > 0 {
-		per := size / n
-		if s.entryBytes == 0 {
-			s.entryBytes = per
-		} else {
-			s.entryBytes = (3*s.entryBytes + per) / 4
-		}
-	}
-}
-
-// maxReplyBuffer bounds the buffer sized ahead for one read.
-const maxReplyBuffer = 4 << 20
 
 // rawDelivery is the delivery of a new entry of partition p, of a stream
 // whose entry codec is entryCodec, read raw (fields point into the reply;

@@ -99,9 +99,6 @@ type fetchState struct {
 	trimNotice   *core.Delivery // a report to deliver before the next entries
 
 	overflow []core.Delivery // read but not yet in the buffer, which was full
-
-	entryBytes int // average size of an entry in read replies (fetch_tx.go)
-	lastRead   int // entries the last read returned (fetch_tx.go)
 }
 
 // recheck makes the next read of s a recovery from just after the last
@@ -377,7 +374,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 			c = f.tx.get() // never sends a command twice (connections.go)
 		}
 		queue := func(c scripts.Processor, w *fetchWork) {
-			w.fetch = scripts.FetchRaw(ctx, c, w.s.replySize(w.count), w.s.fetchArgs, w.s.p.lock.Value(), w.count, w.cursor)
+			w.fetch = scripts.FetchRaw(ctx, c, w.s.fetchArgs, w.s.p.lock.Value(), w.count, w.cursor)
 		}
 		var err error
 		if len(idx) == 1 { // a wake-up's read: no pipeline to build
@@ -462,7 +459,6 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 			failed = append(failed, w)
 			continue
 		}
-		w.s.sized(w.fetch.Size(), len(ds))
 		f.deliver(w, res, ds)
 	}
 	if firstErr == nil && err != nil && !isNoGroup(err) {

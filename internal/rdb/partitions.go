@@ -19,7 +19,16 @@ func Ack(ctx context.Context, c redis.UniversalClient, group string, ids map[str
 	pipe := c.Pipeline()
 	cmds := make(map[string]*redis.IntCmd, len(ids))
 	for key, list := range ids {
-		cmds[key] = pipe.XAck(ctx, key, group, list...)
+		// The IDs go as pointers into list, which outlives Exec: a string
+		// put in an interface is a copy of it allocated on the heap, one
+		// per acknowledged entry (what XAck does).
+		args := make([]any, 3, 3+len(list))
+		args[0], args[1], args[2] = "XACK", key, group
+		for i := range list {
+			args = append(args, &list[i])
+		}
+		cmds[key] = redis.NewIntCmd(ctx, args...)
+		_ = pipe.Process(ctx, cmds[key])
 	}
 	if _, err = pipe.Exec(ctx); err == nil {
 		return nil, nil

@@ -149,15 +149,27 @@ func cmpErr(err error, what string) error {
 	return fmt.Errorf("malformed %s in stream reply", what)
 }
 
-// RawFetch is a fenced read queued by FetchRaw: its reply is read raw into
-// a buffer of its own.
+// RawFetch is a fenced read queued by FetchRaw: its reply is read raw, in
+// one slice of its own.
 type RawFetch struct {
-	cmd *redis.RawWriteToCmd
-	buf *ReplyBuffer
+	cmd OnceCmd
 }
 
-// Size returns the size of the reply read, in bytes.
-func (f *RawFetch) Size() int { return f.buf.Len() }
+// OnceCmd is a command whose reply is read raw into one slice of its own
+// (go-redis's RawCmd reads a reply in a few growing allocations, where
+// RawWriteToCmd makes one per bulk string), and which go-redis never sends
+// again when its reply breaks off, whatever the client's retries: a fenced
+// read of new entries that ran once already would take the next entries,
+// leaving the first ones in the reader's pending list, unseen.
+type OnceCmd struct{ *redis.RawCmd }
+
+// NewOnceCmd returns the command args, to run or queue with Process.
+func NewOnceCmd(ctx context.Context, args ...any) OnceCmd {
+	return OnceCmd{redis.NewRawCmd(ctx, args...)}
+}
+
+// NoRetry tells go-redis not to send the command again.
+func (OnceCmd) NoRetry() bool { return true }
 
 // Err returns the error of the read's round trip, if any (a reply that is
 // an error comes out of ParseRawFetch).
@@ -197,25 +209,23 @@ func (a *FetchArgs) list(token string, count int, cursor string) []any {
 }
 
 // FetchRaw runs or queues on pipe a fenced read of one partition (see
-// fetch.lua) as a raw command whose reply goes into a buffer of size bytes
-// (it grows if the reply is larger), so that reading it does not grow and
-// copy it many times over; read it with ParseRawFetch. token is the
+// fetch.lua) as a raw command: its reply is read into one slice, which the
+// entries ParseRawFetch hands out point into. token is the
 // partition lock's; cursor "" reads new entries, otherwise it continues
 // recovery from cursor. Load the scripts (Load) and queue the reads again
 // when ParseRawFetch says NOSCRIPT (IsNoScript).
-func FetchRaw(ctx context.Context, pipe Processor, size int, a *FetchArgs, token string, count int, cursor string) *RawFetch {
-	buf := NewReplyBuffer(max(size, 64))
-	cmd := redis.NewRawWriteToCmd(ctx, buf, a.list(token, count, cursor)...)
+func FetchRaw(ctx context.Context, pipe Processor, a *FetchArgs, token string, count int, cursor string) *RawFetch {
+	cmd := NewOnceCmd(ctx, a.list(token, count, cursor)...)
 	_ = pipe.Process(ctx, cmd)
-	return &RawFetch{cmd: cmd, buf: buf}
+	return &RawFetch{cmd: cmd}
 }
 
 func ParseRawFetch(f *RawFetch, fn func(id string, fields [][]byte) error) (FetchResult, error) {
 	var res FetchResult
-	if _, err := f.cmd.Result(); err != nil {
+	raw, err := f.cmd.Result()
+	if err != nil {
 		return res, err
 	}
-	raw := f.buf.Bytes()
 	r := resp.NewReader(raw)
 	n, err := r.Aggregate()
 	if err != nil {

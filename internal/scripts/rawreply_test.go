@@ -191,3 +191,53 @@ func BenchmarkEachRawEntry(b *testing.B) {
 		}
 	}
 }
+
+// A OnceCmd whose reply breaks off is not sent again, even by a client
+// that retries (a read that ran would take the next entries), where go-redis
+// sends a plain RawCmd again; alone or in a pipeline.
+func TestOnceCmdIsNeverSentAgain(t *testing.T) {
+	t.Parallel()
+	base, prefix := redistest.Client(t)
+	ctx := context.Background()
+	loser := &redistest.ReplyLoser{Match: []byte(prefix + ":n")}
+	opt := *base.Options()
+	opt.MaxRetries, opt.MinRetryBackoff, opt.MaxRetryBackoff = 3, time.Millisecond, time.Millisecond
+	opt.Dialer = loser.Dial
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	retrying := redis.NewClient(&opt)
+	t.Cleanup(func() { _ = retrying.Close() })
+	key := prefix + ":n"
+	runs := func(run func() error) int64 {
+		t.Helper()
+		if err := base.Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := run(); err == nil {
+			t.Fatal("a lost reply gave no error")
+		}
+		return base.IncrBy(ctx, key, 0).Val()
+	}
+	alone := func(cmd redis.Cmder) func() error {
+		return func() error { return retrying.Process(ctx, cmd) }
+	}
+	piped := func(cmd redis.Cmder) func() error {
+		return func() error {
+			pipe := retrying.Pipeline()
+			_ = pipe.Process(ctx, cmd)
+			_, err := pipe.Exec(ctx)
+			return err
+		}
+	}
+	for name, run := range map[string]func() error{
+		"alone":    alone(scripts.NewOnceCmd(ctx, "INCR", key)),
+		"pipeline": piped(scripts.NewOnceCmd(ctx, "INCR", key)),
+	} {
+		if n := runs(run); n != 1 {
+			t.Errorf("%s: a OnceCmd ran %d times", name, n)
+		}
+	}
+	// The client does retry: a plain raw command runs again.
+	if n := runs(func() error { return retrying.Process(ctx, redis.NewRawCmd(ctx, "INCR", key)) }); n < 2 {
+		t.Fatalf("the client did not send a plain raw command again (%d run): the test shows nothing", n)
+	}
+}

@@ -31,7 +31,7 @@ func fetch(t *testing.T, c *redis.Client, lock, key, token string, count int, cu
 		t.Fatal(err)
 	}
 	pipe := c.Pipeline()
-	cmd := scripts.FetchRaw(ctx, pipe, 0, &scripts.FetchArgs{Lock: lock, Partition: key, Group: "g", Consumer: "c1"}, token, count, cursor)
+	cmd := scripts.FetchRaw(ctx, pipe, &scripts.FetchArgs{Lock: lock, Partition: key, Group: "g", Consumer: "c1"}, token, count, cursor)
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestFetchRawNoScript(t *testing.T) {
 	ctx := context.Background()
 	c.ScriptFlush(ctx)
 	pipe := c.Pipeline()
-	cmd := scripts.FetchRaw(ctx, pipe, 0, &scripts.FetchArgs{Lock: "lock", Partition: "s", Group: "g", Consumer: "c1"}, "me", 10, "")
+	cmd := scripts.FetchRaw(ctx, pipe, &scripts.FetchArgs{Lock: "lock", Partition: "s", Group: "g", Consumer: "c1"}, "me", 10, "")
 	_, _ = pipe.Exec(ctx)
 	if _, err := scripts.ParseRawFetch(cmd, nil); !scripts.IsNoScript(err) {
 		t.Fatalf("fetch without the script loaded: %v, want NOSCRIPT", err)

@@ -272,7 +272,7 @@ func Fetch(ctx context.Context, c Client, k []string, consumer string, lim Limit
 		args = append(args, q)
 	}
 	args = append(args, total)
-	return runFetch(ctx, c, k, total, args)
+	return runFetch(ctx, c, k, args)
 }
 
 // NewCall returns a fresh call ID for Fetch.
@@ -290,7 +290,7 @@ func FetchGiven(ctx context.Context, c Client, k []string, consumer string, lim 
 	for _, e := range entries {
 		args = append(args, e.Level, e.ID, e.Field, e.Value)
 	}
-	return runFetch(ctx, c, k, len(entries), args)
+	return runFetch(ctx, c, k, args)
 }
 
 // FetchOwn takes up to n tasks of entries pending with consumer whose
@@ -301,7 +301,7 @@ func FetchGiven(ctx context.Context, c Client, k []string, consumer string, lim 
 // KEYS: Keys. ARGV: consumer, key rate, its window ms, "own", "", queue
 // rate, its window ms, levels, n.
 func FetchOwn(ctx context.Context, c Client, k []string, consumer string, lim Limits, levels, n int) ([]Fetched, error) {
-	return runFetch(ctx, c, k, n, append(lim.args(consumer, "own", "", 2), levels, n))
+	return runFetch(ctx, c, k, append(lim.args(consumer, "own", "", 2), levels, n))
 }
 
 // Client runs commands at once: a client or a connection, not a pipeline.
@@ -310,11 +310,12 @@ type Client interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// runFetch runs fetch.lua and reads its reply raw (see parseFetched). A
-// raw command is never sent again by go-redis (its reply would be read
-// twice into one buffer): a call whose reply was lost returns the error,
-// and its caller sends it again (fetch.lua hands out the same tasks).
-func runFetch(ctx context.Context, c Client, k []string, tasks int, args []any) ([]Fetched, error) {
+// runFetch runs fetch.lua and reads its reply raw (see parseFetched): the
+// tasks' IDs, keys and payloads point into the reply's one slice. go-redis
+// never sends the call again (scripts.OnceCmd): a call whose reply was lost
+// returns the error, and its caller sends it again (fetch.lua hands out the
+// same tasks).
+func runFetch(ctx context.Context, c Client, k []string, args []any) ([]Fetched, error) {
 	argv := make([]any, 0, 3+len(k)+len(args))
 	argv = append(argv, "evalsha", fetch.Hash(), len(k))
 	for _, key := range k {
@@ -322,11 +323,11 @@ func runFetch(ctx context.Context, c Client, k []string, tasks int, args []any) 
 	}
 	argv = append(argv, args...)
 	for try := 0; ; try++ {
-		buf := scripts.NewReplyBuffer(min(64+tasks*fetchReplySize, 1<<20))
-		err := c.Process(ctx, redis.NewRawWriteToCmd(ctx, buf, argv...))
+		cmd := scripts.NewOnceCmd(ctx, argv...)
+		err := c.Process(ctx, cmd)
 		var out []Fetched
 		if err == nil {
-			out, err = parseFetched(buf.Bytes())
+			out, err = parseFetched(cmd.Val())
 		}
 		if strings.HasPrefix(errText(err), "PAUSED ") {
 			err = ErrPaused
@@ -345,10 +346,6 @@ func runFetch(ctx context.Context, c Client, k []string, tasks int, args []any) 
 		return out, err
 	}
 }
-
-// fetchReplySize is the room a fetch's reply buffer starts with per task it
-// may take: a task of a small payload (it grows as needed).
-const fetchReplySize = 192
 
 // parseFetched reads fetch.lua's reply in place: the entry IDs, task IDs
 // and keys of all its tasks share one string, and the payloads are slices
