@@ -86,6 +86,21 @@ func (p *partition) stopping() bool {
 	}
 }
 
+// stopped is stopping without reading the clock: an expired trust that
+// nothing noticed yet does not count. Next returns early with it; handOut,
+// which hands events out, checks stopping.
+func (p *partition) stopped() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		if p.trust != nil {
+			return p.trust.Ended()
+		}
+		return p.life.Err() != nil
+	}
+}
+
 // ctx is the partition's work context: its trust once the lock is held,
 // its life before.
 func (p *partition) ctx() context.Context {
@@ -108,7 +123,7 @@ func (p *partition) lost() bool {
 
 // Next implements core.Feed.
 func (p *partition) Next(n int, within time.Duration) []core.Delivery {
-	if p.halted || p.stopping() {
+	if p.halted || p.stopped() {
 		return nil
 	}
 	if rest := p.pending[p.sealedN:]; len(rest) > 0 {

@@ -124,6 +124,11 @@ func (t *Trust) Err() error {
 	return t.ctx.Err()
 }
 
+// Ended reports whether t is known to have ended, without reading the
+// clock: a deadline passed but not yet noticed (by Err, Done or the timer)
+// does not count. For an early way out; Err is exact.
+func (t *Trust) Ended() bool { return t.ctx.Err() != nil }
+
 // Value implements context.Context. context.Cause of a Trust is the reason
 // it ended (ErrTrustExpired, the cause given to Cancel, or its parent's).
 func (t *Trust) Value(key any) any { return t.ctx.Value(key) }

@@ -72,6 +72,26 @@ func TestTrustIsExactAfterAFreeze(t *testing.T) {
 	}
 }
 
+// Ended does not read the clock: a deadline passed unnoticed is not seen
+// until Err (or Done, or the timer) notices it; a cancel is seen at once.
+func TestTrustEndedWithoutTheClock(t *testing.T) {
+	t.Parallel()
+	tr := NewTrust(context.Background(), Now()+int64(time.Hour))
+	defer tr.Cancel(nil)
+	tr.until.Store(Now() - 1) // the clock passed the deadline; the timer has not fired
+	if tr.Ended() {
+		t.Fatal("Ended read the clock")
+	}
+	if tr.Err() == nil || !tr.Ended() {
+		t.Fatal("Err did not end the trust past its deadline, or Ended does not see it")
+	}
+	other := NewTrust(context.Background(), Now()+int64(time.Hour))
+	other.Cancel(errors.New("released"))
+	if !other.Ended() {
+		t.Fatal("a cancelled trust not seen as ended")
+	}
+}
+
 // On a fake clock: trust ends exactly at its deadline, through the timer,
 // and an extension moves the end.
 func TestTrustTimerOnAFakeClock(t *testing.T) {
