@@ -391,44 +391,25 @@ type queueRow struct {
 	PausedAt   *time.Time           `json:"paused_at"` // null when not paused
 }
 
-// row reads q's counts and pause.
-func row(ctx context.Context, q *rawQueue) (queueRow, error) {
-	n, err := q.Counts(ctx)
-	if err != nil {
-		return queueRow{}, err
-	}
-	paused, at, err := q.Paused(ctx)
-	if err != nil {
-		return queueRow{}, err
-	}
-	r := queueRow{Queue: q.Name(), Counts: n, Definition: q.Definition()}
-	if paused {
-		at = at.UTC()
+// rowOf is the row of a queue's summary.
+func rowOf(sum task.Summary) queueRow {
+	r := queueRow{Queue: sum.Definition.Name, Counts: sum.Counts, Definition: sum.Definition}
+	if sum.Paused {
+		at := sum.PausedAt.UTC()
 		r.PausedAt = &at
 	}
-	return r, nil
+	return r
 }
 
 func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
-	defs, err := task.Queues(r.Context(), h.a)
+	sums, err := task.Summaries(r.Context(), h.a)
 	if err != nil {
 		internalError(w, err)
 		return
 	}
-	rows := make([]queueRow, 0, len(defs))
-	for _, d := range defs {
-		q, err := task.Lookup(r.Context(), h.a, d.Name)
-		if err != nil {
-			internalError(w, err)
-			return
-		}
-		qr, err := row(r.Context(), q)
-		if err != nil {
-			internalError(w, err)
-			return
-		}
-		qr.Definition = d
-		rows = append(rows, qr)
+	rows := make([]queueRow, 0, len(sums))
+	for _, sum := range sums {
+		rows = append(rows, rowOf(sum))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queues": rows})
 }
@@ -438,12 +419,12 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 	if q == nil {
 		return
 	}
-	qr, err := row(r.Context(), q)
+	sum, err := q.Summary(r.Context())
 	if err != nil {
 		internalError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, qr)
+	writeJSON(w, http.StatusOK, rowOf(sum))
 }
 
 // pause pauses the queue (task.Queue.Pause) and answers it as queue does.

@@ -315,27 +315,15 @@ type queueCounts struct {
 }
 
 func printCounts(c *cli.Context, a *app.App) error {
-	defs, err := task.Queues(c.Context, a)
+	sums, err := task.Summaries(c.Context, a)
 	if err != nil {
 		return err
 	}
-	rows := make([]queueCounts, 0, len(defs))
-	for _, d := range defs {
-		q, err := task.Lookup(c.Context, a, d.Name)
-		if err != nil {
-			return err
-		}
-		n, err := q.Counts(c.Context)
-		if err != nil {
-			return err
-		}
-		row := queueCounts{Queue: d.Name, Counts: n}
-		paused, at, err := q.Paused(c.Context)
-		if err != nil {
-			return err
-		}
-		if paused {
-			at = at.UTC()
+	rows := make([]queueCounts, 0, len(sums))
+	for _, sum := range sums {
+		row := queueCounts{Queue: sum.Definition.Name, Counts: sum.Counts}
+		if sum.Paused {
+			at := sum.PausedAt.UTC()
 			row.PausedAt = &at
 		}
 		rows = append(rows, row)

@@ -36,7 +36,8 @@
 // cancelled. Enqueue, EnqueueMany, Cron, Cancel and Requeue move it, and
 // Delete removes an ended one at once; Info and Wait read it; Counts reads
 // the number of tasks in each state of a queue, kept by every move so that
-// reading them costs one O(1) command;
+// reading them costs one O(1) command; Summary reads a queue's counts and
+// pause in one round trip, and Summaries those of every queue in two;
 // List reads the latest dead, the latest finished or the soonest due tasks,
 // at a cost that grows with the number asked for, never with the queue.
 // The scripts that end tasks also count them per 10-second bucket, for the

@@ -170,10 +170,15 @@ func (q *core) Counts(ctx context.Context) (map[State]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return countsOf(m), nil
+}
+
+// countsOf reads the hash of a queue's counts: every state, 0 when absent.
+func countsOf(m map[string]string) map[State]int64 {
 	out := make(map[State]int64, len(States))
 	for _, s := range States {
 		n, _ := strconv.ParseInt(m[string(s)], 10, 64)
 		out[s] = n
 	}
-	return out, nil
+	return out
 }
