@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,25 +15,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// roundTrips counts the commands and pipelines a client sends: its round
-// trips.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { r.n.Add(1); return next(ctx, cmd) }
-}
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
-}
-
 // privateCatalog returns a catalog on a redis-server of the test's own
 // (its pauses are the test's alone), through a client whose round trips
 // are counted.
-func privateCatalog(t *testing.T, d core.Defaults) (*Catalog, *redis.Client, *roundTrips) {
+func privateCatalog(t *testing.T, d core.Defaults) (*Catalog, *redis.Client, *redistest.RoundTrips) {
 	t.Helper()
 	c := redistest.Start(t).Client(t)
-	rt := &roundTrips{}
+	rt := &redistest.RoundTrips{}
 	c.AddHook(rt)
 	return NewCatalog(c, keys.New("join", "shop"), d), c, rt
 }
@@ -54,7 +41,7 @@ func TestConcurrentSendsShareRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	const goroutines, each = 32, 50
-	before := rt.n.Load()
+	before := rt.N()
 	ids := make([][]string, goroutines)
 	errs := make(chan error, goroutines)
 	var wg sync.WaitGroup
@@ -77,7 +64,7 @@ func TestConcurrentSendsShareRoundTrips(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	trips := rt.n.Load() - before
+	trips := rt.N() - before
 	if trips >= goroutines*each {
 		t.Errorf("%d round trips for %d sends from %d goroutines: none shared", trips, goroutines*each, goroutines)
 	}

@@ -1,24 +1,11 @@
 package task_test
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
-	"github.com/redis/go-redis/v9"
 )
-
-// roundTrips counts the commands and pipelines a client sends.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { r.n.Add(1); return next(ctx, cmd) }
-}
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
-}
 
 // Summaries reads every queue's counts and pause in two round trips
 // whatever the number of queues (the registry, then one pipeline), and a
@@ -46,13 +33,13 @@ func TestSummaries(t *testing.T) {
 	if err := queues["b"].Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rt := &roundTrips{}
+	rt := &redistest.RoundTrips{}
 	e.client.AddHook(rt)
 	sums, err := task.Summaries(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := rt.n.Load(); n != 2 {
+	if n := rt.N(); n != 2 {
 		t.Errorf("Summaries of 3 queues made %d round trips, want 2", n)
 	}
 	if len(sums) != 3 {
@@ -73,12 +60,12 @@ func TestSummaries(t *testing.T) {
 			s.Paused != paused || !s.PausedAt.Equal(at) {
 			t.Errorf("summary %d: %+v; want queue %s, counts %v, paused %v at %v", i, s, name, counts, paused, at)
 		}
-		before := rt.n.Load()
+		before := rt.N()
 		one, err := q.Summary(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := rt.n.Load() - before; n != 1 {
+		if n := rt.N() - before; n != 1 {
 			t.Errorf("Summary of %s made %d round trips, want 1", name, n)
 		}
 		if one.Definition.Name != name || one.Counts[task.Pending] != s.Counts[task.Pending] || one.Paused != s.Paused {
