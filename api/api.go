@@ -113,6 +113,8 @@ func (h *handler) routes() []route {
 		read("GET /v1/queues/{queue}", h.queue),
 		write("POST /v1/queues/{queue}/pause", h.pause),
 		write("POST /v1/queues/{queue}/resume", h.resume),
+		write("PUT /v1/queues/{queue}/rate", h.setRate),
+		write("DELETE /v1/queues/{queue}/rate", h.clearRate),
 		write("POST /v1/queues/{queue}/dead/requeue", h.requeueDead),
 		write("DELETE /v1/queues/{queue}/dead", h.deleteDead),
 		write("POST /v1/queues/{queue}/tasks", h.enqueue),

@@ -526,6 +526,55 @@ func TestPauseResume(t *testing.T) {
 	e.do(t, "POST", "/v1/queues/a:b/resume", "").want(t, 400, "bad_name")
 }
 
+// A queue's rate limit is set live, lifted and cleared through the API;
+// each answer, and the queue's row, says which applies.
+func TestQueueRate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{})
+	rate := func(r reply) map[string]any {
+		t.Helper()
+		m, ok := r.body["rate"].(map[string]any)
+		if !ok {
+			t.Fatalf("no rate in %s", r.raw)
+		}
+		return m
+	}
+	if got := rate(e.do(t, "GET", "/v1/queues/work", "").want(t, 200, "")); got["n"] != 0.0 || got["live"] != false {
+		t.Fatalf("rate before any: %v", got)
+	}
+	if got := rate(e.do(t, "PUT", "/v1/queues/work/rate", `{"n":100,"window":"1s"}`).want(t, 200, "")); got["n"] != 100.0 || got["window"] != "1s" || got["live"] != true {
+		t.Fatalf("rate set: %v", got)
+	}
+	r := e.do(t, "GET", "/v1/queues", "").want(t, 200, "")
+	if got := r.body["queues"].([]any)[0].(map[string]any)["rate"].(map[string]any); got["n"] != 100.0 || got["live"] != true {
+		t.Fatalf("queues' rate: %s", r.raw)
+	}
+	if got := rate(e.do(t, "PUT", "/v1/queues/work/rate", `{"n":0}`).want(t, 200, "")); got["n"] != 0.0 || got["live"] != true {
+		t.Fatalf("rate lifted: %v", got)
+	}
+	if got := rate(e.do(t, "DELETE", "/v1/queues/work/rate", "").want(t, 200, "")); got["n"] != 0.0 || got["live"] != false {
+		t.Fatalf("rate cleared: %v", got)
+	}
+	for _, bad := range []struct{ body, code, says string }{
+		{`{"window":"1s"}`, "bad_json", `"n" is missing`},
+		{`{"n":1.5,"window":"1s"}`, "bad_json", "n"},
+		{`{"n":5,"window":"fast"}`, "bad_json", "duration"},
+		{`{"n":5,"window":"1s","burst":2}`, "bad_json", "burst"},
+		{`{"n":5}`, "bad_rate", "at least 1ms"},
+		{`{"n":-1,"window":"1s"}`, "bad_rate", "n >= 1"},
+		{`{"n":0,"window":"1s"}`, "bad_rate", "0 per 0"},
+	} {
+		r := e.do(t, "PUT", "/v1/queues/work/rate", bad.body).want(t, 400, bad.code)
+		if !strings.Contains(r.body["error"].(string), bad.says) {
+			t.Errorf("%s: %s, want it to say %q", bad.body, r.raw, bad.says)
+		}
+	}
+	e.do(t, "PUT", "/v1/queues/nope/rate", `{"n":1,"window":"1s"}`).want(t, 404, "unknown_queue")
+	if got := rate(e.do(t, "GET", "/v1/queues/work", "").want(t, 200, "")); got["live"] != false {
+		t.Fatalf("a refused request changed the rate: %v", got)
+	}
+}
+
 func TestAuthAndReadOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Options{Token: "s3cret", ReadOnly: true, MaxBody: 64})
@@ -536,9 +585,10 @@ func TestAuthAndReadOnly(t *testing.T) {
 	auth := []string{"Authorization", "Bearer s3cret"}
 	e.do(t, "GET", "/v1/overview", "", auth...).want(t, 200, "")
 	e.do(t, "GET", "/v1/queues", "", auth...).want(t, 200, "")
-	for _, p := range []string{"/v1/tasks/x", "/v1/queues/work/tasks/x", "/v1/queues/work/dead"} {
+	for _, p := range []string{"/v1/tasks/x", "/v1/queues/work/tasks/x", "/v1/queues/work/dead", "/v1/queues/work/rate"} {
 		e.do(t, "DELETE", p, "", auth...).want(t, 403, "read_only")
 	}
+	e.do(t, "PUT", "/v1/queues/work/rate", `{"n":1}`, auth...).want(t, 403, "read_only")
 	for _, p := range []string{"/v1/streams/orders/events", "/v1/queues/work/tasks", "/v1/queues/work/runsync",
 		"/v1/queues/work/tasks/x/cancel", "/v1/queues/work/tasks/x/requeue", "/v1/tasks/x/cancel", "/v1/tasks/x/requeue",
 		"/v1/queues/work/pause", "/v1/queues/work/resume", "/v1/queues/work/dead/requeue"} {

@@ -96,6 +96,28 @@ func (e *enqueueRequest) options() ([]task.EnqueueOption, error) {
 }
 
 // decodeEnqueue reads the body of an enqueue strictly.
+// decodeObject decodes body, one JSON object, into v, refusing fields v
+// does not have and anything after the object; it answers a bad body and
+// returns false.
+func (h *handler) decodeObject(w http.ResponseWriter, body []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		bodyError(w, err, h.opts.MaxBody)
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "bad_json", "request body: more than one JSON value")
+		return false
+	}
+	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
+		// A closing } or ], which More does not count as a value.
+		writeError(w, http.StatusBadRequest, "bad_json", fmt.Sprintf("request body: invalid JSON after the object: %q", rest[:1]))
+		return false
+	}
+	return true
+}
+
 func (h *handler) decodeEnqueue(w http.ResponseWriter, r *http.Request) (json.RawMessage, []task.EnqueueOption, bool) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -107,19 +129,7 @@ func (h *handler) decodeEnqueue(w http.ResponseWriter, r *http.Request) (json.Ra
 		return nil, nil, false
 	}
 	var req enqueueRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		bodyError(w, err, h.opts.MaxBody)
-		return nil, nil, false
-	}
-	if dec.More() {
-		writeError(w, http.StatusBadRequest, "bad_json", "request body: more than one JSON value")
-		return nil, nil, false
-	}
-	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
-		// A closing } or ], which More does not count as a value.
-		writeError(w, http.StatusBadRequest, "bad_json", fmt.Sprintf("request body: invalid JSON after the object: %q", rest[:1]))
+	if !h.decodeObject(w, body, &req) {
 		return nil, nil, false
 	}
 	if len(req.Payload) == 0 {
@@ -389,11 +399,21 @@ type queueRow struct {
 	Counts     map[task.State]int64 `json:"counts"`
 	Definition task.Definition      `json:"definition"`
 	PausedAt   *time.Time           `json:"paused_at"` // null when not paused
+	Rate       rateRow              `json:"rate"`
+}
+
+// rateRow is the rate limit that applies to a queue: set live, or the
+// definition's (n 0: none).
+type rateRow struct {
+	N      int    `json:"n"`
+	Window string `json:"window"` // a Go duration
+	Live   bool   `json:"live"`
 }
 
 // rowOf is the row of a queue's summary.
 func rowOf(sum task.Summary) queueRow {
-	r := queueRow{Queue: sum.Definition.Name, Counts: sum.Counts, Definition: sum.Definition}
+	r := queueRow{Queue: sum.Definition.Name, Counts: sum.Counts, Definition: sum.Definition,
+		Rate: rateRow{N: sum.Rate.N, Window: sum.Rate.Window.String(), Live: sum.LiveRate}}
 	if sum.Paused {
 		at := sum.PausedAt.UTC()
 		r.PausedAt = &at
@@ -425,6 +445,53 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rowOf(sum))
+}
+
+// rateRequest is the body of PUT /v1/queues/{queue}/rate.
+type rateRequest struct {
+	N      *int     `json:"n"`
+	Window duration `json:"window"`
+}
+
+// setRate sets the queue's rate limit live (task.Queue.SetRate) and answers
+// the queue as queue does.
+func (h *handler) setRate(w http.ResponseWriter, r *http.Request) {
+	q := h.lookupQueue(w, r)
+	if q == nil {
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		bodyError(w, err, h.opts.MaxBody)
+		return
+	}
+	var req rateRequest
+	if !h.decodeObject(w, body, &req) {
+		return
+	}
+	if req.N == nil {
+		writeError(w, http.StatusBadRequest, "bad_json", `request body: field "n" is missing (0 for no limit)`)
+		return
+	}
+	if err := q.SetRate(r.Context(), *req.N, time.Duration(req.Window)); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_rate", err.Error())
+		return
+	}
+	h.queue(w, r)
+}
+
+// clearRate removes the rate limit set live (task.Queue.ClearRate): each
+// worker's Rate option applies again.
+func (h *handler) clearRate(w http.ResponseWriter, r *http.Request) {
+	q := h.lookupQueue(w, r)
+	if q == nil {
+		return
+	}
+	if err := q.ClearRate(r.Context()); err != nil {
+		internalError(w, err)
+		return
+	}
+	h.queue(w, r)
 }
 
 // pause pauses the queue (task.Queue.Pause) and answers it as queue does.

@@ -41,7 +41,7 @@ func tasksCommand(setup Setup) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "tasks",
-		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, cancel, requeue or delete a task, or pause or resume a queue",
+		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, cancel, requeue or delete a task, pause or resume a queue, or set its concurrency or rate",
 		Description: "Without a subcommand, prints one row per task queue of the app with the number of\n" +
 			"its tasks in each state (kept as tasks move: reading them never scans).",
 		Flags:        []cli.Flag{jsonFlag(), helpFlag()},
@@ -196,6 +196,8 @@ func tasksCommand(setup Setup) *cli.Command {
 					_, err = fmt.Fprintf(c.App.Writer, "%s: concurrency %d per worker (applied within a second)\n", q.Name(), n)
 					return err
 				}),
+			sub("rate", "show or set a queue's rate limit over all workers, live: N/DURATION (say 100/1s), none, or default (the program's)", "QUEUE [N/DURATION|none|default]", nil,
+				queueRate),
 		},
 	}
 }
@@ -440,4 +442,65 @@ func printInfo(c *cli.Context, in *task.Info) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// queueRate is "leat tasks rate": with QUEUE alone it prints the rate limit
+// that applies; with a setting it sets it live (task.Queue.SetRate), lifts
+// it (none) or goes back to the program's (default, task.Queue.ClearRate).
+func queueRate(c *cli.Context, a *app.App) error {
+	if c.NArg() != 1 {
+		if err := wantArgs(c, "QUEUE", "N/DURATION|none|default"); err != nil {
+			return err
+		}
+	}
+	q, err := lookupQueue(c, a, c.Args().Get(0))
+	if err != nil {
+		return err
+	}
+	switch arg := c.Args().Get(1); arg {
+	case "":
+	case "default":
+		err = q.ClearRate(c.Context)
+	case "none":
+		err = q.SetRate(c.Context, 0, 0)
+	default:
+		n, window, perr := parseRate(arg)
+		if perr != nil {
+			return usageError{perr}
+		}
+		err = q.SetRate(c.Context, n, window)
+	}
+	if err != nil {
+		return err
+	}
+	sum, err := q.Summary(c.Context)
+	if err != nil {
+		return err
+	}
+	n, window, source := sum.Rate.N, sum.Rate.Window, "set live"
+	if !sum.LiveRate {
+		source = "the program's Rate option"
+	}
+	if n == 0 {
+		_, err = fmt.Fprintf(c.App.Writer, "%s: no rate limit (%s)\n", q.Name(), source)
+		return err
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "%s: at most %d %s started per %s over all workers (%s)\n",
+		q.Name(), n, plural(n, "task"), window, source)
+	return err
+}
+
+// parseRate reads N/DURATION: a whole number of at least 1 and a duration
+// of at least a millisecond.
+func parseRate(s string) (int, time.Duration, error) {
+	ns, ds, ok := strings.Cut(s, "/")
+	n, err := strconv.Atoi(ns)
+	if !ok || err != nil || n < 1 {
+		return 0, 0, fmt.Errorf("rate %q: want N/DURATION with N a whole number of at least 1 (say 100/1s), none, or default", s)
+	}
+	d, err := time.ParseDuration(ds)
+	if err != nil || d < time.Millisecond {
+		return 0, 0, fmt.Errorf("rate %q: want a window of at least 1ms after the / (say 100/1s)", s)
+	}
+	return n, d, nil
 }

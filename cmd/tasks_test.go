@@ -197,6 +197,28 @@ func TestTasksCLI(t *testing.T) {
 		t.Fatalf("concurrency: %+v", r)
 	}
 	wantFailure(t, run(t, nil, "", s.args("tasks", "concurrency", "greet", "0")...), 2, "at least 1")
+
+	// The rate limit over all workers, set live, lifted, back to the program's.
+	for _, step := range []struct{ args, out string }{
+		{"", "greet: no rate limit (the program's Rate option)\n"},
+		{"100/1s", "greet: at most 100 tasks started per 1s over all workers (set live)\n"},
+		{"", "greet: at most 100 tasks started per 1s over all workers (set live)\n"},
+		{"1/250ms", "greet: at most 1 task started per 250ms over all workers (set live)\n"},
+		{"none", "greet: no rate limit (set live)\n"},
+		{"default", "greet: no rate limit (the program's Rate option)\n"},
+	} {
+		args := []string{"tasks", "rate", "greet"}
+		if step.args != "" {
+			args = append(args, step.args)
+		}
+		if r := run(t, nil, "", s.args(args...)...); r.status != 0 || r.stdout != step.out {
+			t.Errorf("tasks rate greet %s: %+v, want %q", step.args, r, step.out)
+		}
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "rate", "greet", "0/1s")...), 2, "at least 1")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "rate", "greet", "5/0s")...), 2, "at least 1ms")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "rate", "greet", "fast")...), 2, "want N/DURATION")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "rate", "nosuch", "none")...), 2, "unknown queue")
 }
 
 // leat inspect lists the task queues with their tasks per state, read from

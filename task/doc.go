@@ -105,7 +105,10 @@
 // [Rate] limits how many tasks of a queue start per window over all its
 // workers (a rate-limited API behind the handlers, say): the fetch script
 // takes at most what is left of the window's budget, and with none left the
-// workers sleep to the window's end.
+// workers sleep to the window's end. [Queue.SetRate] changes the limit live
+// for every running worker, in place of their programs' option (a
+// downstream that slows down, say), and wakes those sleeping out a window;
+// [Queue.ClearRate] goes back to the option.
 //
 // # Priorities
 //

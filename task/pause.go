@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,7 +34,7 @@ func (q *core) Resume(ctx context.Context) error {
 	if err := q.rdb.HDel(ctx, q.ks.TaskConfig(q.name), pausedField).Err(); err != nil {
 		return err
 	}
-	return q.rdb.Publish(ctx, q.ks.TaskCancel(q.name), taskrdb.ResumeMessage).Err()
+	return q.wakeFetchers(ctx)
 }
 
 // Paused reports whether the queue is paused, and since when.

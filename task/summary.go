@@ -7,20 +7,25 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
 
 // Summary is what a queue's overview shows: its definition, its counts per
-// state and its pause, read together.
+// state, its pause and its rate limit, read together.
 type Summary struct {
 	Definition Definition
 	Counts     map[State]int64
 	Paused     bool
 	PausedAt   time.Time // zero when not paused
+	// Rate is the rate limit that applies: the one set live (LiveRate
+	// true, see Queue.SetRate), else the definition's Rate option.
+	Rate     RateLimit
+	LiveRate bool
 }
 
-// Summary returns the queue's counts per state and its pause in one round
-// trip (Counts and Paused make one each).
+// Summary returns the queue's counts per state, its pause and its rate
+// limit in one round trip (Counts, Paused and LiveRate make one each).
 func (q *core) Summary(ctx context.Context) (Summary, error) {
 	pipe := q.rdb.Pipeline()
 	r := queueReads(ctx, pipe, q.ks, q.name)
@@ -32,7 +37,7 @@ func (q *core) Summary(ctx context.Context) (Summary, error) {
 
 // Summaries returns the summary of every queue of a recorded in Redis, by
 // name, in two round trips whatever their number: the registry, then the
-// counts and pauses of all.
+// counts and live settings of all.
 func Summaries(ctx context.Context, a *app.App) ([]Summary, error) {
 	defs, err := Queues(ctx, a)
 	if err != nil || len(defs) == 0 {
@@ -60,13 +65,13 @@ func Summaries(ctx context.Context, a *app.App) ([]Summary, error) {
 // summaryReads are the commands of a queue's summary, queued on a pipeline.
 type summaryReads struct {
 	counts *redis.MapStringStringCmd
-	paused *redis.StringCmd
+	live   *redis.SliceCmd // pause, rate
 }
 
 func queueReads(ctx context.Context, pipe redis.Pipeliner, ks keys.Space, name string) summaryReads {
 	return summaryReads{
 		counts: pipe.HGetAll(ctx, ks.TaskCounts(name)),
-		paused: pipe.HGet(ctx, ks.TaskConfig(name), pausedField),
+		live:   pipe.HMGet(ctx, ks.TaskConfig(name), pausedField, taskrdb.RateField),
 	}
 }
 
@@ -75,15 +80,19 @@ func (r summaryReads) summary(d Definition) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	s := Summary{Definition: d, Counts: countsOf(m)}
-	at, err := r.paused.Result()
-	switch {
-	case isNil(err):
-	case err != nil:
+	s := Summary{Definition: d, Counts: countsOf(m), Rate: RateLimit{N: d.Rate, Window: d.RateWindow}}
+	live, err := r.live.Result()
+	if err != nil {
 		return Summary{}, err
-	default:
+	}
+	if at, ok := live[0].(string); ok {
 		ms, _ := strconv.ParseInt(at, 10, 64)
 		s.Paused, s.PausedAt = true, time.UnixMilli(ms)
+	}
+	if v, ok := live[1].(string); ok {
+		if s.Rate, s.LiveRate, err = parseLiveRate(v); err != nil {
+			return Summary{}, err
+		}
 	}
 	return s, nil
 }

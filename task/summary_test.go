@@ -2,6 +2,7 @@ package task_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
@@ -31,6 +32,9 @@ func TestSummaries(t *testing.T) {
 		queues[name] = q
 	}
 	if err := queues["b"].Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := queues["c"].SetRate(ctx, 5, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	rt := &redistest.RoundTrips{}
@@ -74,5 +78,8 @@ func TestSummaries(t *testing.T) {
 	}
 	if sums[0].Counts[task.Pending] != 2 || sums[1].Counts[task.Pending] != 3 || !sums[1].Paused || sums[0].Paused || sums[1].PausedAt.IsZero() {
 		t.Errorf("a: 2 pending, b: 3 pending and paused; got %+v", sums)
+	}
+	if !sums[2].LiveRate || sums[2].Rate != (task.RateLimit{N: 5, Window: time.Minute}) || sums[0].LiveRate || sums[0].Rate.N != 0 {
+		t.Errorf("c: a live rate of 5 per minute, a: none; got %+v", sums)
 	}
 }

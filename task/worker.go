@@ -79,13 +79,24 @@ type worker struct {
 	active   map[string]*running // by task ID
 	reserved int                 // slots held by fetches under way
 	freed    chan struct{}       // signalled when a slot frees or the limit grows
-	resumed  chan struct{}       // closed (and replaced) when the queue is resumed
+	resumed  chan struct{}       // closed (and replaced) when the queue is resumed or its live rate changes
 	rr       []int               // weighted round robin state
 	closed   bool                // done is closed
 	lost     lost                // calls whose replies were lost
 	outs     []taskrdb.Outcome   // the completer's, reused
 	working  sync.WaitGroup      // running handlers
 	paused   atomic.Bool         // the last fetch found the queue paused
+	liveRate atomic.Bool         // a rate limit was set live (SetRate), when last read
+
+	// The recovery of this worker's own pending entries (FetchOwn) never
+	// runs while entries a blocking read gave it wait for their given call
+	// (givens: from the read until that call ran, a call sent again after a
+	// lost reply included): it would start their tasks, and the given call
+	// would then hand them out again (as its own earlier run's), starting
+	// them twice. w.mu guards both counts.
+	givens int           // blocking reads and given calls outstanding
+	owns   int           // recoveries under way or waiting for the givens
+	gate   chan struct{} // closed and replaced when either count falls
 }
 
 // Run runs the queue's share of an app worker until ctx is done.
@@ -107,6 +118,7 @@ func (s *workerService) Run(ctx context.Context) error {
 	w := &worker{
 		s: s, q: q, done: make(chan ended, 4096), limit: q.set.concurrency,
 		active: map[string]*running{}, freed: make(chan struct{}, 1), resumed: make(chan struct{}),
+		gate: make(chan struct{}),
 	}
 	blk, closeBlk := topology.SendOnce(q.rdb, fetchers)
 	defer closeBlk()
@@ -283,6 +295,79 @@ func (w *worker) setRecover() {
 	w.lost.recover = true
 }
 
+// enterGiven opens a given section (see worker.givens), once no recovery
+// is under way or waiting; false when ctx ended first.
+func (w *worker) enterGiven(ctx context.Context) bool {
+	w.mu.Lock()
+	for w.owns > 0 {
+		if !w.waitGate(ctx) {
+			return false
+		}
+	}
+	w.givens++
+	w.mu.Unlock()
+	return true
+}
+
+// leaveGiven closes a given section.
+func (w *worker) leaveGiven() {
+	w.mu.Lock()
+	w.givens--
+	w.openGate()
+	w.mu.Unlock()
+}
+
+// enterOwn starts a recovery once no given section is open, keeping new
+// ones from opening meanwhile; false when ctx ended first.
+func (w *worker) enterOwn(ctx context.Context) bool {
+	w.mu.Lock()
+	w.owns++
+	for w.givens > 0 {
+		if !w.waitGate(ctx) {
+			w.mu.Lock()
+			w.owns--
+			w.openGate()
+			w.mu.Unlock()
+			return false
+		}
+	}
+	w.mu.Unlock()
+	return true
+}
+
+// leaveOwn ends a recovery.
+func (w *worker) leaveOwn() {
+	w.mu.Lock()
+	w.owns--
+	w.openGate()
+	w.mu.Unlock()
+}
+
+// waitGate waits, with w.mu held, for a count to fall: it returns with
+// w.mu held again, or false with it released when ctx ended.
+func (w *worker) waitGate(ctx context.Context) bool {
+	gate := w.gate
+	w.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-gate:
+	}
+	w.mu.Lock()
+	return true
+}
+
+// openGate wakes those waiting for a count to fall; w.mu is held.
+func (w *worker) openGate() {
+	close(w.gate)
+	w.gate = make(chan struct{})
+}
+
+// rated reports whether a rate limit over the queue applies (its program's,
+// or one set live as last read), which may leave entries a blocking read
+// gave pending with this worker.
+func (w *worker) rated() bool { return w.q.set.qrate.N > 0 || w.liveRate.Load() }
+
 // fetchLoop is one of the worker's fetchers.
 func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 	q := w.q
@@ -308,7 +393,7 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 		var limited *taskrdb.RateLimitedError
 		if errors.As(err, &limited) {
 			w.unreserve(n)
-			sleep(ctx, limited.Wait)
+			w.awaitWindow(ctx, limited.Wait)
 			continue
 		}
 		if err != nil {
@@ -347,11 +432,19 @@ func (w *worker) setPaused(paused bool) {
 
 // awaitResume waits, while the queue is paused, for the Resume message or
 // pausePoll, whichever comes first.
-func (w *worker) awaitResume(ctx context.Context) {
+func (w *worker) awaitResume(ctx context.Context) { w.awaitWake(ctx, pausePoll) }
+
+// awaitWindow waits, while the queue's rate budget is spent, for the end of
+// the window (d) or a change of the live rate (SetRate, ClearRate),
+// whichever comes first.
+func (w *worker) awaitWindow(ctx context.Context, d time.Duration) { w.awaitWake(ctx, d) }
+
+// awaitWake waits d, or until the queue's channel wakes the fetchers.
+func (w *worker) awaitWake(ctx context.Context, d time.Duration) {
 	w.mu.Lock()
 	resumed := w.resumed
 	w.mu.Unlock()
-	t := time.NewTimer(pausePoll)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -412,10 +505,15 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 		}
 	}
 	if recover {
+		if !w.enterOwn(ctx) {
+			w.setRecover()
+			return nil, ctx.Err()
+		}
 		got, err := taskrdb.FetchOwn(ctx, q.rdb, q.keys, q.worker, q.set.limits(), len(q.set.levels), n)
+		w.leaveOwn()
 		// more may be left: when it took all it could, or the queue's rate
-		// cut it short
-		if err != nil || len(got) == n || (q.set.qrate.N > 0 && len(got) > 0) {
+		// (its program's, or one set live) cut it short
+		if err != nil || len(got) == n || (w.rated() && len(got) > 0) {
 			w.setRecover()
 		}
 		if err != nil || len(got) > 0 {
@@ -448,15 +546,20 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 	for range q.set.levels {
 		streams = append(streams, ">")
 	}
+	if !w.enterGiven(ctx) {
+		return nil, ctx.Err()
+	}
 	// Not cancelled by ctx: a read cut short could leave entries read but
 	// not marked; the block is short instead.
 	res, err := w.blk.XReadGroup(context.WithoutCancel(ctx), &redis.XReadGroupArgs{
 		Group: taskrdb.Group, Consumer: q.worker, Streams: streams, Count: int64(n), Block: readBlock,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
+		w.leaveGiven()
 		return nil, nil
 	}
 	if err != nil {
+		w.leaveGiven() // entries it read, if any, are for the recovery
 		w.setRecover()
 		return nil, err
 	}
@@ -476,16 +579,25 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 		}
 	}
 	if len(entries) == 0 {
+		w.leaveGiven()
 		return nil, nil
 	}
+	// The section stays open until the given call ran: sent again after a
+	// lost reply, by whichever fetcher, it is still these entries' call.
+	var once sync.Once
 	var given fetchCall = func(ctx context.Context, _ int, _ []int) ([]taskrdb.Fetched, error) {
-		return taskrdb.FetchGiven(ctx, q.rdb, q.keys, q.worker, q.set.limits(), entries)
+		got, err := taskrdb.FetchGiven(ctx, q.rdb, q.keys, q.worker, q.set.limits(), entries)
+		if err == nil || heldBack(err) {
+			once.Do(w.leaveGiven)
+		}
+		return got, err
 	}
 	got, err = given(context.WithoutCancel(ctx), n, quota)
 	switch {
-	case heldBack(err), err == nil && len(got) < len(entries) && q.set.qrate.N > 0:
-		// Paused since the read, or over the queue's rate: entries stay
-		// pending here, taken first by the next call that may take them.
+	case heldBack(err), err == nil && len(got) < len(entries) && w.rated():
+		// Paused since the read, or over the queue's rate (its program's,
+		// or one set live): entries stay pending here, taken first by the
+		// next call that may take them.
 		w.setRecover()
 	case err != nil:
 		w.sendAgain(given)
@@ -741,9 +853,16 @@ func (w *worker) touch(ctx context.Context) {
 }
 
 // readLimit applies the concurrency set with SetConcurrency, if any, and
-// the queue's ConcurrencyFunc, if any.
+// the queue's ConcurrencyFunc, if any, and notes the rate set live.
 func (w *worker) readLimit(ctx context.Context) {
-	v, err := w.q.rdb.HGet(ctx, w.q.ks.TaskConfig(w.q.name), "concurrency").Int()
+	live, err := w.q.rdb.HMGet(ctx, w.q.ks.TaskConfig(w.q.name), "concurrency", taskrdb.RateField).Result()
+	if err == nil {
+		w.readLiveRate(live[1])
+	} else {
+		live = []any{nil, nil}
+	}
+	c, _ := live[0].(string)
+	v, err := strconv.Atoi(c)
 	if err != nil || v < 1 {
 		if w.q.set.concFn == nil {
 			return
@@ -766,7 +885,8 @@ func (w *worker) readLimit(ctx context.Context) {
 }
 
 // listen cancels running tasks whose cancellation is published, and wakes
-// the fetchers of a paused queue when it is resumed.
+// the fetchers of a paused queue when it is resumed, and those waiting out a
+// rate window when the live rate changes.
 func (w *worker) listen(ctx context.Context) {
 	sub := w.q.rdb.Subscribe(ctx, w.q.ks.TaskCancel(w.q.name))
 	defer sub.Close()
@@ -780,6 +900,7 @@ func (w *worker) listen(ctx context.Context) {
 				return
 			}
 			if m.Payload == taskrdb.ResumeMessage {
+				w.readRate(ctx) // a live rate changed, maybe: known before the fetchers wake
 				w.mu.Lock()
 				close(w.resumed) // wakes every fetcher
 				w.resumed = make(chan struct{})
@@ -875,3 +996,26 @@ const stackFrame = 10 << 10
 
 //go:noinline
 func touch(b []byte) { b[len(b)-1] = 0 }
+
+// readRate notes the rate set live (see readLiveRate).
+func (w *worker) readRate(ctx context.Context) {
+	v, err := w.q.rdb.HGet(ctx, w.q.ks.TaskConfig(w.q.name), taskrdb.RateField).Result()
+	switch {
+	case err == nil:
+		w.readLiveRate(v)
+	case isNil(err):
+		w.readLiveRate(nil)
+	}
+}
+
+// readLiveRate notes whether the live settings' rate field (v, nil when
+// absent) sets a limit. A limit the worker did not know of may have left
+// entries a blocking read gave pending here without a recovery: one is run.
+func (w *worker) readLiveRate(v any) {
+	text, _ := v.(string)
+	r, set, err := parseLiveRate(text)
+	rated := text != "" && err == nil && set && r.N > 0
+	if !w.liveRate.Swap(rated) && rated {
+		w.setRecover()
+	}
+}

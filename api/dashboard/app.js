@@ -751,7 +751,8 @@ function renderQueue(name) {
   $('#q-meta').innerHTML = [
     ['concurrency', fmt(d.concurrency) + ' / worker'], ['retries', fmt(d.max_retries)], ['timeout', dur(d.timeout)],
     ['retention', dur(d.retention)], d.keyed ? ['keyed', d.key_rate ? `${d.key_rate} / ${dur(d.key_window)}` : 'yes'] : null,
-    d.rate ? ['rate', `${d.rate} / ${dur(d.rate_window)}`] : null,
+    // the rate that applies: set live (leat tasks rate, PUT .../rate), else the definition's
+    q.rate && (q.rate.n || q.rate.live) ? ['rate', (q.rate.n ? `${q.rate.n} / ${q.rate.window}` : 'none') + (q.rate.live ? ' (set live)' : '')] : null,
     d.levels && d.levels.length > 1 ? ['priorities', d.levels.map((l) => l.name).join(' › ')] : null,
   ].filter(Boolean).map(([k, v]) => `<span class="chip"><span class="muted">${k}</span> ${esc(v)}</span>`).join('');
   $('#q-counts').innerHTML = STATES.map((s) => `<div class="kpi state-${s} ${s === 'dead' && q.counts.dead ? 'bad' : ''}" id="count-${s}" data-count="${s}">

@@ -15,7 +15,7 @@
 --   KEYS[12] pending webhook deliveries (task IDs by due time)
 --   KEYS[13] finished-task counter prefix (+ 10-second bucket number)
 --   KEYS[14] last fetch call prefix (+ worker; fetch.lua)
---   KEYS[15] live settings (hash: concurrency, paused)
+--   KEYS[15] live settings (hash: concurrency, paused, rate)
 --   KEYS[16] the queue's rate counter (tasks taken in the current window)
 --
 -- Task hash fields: s state, p payload, l level, x ready entry ID, a

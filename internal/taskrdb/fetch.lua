@@ -7,7 +7,9 @@
 -- ARGV[4]  mode: "read", "given" or "own"
 -- ARGV[5]  call ID (read: a random value of the worker's call; else "")
 -- ARGV[6]  queue rate limit: tasks taken per window, over all workers
---          (0 = none), counted in KEYS[16] (fixed windows from the first)
+--          (0 = none), counted in KEYS[16] (fixed windows from the first);
+--          the live setting (field "rate" of KEYS[15]: "N WINDOW_MS", set
+--          with Queue.SetRate; "0 0" is no limit) takes its place
 -- ARGV[7]  its window ms
 -- read:    ARGV[8] number of levels n, ARGV[9..8+n] quota per level,
 --          ARGV[9+n] total: levels are read up to their quota in order, then
@@ -46,7 +48,12 @@ local qrate, qwindow = tonumber(ARGV[6]), tonumber(ARGV[7])
 local memo = KEYS[14] .. consumer
 local now = now_ms()
 local now_text = tostring(now)
-local paused = redis.call('HEXISTS', KEYS[15], 'paused') == 1
+local live = redis.call('HMGET', KEYS[15], 'paused', 'rate')
+local paused = live[1] ~= false
+if live[2] then
+  local n, w = string.match(live[2], '^(%d+) (%d+)$')
+  if n then qrate, qwindow = tonumber(n), tonumber(w) end
+end
 -- budget: tasks the queue's rate leaves this call (nil: no limit); spent
 -- counts the tasks taken anew, added to the window's count at the end
 local budget, spent = nil, 0

@@ -79,3 +79,57 @@ func TestFetchUnderQueueRate(t *testing.T) {
 		t.Fatalf("pending with w1: %+v, want 6 running and t7's entry kept", p)
 	}
 }
+
+// A rate set live (the queue's live settings, field "rate") takes the place
+// of the worker's: it limits a worker that has none, and "0 0" lifts the
+// worker's own; once removed, the worker's applies again.
+func TestFetchUnderLiveRate(t *testing.T) {
+	f := newFixture(t)
+	for _, id := range []string{"t1", "t2", "t3", "t4", "t5", "t6"} {
+		f.enqueue(taskrdb.NewTask{ID: id, Payload: []byte(`1`), Retention: time.Hour})
+	}
+	conf, counter := f.ks.TaskConfig("q"), f.ks.TaskQueueRate("q")
+	read := func(lim taskrdb.Limits, n int) ([]taskrdb.Fetched, error) {
+		return taskrdb.Fetch(f.ctx, f.c, f.keys, "w1", lim, taskrdb.NewCall(), []int{n}, n)
+	}
+	live := func(r taskrdb.Rate) {
+		t.Helper()
+		if err := f.c.HSet(f.ctx, conf, taskrdb.RateField, taskrdb.LiveRate(r)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live(taskrdb.Rate{N: 2, Window: time.Hour})
+	if got, err := read(taskrdb.Limits{}, 10); err != nil || len(got) != 2 {
+		t.Fatalf("under a live rate of 2: %d tasks, %v", len(got), err)
+	}
+	var limited *taskrdb.RateLimitedError
+	if got, err := read(taskrdb.Limits{}, 10); !errors.As(err, &limited) || len(got) != 0 || limited.Wait <= 0 || limited.Wait > time.Hour {
+		t.Fatalf("over the live budget: %v, %v", got, err)
+	}
+	if ttl := f.c.PTTL(f.ctx, counter).Val(); ttl <= 59*time.Minute {
+		t.Fatalf("the live window's TTL %s, want about an hour", ttl)
+	}
+	// No limit, set live, over a worker's own limit of 1.
+	live(taskrdb.Rate{})
+	own := taskrdb.Limits{Queue: taskrdb.Rate{N: 1, Window: time.Hour}}
+	if got, err := read(own, 3); err != nil || len(got) != 3 {
+		t.Fatalf("with the limit lifted live: %d tasks, %v; want 3", len(got), err)
+	}
+	// Removed: the worker's own limit applies again (its window is spent).
+	f.c.HDel(f.ctx, conf, taskrdb.RateField)
+	if got, err := read(own, 1); !errors.As(err, &limited) || len(got) != 0 {
+		t.Fatalf("the worker's own limit, spent: %v, %v", got, err)
+	}
+	f.c.Del(f.ctx, counter)
+	if got, err := read(own, 5); err != nil || len(got) != 1 || got[0].ID != "t6" {
+		t.Fatalf("the worker's own limit in a new window: %v, %v; want t6 alone", got, err)
+	}
+	for _, text := range []string{"", "1", "a 1", "1 -1", "-1 5", "1 2 3"} {
+		if _, err := taskrdb.ParseLiveRate(text); err == nil {
+			t.Errorf("ParseLiveRate(%q) accepted", text)
+		}
+	}
+	if r, err := taskrdb.ParseLiveRate(taskrdb.LiveRate(taskrdb.Rate{N: 7, Window: 1500 * time.Millisecond})); err != nil || r.N != 7 || r.Window != 1500*time.Millisecond {
+		t.Errorf("LiveRate does not read back: %+v, %v", r, err)
+	}
+}

@@ -80,8 +80,30 @@ func Keys(s keys.Space, queue string) []string {
 var ErrPaused = errors.New("task queue paused")
 
 // ResumeMessage is what the queue's cancel channel (keys.Space.TaskCancel)
-// carries when the queue is resumed: no task ID starts with '~'.
+// carries when the queue is resumed, or its live rate changed: the workers
+// that wait for either fetch again at once. No task ID starts with '~'.
 const ResumeMessage = "~resume"
+
+// RateField is the field of the queue's live settings (keys.Space.TaskConfig)
+// that holds the rate limit set live, which fetch.lua applies in place of
+// its worker's: LiveRate's text.
+const RateField = "rate"
+
+// LiveRate is the text of RateField for r ("N WINDOW_MS"; "0 0": no limit).
+func LiveRate(r Rate) string {
+	return strconv.Itoa(r.N) + " " + strconv.FormatInt(r.Window.Milliseconds(), 10)
+}
+
+// ParseLiveRate reads RateField's text.
+func ParseLiveRate(s string) (Rate, error) {
+	n, ms, ok := strings.Cut(s, " ")
+	a, err1 := strconv.Atoi(n)
+	b, err2 := strconv.ParseInt(ms, 10, 64)
+	if !ok || err1 != nil || err2 != nil || a < 0 || b < 0 {
+		return Rate{}, fmt.Errorf("live rate %q: want \"N WINDOW_MS\"", s)
+	}
+	return Rate{N: a, Window: time.Duration(b) * time.Millisecond}, nil
+}
 
 // Finished-task counters (keys.Space.TaskFinishedPrefix): every script that
 // ends tasks adds them to the counter of the current bucket, one INCRBY and
