@@ -319,12 +319,19 @@ func writeQueueReport(w io.Writer, r *inspect.QueueReport) error {
 	if r.Rate != nil || r.KeyRate != nil {
 		var limits []string
 		if l := r.Rate; l != nil {
-			limits = append(limits, fmt.Sprintf("%d tasks per %s", l.Tasks, time.Duration(l.WindowMS)*time.Millisecond))
+			live := ""
+			if r.RateLive {
+				live = " (set live)"
+			}
+			limits = append(limits, fmt.Sprintf("%d tasks per %s%s", l.Tasks, time.Duration(l.WindowMS)*time.Millisecond, live))
 		}
 		if l := r.KeyRate; l != nil {
 			limits = append(limits, fmt.Sprintf("%d tasks of a key per %s", l.Tasks, time.Duration(l.WindowMS)*time.Millisecond))
 		}
 		fmt.Fprintf(w, "rate limits: at most %s, over all workers\n\n", strings.Join(limits, "; "))
+	}
+	if r.RateLive && r.Rate == nil {
+		fmt.Fprintf(w, "rate limit lifted live (leat tasks rate %s default goes back to the workers' option)\n\n", r.Name)
 	}
 	if r.PausedAt != nil {
 		fmt.Fprintf(w, "paused since %s: its workers start none of its tasks until it is resumed (leat tasks resume %s)\n\n",

@@ -390,7 +390,8 @@ func TestDeleteCLI(t *testing.T) {
 	}
 }
 
-// leat inspect queue names a queue's rate limits and its pause.
+// leat inspect queue names a queue's rate limits, set live or not, and its
+// pause.
 func TestQueueReportLimits(t *testing.T) {
 	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	r := &inspect.QueueReport{App: "shop", Time: at, Rate: &inspect.RateLimit{Tasks: 5, WindowMS: 400},
@@ -404,6 +405,24 @@ func TestQueueReportLimits(t *testing.T) {
 		"paused since 2026-11-23T12:00:00Z"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	// A rate set live, then lifted live.
+	r.RateLive, r.KeyRate = true, nil
+	for _, c := range []struct {
+		rate *inspect.RateLimit
+		want string
+	}{
+		{&inspect.RateLimit{Tasks: 7, WindowMS: 1000}, "rate limits: at most 7 tasks per 1s (set live), over all workers"},
+		{nil, "rate limit lifted live (leat tasks rate mail default goes back to the workers' option)"},
+	} {
+		r.Rate = c.rate
+		b.Reset()
+		if err := writeQueueReport(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("report lacks %q:\n%s", c.want, b.String())
 		}
 	}
 }

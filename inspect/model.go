@@ -63,8 +63,11 @@ type QueueReport struct {
 	Strict bool `json:"strict"` // priority levels are strict (else weighted)
 	// Rate is the queue's rate limit (task.Rate) and KeyRate its limit per
 	// key (task.KeyRate), as its workers recorded them; null when none.
-	Rate    *RateLimit `json:"rate"`
-	KeyRate *RateLimit `json:"key_rate"`
+	// When RateLive, Rate is the one set live (task.Queue.SetRate) in place
+	// of the workers' (null: the limit was lifted).
+	Rate     *RateLimit `json:"rate"`
+	RateLive bool       `json:"rate_live"`
+	KeyRate  *RateLimit `json:"key_rate"`
 	// Delivered is the number of ready entries delivered to a worker and
 	// not acknowledged, over the levels: tasks running, or taken by a worker
 	// that died and not reclaimed yet.

@@ -147,6 +147,11 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 			at := time.UnixMilli(st.PausedMS).UTC()
 			r.PausedAt = &at
 		}
+		if st.LiveRate != "" {
+			if l, err := taskrdb.ParseLiveRate(st.LiveRate); err == nil {
+				r.Rate, r.RateLive = limitOf(l.N, l.Window), true
+			}
+		}
 		var all, last int64
 		for x, n := range st.Finished {
 			all += n

@@ -55,6 +55,19 @@ func TestQueueFigures(t *testing.T) {
 		t.Fatalf("paused at %v", r.PausedAt)
 	}
 	c.HDel(ctx, k.TaskConfig("mail"), "paused")
+	// A rate set live replaces the workers' in the report; lifted live, none.
+	c.HSet(ctx, k.TaskConfig("mail"), taskrdb.RateField, taskrdb.LiveRate(taskrdb.Rate{N: 7, Window: time.Second}))
+	if r, _ := in.Queue(ctx, "mail"); r.Rate == nil || *r.Rate != (inspect.RateLimit{Tasks: 7, WindowMS: 1000}) || !r.RateLive {
+		t.Fatalf("live rate: %+v, live %v", r.Rate, r.RateLive)
+	}
+	c.HSet(ctx, k.TaskConfig("mail"), taskrdb.RateField, taskrdb.LiveRate(taskrdb.Rate{}))
+	if r, _ := in.Queue(ctx, "mail"); r.Rate != nil || !r.RateLive {
+		t.Fatalf("rate lifted live: %+v, live %v", r.Rate, r.RateLive)
+	}
+	c.HDel(ctx, k.TaskConfig("mail"), taskrdb.RateField)
+	if r, _ := in.Queue(ctx, "mail"); r.Rate == nil || r.Rate.Tasks != 5 || r.RateLive {
+		t.Fatalf("live rate cleared: %+v, live %v", r.Rate, r.RateLive)
+	}
 
 	// Five tasks enqueued between before and after; three taken, of which
 	// one succeeds and one dies.

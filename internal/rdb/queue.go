@@ -15,7 +15,7 @@ type QueueKeys struct {
 	Levels   []string // ready stream of each priority level
 	Group    string   // the consumer group of the ready streams
 	Finished []string // finished-task counters to read
-	Config   string   // hash of live settings (field "paused": Unix ms)
+	Config   string   // hash of live settings (fields "paused": Unix ms; "rate": set live)
 }
 
 // QueueState is what Redis says of one task queue.
@@ -25,6 +25,9 @@ type QueueState struct {
 	Finished []int64 // each counter of QueueKeys.Finished (0 when missing)
 	// PausedMS is the Unix ms the queue was paused at; 0 when it is not.
 	PausedMS int64
+	// LiveRate is the rate limit set live (field "rate": "N WINDOW_MS");
+	// "" when none is.
+	LiveRate string
 }
 
 // QueueLevel is what Redis says of one ready stream of a task queue.
@@ -61,13 +64,13 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 	}
 	pipe := c.Pipeline()
 	counts := make([]*redis.MapStringStringCmd, len(qs))
-	paused := make([]*redis.StringCmd, len(qs))
+	live := make([]*redis.SliceCmd, len(qs))
 	finished := make([]*redis.SliceCmd, len(qs))
 	levels := make([][]level, len(qs))
 	for i, q := range qs {
 		counts[i] = pipe.HGetAll(ctx, q.Counts)
 		if q.Config != "" {
-			paused[i] = pipe.HGet(ctx, q.Config, "paused")
+			live[i] = pipe.HMGet(ctx, q.Config, "paused", "rate")
 		}
 		if len(q.Finished) > 0 {
 			finished[i] = pipe.MGet(ctx, q.Finished...)
@@ -93,12 +96,15 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 		for k, v := range m {
 			st.Counts[k], _ = strconv.ParseInt(v, 10, 64)
 		}
-		if paused[i] != nil {
-			v, err := paused[i].Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, fmt.Errorf("HGET %s paused: %w", q.Config, err)
+		if live[i] != nil {
+			vs, err := live[i].Result()
+			if err != nil {
+				return nil, fmt.Errorf("HMGET %s paused rate: %w", q.Config, err)
 			}
-			st.PausedMS, _ = strconv.ParseInt(v, 10, 64)
+			if v, ok := vs[0].(string); ok {
+				st.PausedMS, _ = strconv.ParseInt(v, 10, 64)
+			}
+			st.LiveRate, _ = vs[1].(string)
 		}
 		if finished[i] != nil {
 			vs, err := finished[i].Result()
