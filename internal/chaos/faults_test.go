@@ -23,7 +23,7 @@ const (
 
 // faults counts the faults injected.
 type faults struct {
-	Kills, Stalls, MidEvent, Freezes, Starts, Pauses, RedisRestarts int
+	Kills, Stalls, MidEvent, Freezes, Starts, Pauses, Throttles, RedisRestarts int
 }
 
 // injector injects faults at random moments (from its own seeded source)
@@ -51,13 +51,13 @@ func (in *injector) logf(format string, args ...any) {
 }
 
 // run injects faults until ctx ends: first one of each kind (kill, stall,
-// freeze, start, pause) in random order, then kinds at random, with a pause of 2
+// freeze, start, pause, throttle) in random order, then kinds at random, with a pause of 2
 // to 6 seconds between faults; the Redis restart comes once, at a random
 // moment between 30% and 60% of the run. A fault in progress when ctx
 // ends is finished (the worker continued, the link thawed) first.
 func (in *injector) run(ctx context.Context, d time.Duration) {
 	restartAt := time.Duration(float64(d) * (0.3 + 0.3*in.rng.Float64()))
-	first := in.rng.Perm(5)
+	first := in.rng.Perm(6)
 	for i := 0; ; {
 		gap := 2*time.Second + time.Duration(in.rng.Int64N(int64(4*time.Second)))
 		select {
@@ -69,7 +69,7 @@ func (in *injector) run(ctx context.Context, d time.Duration) {
 			in.restartRedis()
 			continue
 		}
-		kind := in.rng.IntN(5)
+		kind := in.rng.IntN(6)
 		if i < len(first) {
 			kind = first[i]
 			i++
@@ -85,6 +85,8 @@ func (in *injector) run(ctx context.Context, d time.Duration) {
 			in.start()
 		case 4:
 			in.pause()
+		case 5:
+			in.throttle()
 		}
 	}
 }
@@ -180,6 +182,21 @@ func (in *injector) pause() {
 	in.retry("resume the task queue", in.queue.Resume)
 	in.logf("resume the task queue")
 	in.n.Pauses++
+}
+
+// throttle sets a tight rate limit on the task queue live (Queue.SetRate:
+// 2 tasks per 500ms over all workers) for as long as a stall, then clears
+// it: workers take at most the window's budget, the entries a blocking read
+// handed a worker beyond it stay pending with it and are taken first once
+// the budget allows, or reclaimed if it was killed.
+func (in *injector) throttle() {
+	hold := in.hold()
+	in.logf("throttle the task queue to 2 tasks per 500ms for %s", hold.Round(time.Millisecond))
+	in.retry("throttle the task queue", func(ctx context.Context) error { return in.queue.SetRate(ctx, 2, 500*time.Millisecond) })
+	time.Sleep(hold)
+	in.retry("clear the task queue's rate", in.queue.ClearRate)
+	in.logf("clear the task queue's rate")
+	in.n.Throttles++
 }
 
 // retry calls fn until it succeeds, for at most 30 seconds.
