@@ -257,6 +257,9 @@ var (
 		[]string{"queue"}, nil)
 	queuePausedDesc = prometheus.NewDesc("leat_task_queue_paused",
 		"1 while the queue is paused (task.Queue.Pause: its workers start none of its tasks), else 0.", []string{"queue"}, nil)
+	queueRateDesc = prometheus.NewDesc("leat_task_queue_rate_limit_per_second",
+		"The queue's rate limit over all workers (set live with task.Queue.SetRate, else its workers' task.Rate) in tasks started per second; 0 when none.",
+		[]string{"queue"}, nil)
 	queueThroughputDesc = prometheus.NewDesc("leat_task_queue_finished_per_second",
 		"Tasks of the queue that reached a final state per second, over the last minute or 5 minutes (window 1m, 5m).",
 		[]string{"queue", "window"}, nil)
@@ -265,7 +268,7 @@ var (
 // Describe implements prometheus.Collector.
 func (g *gatherer) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{lagDesc, pendingDesc, oldestDesc, quarantinedDesc, lengthDesc, sizeDesc, errorsDesc,
-		queueTasksDesc, queueReadyAgeDesc, queueDeliveredAgeDesc, queueWorkersDesc, queuePausedDesc, queueThroughputDesc} {
+		queueTasksDesc, queueReadyAgeDesc, queueDeliveredAgeDesc, queueWorkersDesc, queuePausedDesc, queueRateDesc, queueThroughputDesc} {
 		ch <- d
 	}
 }
@@ -297,6 +300,11 @@ func (g *gatherer) Collect(ch chan<- prometheus.Metric) {
 			paused = 1
 		}
 		ch <- prometheus.MustNewConstMetric(queuePausedDesc, prometheus.GaugeValue, paused, q.Name)
+		limit := 0.0
+		if r := q.Rate; r != nil && r.WindowMS > 0 {
+			limit = float64(r.Tasks) * 1000 / float64(r.WindowMS)
+		}
+		ch <- prometheus.MustNewConstMetric(queueRateDesc, prometheus.GaugeValue, limit, q.Name)
 		ch <- prometheus.MustNewConstMetric(queueThroughputDesc, prometheus.GaugeValue, q.Throughput.LastMinute.PerSecond, q.Name, "1m")
 		ch <- prometheus.MustNewConstMetric(queueThroughputDesc, prometheus.GaugeValue, q.Throughput.LastFiveMinute.PerSecond, q.Name, "5m")
 	}

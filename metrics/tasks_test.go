@@ -74,6 +74,9 @@ func TestTaskMetrics(t *testing.T) {
 	if err := idle.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := idle.SetRate(ctx, 5, 250*time.Millisecond); err != nil { // 20 tasks/s
+		t.Fatal(err)
+	}
 	var ids []string
 	for n := range 5 {
 		id, err := jobs.Enqueue(ctx, n)
@@ -121,6 +124,8 @@ func TestTaskMetrics(t *testing.T) {
 		{"leat_task_queue_workers", []string{`queue="idle"`}, 0},
 		{"leat_task_queue_paused", []string{`queue="jobs"`}, 0},
 		{"leat_task_queue_paused", []string{`queue="idle"`}, 1},
+		{"leat_task_queue_rate_limit_per_second", []string{`queue="idle"`}, 20},
+		{"leat_task_queue_rate_limit_per_second", []string{`queue="jobs"`}, 0},
 		{"leat_gather_errors_total", nil, 0},
 	}
 	for _, ck := range checks {
