@@ -262,6 +262,32 @@ func TestDashboard(t *testing.T) {
 	})
 	waitTrue(t, b, "the Pause button back", `!document.querySelector('#q-paused-banner') && document.querySelector('button[data-queue-action="pause"]') && !document.querySelector('#nav').innerText.includes('paused')`)
 
+	// A rate limit set live from the form, refused when its window is not a
+	// duration, then cleared: the workers' own (none here) applies again.
+	waitTrue(t, rb, "a disabled rate form", `document.querySelector('#q-rate button[type="submit"]') && document.querySelector('#q-rate button[type="submit"]').disabled`)
+	liveRate := func() (task.RateLimit, bool) {
+		r, set, err := s.emails.LiveRate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, set
+	}
+	run(t, b, "give a rate that is not one", chromedp.SetValue(chromedp.CSS("#q-rate-n"), "50"), chromedp.SetValue(chromedp.CSS("#q-rate-window"), "soon"),
+		chromedp.Click(chromedp.CSS(`#q-rate button[type="submit"]`)))
+	waitTrue(t, b, "the refusal's toast", `document.querySelector('#toast').innerText.includes('rate of emails') && document.querySelector('#toast').innerText.includes('duration')`)
+	if _, set := liveRate(); set {
+		t.Fatal("a refused rate was set")
+	}
+	run(t, b, "set a rate", chromedp.SetValue(chromedp.CSS("#q-rate-window"), "2s"), chromedp.Click(chromedp.CSS(`#q-rate button[type="submit"]`)))
+	redistest.Eventually(t, 10*time.Second, "the rate set live", func() bool {
+		r, set := liveRate()
+		return set && r == (task.RateLimit{N: 50, Window: 2 * time.Second})
+	})
+	waitTrue(t, b, "the rate shown as set live", `document.querySelector('#q-meta').innerText.includes('50 / 2s (set live)')`)
+	run(t, b, "clear the rate", chromedp.Click(chromedp.CSS(`#q-rate button[data-rate-clear]`)))
+	redistest.Eventually(t, 10*time.Second, "the rate cleared", func() bool { _, set := liveRate(); return !set })
+	waitTrue(t, b, "no rate shown", `!document.querySelector('#q-meta').innerText.includes('rate') && document.querySelector('#q-rate button[data-rate-clear]').hidden`)
+
 	t.Logf("requeued at %s", time.Since(t0))
 	run(t, b, "back to the stream", chromedp.Navigate(srv.URL+"/#/stream/orders"), chromedp.WaitVisible(chromedp.CSS("#heat .cell")))
 	screenshot(t, b, "LEAT_SCREENSHOT")

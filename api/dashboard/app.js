@@ -114,6 +114,7 @@ class Unauthorized extends Error {}
 async function api(path, opts = {}) {
   const headers = { Accept: 'application/json' };
   if (S.token) headers.Authorization = 'Bearer ' + S.token;
+  if (opts.body) headers['Content-Type'] = 'application/json';
   const res = await fetch(path, { ...opts, headers, cache: 'no-store' });
   if (res.status === 401) throw new Unauthorized('unauthorized');
   let body = null;
@@ -551,6 +552,8 @@ function bindView() {
     });
     $('#task-list').addEventListener('click', onTaskAction);
     $('#q-paused').addEventListener('click', onQueueAction);
+    $('#q-rate').addEventListener('submit', onRateSet);
+    $('#q-rate').addEventListener('click', onRateClear);
   }
 }
 
@@ -717,6 +720,7 @@ function hideTip() { $('#tip').hidden = true; }
 
 function queueSkeleton() {
   return `<div id="q-paused"></div>
+    <form id="q-rate" class="actions q-rate"></form>
     <div id="q-meta" class="meta"></div>
     <div id="q-counts" class="kpis states"></div>
     <div id="q-bar" class="stack"></div>
@@ -748,6 +752,19 @@ function renderQueue(name) {
         <button class="btn" data-queue-action="resume"${dis}>Resume</button></div>`
     : `<div class="actions q-actions"><button class="btn" data-queue-action="pause"${dis}>Pause queue</button></div>`;
   if ($('#q-paused').innerHTML !== paused) $('#q-paused').innerHTML = paused;
+  // The rate over all workers, set live (PUT .../rate) or cleared (DELETE):
+  // drawn once per queue, so a poll never wipes what is being typed.
+  const rateForm = `<span class="muted">rate limit</span>
+    <input id="q-rate-n" type="number" min="0" step="1" placeholder="tasks" aria-label="tasks per window (0: no limit)"${dis}>
+    <span class="muted">per</span>
+    <input id="q-rate-window" type="text" placeholder="1s" aria-label="window, a duration such as 1s or 500ms"${dis}>
+    <button class="btn" type="submit"${dis}>Set rate</button>
+    <button class="btn" type="button" data-rate-clear${dis}${q.rate?.live ? '' : ' hidden'}>Back to the workers' rate</button>`;
+  if ($('#q-rate').dataset.queue !== name || $('#q-rate').dataset.live !== String(!!q.rate?.live)) {
+    $('#q-rate').innerHTML = rateForm;
+    $('#q-rate').dataset.queue = name;
+    $('#q-rate').dataset.live = String(!!q.rate?.live);
+  }
   $('#q-meta').innerHTML = [
     ['concurrency', fmt(d.concurrency) + ' / worker'], ['retries', fmt(d.max_retries)], ['timeout', dur(d.timeout)],
     ['retention', dur(d.retention)], d.keyed ? ['keyed', d.key_rate ? `${d.key_rate} / ${dur(d.key_window)}` : 'yes'] : null,
@@ -868,6 +885,39 @@ async function onQueueAction(e) {
     toast(`${action === 'pause' ? 'Paused' : 'Resumed'} queue ${S.route.name}`, 'ok');
   } catch (err) {
     toast(`${action} ${S.route.name}: ${err.message}`, 'bad');
+    b.disabled = false;
+  }
+  poll();
+}
+
+// onRateSet sets the queue's rate limit live: N per WINDOW, or no limit
+// with 0 (and no window).
+async function onRateSet(e) {
+  e.preventDefault();
+  const name = S.route.name;
+  const n = Number($('#q-rate-n').value);
+  const win = $('#q-rate-window').value.trim();
+  const body = n === 0 && !win ? { n: 0 } : { n, window: win };
+  try {
+    await api(`v1/queues/${enc(name)}/rate`, { method: 'PUT', body: JSON.stringify(body) });
+    toast(n === 0 ? `Lifted the rate limit of ${name}` : `Rate of ${name}: ${n} per ${win}`, 'ok');
+  } catch (err) {
+    toast(`rate of ${name}: ${err.message}`, 'bad');
+  }
+  poll();
+}
+
+// onRateClear removes the rate set live: the workers' own applies again.
+async function onRateClear(e) {
+  const b = e.target.closest('button[data-rate-clear]');
+  if (!b || b.disabled) return;
+  const name = S.route.name;
+  b.disabled = true;
+  try {
+    await api(`v1/queues/${enc(name)}/rate`, { method: 'DELETE' });
+    toast(`Rate of ${name}: back to the workers'`, 'ok');
+  } catch (err) {
+    toast(`rate of ${name}: ${err.message}`, 'bad');
     b.disabled = false;
   }
   poll();
