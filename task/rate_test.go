@@ -155,6 +155,7 @@ func TestLiveRate(t *testing.T) {
 // max, and says when it holds it, and when the worker read its live rate.
 type holdGiven struct {
 	armed    atomic.Bool
+	watch    atomic.Bool   // readLive counts reads from now on
 	held     chan struct{} // closed when a given call is held
 	ownDone  chan struct{} // closed when an own call completed
 	readLive chan struct{} // closed when the worker read its live settings after armed
@@ -182,7 +183,7 @@ func (h *holdGiven) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		switch {
 		case mode == "own":
 			h.own.Do(func() { close(h.ownDone) })
-		case mode == taskrdb.RateField && (cmd.Name() == "hget" || cmd.Name() == "hmget"):
+		case mode == taskrdb.RateField && (cmd.Name() == "hget" || cmd.Name() == "hmget") && h.watch.Load():
 			h.rd.Do(func() { close(h.readLive) })
 		}
 		return err
@@ -255,6 +256,7 @@ func TestRecoveryWaitsForGivenEntries(t *testing.T) {
 	if err := q.SetRate(ctx, 100, time.Hour); err != nil { // a limit the worker did not know of: it recovers
 		t.Fatal(err)
 	}
+	hold.watch.Store(true) // the next read of the settings sees the rate (one may have, already)
 	select {
 	case <-hold.readLive:
 	case <-time.After(10 * time.Second):
