@@ -38,6 +38,7 @@ type job struct {
 type env struct {
 	srv    *httptest.Server
 	client *redis.Client
+	prefix string        // the test's keys
 	gate   chan struct{} // releases the "parts" task after its second partial
 }
 
@@ -63,7 +64,7 @@ func newEnv(t *testing.T, opts api.Options) *env {
 func newEnvOn(t *testing.T, c *redis.Client, prefix string, opts ...api.Options) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{client: c, gate: make(chan struct{})}
+	e := &env{client: c, prefix: prefix, gate: make(chan struct{})}
 
 	// Another program registered "clicks".
 	other := newApp(t, c, prefix)
@@ -214,9 +215,9 @@ func TestSendEvents(t *testing.T) {
 	big := `{"id":"o1","amount":1,"pad":"` + strings.Repeat("x", api.DefaultMaxBody) + `"}`
 	e.do(t, "POST", "/v1/streams/orders/events", big).want(t, 413, "too_large")
 
-	// Nothing bad was written.
+	// Nothing bad was written (keys of this test's only: others run beside it).
 	n := int64(0)
-	keys, _ := e.client.Keys(context.Background(), "*orders*").Result()
+	keys, _ := e.client.Keys(context.Background(), e.prefix+":*orders*").Result()
 	for _, k := range keys {
 		if typ, _ := e.client.Type(context.Background(), k).Result(); typ == "stream" {
 			n += e.client.XLen(context.Background(), k).Val()
