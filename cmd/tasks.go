@@ -177,17 +177,25 @@ func tasksCommand(setup Setup) *cli.Command {
 				func(c *cli.Context, a *app.App) error {
 					return pauseOrResume(c, a, false)
 				}),
-			sub("concurrency", "set how many tasks of a queue each worker runs at once, live", "QUEUE N", nil,
+			sub("concurrency", "set how many tasks of a queue each worker runs at once, live, or go back to the program's (default)", "QUEUE N|default", nil,
 				func(c *cli.Context, a *app.App) error {
-					if err := wantArgs(c, "QUEUE", "N"); err != nil {
+					if err := wantArgs(c, "QUEUE", "N|default"); err != nil {
 						return err
 					}
-					n, err := strconv.Atoi(c.Args().Get(1))
-					if err != nil || n < 1 {
-						return usageErrorf("concurrency %q: want a whole number of at least 1", c.Args().Get(1))
+					arg := c.Args().Get(1)
+					n, err := strconv.Atoi(arg)
+					if arg != "default" && (err != nil || n < 1) {
+						return usageErrorf("concurrency %q: want a whole number of at least 1, or default", arg)
 					}
 					q, err := lookupQueue(c, a, c.Args().Get(0))
 					if err != nil {
+						return err
+					}
+					if arg == "default" {
+						if err := q.ClearConcurrency(c.Context); err != nil {
+							return err
+						}
+						_, err = fmt.Fprintf(c.App.Writer, "%s: each worker's own concurrency (applied within a second)\n", q.Name())
 						return err
 					}
 					if err := q.SetConcurrency(c.Context, n); err != nil {

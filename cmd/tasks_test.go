@@ -197,6 +197,12 @@ func TestTasksCLI(t *testing.T) {
 		t.Fatalf("concurrency: %+v", r)
 	}
 	wantFailure(t, run(t, nil, "", s.args("tasks", "concurrency", "greet", "0")...), 2, "at least 1")
+	if r := run(t, nil, "", s.args("tasks", "concurrency", "greet", "default")...); r.status != 0 || r.stdout != "greet: each worker's own concurrency (applied within a second)\n" {
+		t.Fatalf("concurrency default: %+v", r)
+	}
+	if v := s.client.HExists(context.Background(), s.keys.TaskConfig("greet"), "concurrency").Val(); v {
+		t.Fatal("the live concurrency is still set")
+	}
 
 	// The rate limit over all workers, set live, lifted, back to the program's.
 	for _, step := range []struct{ args, out string }{

@@ -89,7 +89,8 @@ func ConcurrencyFunc(fn func(configured int) int) Option {
 
 // Concurrency sets how many tasks of the queue one worker runs at once
 // (default 10). Change it while workers run with Queue.SetConcurrency or
-// "leat tasks concurrency".
+// "leat tasks concurrency", and go back to it with Queue.ClearConcurrency
+// ("leat tasks concurrency QUEUE default").
 func Concurrency(n int) Option {
 	return optionFunc(func(s *settings) error {
 		if n < 1 {

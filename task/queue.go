@@ -298,14 +298,25 @@ func definitionOptions(b []byte) ([]Option, error) {
 }
 
 // SetConcurrency sets how many tasks of the queue each worker runs at once,
-// for the workers running now and later, until set again; it overrides the
-// Concurrency option. Workers apply it within a second.
+// for the workers running now and later, until set again or cleared
+// (ClearConcurrency); it overrides the Concurrency option. Workers apply it
+// within a second.
 func (q *core) SetConcurrency(ctx context.Context, n int) error {
 	if n < 1 {
 		return fmt.Errorf("concurrency %d must be at least 1", n)
 	}
-	return q.rdb.HSet(ctx, q.ks.TaskConfig(q.name), "concurrency", n).Err()
+	return q.rdb.HSet(ctx, q.ks.TaskConfig(q.name), concurrencyField, n).Err()
 }
+
+// ClearConcurrency removes the concurrency SetConcurrency set: each worker
+// goes back to its program's Concurrency option within a second.
+func (q *core) ClearConcurrency(ctx context.Context) error {
+	return q.rdb.HDel(ctx, q.ks.TaskConfig(q.name), concurrencyField).Err()
+}
+
+// concurrencyField is the field of the queue's live settings that holds
+// the concurrency set with SetConcurrency.
+const concurrencyField = "concurrency"
 
 // level returns the index of priority name.
 func (q *core) level(name string) (int, bool) {

@@ -852,22 +852,23 @@ func (w *worker) touch(ctx context.Context) {
 	}
 }
 
-// readLimit applies the concurrency set with SetConcurrency, if any, and
-// the queue's ConcurrencyFunc, if any, and notes the rate set live.
+// readLimit applies the concurrency set with SetConcurrency, else the
+// program's, and the queue's ConcurrencyFunc, if any, and notes the rate
+// set live.
 func (w *worker) readLimit(ctx context.Context) {
-	live, err := w.q.rdb.HMGet(ctx, w.q.ks.TaskConfig(w.q.name), "concurrency", taskrdb.RateField).Result()
-	if err == nil {
-		w.readLiveRate(live[1])
-	} else {
+	live, err := w.q.rdb.HMGet(ctx, w.q.ks.TaskConfig(w.q.name), concurrencyField, taskrdb.RateField).Result()
+	if err != nil {
+		if w.q.set.concFn == nil {
+			return // nothing known has changed
+		}
 		live = []any{nil, nil}
+	} else {
+		w.readLiveRate(live[1])
 	}
 	c, _ := live[0].(string)
 	v, err := strconv.Atoi(c)
 	if err != nil || v < 1 {
-		if w.q.set.concFn == nil {
-			return
-		}
-		v = w.q.set.concurrency
+		v = w.q.set.concurrency // none set live (or cleared): the program's
 	}
 	if fn := w.q.set.concFn; fn != nil {
 		v = w.modified(fn, v)

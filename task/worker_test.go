@@ -124,21 +124,28 @@ func TestGracefulStopHandsBack(t *testing.T) {
 }
 
 // TestConcurrencyLive: SetConcurrency changes how many tasks running
-// workers run at once, without a restart.
+// workers run at once, without a restart; ClearConcurrency brings them back
+// to their program's Concurrency.
 func TestConcurrencyLive(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	var mu sync.Mutex
-	running, peak := 0, 0
+	running, peak, peakAfter := 0, 0, 0
+	cleared := false
 	release := make(chan struct{})
+	one := make(chan struct{}) // lets one running task end
 	a := e.app("w1")
 	q, err := task.Handle(a, "conc", func(ctx context.Context, tk *task.Task[job]) (out, error) {
 		mu.Lock()
 		running++
 		peak = max(peak, running)
+		if cleared {
+			peakAfter = max(peakAfter, running)
+		}
 		mu.Unlock()
 		select {
 		case <-release:
+		case <-one:
 		case <-ctx.Done():
 		}
 		mu.Lock()
@@ -150,7 +157,8 @@ func TestConcurrencyLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.run(a)
-	if _, err := q.EnqueueMany(ctx, make([]job, 20)); err != nil {
+	const tasks = 1000 // more than the ends below take until the clear applies (within a second)
+	if _, err := q.EnqueueMany(ctx, make([]job, tasks)); err != nil {
 		t.Fatal(err)
 	}
 	cur := func() int { mu.Lock(); defer mu.Unlock(); return running }
@@ -159,15 +167,41 @@ func TestConcurrencyLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "5 running", func() bool { return cur() == 5 })
+	if err := q.ClearConcurrency(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// At 5, a task that ends is replaced at once; back at 2, the running
+	// ones end one by one until 2 run.
+	eventually(t, 10*time.Second, "back to 2 running", func() bool {
+		if cur() == 2 {
+			return true
+		}
+		select {
+		case one <- struct{}{}:
+		default:
+		}
+		return false
+	})
+	mu.Lock()
+	cleared = true
+	mu.Unlock()
+	for range 4 {
+		select {
+		case one <- struct{}{}:
+		case <-time.After(10 * time.Second):
+			c, _ := q.Counts(ctx)
+			t.Fatalf("no task running to end: %d running, counts %v", cur(), c)
+		}
+	}
 	close(release)
 	eventually(t, 10*time.Second, "all done", func() bool {
 		c, _ := q.Counts(ctx)
-		return c[task.Succeeded] == 20
+		return c[task.Succeeded] == tasks
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if peak != 5 {
-		t.Fatalf("peak %d", peak)
+	if peak != 5 || peakAfter > 2 {
+		t.Fatalf("peak %d, want 5; after the clear %d, want at most 2", peak, peakAfter)
 	}
 }
 
