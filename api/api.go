@@ -115,6 +115,8 @@ func (h *handler) routes() []route {
 		write("POST /v1/queues/{queue}/resume", h.resume),
 		write("PUT /v1/queues/{queue}/rate", h.setRate),
 		write("DELETE /v1/queues/{queue}/rate", h.clearRate),
+		write("PUT /v1/queues/{queue}/concurrency", h.setConcurrency),
+		write("DELETE /v1/queues/{queue}/concurrency", h.clearConcurrency),
 		write("POST /v1/queues/{queue}/dead/requeue", h.requeueDead),
 		write("DELETE /v1/queues/{queue}/dead", h.deleteDead),
 		write("POST /v1/queues/{queue}/tasks", h.enqueue),

@@ -576,6 +576,35 @@ func TestQueueRate(t *testing.T) {
 	}
 }
 
+// A queue's concurrency per worker is set live and cleared through the
+// API; each answer says which applies.
+func TestQueueConcurrency(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{})
+	conc := func(r reply) map[string]any {
+		t.Helper()
+		m, ok := r.body["concurrency"].(map[string]any)
+		if !ok {
+			t.Fatalf("no concurrency in %s", r.raw)
+		}
+		return m
+	}
+	before := conc(e.do(t, "GET", "/v1/queues/work", "").want(t, 200, ""))
+	if before["live"] != false || before["n"].(float64) < 1 {
+		t.Fatalf("concurrency before any: %v", before)
+	}
+	if got := conc(e.do(t, "PUT", "/v1/queues/work/concurrency", `{"n":7}`).want(t, 200, "")); got["n"] != 7.0 || got["live"] != true {
+		t.Fatalf("concurrency set: %v", got)
+	}
+	e.do(t, "PUT", "/v1/queues/work/concurrency", `{"n":0}`).want(t, 400, "bad_concurrency")
+	e.do(t, "PUT", "/v1/queues/work/concurrency", `{}`).want(t, 400, "bad_json")
+	e.do(t, "PUT", "/v1/queues/work/concurrency", `{"n":"7"}`).want(t, 400, "bad_json")
+	if got := conc(e.do(t, "DELETE", "/v1/queues/work/concurrency", "").want(t, 200, "")); got["n"] != before["n"] || got["live"] != false {
+		t.Fatalf("concurrency cleared: %v, want %v", got, before)
+	}
+	e.do(t, "PUT", "/v1/queues/nope/concurrency", `{"n":1}`).want(t, 404, "unknown_queue")
+}
+
 func TestAuthAndReadOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Options{Token: "s3cret", ReadOnly: true, MaxBody: 64})
@@ -586,10 +615,11 @@ func TestAuthAndReadOnly(t *testing.T) {
 	auth := []string{"Authorization", "Bearer s3cret"}
 	e.do(t, "GET", "/v1/overview", "", auth...).want(t, 200, "")
 	e.do(t, "GET", "/v1/queues", "", auth...).want(t, 200, "")
-	for _, p := range []string{"/v1/tasks/x", "/v1/queues/work/tasks/x", "/v1/queues/work/dead", "/v1/queues/work/rate"} {
+	for _, p := range []string{"/v1/tasks/x", "/v1/queues/work/tasks/x", "/v1/queues/work/dead", "/v1/queues/work/rate", "/v1/queues/work/concurrency"} {
 		e.do(t, "DELETE", p, "", auth...).want(t, 403, "read_only")
 	}
 	e.do(t, "PUT", "/v1/queues/work/rate", `{"n":1}`, auth...).want(t, 403, "read_only")
+	e.do(t, "PUT", "/v1/queues/work/concurrency", `{"n":1}`, auth...).want(t, 403, "read_only")
 	for _, p := range []string{"/v1/streams/orders/events", "/v1/queues/work/tasks", "/v1/queues/work/runsync",
 		"/v1/queues/work/tasks/x/cancel", "/v1/queues/work/tasks/x/requeue", "/v1/tasks/x/cancel", "/v1/tasks/x/requeue",
 		"/v1/queues/work/pause", "/v1/queues/work/resume", "/v1/queues/work/dead/requeue"} {

@@ -395,11 +395,19 @@ func (h *handler) taskEvents(w http.ResponseWriter, r *http.Request) {
 
 // queueRow is one queue of GET /v1/queues.
 type queueRow struct {
-	Queue      string               `json:"queue"`
-	Counts     map[task.State]int64 `json:"counts"`
-	Definition task.Definition      `json:"definition"`
-	PausedAt   *time.Time           `json:"paused_at"` // null when not paused
-	Rate       rateRow              `json:"rate"`
+	Queue       string               `json:"queue"`
+	Counts      map[task.State]int64 `json:"counts"`
+	Definition  task.Definition      `json:"definition"`
+	PausedAt    *time.Time           `json:"paused_at"` // null when not paused
+	Rate        rateRow              `json:"rate"`
+	Concurrency concurrencyRow       `json:"concurrency"`
+}
+
+// concurrencyRow is how many tasks each worker of a queue runs at once: set
+// live, or the definition's.
+type concurrencyRow struct {
+	N    int  `json:"n"`
+	Live bool `json:"live"`
 }
 
 // rateRow is the rate limit that applies to a queue: set live, or the
@@ -413,7 +421,8 @@ type rateRow struct {
 // rowOf is the row of a queue's summary.
 func rowOf(sum task.Summary) queueRow {
 	r := queueRow{Queue: sum.Definition.Name, Counts: sum.Counts, Definition: sum.Definition,
-		Rate: rateRow{N: sum.Rate.N, Window: sum.Rate.Window.String(), Live: sum.LiveRate}}
+		Rate:        rateRow{N: sum.Rate.N, Window: sum.Rate.Window.String(), Live: sum.LiveRate},
+		Concurrency: concurrencyRow{N: sum.Concurrency, Live: sum.LiveConcurrency}}
 	if sum.Paused {
 		at := sum.PausedAt.UTC()
 		r.PausedAt = &at
@@ -447,74 +456,107 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rowOf(sum))
 }
 
-// rateRequest is the body of PUT /v1/queues/{queue}/rate.
-type rateRequest struct {
-	N      *int     `json:"n"`
-	Window duration `json:"window"`
-}
-
-// setRate sets the queue's rate limit live (task.Queue.SetRate) and answers
-// the queue as queue does.
-func (h *handler) setRate(w http.ResponseWriter, r *http.Request) {
+// changeQueue runs change on the queue named by the path and answers the
+// queue as queue does. change answers the request itself when it returns
+// errAnswered (a bad body, say); another error is a 500.
+func (h *handler) changeQueue(w http.ResponseWriter, r *http.Request, change func(ctx context.Context, q *rawQueue) error) {
 	q := h.lookupQueue(w, r)
 	if q == nil {
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		bodyError(w, err, h.opts.MaxBody)
+	switch err := change(r.Context(), q); {
+	case errors.Is(err, errAnswered):
 		return
-	}
-	var req rateRequest
-	if !h.decodeObject(w, body, &req) {
-		return
-	}
-	if req.N == nil {
-		writeError(w, http.StatusBadRequest, "bad_json", `request body: field "n" is missing (0 for no limit)`)
-		return
-	}
-	if err := q.SetRate(r.Context(), *req.N, time.Duration(req.Window)); err != nil {
-		writeError(w, http.StatusBadRequest, "bad_rate", err.Error())
+	case err != nil:
+		internalError(w, err)
 		return
 	}
 	h.queue(w, r)
+}
+
+// errAnswered is what a changeQueue function returns once it answered.
+var errAnswered = errors.New("answered")
+
+// readObject reads the request's body, one JSON object, into v; otherwise
+// it answers the request and returns errAnswered.
+func (h *handler) readObject(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		bodyError(w, err, h.opts.MaxBody)
+		return errAnswered
+	}
+	if !h.decodeObject(w, body, v) {
+		return errAnswered
+	}
+	return nil
+}
+
+// refuse answers 400 with code and err's text, and returns errAnswered.
+func refuse(w http.ResponseWriter, code string, err error) error {
+	writeError(w, http.StatusBadRequest, code, err.Error())
+	return errAnswered
+}
+
+// setRate sets the queue's rate limit live (task.Queue.SetRate): body
+// {"n": N, "window": "1s"}; {"n": 0} lifts the limit.
+func (h *handler) setRate(w http.ResponseWriter, r *http.Request) {
+	h.changeQueue(w, r, func(ctx context.Context, q *rawQueue) error {
+		var req struct {
+			N      *int     `json:"n"`
+			Window duration `json:"window"`
+		}
+		if err := h.readObject(w, r, &req); err != nil {
+			return err
+		}
+		if req.N == nil {
+			return refuse(w, "bad_json", errors.New(`request body: field "n" is missing (0 for no limit)`))
+		}
+		if err := q.SetRate(ctx, *req.N, time.Duration(req.Window)); err != nil {
+			return refuse(w, "bad_rate", err)
+		}
+		return nil
+	})
 }
 
 // clearRate removes the rate limit set live (task.Queue.ClearRate): each
 // worker's Rate option applies again.
 func (h *handler) clearRate(w http.ResponseWriter, r *http.Request) {
-	q := h.lookupQueue(w, r)
-	if q == nil {
-		return
-	}
-	if err := q.ClearRate(r.Context()); err != nil {
-		internalError(w, err)
-		return
-	}
-	h.queue(w, r)
+	h.changeQueue(w, r, func(ctx context.Context, q *rawQueue) error { return q.ClearRate(ctx) })
+}
+
+// setConcurrency sets the queue's concurrency per worker live
+// (task.Queue.SetConcurrency): body {"n": N}.
+func (h *handler) setConcurrency(w http.ResponseWriter, r *http.Request) {
+	h.changeQueue(w, r, func(ctx context.Context, q *rawQueue) error {
+		var req struct {
+			N *int `json:"n"`
+		}
+		if err := h.readObject(w, r, &req); err != nil {
+			return err
+		}
+		if req.N == nil {
+			return refuse(w, "bad_json", errors.New(`request body: field "n" is missing`))
+		}
+		if err := q.SetConcurrency(ctx, *req.N); err != nil {
+			return refuse(w, "bad_concurrency", err)
+		}
+		return nil
+	})
+}
+
+// clearConcurrency removes the concurrency set live
+// (task.Queue.ClearConcurrency): each worker's own applies again.
+func (h *handler) clearConcurrency(w http.ResponseWriter, r *http.Request) {
+	h.changeQueue(w, r, func(ctx context.Context, q *rawQueue) error { return q.ClearConcurrency(ctx) })
 }
 
 // pause pauses the queue (task.Queue.Pause) and answers it as queue does.
-func (h *handler) pause(w http.ResponseWriter, r *http.Request) { h.setPaused(w, r, true) }
+func (h *handler) pause(w http.ResponseWriter, r *http.Request) {
+	h.changeQueue(w, r, func(ctx context.Context, q *rawQueue) error { return q.Pause(ctx) })
+}
 
 // resume resumes the queue (task.Queue.Resume) and answers it as queue
 // does.
-func (h *handler) resume(w http.ResponseWriter, r *http.Request) { h.setPaused(w, r, false) }
-
-func (h *handler) setPaused(w http.ResponseWriter, r *http.Request, pause bool) {
-	q := h.lookupQueue(w, r)
-	if q == nil {
-		return
-	}
-	var err error
-	if pause {
-		err = q.Pause(r.Context())
-	} else {
-		err = q.Resume(r.Context())
-	}
-	if err != nil {
-		internalError(w, err)
-		return
-	}
-	h.queue(w, r)
+func (h *handler) resume(w http.ResponseWriter, r *http.Request) {
+	h.changeQueue(w, r, func(ctx context.Context, q *rawQueue) error { return q.Resume(ctx) })
 }

@@ -314,8 +314,12 @@ func writeQueueReport(w io.Writer, r *inspect.QueueReport) error {
 	if r.Strict {
 		order = "strict"
 	}
-	fmt.Fprintf(w, "task queue %s of app %s at %s: %s, concurrency %d per worker, %d %s priority %s\n\n",
-		r.Name, r.App, r.Time.Format(time.RFC3339), kind, r.Concurrency, len(r.Levels), order, plural(len(r.Levels), "level"))
+	live := ""
+	if r.ConcurrencyLive {
+		live = " (set live)"
+	}
+	fmt.Fprintf(w, "task queue %s of app %s at %s: %s, concurrency %d per worker%s, %d %s priority %s\n\n",
+		r.Name, r.App, r.Time.Format(time.RFC3339), kind, r.Concurrency, live, len(r.Levels), order, plural(len(r.Levels), "level"))
 	if r.Rate != nil || r.KeyRate != nil {
 		var limits []string
 		if l := r.Rate; l != nil {

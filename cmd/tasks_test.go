@@ -413,7 +413,15 @@ func TestQueueReportLimits(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
 	}
-	// A rate set live, then lifted live.
+	// A concurrency set live, a rate set live, then lifted live.
+	r.Concurrency, r.ConcurrencyLive = 9, true
+	b.Reset()
+	if err := writeQueueReport(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "concurrency 9 per worker (set live)"; !strings.Contains(b.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, b.String())
+	}
 	r.RateLive, r.KeyRate = true, nil
 	for _, c := range []struct {
 		rate *inspect.RateLimit

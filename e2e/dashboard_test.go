@@ -288,6 +288,16 @@ func TestDashboard(t *testing.T) {
 	redistest.Eventually(t, 10*time.Second, "the rate cleared", func() bool { _, set := liveRate(); return !set })
 	waitTrue(t, b, "no rate shown", `!document.querySelector('#q-meta').innerText.includes('rate') && document.querySelector('#q-rate button[data-rate-clear]').hidden`)
 
+	// A concurrency set live shows among the settings.
+	if err := s.emails.SetConcurrency(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	waitTrue(t, b, "the concurrency shown as set live", `document.querySelector('#q-meta').innerText.includes('7 / worker (set live)')`)
+	if err := s.emails.ClearConcurrency(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitTrue(t, b, "the program's concurrency shown", `!document.querySelector('#q-meta').innerText.includes('set live')`)
+
 	t.Logf("requeued at %s", time.Since(t0))
 	run(t, b, "back to the stream", chromedp.Navigate(srv.URL+"/#/stream/orders"), chromedp.WaitVisible(chromedp.CSS("#heat .cell")))
 	screenshot(t, b, "LEAT_SCREENSHOT")

@@ -19,10 +19,13 @@ type Overview struct {
 // QueueReport. Every figure is read from counters and the heads of the
 // queue's streams, never by a scan (see the package's Cost section).
 type QueueSummary struct {
-	Name        string           `json:"name"`
-	Keyed       bool             `json:"keyed"`
-	Concurrency int              `json:"concurrency"` // per worker, as declared
-	Counts      map[string]int64 `json:"counts"`      // state -> tasks, from the queue's counters
+	Name        string `json:"name"`
+	Keyed       bool   `json:"keyed"`
+	Concurrency int    `json:"concurrency"` // per worker: as declared, or as set live
+	// ConcurrencyLive says Concurrency was set live
+	// (task.Queue.SetConcurrency) in place of the declared one.
+	ConcurrencyLive bool             `json:"concurrency_live"`
+	Counts          map[string]int64 `json:"counts"` // state -> tasks, from the queue's counters
 	// OldestReadyAgeMS is the age in milliseconds of the oldest ready
 	// entry no worker took yet, over the priority levels (server time
 	// minus the time in its entry ID: how long it has waited since it was

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,6 +147,9 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 		if st.PausedMS > 0 {
 			at := time.UnixMilli(st.PausedMS).UTC()
 			r.PausedAt = &at
+		}
+		if n, err := strconv.Atoi(st.LiveConcurrency); err == nil && n >= 1 { // as workers read it
+			r.Concurrency, r.ConcurrencyLive = n, true
 		}
 		if st.LiveRate != "" {
 			if l, err := taskrdb.ParseLiveRate(st.LiveRate); err == nil {

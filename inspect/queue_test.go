@@ -68,6 +68,15 @@ func TestQueueFigures(t *testing.T) {
 	if r, _ := in.Queue(ctx, "mail"); r.Rate == nil || r.Rate.Tasks != 5 || r.RateLive {
 		t.Fatalf("live rate cleared: %+v, live %v", r.Rate, r.RateLive)
 	}
+	// A concurrency set live replaces the declared 4.
+	c.HSet(ctx, k.TaskConfig("mail"), "concurrency", 9)
+	if r, _ := in.Queue(ctx, "mail"); r.Concurrency != 9 || !r.ConcurrencyLive {
+		t.Fatalf("live concurrency: %d, live %v", r.Concurrency, r.ConcurrencyLive)
+	}
+	c.HDel(ctx, k.TaskConfig("mail"), "concurrency")
+	if r, _ := in.Queue(ctx, "mail"); r.Concurrency != 4 || r.ConcurrencyLive {
+		t.Fatalf("live concurrency cleared: %d, live %v", r.Concurrency, r.ConcurrencyLive)
+	}
 
 	// Five tasks enqueued between before and after; three taken, of which
 	// one succeeds and one dies.

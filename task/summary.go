@@ -22,10 +22,16 @@ type Summary struct {
 	// true, see Queue.SetRate), else the definition's Rate option.
 	Rate     RateLimit
 	LiveRate bool
+	// Concurrency is the number of tasks each worker runs at once: the one
+	// set live (LiveConcurrency true, see Queue.SetConcurrency), else the
+	// definition's (a worker's ConcurrencyFunc may change its own).
+	Concurrency     int
+	LiveConcurrency bool
 }
 
-// Summary returns the queue's counts per state, its pause and its rate
-// limit in one round trip (Counts, Paused and LiveRate make one each).
+// Summary returns the queue's counts per state, its pause, its rate limit
+// and its concurrency in one round trip (Counts, Paused and LiveRate make
+// one each).
 func (q *core) Summary(ctx context.Context) (Summary, error) {
 	pipe := q.rdb.Pipeline()
 	r := queueReads(ctx, pipe, q.ks, q.name)
@@ -65,13 +71,13 @@ func Summaries(ctx context.Context, a *app.App) ([]Summary, error) {
 // summaryReads are the commands of a queue's summary, queued on a pipeline.
 type summaryReads struct {
 	counts *redis.MapStringStringCmd
-	live   *redis.SliceCmd // pause, rate
+	live   *redis.SliceCmd // pause, rate, concurrency
 }
 
 func queueReads(ctx context.Context, pipe redis.Pipeliner, ks keys.Space, name string) summaryReads {
 	return summaryReads{
 		counts: pipe.HGetAll(ctx, ks.TaskCounts(name)),
-		live:   pipe.HMGet(ctx, ks.TaskConfig(name), pausedField, taskrdb.RateField),
+		live:   pipe.HMGet(ctx, ks.TaskConfig(name), pausedField, taskrdb.RateField, concurrencyField),
 	}
 }
 
@@ -80,7 +86,7 @@ func (r summaryReads) summary(d Definition) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	s := Summary{Definition: d, Counts: countsOf(m), Rate: RateLimit{N: d.Rate, Window: d.RateWindow}}
+	s := Summary{Definition: d, Counts: countsOf(m), Rate: RateLimit{N: d.Rate, Window: d.RateWindow}, Concurrency: d.Concurrency}
 	live, err := r.live.Result()
 	if err != nil {
 		return Summary{}, err
@@ -92,6 +98,11 @@ func (r summaryReads) summary(d Definition) (Summary, error) {
 	if v, ok := live[1].(string); ok {
 		if s.Rate, s.LiveRate, err = parseLiveRate(v); err != nil {
 			return Summary{}, err
+		}
+	}
+	if v, ok := live[2].(string); ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 { // as workers read it
+			s.Concurrency, s.LiveConcurrency = n, true
 		}
 	}
 	return s, nil

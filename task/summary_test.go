@@ -37,6 +37,9 @@ func TestSummaries(t *testing.T) {
 	if err := queues["c"].SetRate(ctx, 5, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	if err := queues["a"].SetConcurrency(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
 	rt := &redistest.RoundTrips{}
 	e.client.AddHook(rt)
 	sums, err := task.Summaries(ctx, a)
@@ -81,5 +84,9 @@ func TestSummaries(t *testing.T) {
 	}
 	if !sums[2].LiveRate || sums[2].Rate != (task.RateLimit{N: 5, Window: time.Minute}) || sums[0].LiveRate || sums[0].Rate.N != 0 {
 		t.Errorf("c: a live rate of 5 per minute, a: none; got %+v", sums)
+	}
+	// a: declared with 2, set live to 7; b: its own 3.
+	if !sums[0].LiveConcurrency || sums[0].Concurrency != 7 || sums[1].LiveConcurrency || sums[1].Concurrency != 3 {
+		t.Errorf("a: a live concurrency of 7, b: its own 3; got %+v", sums)
 	}
 }

@@ -766,7 +766,8 @@ function renderQueue(name) {
     $('#q-rate').dataset.live = String(!!q.rate?.live);
   }
   $('#q-meta').innerHTML = [
-    ['concurrency', fmt(d.concurrency) + ' / worker'], ['retries', fmt(d.max_retries)], ['timeout', dur(d.timeout)],
+    ['concurrency', fmt(q.concurrency ? q.concurrency.n : d.concurrency) + ' / worker' + (q.concurrency?.live ? ' (set live)' : '')],
+    ['retries', fmt(d.max_retries)], ['timeout', dur(d.timeout)],
     ['retention', dur(d.retention)], d.keyed ? ['keyed', d.key_rate ? `${d.key_rate} / ${dur(d.key_window)}` : 'yes'] : null,
     // the rate that applies: set live (leat tasks rate, PUT .../rate), else the definition's
     q.rate && (q.rate.n || q.rate.live) ? ['rate', (q.rate.n ? `${q.rate.n} / ${q.rate.window}` : 'none') + (q.rate.live ? ' (set live)' : '')] : null,

@@ -15,7 +15,7 @@ type QueueKeys struct {
 	Levels   []string // ready stream of each priority level
 	Group    string   // the consumer group of the ready streams
 	Finished []string // finished-task counters to read
-	Config   string   // hash of live settings (fields "paused": Unix ms; "rate": set live)
+	Config   string   // hash of live settings (fields "paused": Unix ms; "rate", "concurrency": set live)
 }
 
 // QueueState is what Redis says of one task queue.
@@ -28,6 +28,8 @@ type QueueState struct {
 	// LiveRate is the rate limit set live (field "rate": "N WINDOW_MS");
 	// "" when none is.
 	LiveRate string
+	// LiveConcurrency is the concurrency per worker set live; "" when none is.
+	LiveConcurrency string
 }
 
 // QueueLevel is what Redis says of one ready stream of a task queue.
@@ -70,7 +72,7 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 	for i, q := range qs {
 		counts[i] = pipe.HGetAll(ctx, q.Counts)
 		if q.Config != "" {
-			live[i] = pipe.HMGet(ctx, q.Config, "paused", "rate")
+			live[i] = pipe.HMGet(ctx, q.Config, "paused", "rate", "concurrency")
 		}
 		if len(q.Finished) > 0 {
 			finished[i] = pipe.MGet(ctx, q.Finished...)
@@ -99,12 +101,13 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 		if live[i] != nil {
 			vs, err := live[i].Result()
 			if err != nil {
-				return nil, fmt.Errorf("HMGET %s paused rate: %w", q.Config, err)
+				return nil, fmt.Errorf("HMGET %s paused rate concurrency: %w", q.Config, err)
 			}
 			if v, ok := vs[0].(string); ok {
 				st.PausedMS, _ = strconv.ParseInt(v, 10, 64)
 			}
 			st.LiveRate, _ = vs[1].(string)
+			st.LiveConcurrency, _ = vs[2].(string)
 		}
 		if finished[i] != nil {
 			vs, err := finished[i].Result()
