@@ -444,10 +444,13 @@ func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
-	q := h.lookupQueue(w, r)
-	if q == nil {
-		return
+	if q := h.lookupQueue(w, r); q != nil {
+		answerQueue(w, r, q)
 	}
+}
+
+// answerQueue answers q's row, as GET /v1/queues/{queue} does.
+func answerQueue(w http.ResponseWriter, r *http.Request, q *rawQueue) {
 	sum, err := q.Summary(r.Context())
 	if err != nil {
 		internalError(w, err)
@@ -466,12 +469,11 @@ func (h *handler) changeQueue(w http.ResponseWriter, r *http.Request, change fun
 	}
 	switch err := change(r.Context(), q); {
 	case errors.Is(err, errAnswered):
-		return
 	case err != nil:
 		internalError(w, err)
-		return
+	default:
+		answerQueue(w, r, q)
 	}
-	h.queue(w, r)
 }
 
 // errAnswered is what a changeQueue function returns once it answered.

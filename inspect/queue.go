@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -148,7 +147,7 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 			at := time.UnixMilli(st.PausedMS).UTC()
 			r.PausedAt = &at
 		}
-		if n, err := strconv.Atoi(st.LiveConcurrency); err == nil && n >= 1 { // as workers read it
+		if n, ok := taskrdb.ParseLiveConcurrency(st.LiveConcurrency); ok {
 			r.Concurrency, r.ConcurrencyLive = n, true
 		}
 		if st.LiveRate != "" {

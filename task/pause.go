@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,13 +26,13 @@ func (q *core) Pause(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return q.rdb.HSetNX(ctx, q.ks.TaskConfig(q.name), pausedField, now.UnixMilli()).Err()
+	return q.rdb.HSetNX(ctx, q.ks.TaskConfig(q.name), taskrdb.PausedField, now.UnixMilli()).Err()
 }
 
 // Resume lets the queue's workers start its tasks again after Pause.
 // Resuming a queue that is not paused changes nothing.
 func (q *core) Resume(ctx context.Context) error {
-	if err := q.rdb.HDel(ctx, q.ks.TaskConfig(q.name), pausedField).Err(); err != nil {
+	if err := q.rdb.HDel(ctx, q.ks.TaskConfig(q.name), taskrdb.PausedField).Err(); err != nil {
 		return err
 	}
 	return q.wakeFetchers(ctx)
@@ -39,7 +40,7 @@ func (q *core) Resume(ctx context.Context) error {
 
 // Paused reports whether the queue is paused, and since when.
 func (q *core) Paused(ctx context.Context) (bool, time.Time, error) {
-	v, err := q.rdb.HGet(ctx, q.ks.TaskConfig(q.name), pausedField).Result()
+	v, err := q.rdb.HGet(ctx, q.ks.TaskConfig(q.name), taskrdb.PausedField).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, time.Time{}, nil
 	}
@@ -49,10 +50,6 @@ func (q *core) Paused(ctx context.Context) (bool, time.Time, error) {
 	ms, _ := strconv.ParseInt(v, 10, 64)
 	return true, time.UnixMilli(ms), nil
 }
-
-// pausedField is the field of the queue's live settings whose presence
-// pauses it (value: Unix ms of the Pause); fetch.lua reads the same name.
-const pausedField = "paused"
 
 // pausePoll is how often a worker of a paused queue tries a fetch again, in
 // case it missed the Resume message.

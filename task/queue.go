@@ -305,18 +305,14 @@ func (q *core) SetConcurrency(ctx context.Context, n int) error {
 	if n < 1 {
 		return fmt.Errorf("concurrency %d must be at least 1", n)
 	}
-	return q.rdb.HSet(ctx, q.ks.TaskConfig(q.name), concurrencyField, n).Err()
+	return q.rdb.HSet(ctx, q.ks.TaskConfig(q.name), taskrdb.ConcurrencyField, n).Err()
 }
 
 // ClearConcurrency removes the concurrency SetConcurrency set: each worker
 // goes back to its program's Concurrency option within a second.
 func (q *core) ClearConcurrency(ctx context.Context) error {
-	return q.rdb.HDel(ctx, q.ks.TaskConfig(q.name), concurrencyField).Err()
+	return q.rdb.HDel(ctx, q.ks.TaskConfig(q.name), taskrdb.ConcurrencyField).Err()
 }
-
-// concurrencyField is the field of the queue's live settings that holds
-// the concurrency set with SetConcurrency.
-const concurrencyField = "concurrency"
 
 // level returns the index of priority name.
 func (q *core) level(name string) (int, bool) {

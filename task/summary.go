@@ -77,7 +77,7 @@ type summaryReads struct {
 func queueReads(ctx context.Context, pipe redis.Pipeliner, ks keys.Space, name string) summaryReads {
 	return summaryReads{
 		counts: pipe.HGetAll(ctx, ks.TaskCounts(name)),
-		live:   pipe.HMGet(ctx, ks.TaskConfig(name), pausedField, taskrdb.RateField, concurrencyField),
+		live:   pipe.HMGet(ctx, ks.TaskConfig(name), taskrdb.PausedField, taskrdb.RateField, taskrdb.ConcurrencyField),
 	}
 }
 
@@ -101,7 +101,7 @@ func (r summaryReads) summary(d Definition) (Summary, error) {
 		}
 	}
 	if v, ok := live[2].(string); ok {
-		if n, err := strconv.Atoi(v); err == nil && n >= 1 { // as workers read it
+		if n, ok := taskrdb.ParseLiveConcurrency(v); ok {
 			s.Concurrency, s.LiveConcurrency = n, true
 		}
 	}

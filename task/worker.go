@@ -856,7 +856,7 @@ func (w *worker) touch(ctx context.Context) {
 // program's, and the queue's ConcurrencyFunc, if any, and notes the rate
 // set live.
 func (w *worker) readLimit(ctx context.Context) {
-	live, err := w.q.rdb.HMGet(ctx, w.q.ks.TaskConfig(w.q.name), concurrencyField, taskrdb.RateField).Result()
+	live, err := w.q.rdb.HMGet(ctx, w.q.ks.TaskConfig(w.q.name), taskrdb.ConcurrencyField, taskrdb.RateField).Result()
 	if err != nil {
 		if w.q.set.concFn == nil {
 			return // nothing known has changed
@@ -866,8 +866,8 @@ func (w *worker) readLimit(ctx context.Context) {
 		w.readLiveRate(live[1])
 	}
 	c, _ := live[0].(string)
-	v, err := strconv.Atoi(c)
-	if err != nil || v < 1 {
+	v, ok := taskrdb.ParseLiveConcurrency(c)
+	if !ok {
 		v = w.q.set.concurrency // none set live (or cleared): the program's
 	}
 	if fn := w.q.set.concFn; fn != nil {
@@ -1014,8 +1014,8 @@ func (w *worker) readRate(ctx context.Context) {
 // entries a blocking read gave pending here without a recovery: one is run.
 func (w *worker) readLiveRate(v any) {
 	text, _ := v.(string)
-	r, set, err := parseLiveRate(text)
-	rated := text != "" && err == nil && set && r.N > 0
+	r, err := taskrdb.ParseLiveRate(text) // "" (none) does not parse
+	rated := err == nil && r.N > 0
 	if !w.liveRate.Swap(rated) && rated {
 		w.setRecover()
 	}

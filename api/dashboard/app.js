@@ -836,17 +836,9 @@ async function onTaskAction(e) {
   const b = e.target.closest('button[data-action]');
   if (!b || b.disabled) return;
   const { action, id } = b.dataset;
-  b.disabled = true;
-  try {
-    const path = `v1/queues/${enc(S.route.name)}/tasks/${enc(id)}`;
-    if (action === 'delete') await api(path, { method: 'DELETE' });
-    else await api(`${path}/${action}`, { method: 'POST' });
-    toast(`${{ requeue: 'Requeued', cancel: 'Cancelled', delete: 'Deleted' }[action]} task ${id}`, 'ok');
-  } catch (err) {
-    toast(`${action} ${id}: ${err.message}`, 'bad');
-    b.disabled = false;
-  }
-  poll();
+  const path = `v1/queues/${enc(S.route.name)}/tasks/${enc(id)}`;
+  await act(b, () => (action === 'delete' ? api(path, { method: 'DELETE' }) : api(`${path}/${action}`, { method: 'POST' })),
+    `${{ requeue: 'Requeued', cancel: 'Cancelled', delete: 'Deleted' }[action]} task ${id}`, `${action} ${id}`);
 }
 
 async function onBulkAction(b) {
@@ -859,36 +851,20 @@ async function onBulkAction(b) {
     return;
   }
   S.armed = null;
-  b.disabled = true;
-  try {
-    const path = `v1/queues/${enc(name)}/dead`;
-    if (action === 'delete') {
-      const r = await api(path, { method: 'DELETE' });
-      toast(`Deleted ${fmt(r.deleted)} dead tasks of ${name}`, 'ok');
-    } else {
-      const r = await api(`${path}/requeue`, { method: 'POST' });
-      toast(`Requeued ${fmt(r.requeued)} dead tasks of ${name}`, 'ok');
-    }
-  } catch (err) {
-    toast(`${action} dead tasks of ${name}: ${err.message}`, 'bad');
-    b.disabled = false;
+  const path = `v1/queues/${enc(name)}/dead`;
+  if (action === 'delete') {
+    await act(b, () => api(path, { method: 'DELETE' }), (r) => `Deleted ${fmt(r.deleted)} dead tasks of ${name}`, `${action} dead tasks of ${name}`);
+  } else {
+    await act(b, () => api(`${path}/requeue`, { method: 'POST' }), (r) => `Requeued ${fmt(r.requeued)} dead tasks of ${name}`, `${action} dead tasks of ${name}`);
   }
-  poll();
 }
 
 async function onQueueAction(e) {
   const b = e.target.closest('button[data-queue-action]');
   if (!b || b.disabled) return;
   const action = b.dataset.queueAction;
-  b.disabled = true;
-  try {
-    await api(`v1/queues/${enc(S.route.name)}/${action}`, { method: 'POST' });
-    toast(`${action === 'pause' ? 'Paused' : 'Resumed'} queue ${S.route.name}`, 'ok');
-  } catch (err) {
-    toast(`${action} ${S.route.name}: ${err.message}`, 'bad');
-    b.disabled = false;
-  }
-  poll();
+  await act(b, () => api(`v1/queues/${enc(S.route.name)}/${action}`, { method: 'POST' }),
+    `${action === 'pause' ? 'Paused' : 'Resumed'} queue ${S.route.name}`, `${action} ${S.route.name}`);
 }
 
 // onRateSet sets the queue's rate limit live: N per WINDOW, or no limit
@@ -899,13 +875,8 @@ async function onRateSet(e) {
   const n = Number($('#q-rate-n').value);
   const win = $('#q-rate-window').value.trim();
   const body = n === 0 && !win ? { n: 0 } : { n, window: win };
-  try {
-    await api(`v1/queues/${enc(name)}/rate`, { method: 'PUT', body: JSON.stringify(body) });
-    toast(n === 0 ? `Lifted the rate limit of ${name}` : `Rate of ${name}: ${n} per ${win}`, 'ok');
-  } catch (err) {
-    toast(`rate of ${name}: ${err.message}`, 'bad');
-  }
-  poll();
+  await act(null, () => api(`v1/queues/${enc(name)}/rate`, { method: 'PUT', body: JSON.stringify(body) }),
+    n === 0 ? `Lifted the rate limit of ${name}` : `Rate of ${name}: ${n} per ${win}`, `rate of ${name}`);
 }
 
 // onRateClear removes the rate set live: the workers' own applies again.
@@ -913,13 +884,21 @@ async function onRateClear(e) {
   const b = e.target.closest('button[data-rate-clear]');
   if (!b || b.disabled) return;
   const name = S.route.name;
-  b.disabled = true;
+  await act(b, () => api(`v1/queues/${enc(name)}/rate`, { method: 'DELETE' }), `Rate of ${name}: back to the workers'`, `rate of ${name}`);
+}
+
+// act runs call, an API request, for button b (null: none), disabled
+// meanwhile and again usable only when the request failed (the next poll
+// redraws it); a toast says ok (a text, or a function of the reply) or
+// what failed and why; then it polls.
+async function act(b, call, ok, failed) {
+  if (b) b.disabled = true;
   try {
-    await api(`v1/queues/${enc(name)}/rate`, { method: 'DELETE' });
-    toast(`Rate of ${name}: back to the workers'`, 'ok');
+    const r = await call();
+    toast(typeof ok === 'function' ? ok(r) : ok, 'ok');
   } catch (err) {
-    toast(`rate of ${name}: ${err.message}`, 'bad');
-    b.disabled = false;
+    toast(`${failed}: ${err.message}`, 'bad');
+    if (b) b.disabled = false;
   }
   poll();
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -15,7 +16,7 @@ type QueueKeys struct {
 	Levels   []string // ready stream of each priority level
 	Group    string   // the consumer group of the ready streams
 	Finished []string // finished-task counters to read
-	Config   string   // hash of live settings (fields "paused": Unix ms; "rate", "concurrency": set live)
+	Config   string   // hash of live settings (taskrdb.PausedField, RateField, ConcurrencyField)
 }
 
 // QueueState is what Redis says of one task queue.
@@ -72,7 +73,7 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 	for i, q := range qs {
 		counts[i] = pipe.HGetAll(ctx, q.Counts)
 		if q.Config != "" {
-			live[i] = pipe.HMGet(ctx, q.Config, "paused", "rate", "concurrency")
+			live[i] = pipe.HMGet(ctx, q.Config, taskrdb.PausedField, taskrdb.RateField, taskrdb.ConcurrencyField)
 		}
 		if len(q.Finished) > 0 {
 			finished[i] = pipe.MGet(ctx, q.Finished...)

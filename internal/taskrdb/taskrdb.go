@@ -84,10 +84,23 @@ var ErrPaused = errors.New("task queue paused")
 // that wait for either fetch again at once. No task ID starts with '~'.
 const ResumeMessage = "~resume"
 
-// RateField is the field of the queue's live settings (keys.Space.TaskConfig)
-// that holds the rate limit set live, which fetch.lua applies in place of
-// its worker's: LiveRate's text.
-const RateField = "rate"
+// Fields of the queue's live settings (keys.Space.TaskConfig): PausedField,
+// whose presence pauses the queue (value: Unix ms of the pause; fetch.lua
+// checks it); RateField, the rate limit set live, which fetch.lua applies
+// in place of its worker's (LiveRate's text); ConcurrencyField, the
+// concurrency per worker set live (ParseLiveConcurrency).
+const (
+	PausedField      = "paused"
+	RateField        = "rate"
+	ConcurrencyField = "concurrency"
+)
+
+// ParseLiveConcurrency reads ConcurrencyField's text: a whole number of at
+// least 1, else none (false).
+func ParseLiveConcurrency(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n >= 1
+}
 
 // LiveRate is the text of RateField for r ("N WINDOW_MS"; "0 0": no limit).
 func LiveRate(r Rate) string {
