@@ -71,6 +71,18 @@ func (s shop) group(t *testing.T, p int, group string) redis.XInfoGroup {
 	return redis.XInfoGroup{}
 }
 
+// acked reports whether group has been delivered the last entry of every
+// partition of ticks and has nothing pending.
+func (s shop) acked(t *testing.T, group string) bool {
+	t.Helper()
+	for p := range 4 {
+		if g := s.group(t, p, group); g.LastDeliveredID != s.lastID(t, p) || g.Pending != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // makePending reads up to n new entries of every partition of ticks into
 // the pending list of group, as a worker that crashed would leave them, and
 // returns how many it read.

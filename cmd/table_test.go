@@ -174,11 +174,14 @@ func TestResetTables(t *testing.T) {
 		}
 		return v.Count
 	}
-	// process runs a worker until k9 counts want, then stops it.
+	// process runs a worker until k9 counts want and every entry of ticks
+	// is acknowledged (k9's partition may be done before the others), then
+	// stops it.
 	process := func(want int) {
 		t.Helper()
 		b := start(t, ta.setup, s.quiet("worker")...)
 		waitUntil(t, b, fmt.Sprintf("k9 counted %d times", want), func() bool { return count() == want })
+		waitUntil(t, b, "every entry acknowledged", func() bool { return s.acked(t, "sum") })
 		if r := b.stop(t); r.status != 0 {
 			t.Fatalf("worker: %+v", r)
 		}
