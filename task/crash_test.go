@@ -177,8 +177,8 @@ func TestProcessesExactlyOnce(t *testing.T) {
 }
 
 // TestProcessesKilled: as above with one worker SIGKILLed mid-run: every
-// task still succeeds at least once; the tasks it held run again within the
-// visibility timeout plus a few seconds; the duplicates are counted.
+// task still succeeds at least once; the tasks it held are reclaimed within
+// the visibility timeout plus a few seconds; the duplicates are counted.
 func TestProcessesKilled(t *testing.T) {
 	e := newEnv(t)
 	n := loadSize()
@@ -209,6 +209,27 @@ func TestProcessesKilled(t *testing.T) {
 			held = append(held, ms[0].Values["t"].(string))
 		}
 	}
+	// Reclaimed after the visibility timeout, within half of it more (the
+	// leader's reclaim period) and a leader's failover (the killed worker
+	// may have led): a few seconds at most. They then wait behind the tasks
+	// ready before them, like any ready task, so when they finish depends on
+	// the backlog.
+	eventually(t, time.Minute, "the killed worker's tasks reclaimed", func() bool {
+		for _, id := range held {
+			in, err := q.Info(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.State == task.Active && in.Worker == "p0" {
+				return false
+			}
+		}
+		return true
+	})
+	reclaimed := time.Since(killed)
+	if bound := procVisibility + procVisibility/2 + 3*time.Second; reclaimed > bound {
+		t.Errorf("the killed worker's tasks were reclaimed %s after the kill, over %s", reclaimed, bound)
+	}
 	eventually(t, 5*time.Minute, "every task succeeded", func() bool {
 		c, _ := q.Counts(context.Background())
 		return c[task.Succeeded] == int64(n)
@@ -223,15 +244,10 @@ func TestProcessesKilled(t *testing.T) {
 		}
 		last = max(last, in.FinishedAt.Sub(killed))
 	}
-	// Reclaimed after the visibility timeout, within half of it more (the
-	// leader's reclaim period), then run: a few seconds at most.
-	if bound := procVisibility + procVisibility/2 + 3*time.Second; last > bound {
-		t.Errorf("the killed worker's tasks finished up to %s after the kill, over %s", last, bound)
-	}
 	c, _ := q.Counts(context.Background())
 	if c[task.Active] != 0 || c[task.Pending] != 0 {
 		t.Fatalf("counts %v", c)
 	}
-	t.Logf("SIGKILL of 1 of 3 workers with %d tasks: it held %d; they finished within %s of the kill (visibility %s); %d duplicate runs; all done %s after the kill",
-		n, len(held), last.Round(time.Millisecond), procVisibility, dups, all.Round(time.Millisecond))
+	t.Logf("SIGKILL of 1 of 3 workers with %d tasks: it held %d; they were reclaimed %s after the kill (visibility %s) and finished within %s; %d duplicate runs; all done %s after the kill",
+		n, len(held), reclaimed.Round(time.Millisecond), procVisibility, last.Round(time.Millisecond), dups, all.Round(time.Millisecond))
 }
