@@ -90,7 +90,7 @@ func execWorker(c *cli.Context) error {
 	}
 	if _, err := task.HandleLookup(c.Context, a, queue, ex.Handle, opts...); err != nil {
 		if errors.Is(err, task.ErrUnknownQueue) {
-			return usageError{fmt.Errorf("%w (a queue is recorded when a program declaring it runs or enqueues)", err)}
+			return unknownQueue(c.Context, a, err)
 		}
 		return err
 	}

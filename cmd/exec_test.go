@@ -83,7 +83,7 @@ func TestWorkerExecUsage(t *testing.T) {
 	t.Parallel()
 	s := newShop(t)
 	r := run(t, nil, "", s.quiet("worker", "--queue", "nope", "--exec", "true")...)
-	wantFailure(t, r, 2, "unknown queue", "nope")
+	wantFailure(t, r, 2, `unknown queue "nope" in the registry of app "shop" (it has none;`)
 	r = run(t, nil, "", s.quiet("worker", "--exec", "true")...)
 	wantFailure(t, r, 2, "--queue")
 	r = run(t, nil, "", s.quiet("worker", "--queue", "q")...)

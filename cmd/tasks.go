@@ -302,9 +302,27 @@ func withTask(action func(c *cli.Context, q *rawQueue) error) func(*cli.Context,
 func lookupQueue(c *cli.Context, a *app.App, name string) (*rawQueue, error) {
 	q, err := task.Lookup(c.Context, a, name)
 	if errors.Is(err, task.ErrUnknownQueue) {
-		return nil, usageError{err}
+		return nil, unknownQueue(c.Context, a, err)
 	}
 	return q, err
+}
+
+// unknownQueue is the usage error for err, a task.ErrUnknownQueue: it says
+// which queues the app's registry has.
+func unknownQueue(ctx context.Context, a *app.App, err error) error {
+	defs, lerr := task.Queues(ctx, a)
+	if lerr != nil {
+		return usageError{err}
+	}
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Name
+	}
+	known := "it has none"
+	if len(names) > 0 {
+		known = "its queues: " + strings.Join(names, ", ")
+	}
+	return usageError{fmt.Errorf("%w in the registry of app %q (%s; a queue is recorded when a program declaring it runs or enqueues)", err, a.Name(), known)}
 }
 
 // findTask returns the queue of the task named by the first argument; an

@@ -189,7 +189,7 @@ func TestTasksCLI(t *testing.T) {
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "--max-retries", "-1", "greet", `{}`)...), 2, "max retries -1 is negative")
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "--timeout", "0s", "greet", `{}`)...), 2, "timeout 0s must be positive")
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "--unique", "0s", "greet", `{}`)...), 2, "unique TTL 0s must be positive")
-	wantFailure(t, run(t, nil, "", s.args("enqueue", "nosuch", `{}`)...), 2, "unknown queue")
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "nosuch", `{}`)...), 2, `unknown queue "nosuch" in the registry of app "shop" (its queues: greet;`)
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "--priority", "urgent", "greet", `{}`)...), 2, "unknown priority")
 	wantFailure(t, run(t, nil, "", s.args("tasks", "show", "missing")...), 2, "not found")
 	r = run(t, nil, "", s.args("tasks", "concurrency", "greet", "3")...)
