@@ -206,6 +206,10 @@ func TestSendEvents(t *testing.T) {
 	if !strings.Contains(r.body["error"].(string), "record 1") {
 		t.Fatalf("error does not name the record: %s", r.raw)
 	}
+	r = e.do(t, "POST", "/v1/streams/orders/events", `[{"id":"o1","amount":1},{"id":"o1","amount":1,"amount":2}]`).want(t, 400, "bad_record")
+	if !strings.Contains(r.body["error"].(string), `record 1: field "amount" appears twice`) {
+		t.Fatalf("error does not name the record and the field twice: %s", r.raw)
+	}
 	e.do(t, "POST", "/v1/streams/orders/events", `{"id":"o1",`).want(t, 400, "bad_json")
 	e.do(t, "POST", "/v1/streams/orders/events", `[{"id":"o1"},`).want(t, 400, "bad_json")
 	e.do(t, "POST", "/v1/streams/orders/events", ``).want(t, 400, "bad_json")
@@ -366,8 +370,13 @@ func TestTasks(t *testing.T) {
 		{`{"payload":1,"delay":"1x"}`, "bad_json", `duration "1x": want a number and a unit`},
 		{`{"payload":1,"max_retries":"x"}`, "bad_json", "max_retries"},
 		{`{"payload":1,"max_retries":-2}`, "bad_task", "negative"},
-		{`{"payload":{"t":"\ud800"}}`, "bad_task", `\ud800 is half of a UTF-16 surrogate pair`},
-		{"{\"payload\":{\"t\":\"\xff\"}}", "bad_task", "invalid UTF-8"},
+		// Text encoding/json would decode with replacements, or by
+		// dropping a value, anywhere in the body.
+		{`{"payload":{"t":"\ud800"}}`, "bad_json", `\ud800 is half of a UTF-16 surrogate pair`},
+		{"{\"payload\":{\"t\":\"\xff\"}}", "bad_json", "invalid UTF-8"},
+		{"{\"payload\":1,\"unique_key\":\"k\xff\"}", "bad_json", "invalid UTF-8"},
+		{`{"payload":1,"payload":2}`, "bad_json", `field "payload" appears twice`},
+		{`{"payload":{"n":1,"n":2}}`, "bad_json", `field "payload.n" appears twice`},
 		{`{"payload":1,"priority":"urgent"}`, "bad_task", "urgent"},
 		{`{"payload":1,"key":"k"}`, "bad_task", "keyed"},
 		{`{"payload":1,"id":"a b"}`, "bad_task", "invalid"},

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/task"
 )
@@ -95,15 +96,20 @@ func (e *enqueueRequest) options() ([]task.EnqueueOption, error) {
 	return opts, nil
 }
 
-// decodeEnqueue reads the body of an enqueue strictly.
 // decodeObject decodes body, one JSON object, into v, refusing fields v
-// does not have and anything after the object; it answers a bad body and
-// returns false.
+// does not have, anything after the object, and text encoding/json would
+// decode with replacements or by dropping a value (invalid UTF-8, lone
+// surrogates, a name twice: see core.CheckJSONText); it answers a bad body
+// and returns false.
 func (h *handler) decodeObject(w http.ResponseWriter, body []byte, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		bodyError(w, err, h.opts.MaxBody)
+		return false
+	}
+	if err := core.CheckJSONText(body); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_json", "request body: "+err.Error())
 		return false
 	}
 	if dec.More() {
@@ -118,6 +124,7 @@ func (h *handler) decodeObject(w http.ResponseWriter, body []byte, v any) bool {
 	return true
 }
 
+// decodeEnqueue reads the body of an enqueue strictly.
 func (h *handler) decodeEnqueue(w http.ResponseWriter, r *http.Request) (json.RawMessage, []task.EnqueueOption, bool) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

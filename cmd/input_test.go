@@ -151,6 +151,7 @@ func TestSendManyExactIntegersAndUTF8(t *testing.T) {
 		{`{"k":"a","n":-9223372036854775809}`, `line 2: field "n": integer -9223372036854775809 does not fit in 64 bits`},
 		{"{\"k\":\"a\",\"s\":\"\xff\"}", `line 2: invalid UTF-8 at byte 15`},
 		{`{"k":"a","s":"\udc00"}`, `line 2: invalid JSON string: \udc00 is half of a UTF-16 surrogate pair`},
+		{`{"k":"a","s":1,"s":2}`, `line 2: field "s" appears twice in its object`},
 	} {
 		path := writeTemp(t, `{"k":"b"}`+"\n"+tc.line+"\n")
 		r := run(t, nil, "", s.args("sendmany", "--key", "k", "orders", path)...)

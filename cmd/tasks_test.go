@@ -181,6 +181,7 @@ func TestTasksCLI(t *testing.T) {
 	// (never the queue's default instead).
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "greet", `{nope`)...), 2, "not valid JSON")
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "greet", `{"name":"a\ud800"}`)...), 2, `\ud800 is half of a UTF-16 surrogate pair`)
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "greet", `{"name":"a","name":"b"}`)...), 2, `field "name" appears twice`)
 	lossy := filepath.Join(dir, "lossy.jsonl")
 	os.WriteFile(lossy, []byte("{\"name\":\"a\"}\n{\"name\":\"\xff\"}\n"), 0o644)
 	if r := run(t, nil, "", s.args("enqueue", "greet", "--file", lossy)...); r.status != 2 || r.stderr != "line 2: invalid UTF-8 at byte 10\n" {

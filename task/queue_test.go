@@ -98,7 +98,9 @@ func TestEnqueueRunResult(t *testing.T) {
 // Raw JSON payloads are kept as given, so one a worker would decode with
 // replacements is refused, with nothing of the call written: bytes that are
 // not UTF-8, and an escaped lone surrogate (Go would decode either as
-// U+FFFD, other languages fail or differ). A surrogate pair is text.
+// U+FFFD, other languages fail or differ), and an object holding a name
+// twice (decoders keep one of its values, or refuse the text). A surrogate
+// pair is text.
 func TestEnqueueRefusesLossyText(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
@@ -107,7 +109,7 @@ func TestEnqueueRefusesLossyText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{`{"t":"\ud800"}`, `{"t":"a\udc00b"}`, "{\"t\":\"\xff\"}", `"\ud83d"`} {
+	for _, bad := range []string{`{"t":"\ud800"}`, `{"t":"a\udc00b"}`, "{\"t\":\"\xff\"}", `"\ud83d"`, `{"t":1,"t":2}`, `[{"a":{"t":1,"\u0074":2}}]`} {
 		_, err := q.EnqueueMany(ctx, []json.RawMessage{json.RawMessage(`{"t":"fine"}`), json.RawMessage(bad)})
 		if !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "payload 1") {
 			t.Errorf("%q: %v, want ErrInvalid for payload 1", bad, err)

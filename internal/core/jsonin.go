@@ -117,20 +117,32 @@ func parseJSONObject(data []byte) (any, error) {
 	if bad := loneSurrogate(trimmed); bad != "" {
 		return nil, fmt.Errorf("invalid JSON string: %s is half of a UTF-16 surrogate pair", bad)
 	}
+	if name, ok := duplicateName(trimmed); ok {
+		return nil, twice(name)
+	}
 	return tree, nil
+}
+
+// twice is the error for a member name an object holds twice.
+func twice(path string) error {
+	return fmt.Errorf("field %q appears twice in its object (a reader would see one of the values, or refuse the record)", path)
 }
 
 // CheckJSONText refuses JSON text that encoding/json would decode with
 // replacements: bytes that are not valid UTF-8, and escaped lone
 // surrogates (\ud800 with no low half), both of which become U+FFFD in Go
-// and fail or differ in other languages' decoders. It does not check the
-// syntax (json.Valid does).
+// and fail or differ in other languages' decoders; and objects that hold a
+// member name twice, of which decoders keep one value or refuse the text.
+// It does not check the syntax (json.Valid does).
 func CheckJSONText(data []byte) error {
 	if i := invalidUTF8(data); i >= 0 {
 		return fmt.Errorf("invalid UTF-8 at byte %d", i+1)
 	}
 	if bad := loneSurrogate(data); bad != "" {
 		return fmt.Errorf("invalid JSON string: %s is half of a UTF-16 surrogate pair", bad)
+	}
+	if name, ok := duplicateName(data); ok {
+		return twice(name)
 	}
 	return nil
 }

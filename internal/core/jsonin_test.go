@@ -1,11 +1,16 @@
 package core_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
@@ -115,6 +120,10 @@ func TestEncodeJSONRefusesBadRecords(t *testing.T) {
 		{raw, ``, `empty record`},
 		{raw, `null`, `want a JSON object, got null`},
 		{raw, "{\"k\":\"\xe9t\xe9\"}", `invalid UTF-8 at byte 7`},
+		// A name twice: decoders keep one value, or refuse the text.
+		{typed.Core, `{"customer_id":"c-1","cents":1,"cents":2}`, `field "cents" appears twice in its object`},
+		{raw, `{"k":"a","k":"b"}`, `field "k" appears twice`},
+		{raw, `{"k":"a","x":{"y":1,"\u0079":2}}`, `field "x.y" appears twice`},
 	}
 	for _, tc := range cases {
 		_, err := tc.core.EncodeJSON([]byte(tc.in), nil)
@@ -239,4 +248,116 @@ func FuzzEncodeJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCheckJSONTextRefusesNamesTwice(t *testing.T) {
+	t.Parallel()
+	many := func(dup bool) string { // an object of 40 names, the last one the first's again
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range 40 {
+			n := i
+			if dup && i == 39 {
+				n = 0
+			}
+			fmt.Fprintf(&b, `"n%d":%d,`, n, i)
+		}
+		return strings.TrimSuffix(b.String(), ",") + "}"
+	}
+	cases := []struct{ in, want string }{
+		{`{"a":1,"b":{"a":1},"c":[{"a":1},{"a":2}]}`, ""},
+		{`{"a":"\"a\"","b":"a\\","c":1}`, ""}, // escapes inside strings are not names
+		{`{"a":{"b":1,"c":2},"d":[{"e":1},{"e":2,"f":{"e":3,"e":4}}]}`, `field "d[1].f.e" appears twice`},
+		{`[{"a":1},{"a":1,"a":2}]`, `field "[1].a" appears twice`},
+		{`{"é":1,"\u00e9":2}`, `field "é" appears twice`},
+		{`{"a\"b":1,"a\u0022b":2}`, `field "a\"b" appears twice`},
+		{many(false), ""},
+		{many(true), `field "n0" appears twice`},
+		{`{"a":[1,2,{"a":3}],"a":4}`, `field "a" appears twice`},
+	}
+	for _, tc := range cases {
+		err := core.CheckJSONText([]byte(tc.in))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckJSONText(%s) = %v, want nil", tc.in, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("CheckJSONText(%s) = %v, want an error containing %s", tc.in, err, tc.want)
+		}
+	}
+}
+
+// FuzzCheckJSONTextNamesTwice compares the check for names twice with a
+// reference built on encoding/json's tokens, on valid JSON.
+func FuzzCheckJSONTextNamesTwice(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"a":1},"b":[{"c":1,"c":2}]}`, `[{"\u0061":1,"a":2}]`, `{"a\\":1,"a\\\\":2}`, `"x"`, `{}`,
+		`{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"k":1,"l":1,"m":1,"n":1,"o":1,"p":1,"q":{"a":1,"a":2},"r":1,"a":1}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		if !json.Valid(b) || !utf8.Valid(b) {
+			return
+		}
+		err := core.CheckJSONText(b)
+		if err != nil && strings.Contains(err.Error(), "surrogate") {
+			return // CheckJSONText's other refusal, found first
+		}
+		want := namesTwice(t, b)
+		if got := err != nil && strings.Contains(err.Error(), "appears twice"); got != want {
+			t.Fatalf("CheckJSONText(%s) = %v; a name twice: %v", s, err, want)
+		}
+	})
+}
+
+// namesTwice reports whether an object of b, valid JSON, holds a name twice.
+func namesTwice(t *testing.T, b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	type frame struct {
+		obj   bool
+		key   bool
+		names map[string]bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("tokens of valid JSON %s: %v", b, err)
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if top != nil && top.obj {
+					top.key = true
+				}
+				stack = append(stack, &frame{obj: d == '{', key: true, names: map[string]bool{}})
+			default:
+				stack = stack[:len(stack)-1]
+				if len(stack) > 0 && stack[len(stack)-1].obj {
+					stack[len(stack)-1].key = true
+				}
+			}
+			continue
+		}
+		if top == nil || !top.obj {
+			continue
+		}
+		if top.key {
+			name := tok.(string)
+			if top.names[name] {
+				return true
+			}
+			top.names[name] = true
+			top.key = false
+		} else {
+			top.key = true
+		}
+	}
 }
