@@ -89,8 +89,17 @@ func (r *Reader) Peek() byte {
 
 // Aggregate reads an array, set or map header and returns its number of
 // elements (2 per map entry), -1 for a null. An error reply is returned as
-// an error.
+// an error. A count the rest of the reply cannot hold (every element takes
+// 3 bytes at least) is a short reply: no caller sizes memory by it.
 func (r *Reader) Aggregate() (int, error) {
+	n, err := r.aggregate()
+	if err == nil && n > r.Left()/3 {
+		return 0, errShortReply
+	}
+	return n, err
+}
+
+func (r *Reader) aggregate() (int, error) {
 	if n, ok := r.length('*'); ok {
 		return n, nil
 	}
@@ -116,7 +125,7 @@ func (r *Reader) Aggregate() (int, error) {
 // or null.
 func (r *Reader) Bulk() (from, to int, null bool, err error) {
 	if n, ok := r.length('$'); ok {
-		if len(r.b)-r.pos < n+2 {
+		if n > r.Left()-2 {
 			return 0, 0, false, errShortReply
 		}
 		from = r.pos
@@ -137,7 +146,7 @@ func (r *Reader) Bulk() (from, to int, null bool, err error) {
 		if err != nil || n < 0 {
 			return 0, 0, true, err
 		}
-		if len(r.b)-r.pos < n+2 {
+		if n > r.Left()-2 { // (n+2 could overflow)
 			return 0, 0, false, errShortReply
 		}
 		from = r.pos

@@ -57,3 +57,47 @@ func TestReader(t *testing.T) {
 		t.Fatal("a cut reply read without error")
 	}
 }
+
+// FuzzReader: whatever the bytes, reading them value by value ends without
+// a panic, each step moving forward or failing, and no length a reply
+// claims can make the reader or its caller allocate beyond the reply's
+// size.
+func FuzzReader(f *testing.F) {
+	for _, s := range []string{
+		"*5\r\n:42\r\n$5\r\nhello\r\n$-1\r\n%1\r\n+k\r\n*2\r\n:1\r\n_\r\n+OK\r\n",
+		"$9223372036854775807\r\nx\r\n",
+		"*999999999999999999\r\n",
+		"$3\r\nab",
+		"-ERR nope\r\n",
+		":-9223372036854775808\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := resp.NewReader(b)
+		for r.Left() > 0 {
+			before := r.Left()
+			if r.Peek() == '*' || r.Peek() == '%' || r.Peek() == '~' {
+				n, err := r.Aggregate()
+				if err != nil {
+					return
+				}
+				if n > r.Left()/3 {
+					t.Fatalf("an aggregate of %d elements in the %d bytes after its header", n, r.Left())
+				}
+				continue
+			}
+			if from, to, null, err := r.Bulk(); err == nil && !null && (from < 0 || to < from || to > len(b)) {
+				t.Fatalf("a string at %d:%d of %d bytes", from, to, len(b))
+			} else if err != nil {
+				return
+			}
+			if r.Left() >= before {
+				t.Fatalf("no progress at %d bytes left", before)
+			}
+		}
+		r = resp.NewReader(b)
+		for r.Left() > 0 && r.Skip() == nil {
+		}
+	})
+}
