@@ -17,13 +17,16 @@ import (
 // with the executor's start on the server's clock (server time minus the
 // monotonic time elapsed since Run started): a halt reported after an
 // executor started holds the partition there, one reported before does not.
+// The executors' starts are a minute from the report: the estimate of a
+// start on the server's clock is off by up to half a round trip, which a
+// loaded machine can stretch beyond the test's own steps.
 func TestHaltCheckUsesServerTime(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, 1, 100)
 	ctx := context.Background()
 	nop := func(context.Context, core.Feed) error { return nil }
 	e := r.executor("p", Options{}, nop)
-	e.started = time.Now()
+	e.started = time.Now().Add(-time.Minute)
 	p := e.newPartition(ctx, 0)
 	defer p.cancel(nil)
 
@@ -48,7 +51,7 @@ func TestHaltCheckUsesServerTime(t *testing.T) {
 
 	// An executor started after the report tries the partition again.
 	later := r.executor("p", Options{}, nop)
-	later.started = time.Now()
+	later.started = time.Now().Add(time.Minute) // (a monotonic reading still)
 	q := later.newPartition(ctx, 0)
 	defer q.cancel(nil)
 	if err := later.prepare(q); err != nil {
