@@ -647,3 +647,28 @@ func TestCustomBodyLimit(t *testing.T) {
 		t.Fatalf("limit not named: %s", r.raw)
 	}
 }
+
+// Served by a program that declares a queue with a payload type, the API
+// refuses payloads that type's handlers would not decode exactly.
+func TestEnqueueChecksDeclaredPayload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{})
+	a := newApp(t, e.client, e.prefix)
+	if _, err := task.Declare[job, string](a, "work", task.MaxRetries(0), task.Priorities("high", "low")); err != nil {
+		t.Fatal(err)
+	}
+	typed := &env{client: e.client, prefix: e.prefix, srv: httptest.NewServer(api.NewHandler(a, api.Options{}))}
+	t.Cleanup(typed.srv.Close)
+	for _, c := range []struct{ body, says string }{
+		{`{"payload":{"do":"x","extra":1}}`, `unknown field "extra"`},
+		{`{"payload":{"do":5}}`, `field "do": number does not fit (want a string)`},
+		{`{"payload":1}`, `number does not fit the payload (want an object)`},
+	} {
+		r := typed.do(t, "POST", "/v1/queues/work/tasks", c.body).want(t, 400, "bad_task")
+		if !strings.Contains(r.body["error"].(string), c.says) {
+			t.Errorf("%s: error %q does not say %q", c.body, r.body["error"], c.says)
+		}
+		e.do(t, "POST", "/v1/queues/work/tasks", c.body).want(t, 200, "") // a program that knows only the registry
+	}
+	typed.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"}}`).want(t, 200, "")
+}

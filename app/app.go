@@ -10,6 +10,7 @@ import (
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/clock"
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/declared"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/leatdev/leat/stream"
@@ -37,6 +38,8 @@ type App struct {
 	clock      clock.Clock // of background schedules (a fake one in leattest)
 
 	janitorEvery time.Duration // default janitorEvery; tests set it
+
+	declared sync.Map // what the program declared in-process (package declared)
 }
 
 // New validates cfg and returns an App. It does not contact Redis: use Ping
@@ -112,6 +115,7 @@ func (a *App) Close() error {
 }
 
 func init() {
+	declared.Of = func(v any) *sync.Map { return &v.(*App).declared }
 	clock.Attach = func(v any, c clock.Clock) error {
 		a, ok := v.(*App)
 		if !ok || a == nil || c == nil {

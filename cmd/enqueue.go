@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/declared"
 	"github.com/leatdev/leat/task"
 	"github.com/urfave/cli/v2"
 )
@@ -105,7 +107,7 @@ func enqueueCommand(setup Setup) *cli.Command {
 			}
 			warnPaused(c, q)
 			if in != nil {
-				return enqueueFile(c, q, in, opts)
+				return enqueueFile(c, q, in, opts, declaredCheck(a, queue))
 			}
 			ids, err := q.EnqueueMany(c.Context, []json.RawMessage{json.RawMessage(args[1])}, opts...)
 			return printIDs(c, ids, err)
@@ -188,10 +190,10 @@ func printIDs(c *cli.Context, ids []string, err error) error {
 	return err
 }
 
-// enqueueFile checks every line of in, then enqueues them a chunk at a
-// time.
-func enqueueFile(c *cli.Context, q *rawQueue, in *input, opts []task.EnqueueOption) error {
-	count, kept, err := checkPayloads(c, in)
+// enqueueFile checks every line of in (with typed, when not nil, too), then
+// enqueues them a chunk at a time.
+func enqueueFile(c *cli.Context, q *rawQueue, in *input, opts []task.EnqueueOption, typed declared.PayloadCheck) error {
+	count, kept, err := checkPayloads(c, in, typed)
 	if err != nil {
 		return err
 	}
@@ -245,10 +247,10 @@ func enqueueFile(c *cli.Context, q *rawQueue, in *input, opts []task.EnqueueOpti
 }
 
 // checkPayloads checks that every non-blank line of in is one JSON value
-// and counts them, like sendmany's checking pass: it returns the payloads
-// too while they take less than keepLimit bytes, and copies a stream to a
-// temporary file as it reads it.
-func checkPayloads(c *cli.Context, in *input) (int, []json.RawMessage, error) {
+// (that typed, when not nil, accepts) and counts them, like sendmany's
+// checking pass: it returns the payloads too while they take less than
+// keepLimit bytes, and copies a stream to a temporary file as it reads it.
+func checkPayloads(c *cli.Context, in *input, typed declared.PayloadCheck) (int, []json.RawMessage, error) {
 	r, spool, err := in.reader("enqueue")
 	if err != nil {
 		return 0, nil, err
@@ -275,7 +277,11 @@ func checkPayloads(c *cli.Context, in *input) (int, []json.RawMessage, error) {
 		if len(line) == 0 {
 			continue
 		}
-		if err := checkPayload(line); err != nil {
+		err = checkPayload(line)
+		if err == nil && typed != nil {
+			err = typed(line)
+		}
+		if err != nil {
 			return 0, nil, lineError{line: lr.n, err: err}
 		}
 		count++
@@ -297,6 +303,16 @@ func checkPayloads(c *cli.Context, in *input) (int, []json.RawMessage, error) {
 		kept = []json.RawMessage{}
 	}
 	return count, kept, nil
+}
+
+// declaredCheck returns the payload check of queue name when the program
+// embedding the CLI declared it with a payload type (see task.Declare), or
+// nil: the standalone binary knows only the registry.
+func declaredCheck(a *app.App, name string) declared.PayloadCheck {
+	if check, ok := declared.Of(a).Load(declared.TaskPayload(name)); ok {
+		return check.(declared.PayloadCheck)
+	}
+	return nil
 }
 
 // checkPayload refuses a task payload that is not JSON, or that a worker

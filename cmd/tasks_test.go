@@ -441,3 +441,46 @@ func TestQueueReportLimits(t *testing.T) {
 		}
 	}
 }
+
+// The CLI embedded in a program that declares a queue with a payload type
+// refuses payloads that type's handlers would not decode exactly, naming
+// the line of a file before anything of it is enqueued; the standalone
+// binary, which knows only the registry, takes any JSON.
+func TestEnqueueChecksDeclaredPayload(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	runTaskWorker(t, s)
+	setup := func(cfg app.Config) (*app.App, error) {
+		a, err := app.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		_, err = task.Declare[greet, string](a, "greet", task.MaxRetries(0), task.Priorities("high", "low"))
+		return a, err
+	}
+	wantFailure(t, run(t, setup, "", s.args("enqueue", "greet", `{"nmae":"ada"}`)...), 2, `payload 0: unknown field "nmae"`)
+	wantFailure(t, run(t, setup, "", s.args("enqueue", "greet", `{"name":5}`)...), 2, `field "name": number does not fit (want a string)`)
+	var lines strings.Builder
+	for i := range 12_000 {
+		if i == 11_000 {
+			lines.WriteString(`{"name":"ada","age":36}` + "\n")
+			continue
+		}
+		fmt.Fprintf(&lines, `{"name":"p%d"}`+"\n", i)
+	}
+	if r := run(t, setup, lines.String(), s.args("enqueue", "greet", "--file", "-")...); r.status != 2 || r.stderr != "line 11001: unknown field \"age\"\n" {
+		t.Fatalf("a bad line after the first chunk: %+v", r)
+	}
+	if ks := s.client.Keys(context.Background(), s.keys.TaskPrefix("greet")+"*").Val(); len(ks) != 0 {
+		t.Fatalf("refused enqueues wrote %d tasks", len(ks))
+	}
+	if r := run(t, setup, "", s.args("enqueue", "greet", `{"name":"ada"}`)...); r.status != 0 {
+		t.Fatalf("a payload of the type: %+v", r)
+	}
+	if ks := s.client.Keys(context.Background(), s.keys.TaskPrefix("greet")+"*").Val(); len(ks) != 1 {
+		t.Fatalf("%d tasks, want the one enqueued", len(ks))
+	}
+	if r := run(t, nil, "", s.args("enqueue", "greet", `{"nmae":"ada"}`)...); r.status != 0 {
+		t.Fatalf("the standalone binary: %+v", r)
+	}
+}

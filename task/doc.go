@@ -21,8 +21,12 @@
 // languages (and the CLI) can share a queue. JSON that one language would
 // decode differently from another is refused where it enters: a raw payload
 // (json.RawMessage, the CLI's, the HTTP API's) holding bytes that are not
-// UTF-8 or an escaped lone surrogate is not enqueued (ErrInvalid), and such
-// a result fails its task for good. A handler's contract is
+// UTF-8, an escaped lone surrogate or an object's name twice is not
+// enqueued (ErrInvalid), and such a result fails its task for good. In a
+// program that declared the queue with a payload type, the queue [Lookup]
+// opens (for the embedded CLI and HTTP API) refuses too a payload that
+// type's handlers would not decode exactly: an unknown field, a value of
+// another kind or out of range. A handler's contract is
 // language-neutral: it receives the task's ID, payload, attempt and key,
 // and returns a result or an error, with SkipRetry and RetryAfter to steer
 // retries; ctx ends at the task's timeout, when it is cancelled

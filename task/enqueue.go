@@ -189,13 +189,20 @@ func (q *Queue[P, R]) Enqueue(ctx context.Context, p P, opts ...EnqueueOption) (
 // in order. Every payload is encoded and checked before anything is
 // written: a raw JSON payload (json.RawMessage) that a worker would decode
 // with replacements (bytes that are not UTF-8, an escaped lone surrogate)
-// is refused with ErrInvalid. When some were duplicates (Unique), their IDs are the existing
+// or by dropping a value (a name twice in an object) is refused with
+// ErrInvalid; so is, on a queue looked up (Lookup) in a program that
+// declared it with a payload type, one that type's handlers would not
+// decode exactly (an unknown field, a value of another kind or out of
+// range). When some were duplicates (Unique), their IDs are the existing
 // tasks' and the error matches ErrDuplicate. A call of up to 256 payloads
 // shares round trips with the queue's concurrent enqueues, as Enqueue does.
 func (q *Queue[P, R]) EnqueueMany(ctx context.Context, ps []P, opts ...EnqueueOption) ([]string, error) {
 	raw := make([][]byte, len(ps))
 	for i, p := range ps {
 		b, err := encodePayload(p)
+		if err == nil && q.check != nil {
+			err = q.check(b)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: task queue %q: payload %d: %w", ErrInvalid, q.name, i, err)
 		}

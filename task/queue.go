@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/declared"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rounds"
 	"github.com/leatdev/leat/internal/taskrdb"
@@ -43,6 +44,11 @@ type core struct {
 
 	regOnce sync.Mutex
 	reg     bool // the definition is in Redis
+
+	// check refuses payloads the queue's handlers would not decode exactly:
+	// set on a queue looked up from the registry (json.RawMessage
+	// payloads) that this program declared with a payload type.
+	check declared.PayloadCheck
 
 	joined rounds.Group[enqueueWork] // enqueues sharing round trips (join.go)
 }
@@ -77,6 +83,9 @@ func Declare[P, R any](a *app.App, name string, opts ...Option) (*Queue[P, R], e
 	c, err := newCore(a, name, opts)
 	if err != nil {
 		return nil, err
+	}
+	if check := payloadCheck[P](); check != nil {
+		declared.Of(a).Store(declared.TaskPayload(name), check)
 	}
 	return &Queue[P, R]{core: c}, nil
 }
@@ -213,7 +222,9 @@ func Queues(ctx context.Context, a *app.App) ([]Definition, error) {
 
 // Lookup returns queue name as recorded in Redis by the program that
 // declared it, with untyped JSON payloads and results: for tools without
-// the app's code, such as the CLI. It returns ErrUnknownQueue when no
+// the app's code, such as the CLI. When a's program declared the queue with
+// a payload type, the queue refuses payloads that type would not decode
+// exactly (see EnqueueMany). It returns ErrUnknownQueue when no
 // program declared the queue.
 func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessage, json.RawMessage], error) {
 	opts, err := recorded(ctx, a, name)
@@ -225,6 +236,9 @@ func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessag
 		return nil, err
 	}
 	q.reg = true
+	if check, ok := declared.Of(a).Load(declared.TaskPayload(name)); ok {
+		q.check = check.(declared.PayloadCheck) // declared typed in this program
+	}
 	return q, nil
 }
 

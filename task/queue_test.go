@@ -145,3 +145,63 @@ func TestEnqueueRefusesLossyText(t *testing.T) {
 		t.Fatalf("payload %q (%v)", in.Payload, err)
 	}
 }
+
+// A queue looked up from the registry (Lookup: the CLI's and the HTTP API's
+// way) in a program that declared it with a payload type refuses, with
+// nothing written, a payload that type's handlers would not decode
+// exactly: an unknown field (encoding/json would drop it), a value of
+// another kind or out of range. Looked up by another program, which knows
+// only the registry, the queue takes any JSON.
+func TestLookupChecksDeclaredPayload(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	type sized struct {
+		N     int      `json:"n"`
+		Small uint8    `json:"small"`
+		Tags  []string `json:"tags"`
+		Inner struct {
+			On bool `json:"on"`
+		} `json:"inner"`
+	}
+	typed, err := task.Declare[sized, string](a, "sized")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := typed.Enqueue(ctx, sized{N: 1}); err != nil { // records the queue
+		t.Fatal(err)
+	}
+	raw, err := task.Lookup(ctx, a, "sized")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ payload, says string }{
+		{`{"n":1,"nn":2}`, `unknown field "nn"`},
+		{`{"inner":{"on":true,"off":false}}`, `unknown field "off"`},
+		{`{"n":1.5}`, `field "n": number 1.5 does not fit (want an integer from -9223372036854775808`},
+		{`{"small":300}`, `field "small": number 300 does not fit (want an integer from 0 to 255)`},
+		{`{"tags":"a"}`, `field "tags": string does not fit (want an array)`},
+		{`{"inner":{"on":1}}`, `field "inner.on": number does not fit (want true or false)`},
+		{`[1]`, `array does not fit the payload (want an object)`},
+	} {
+		_, err := raw.EnqueueMany(ctx, []json.RawMessage{json.RawMessage(`{"n":2}`), json.RawMessage(c.payload)})
+		if !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "payload 1: "+c.says) {
+			t.Errorf("%s: %v, want ErrInvalid saying %q", c.payload, err, c.says)
+		}
+	}
+	if c, err := raw.Counts(ctx); err != nil || c[task.Pending] != 1 {
+		t.Fatalf("counts %v (%v): a refused enqueue wrote tasks", c, err)
+	}
+	// Case-insensitive names and nulls decode as encoding/json decodes
+	// them: accepted.
+	if _, err := raw.Enqueue(ctx, json.RawMessage(`{"N":3,"tags":null,"inner":{"On":true}}`)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := task.Lookup(ctx, e.app("w2"), "sized")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Enqueue(ctx, json.RawMessage(`{"n":1,"nn":2}`)); err != nil {
+		t.Fatalf("a program that did not declare the queue: %v", err)
+	}
+}
