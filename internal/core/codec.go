@@ -26,7 +26,9 @@ type Codec interface {
 var MsgPack Codec = msgpackCodec{}
 
 // JSON encodes records with encoding/json, refusing a string that is not
-// UTF-8 (CheckMarshaled).
+// UTF-8 (CheckMarshaled), and raw JSON in a record (json.RawMessage) that
+// readers would decode with replacements or by dropping a value
+// (CheckJSONText).
 var JSON Codec = jsonCodec{}
 
 type msgpackCodec struct{}
@@ -118,6 +120,9 @@ func (jsonCodec) Marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	if err := CheckMarshaled(b, v); err != nil {
+		return nil, err
+	}
+	if err := CheckJSONText(b); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -18,9 +18,20 @@ type textRecord struct {
 
 // The JSON codec refuses a record with a string that is not UTF-8, however
 // deep (encoding/json would replace its bad bytes with U+FFFD and the reader
-// would get other text); a U+FFFD of the text itself, a \ufffd escape of raw
-// JSON and bytes (base64) are not that.
+// would get other text), and raw JSON holding an escaped lone surrogate or
+// an object's name twice (readers would get U+FFFD, or one of the values);
+// a U+FFFD of the text itself, a \ufffd escape of raw JSON and bytes
+// (base64) are not that.
 func TestJSONCodecRefusesLossyStrings(t *testing.T) {
+	for raw, says := range map[string]string{
+		`{"a":1,"b":{"c":1,"c":2}}`: `field "raw.b.c" appears twice`,
+		`["\ud800"]`:                `\ud800 is half of a UTF-16 surrogate pair`,
+	} {
+		r := textRecord{Name: "ok", Raw: json.RawMessage(raw)}
+		if _, err := core.JSON.Marshal(&r); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("raw %s: %v, want refused saying %q", raw, err, says)
+		}
+	}
 	bad := "b\xffd"
 	for _, r := range []textRecord{
 		{Name: "a\xff"},
