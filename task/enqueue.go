@@ -214,8 +214,8 @@ func (q *Queue[P, R]) EnqueueMany(ctx context.Context, ps []P, opts ...EnqueueOp
 // encodePayload encodes a task's payload (or result) as JSON, refusing
 // text a reader would not decode as it was: a string that is not UTF-8
 // (encoding/json would replace its bad bytes with U+FFFD), and in raw JSON
-// (json.RawMessage, kept as given) bytes that are not UTF-8 or an escaped
-// lone surrogate.
+// (json.RawMessage, kept as given) bytes that are not UTF-8, an escaped
+// lone surrogate or an object's name twice.
 func encodePayload(p any) ([]byte, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
