@@ -44,8 +44,10 @@ func enqueueCommand(setup Setup) *cli.Command {
 			"task.Declare), which recorded its definition in Redis. With --file FILE (or - for\n" +
 			"standard input), every non-blank line is one JSON payload: all lines are checked\n" +
 			"first, and on the first bad line the command names it, exits with status 2 and\n" +
-			"enqueues nothing; memory stays small however long the input is. A duplicate\n" +
-			"(--id or --unique) prints the existing task's ID and says so on stderr.",
+			"enqueues nothing; memory stays small however long the input is. Embedded in a\n" +
+			"program that declares the queue with a payload type, the CLI refuses payloads that\n" +
+			"type's handlers would not decode exactly (an unknown field, a value of another kind).\n" +
+			"A duplicate (--id or --unique) prints the existing task's ID and says so on stderr.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagFile, Usage: "read JSON lines from `FILE`, - for standard input"},
 			&cli.StringFlag{Name: flagID, Usage: "task `ID` of your choice (one task only)"},
