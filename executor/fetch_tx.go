@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
@@ -22,6 +23,11 @@ import (
 // only ever enter the pending list of the executor that holds the lock, as
 // with the script. Keys of different partitions live in different Cluster
 // slots, so Cluster clients use the script instead.
+
+// isExecAbort reports whether err is Redis's EXECABORT reply.
+func isExecAbort(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "EXECABORT")
+}
 
 // readTx reads new entries of every partition in work (none recovering).
 func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
@@ -81,6 +87,14 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 	switch {
 	case errors.Is(err, redis.TxFailedErr):
 		return nil // a lock changed meanwhile: look again
+	case isExecAbort(err):
+		// Redis refused one of the reads as it was queued (at maxmemory,
+		// XREADGROUP is refused with OOM) and ran none: go-redis reports
+		// only the abort, so the fetch script reads the same partitions,
+		// and its error names the refusal. EXEC, aborted or not, unwatched
+		// the locks.
+		_, err := f.readScripted(ctx, held)
+		return err
 	case err != nil && !errors.Is(err, redis.Nil) && !isNoGroup(err):
 		f.tx.reset()
 		f.recheck(held) // EXEC may have run
