@@ -710,7 +710,13 @@ func (w *worker) outcome(f *taskrdb.Fetched, res []byte, err error, cause error)
 const completeBatch = 128
 
 // complete records outcomes until done is closed: whatever arrived while
-// the last round trip was under way goes in the next one.
+// the last round trip was under way goes in the next one. A batch that
+// fails (Redis unreachable, restarting, at maxmemory) is tried again with
+// a backoff until the queue's visibility timeout has passed since its
+// first failure: by then the leader reclaims the tasks, which run again
+// (recording them stays harmless: a late success is kept). While the
+// worker stops, a failing batch is tried six times (about 3s), so that an
+// unreachable Redis does not hold the stop up.
 func (w *worker) complete() {
 	q := w.q
 	ctx := context.Background()
@@ -730,19 +736,31 @@ func (w *worker) complete() {
 				break drain
 			}
 		}
+		var failed time.Time // the batch's first failure
 		for try := 0; ; try++ {
 			err := w.record(ctx, batch)
 			if err == nil {
 				break
 			}
-			if try >= 5 {
+			if failed.IsZero() {
+				failed = time.Now()
+			}
+			if time.Since(failed) >= q.set.visibility || (try >= 5 && w.stopping()) {
 				q.log.Error("task outcomes lost: the tasks run again when reclaimed", "tasks", len(batch), "error", err)
 				break
 			}
-			q.log.Warn("recording task outcomes failed", "error", err)
-			time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+			wait := min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)
+			q.log.Warn("recording task outcomes failed", "error", err, "retry_in", wait)
+			time.Sleep(wait)
 		}
 	}
+}
+
+// stopping reports whether the worker stops (done is closed).
+func (w *worker) stopping() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
 }
 
 // ended is the outcome of a run, with what the hooks report of it.
