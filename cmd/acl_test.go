@@ -46,7 +46,7 @@ var minimalACL = []string{
 	"+hget", "+hmget", "+hgetall", "+hkeys", "+hexists", "+hset", "+hsetnx", "+hdel", "+hincrby",
 	"+lpush", "+rpush", "+lpop", "+lindex", "+llen", "+lrem", "+sadd", "+srem", "+blpop",
 	"+zadd", "+zcard", "+zcount", "+zrange", "+zrangebyscore", "+zremrangebyscore", "+zremrangebyrank", "+zrem", "+zscore",
-	"+xadd", "+xdel", "+xlen", "+xrange", "+xrevrange", "+xread", "+xreadgroup", "+xack", "+xpending",
+	"+xadd", "+xdel", "+xlen", "+xrange", "+xrevrange", "+xread", "+xreadgroup", "+xack", "+xpending", "+xtrim",
 	"+xautoclaim", "+xclaim", "+xgroup|create", "+xgroup|setid", "+xgroup|delconsumer",
 	"+xinfo|stream", "+xinfo|groups", "+xinfo|consumers",
 }
@@ -336,6 +336,11 @@ func aclTaskScenario(t *testing.T, s shop, prefix string) {
 	}
 	if r := w.stop(t); r.status != 0 {
 		t.Fatalf("worker: %+v", r)
+	}
+	// Every outcome was recorded whole, the counts (finish.lua's last step)
+	// included.
+	if c, err := q.Counts(ctx); err != nil || c[task.Succeeded] != 3 || c[task.Cancelled] != 1 || c[task.Active] != 0 {
+		t.Fatalf("counts %v (%v), want 3 succeeded and 1 cancelled", c, err)
 	}
 
 	// A keyed queue with a rate per key and a bound on dead tasks, run by

@@ -2,12 +2,16 @@ package task_test
 
 import (
 	"context"
-	"errors"
+	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
 )
@@ -33,7 +37,7 @@ func (h *failFinish) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 				for _, a := range c.Args() {
 					if a == "ok" {
 						h.failed.Add(1)
-						return errors.New("dial tcp: connection refused (injected)")
+						return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 					}
 				}
 			}
@@ -83,6 +87,78 @@ func TestOutcomesWaitForRedis(t *testing.T) {
 		in, err := q.Info(ctx, id)
 		if err != nil || in.State != task.Succeeded || n != 1 {
 			t.Fatalf("task %s: %+v (%v), ran %d times", id, in, err, n)
+		}
+	}
+}
+
+// At Redis's maxmemory (noeviction) a worker can neither take tasks nor
+// record outcomes (both write): it waits, and once memory is available
+// again every task succeeds, each run once.
+func TestTasksAtMaxmemory(t *testing.T) {
+	t.Parallel()
+	// a server of its own, whose memory limit the test sets
+	e := &env{t: t, client: redistest.Start(t).Client(t), prefix: "full"}
+	ctx := ctxT(t)
+	a := e.app("w1")
+	var mu sync.Mutex
+	runs := map[string]int{}
+	gate := make(chan struct{})
+	q, err := task.Handle(a, "full", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		<-gate
+		mu.Lock()
+		runs[tk.ID]++
+		mu.Unlock()
+		return out{}, nil
+	}, task.Concurrency(4), task.Visibility(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := make([]job, 40)
+	ids, err := q.EnqueueMany(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	eventually(t, 10*time.Second, "four tasks running", func() bool {
+		c, _ := q.Counts(ctx)
+		return c[task.Active] == 4
+	})
+	oom := func() int64 { // OOM refusals so far
+		for _, l := range strings.Split(e.client.Info(ctx, "errorstats").Val(), "\r\n") {
+			if v, ok := strings.CutPrefix(l, "errorstat_OOM:count="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	if err := e.client.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, job{N: 1}); err == nil || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("an enqueue at maxmemory: %v, want Redis's OOM error", err)
+	}
+	before := oom()
+	close(gate) // the four running tasks end; their outcomes and the next fetches are refused
+	eventually(t, 10*time.Second, "outcomes and fetches refused", func() bool { return oom() >= before+4 })
+	if c, _ := q.Counts(ctx); c[task.Succeeded] != 0 {
+		t.Fatalf("counts %v: an outcome was recorded at maxmemory", c)
+	}
+	if err := e.client.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "every task succeeded", func() bool {
+		c, _ := q.Counts(ctx)
+		return c[task.Succeeded] == int64(len(ids))
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if runs[id] != 1 {
+			t.Fatalf("task %s ran %d times", id, runs[id])
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	streamcore "github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
@@ -711,12 +712,13 @@ const completeBatch = 128
 
 // complete records outcomes until done is closed: whatever arrived while
 // the last round trip was under way goes in the next one. A batch that
-// fails (Redis unreachable, restarting, at maxmemory) is tried again with
-// a backoff until the queue's visibility timeout has passed since its
-// first failure: by then the leader reclaims the tasks, which run again
-// (recording them stays harmless: a late success is kept). While the
-// worker stops, a failing batch is tried six times (about 3s), so that an
-// unreachable Redis does not hold the stop up.
+// fails with an error that passes (Redis unreachable, restarting, at
+// maxmemory) is tried again with a backoff until the queue's visibility
+// timeout has passed since its first failure: by then the leader reclaims
+// the tasks, which run again (recording them stays harmless: a late
+// success is kept). Any other failure, and any while the worker stops, is
+// tried six times (about 3s), so that neither a mistake nor an unreachable
+// Redis holds the outcomes after it, or the stop, up.
 func (w *worker) complete() {
 	q := w.q
 	ctx := context.Background()
@@ -745,7 +747,11 @@ func (w *worker) complete() {
 			if failed.IsZero() {
 				failed = time.Now()
 			}
-			if time.Since(failed) >= q.set.visibility || (try >= 5 && w.stopping()) {
+			// Only a failure that passes (Redis unreachable, restarting, at
+			// maxmemory) is worth the wait; one that names a mistake (a
+			// permission the Redis user lacks) is not.
+			passing := streamcore.IsTransient(err) || strings.HasPrefix(err.Error(), "OOM ")
+			if try >= 5 && (!passing || w.stopping()) || time.Since(failed) >= q.set.visibility {
 				q.log.Error("task outcomes lost: the tasks run again when reclaimed", "tasks", len(batch), "error", err)
 				break
 			}
