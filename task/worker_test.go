@@ -3,14 +3,18 @@ package task_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/inspect"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/task"
 )
@@ -134,7 +138,12 @@ func TestConcurrencyLive(t *testing.T) {
 	cleared := false
 	release := make(chan struct{})
 	one := make(chan struct{}) // lets one running task end
-	a := e.app("w1")
+	var logs redistest.Log     // says when the worker applied a concurrency
+	a, err := app.New(app.Config{Name: "shop", Client: e.client, KeyPrefix: e.prefix, WorkerID: "w1",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), LeaderLease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
 	q, err := task.Handle(a, "conc", func(ctx context.Context, tk *task.Task[job]) (out, error) {
 		mu.Lock()
 		running++
@@ -170,8 +179,13 @@ func TestConcurrencyLive(t *testing.T) {
 	if err := q.ClearConcurrency(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// At 5, a task that ends is replaced at once; back at 2, the running
-	// ones end one by one until 2 run.
+	// Back at 2 (a running count of 2 seen before would say nothing: at 5,
+	// tasks that end are replaced a fetch later), the running ones end one
+	// by one until 2 run.
+	eventually(t, 10*time.Second, "the worker back at 2", func() bool {
+		return strings.Contains(logs.String(), `msg="task concurrency changed" app=shop`) &&
+			strings.Contains(logs.String(), "from=5 to=2")
+	})
 	eventually(t, 10*time.Second, "back to 2 running", func() bool {
 		if cur() == 2 {
 			return true
