@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/declared"
 	"github.com/leatdev/leat/task"
@@ -109,7 +108,7 @@ func enqueueCommand(setup Setup) *cli.Command {
 			}
 			warnPaused(c, q)
 			if in != nil {
-				return enqueueFile(c, q, in, opts, declaredCheck(a, queue))
+				return enqueueFile(c, q, in, opts, declared.TaskPayload(a, queue))
 			}
 			ids, err := q.EnqueueMany(c.Context, []json.RawMessage{json.RawMessage(args[1])}, opts...)
 			return printIDs(c, ids, err)
@@ -305,16 +304,6 @@ func checkPayloads(c *cli.Context, in *input, typed declared.PayloadCheck) (int,
 		kept = []json.RawMessage{}
 	}
 	return count, kept, nil
-}
-
-// declaredCheck returns the payload check of queue name when the program
-// embedding the CLI declared it with a payload type (see task.Declare), or
-// nil: the standalone binary knows only the registry.
-func declaredCheck(a *app.App, name string) declared.PayloadCheck {
-	if check, ok := declared.Of(a).Load(declared.TaskPayload(name)); ok {
-		return check.(declared.PayloadCheck)
-	}
-	return nil
 }
 
 // checkPayload refuses a task payload that is not JSON, or that a worker

@@ -85,7 +85,7 @@ func Declare[P, R any](a *app.App, name string, opts ...Option) (*Queue[P, R], e
 		return nil, err
 	}
 	if check := payloadCheck[P](); check != nil {
-		declared.Of(a).Store(declared.TaskPayload(name), check)
+		declared.SetTaskPayload(a, name, check)
 	}
 	return &Queue[P, R]{core: c}, nil
 }
@@ -236,9 +236,7 @@ func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessag
 		return nil, err
 	}
 	q.reg = true
-	if check, ok := declared.Of(a).Load(declared.TaskPayload(name)); ok {
-		q.check = check.(declared.PayloadCheck) // declared typed in this program
-	}
+	q.check = declared.TaskPayload(a, name) // nil unless declared typed in this program
 	return q, nil
 }
 

@@ -85,8 +85,9 @@ func jsonRecordReader[T any](tags []string, keyField string) func([]byte, *T) er
 }
 
 // parseJSONObject parses one JSON object, with numbers as json.Number. It
-// refuses invalid UTF-8 (which encoding/json would replace with U+FFFD) and
-// escaped lone surrogates, which would become U+FFFD too.
+// refuses invalid UTF-8 (which encoding/json would replace with U+FFFD),
+// before any syntax error, then what else CheckJSONText refuses: escaped
+// lone surrogates, which would become U+FFFD too, and names twice.
 func parseJSONObject(data []byte) (any, error) {
 	if i := invalidUTF8(data); i >= 0 {
 		return nil, fmt.Errorf("invalid UTF-8 at byte %d", i+1)
@@ -114,11 +115,8 @@ func parseJSONObject(data []byte) (any, error) {
 	if _, ok := tree.(map[string]any); !ok {
 		return nil, fmt.Errorf("want a JSON object, got %s", describeJSON(tree))
 	}
-	if bad := loneSurrogate(trimmed); bad != "" {
-		return nil, fmt.Errorf("invalid JSON string: %s is half of a UTF-16 surrogate pair", bad)
-	}
-	if name, ok := duplicateName(trimmed); ok {
-		return nil, twice(name)
+	if err := CheckJSONText(trimmed); err != nil {
+		return nil, err
 	}
 	return tree, nil
 }

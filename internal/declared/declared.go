@@ -11,9 +11,23 @@ import "sync"
 // Of returns the declarations of an *app.App; set by package app.
 var Of func(app any) *sync.Map
 
-// PayloadCheck is what a typed task queue records under TaskPayload: it
+// PayloadCheck is what a typed task queue records (SetTaskPayload): it
 // refuses a JSON payload the queue's handlers would not decode exactly.
 type PayloadCheck func(payload []byte) error
 
-// TaskPayload is the key of task queue name's payload check.
-func TaskPayload(name string) string { return "task-payload/" + name }
+// taskPayload is the key of task queue name's payload check.
+func taskPayload(name string) string { return "task-payload/" + name }
+
+// SetTaskPayload records the payload check of task queue name in app.
+func SetTaskPayload(app any, name string, check PayloadCheck) {
+	Of(app).Store(taskPayload(name), check)
+}
+
+// TaskPayload returns the payload check app's program declared for task
+// queue name, or nil.
+func TaskPayload(app any, name string) PayloadCheck {
+	if check, ok := Of(app).Load(taskPayload(name)); ok {
+		return check.(PayloadCheck)
+	}
+	return nil
+}
