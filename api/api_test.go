@@ -250,7 +250,7 @@ func TestTasks(t *testing.T) {
 	e := newEnv(t, api.Options{})
 
 	// Enqueue and read.
-	r := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"},"priority":"high","id":"t1"}`).want(t, 200, "")
+	r := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"},"priority":"high","id":"t1","headers":{"tenant":"acme"}}`).want(t, 200, "")
 	if r.body["id"] != "t1" {
 		t.Fatalf("enqueue: %s", r.raw)
 	}
@@ -259,7 +259,7 @@ func TestTasks(t *testing.T) {
 		return r.status == 200 && r.body["state"] == "succeeded"
 	})
 	r = e.do(t, "GET", "/v1/queues/work/tasks/t1", "").want(t, 200, "")
-	if r.body["result"] != "did x" || r.body["priority"] != "high" {
+	if h, _ := r.body["headers"].(map[string]any); r.body["result"] != "did x" || r.body["priority"] != "high" || len(h) != 1 || h["tenant"] != "acme" {
 		t.Fatalf("info: %s", r.raw)
 	}
 	r = e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"},"id":"t1"}`).want(t, 409, "duplicate")
@@ -382,6 +382,8 @@ func TestTasks(t *testing.T) {
 		{`{"payload":1,"id":"a b"}`, "bad_task", "invalid"},
 		{`{"payload":1,"unique_key":"k"}`, "bad_task", "unique"},
 		{`{"payload":1,"webhook":"ftp://x"}`, "bad_task", "ftp"},
+		{`{"payload":1,"headers":{"n":1}}`, "bad_json", "headers"},
+		{`{"payload":1,"headers":{"":"x"}}`, "bad_task", "header name is empty"},
 		{`{"id":"t9"}`, "bad_json", "payload"},
 		{`{"payload":1}{}`, "bad_json", "more than one"},
 		{`{"payload":`, "bad_json", ""},

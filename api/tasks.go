@@ -38,18 +38,19 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 
 // enqueueRequest is the body of an enqueue or a runsync.
 type enqueueRequest struct {
-	Payload    json.RawMessage `json:"payload"`
-	ID         string          `json:"id"`
-	Delay      duration        `json:"delay"`
-	At         *time.Time      `json:"at"`
-	MaxRetries *int            `json:"max_retries"`
-	Timeout    duration        `json:"timeout"`
-	Retention  duration        `json:"retention"`
-	Unique     duration        `json:"unique"`
-	UniqueKey  string          `json:"unique_key"`
-	Priority   string          `json:"priority"`
-	Key        *string         `json:"key"`
-	Webhook    string          `json:"webhook"`
+	Payload    json.RawMessage   `json:"payload"`
+	ID         string            `json:"id"`
+	Delay      duration          `json:"delay"`
+	At         *time.Time        `json:"at"`
+	MaxRetries *int              `json:"max_retries"`
+	Timeout    duration          `json:"timeout"`
+	Retention  duration          `json:"retention"`
+	Unique     duration          `json:"unique"`
+	UniqueKey  string            `json:"unique_key"`
+	Priority   string            `json:"priority"`
+	Key        *string           `json:"key"`
+	Webhook    string            `json:"webhook"`
+	Headers    map[string]string `json:"headers"`
 }
 
 // options turns the request into enqueue options, or names what is wrong.
@@ -92,6 +93,9 @@ func (e *enqueueRequest) options() ([]task.EnqueueOption, error) {
 	}
 	if e.Webhook != "" {
 		opts = append(opts, task.Webhook(e.Webhook))
+	}
+	if len(e.Headers) > 0 {
+		opts = append(opts, task.Headers(e.Headers))
 	}
 	return opts, nil
 }

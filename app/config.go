@@ -97,6 +97,11 @@ type Config struct {
 	// first is outermost. None by default. Set in code only.
 	Middleware []middleware.Middleware
 
+	// TaskMiddleware wraps every attempt of every task queue's tasks run by
+	// the app's workers, outside the queue's own (task.Use): the first is
+	// outermost. None by default. Set in code only.
+	TaskMiddleware []middleware.TaskMiddleware
+
 	// WorkerID names this worker in leadership, logs and inspect.
 	// Default: host name, process ID and a random suffix.
 	// Flag --worker-id, env LEAT_WORKER_ID.

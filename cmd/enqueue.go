@@ -60,6 +60,7 @@ func enqueueCommand(setup Setup) *cli.Command {
 			&cli.StringFlag{Name: flagPriority, Usage: "priority `LEVEL` of the queue"},
 			&cli.StringFlag{Name: flagTaskKey, Usage: "task `KEY` (keyed queues)"},
 			&cli.StringFlag{Name: flagWebhook, Usage: "POST the task's outcome as JSON to `URL` (http or https) when it ends"},
+			&cli.StringSliceFlag{Name: flagHeader, Usage: "task header `NAME=VALUE` (trace context, tenant...), repeatable"},
 			helpFlag(),
 		},
 		HideHelp:     true, // see helpFlag
@@ -155,6 +156,13 @@ func enqueueOptions(c *cli.Context, many bool) ([]task.EnqueueOption, error) {
 	}
 	if c.IsSet(flagTaskKey) {
 		opts = append(opts, task.Key(c.String(flagTaskKey)))
+	}
+	hs, err := headerFlags(c)
+	if err != nil {
+		return nil, err
+	}
+	if hs != nil {
+		opts = append(opts, task.Headers(hs))
 	}
 	if c.IsSet(flagWebhook) {
 		opts = append(opts, task.Webhook(c.String(flagWebhook)))

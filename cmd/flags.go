@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Names of the flags shared by send and sendmany.
+// Names of the flags shared by send and sendmany (--header by enqueue too).
 const (
 	flagPartitions = "partitions"
 	flagKey        = "key"
@@ -62,18 +62,26 @@ func sendOptionsFrom(c *cli.Context) (sendOptions, error) {
 			return o, usageErrorf("--key is empty: name the record field holding the partition key")
 		}
 	}
+	var err error
+	o.headers, err = headerFlags(c)
+	return o, err
+}
+
+// headerFlags returns the headers the --header flags give (nil when none).
+func headerFlags(c *cli.Context) (stream.Headers, error) {
+	var hs stream.Headers
 	for _, h := range c.StringSlice(flagHeader) {
 		name, value, ok := strings.Cut(h, "=")
 		if !ok || name == "" {
-			return o, usageErrorf("--header %q: want NAME=VALUE", h)
+			return nil, usageErrorf("--header %q: want NAME=VALUE", h)
 		}
-		if _, dup := o.headers[name]; dup {
-			return o, usageErrorf("--header %q: header %q is given twice", h, name)
+		if _, dup := hs[name]; dup {
+			return nil, usageErrorf("--header %q: header %q is given twice", h, name)
 		}
-		if o.headers == nil {
-			o.headers = stream.Headers{}
+		if hs == nil {
+			hs = stream.Headers{}
 		}
-		o.headers[name] = value
+		hs[name] = value
 	}
-	return o, nil
+	return hs, nil
 }

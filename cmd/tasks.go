@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -448,6 +450,9 @@ func printInfo(c *cli.Context, in *task.Info) error {
 		fmt.Fprintf(tw, "worker\t%s\n", in.Worker)
 	}
 	fmt.Fprintf(tw, "payload\t%s\n", in.Payload)
+	for _, name := range slices.Sorted(maps.Keys(in.Headers)) {
+		fmt.Fprintf(tw, "header %s\t%s\n", name, in.Headers[name])
+	}
 	if len(in.Result) > 0 {
 		fmt.Fprintf(tw, "result\t%s\n", in.Result)
 	}

@@ -63,7 +63,13 @@ func TestTasksCLI(t *testing.T) {
 	s := newShop(t)
 	runTaskWorker(t, s)
 
-	r := run(t, nil, "", s.args("enqueue", "--priority", "high", "greet", `{"name":"ada"}`)...)
+	if r := run(t, nil, "", s.args("enqueue", "--header", "tenant", "greet", `{"name":"ada"}`)...); r.status != 2 || !strings.Contains(r.stderr, "want NAME=VALUE") {
+		t.Fatalf("enqueue --header without a value: %+v", r)
+	}
+	if r := run(t, nil, "", s.args("enqueue", "--header", "t=\xff", "greet", `{"name":"ada"}`)...); r.status == 0 || !strings.Contains(r.stderr, "not UTF-8") {
+		t.Fatalf("enqueue --header of bytes that are not UTF-8: %+v", r)
+	}
+	r := run(t, nil, "", s.args("enqueue", "--priority", "high", "--header", "tenant=acme", "--header", "tracestate=a=1,b=2", "greet", `{"name":"ada"}`)...)
 	if r.status != 0 || r.stderr != "" {
 		t.Fatalf("enqueue: %+v", r)
 	}
@@ -74,11 +80,12 @@ func TestTasksCLI(t *testing.T) {
 	}
 	r = run(t, nil, "", s.args("tasks", "show", "--json", id)...)
 	var in task.Info
-	if err := json.Unmarshal([]byte(r.stdout), &in); err != nil || in.State != task.Succeeded || in.Priority != "high" {
+	if err := json.Unmarshal([]byte(r.stdout), &in); err != nil || in.State != task.Succeeded || in.Priority != "high" ||
+		len(in.Headers) != 2 || in.Headers["tenant"] != "acme" || in.Headers["tracestate"] != "a=1,b=2" {
 		t.Fatalf("show: %+v %v", r, err)
 	}
 	r = run(t, nil, "", s.args("tasks", "show", id)...)
-	if r.status != 0 || !strings.Contains(r.stdout, "succeeded") {
+	if r.status != 0 || !strings.Contains(r.stdout, "succeeded") || !strings.Contains(r.stdout, "header tenant      acme\n") {
 		t.Fatalf("show: %+v", r)
 	}
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/leattest"
+	"github.com/leatdev/leat/middleware"
 	"github.com/leatdev/leat/task"
 )
 
@@ -156,6 +158,54 @@ func TestPausedQueue(t *testing.T) {
 	if in, err := q.Info(ctx, id); err != nil || in.State != task.Succeeded || string(in.Result) != "42" {
 		t.Fatalf("the task after the resume: %+v %v", in, err)
 	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Task middleware (the app's and the queue's) and task headers work under
+// the kit as in production.
+func TestTaskMiddlewareAndHeaders(t *testing.T) {
+	k := leattest.New(t)
+	var q *task.Queue[int, string]
+	var seen []string
+	var mu sync.Mutex
+	note := func(name string) middleware.TaskMiddleware {
+		return func(next middleware.TaskHandler) middleware.TaskHandler {
+			return func(ctx context.Context, r *middleware.TaskRun) error {
+				mu.Lock()
+				seen = append(seen, name+" "+r.Headers["tenant"])
+				mu.Unlock()
+				return next(ctx, r)
+			}
+		}
+	}
+	a := k.App(func(cfg app.Config) (*app.App, error) {
+		cfg.TaskMiddleware = []middleware.TaskMiddleware{note("app")}
+		a, err := app.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		q, err = task.Handle(a, "greet", func(ctx context.Context, tk *task.Task[int]) (string, error) {
+			return tk.Headers["tenant"] + " " + strconv.Itoa(tk.Payload), nil
+		}, task.Use(note("queue")))
+		return a, err
+	})
+	ctx := context.Background()
+	id, err := q.Enqueue(ctx, 1, task.Headers(map[string]string{"tenant": "acme"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := k.Start(a)
+	w.WaitIdle()
+	if res, err := q.Result(ctx, id); err != nil || res != "acme 1" {
+		t.Fatalf("result %q (%v), want the handler to see the task's headers", res, err)
+	}
+	mu.Lock()
+	if len(seen) != 2 || seen[0] != "app acme" || seen[1] != "queue acme" {
+		t.Fatalf("middleware ran %q, want the app's then the queue's, with the headers", seen)
+	}
+	mu.Unlock()
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
 	}

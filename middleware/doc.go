@@ -1,6 +1,7 @@
-// Package middleware wraps the handling of events by processors: logging,
+// Package middleware wraps the handling of events by processors (logging,
 // timeouts, retries, deduplication, rate limits, circuit breaking and
-// tracing, written once for every processor and record type.
+// tracing) and the runs of tasks by task queues (logging and tracing),
+// written once for every processor, queue and record type.
 //
 // # Shape
 //
@@ -58,8 +59,28 @@
 // Middleware that keeps state in Redis uses the Message's Client, App and
 // KeyPrefix, which the App fills in.
 //
+// # Task middleware
+//
+// A [TaskMiddleware] wraps a [TaskHandler], which runs one attempt of a
+// task ([TaskRun]: queue, ID, key, attempt, deadline, headers, the payload
+// as JSON, the result). app.Config.TaskMiddleware applies to every queue
+// the app's workers run, task.Use to one queue; the app's wrap the
+// queue's, the first of each list outermost, and decoding the payload and
+// calling the handler is innermost:
+//
+//	Config.TaskMiddleware[0] → … → task.Use(…)[0] → … → decode, handler
+//
+// The handler decodes the Payload the chain hands it; after next, Result
+// holds its result, and whatever Result holds when the chain returns nil
+// is stored. The chain's error fails the attempt as a handler's error does
+// (retried with backoff, SkipRetry, RetryAfter). Built in: [TaskLogging]
+// and [TaskTracing], which continues the trace of the enqueuer (its
+// context written into the task's headers with InjectTrace:
+// task.Headers(middleware.InjectTrace(ctx, nil))).
+//
 // # Metrics
 //
 // Throughput, latency, failures and lag come from the runtime's hooks
-// (package executor), with or without middleware.
+// (package executor, and task.HookTaskRun for tasks), with or without
+// middleware.
 package middleware

@@ -48,3 +48,22 @@ func ExampleChain() {
 	// loop body an order
 	// handled orders totals [1-0] <nil>
 }
+
+// A task middleware sees each attempt's run: the payload as JSON before the
+// handler, the handler's result after.
+func ExampleChainTask() {
+	h := middleware.ChainTask(func(ctx context.Context, r *middleware.TaskRun) error {
+		r.Result = "sent to " + string(r.Payload) // the handler, decoding the payload
+		return nil
+	}, func(next middleware.TaskHandler) middleware.TaskHandler {
+		return func(ctx context.Context, r *middleware.TaskRun) error {
+			err := next(ctx, r)
+			fmt.Println(r.Queue, r.ID, "attempt", r.Attempt, "tenant", r.Headers["tenant"], "result", r.Result, err)
+			return err
+		}
+	})
+	_ = h(context.Background(), &middleware.TaskRun{Queue: "emails", ID: "t1", Attempt: 1,
+		Headers: map[string]string{"tenant": "acme"}, Payload: []byte(`"ada@example.com"`)})
+	// Output:
+	// emails t1 attempt 1 tenant acme result sent to "ada@example.com" <nil>
+}

@@ -23,7 +23,10 @@ type Middleware func(next Handler) Handler
 
 // Chain returns h wrapped in mws, the first outermost: Chain(h, a, b) runs
 // a, which calls b, which calls h.
-func Chain(h Handler, mws ...Middleware) Handler {
+func Chain(h Handler, mws ...Middleware) Handler { return wrap(h, mws) }
+
+// wrap returns h wrapped in mws, the first outermost; nil ones are skipped.
+func wrap[H any, M ~func(H) H](h H, mws []M) H {
 	for i := len(mws) - 1; i >= 0; i-- {
 		if mws[i] != nil {
 			h = mws[i](h)

@@ -93,3 +93,43 @@ func InjectTrace(ctx context.Context, headers stream.Headers) stream.Headers {
 	propagation.TraceContext{}.Inject(ctx, propagation.MapCarrier(headers))
 	return headers
 }
+
+// TaskTracing returns a task middleware continuing the trace a task was
+// enqueued in (traceparent and tracestate headers, given at enqueue with
+// task.Headers(InjectTrace(ctx, nil))): each attempt runs in a consumer
+// span, a child of the enqueuer's, named "QUEUE process", with the queue,
+// task ID, attempt and key; a failed attempt is recorded on it. With no
+// tracer provider set, no span is recorded, but the enqueuer's trace
+// context still reaches the handler's ctx.
+func TaskTracing(o TracingOptions) TaskMiddleware {
+	if o.Propagator == nil {
+		o.Propagator = propagation.TraceContext{}
+	}
+	return func(next TaskHandler) TaskHandler {
+		return func(ctx context.Context, r *TaskRun) error {
+			tp := o.TracerProvider
+			if tp == nil {
+				tp = otel.GetTracerProvider()
+			}
+			parent := o.Propagator.Extract(ctx, propagation.MapCarrier(r.Headers))
+			attrs := []attribute.KeyValue{
+				attribute.String("messaging.system", "leat"),
+				attribute.String("messaging.destination.name", r.Queue),
+				attribute.String("messaging.message.id", r.ID),
+				attribute.Int("leat.task.attempt", r.Attempt),
+			}
+			if r.Key != "" {
+				attrs = append(attrs, attribute.String("leat.task.key", r.Key))
+			}
+			ctx, span := tp.Tracer(tracerName).Start(parent, r.Queue+" process",
+				trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+			defer span.End()
+			err := next(ctx, r)
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+			}
+			return err
+		}
+	}
+}

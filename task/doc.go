@@ -32,6 +32,18 @@
 // retries; ctx ends at the task's timeout, when it is cancelled
 // ([ErrCancelled]) or when the worker's grace period ends.
 //
+// # Headers and middleware
+//
+// [Headers] gives a task string pairs carried beside its payload to every
+// attempt (Task.Headers, [Info]): trace context, a tenant. [Use] wraps each
+// attempt of a queue's tasks in middleware (package middleware's
+// TaskMiddleware: logging, tracing, payload transformations), inside the
+// app's Config.TaskMiddleware; decoding the payload and calling the handler
+// is innermost, and the chain's error is the attempt's:
+//
+//	q, err := task.Handle(a, "emails", send, task.Use(middleware.TaskLogging(nil), middleware.TaskTracing(middleware.TracingOptions{})))
+//	id, err := q.Enqueue(ctx, p, task.Headers(middleware.InjectTrace(ctx, nil)))
+//
 // # Life of a task
 //
 // A task is pending (ready), scheduled (delayed until its run-at time),
@@ -156,7 +168,7 @@
 // and stdout:
 //
 //	child:  {"status":"ready"}                                once started (after loading models...)
-//	worker: {"task_id":"ID","payload":P,"attempt":N}          one task
+//	worker: {"task_id":"ID","payload":P,"attempt":N,"headers":H}  one task (headers absent when none)
 //	child:  {"task_id":"ID","progress":V}                     any number, optional
 //	child:  {"task_id":"ID","partial":V}                      any number, optional
 //	child:  {"task_id":"ID","result":R}                       success, or

@@ -48,6 +48,7 @@ type enqueueSettings struct {
 	key        string
 	hasKey     bool
 	webhook    string
+	headers    []byte // a JSON object of strings (nil: none)
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
@@ -268,7 +269,7 @@ func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []Enqueue
 		t := taskrdb.NewTask{
 			ID: s.id, Payload: p, Level: level, RunAt: runAt, MaxRetries: maxRetries, Timeout: timeout,
 			Retention: retention, Key: s.key, UniqueKey: s.uniqueKey, UniqueTTL: s.uniqueTTL,
-			Webhook: s.webhook,
+			Webhook: s.webhook, Headers: s.headers,
 		}
 		if t.ID == "" {
 			t.ID = uuid.Must(uuid.NewV7()).String()

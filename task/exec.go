@@ -151,7 +151,7 @@ func (e *Exec) Warm(ctx context.Context) error {
 // Handle runs task t on a child process: it is a handler for a queue of
 // JSON payloads and results.
 func (e *Exec) Handle(ctx context.Context, t *Task[json.RawMessage]) (json.RawMessage, error) {
-	return e.run(ctx, t.ID, t.Payload, t.Attempt, func(kind string, data json.RawMessage) {
+	return e.run(ctx, t.ID, t.Payload, t.Attempt, t.Headers, func(kind string, data json.RawMessage) {
 		if err := t.send(kind, data); err != nil {
 			e.log.Warn("task update lost", "task", t.ID, "error", err)
 		}
@@ -165,7 +165,7 @@ func (e *Exec) RunOnce(ctx context.Context, id string, payload json.RawMessage, 
 	if report == nil {
 		report = func(string, json.RawMessage) {}
 	}
-	return e.run(ctx, id, payload, 1, report, nil)
+	return e.run(ctx, id, payload, 1, nil, report, nil)
 }
 
 // Close stops the processes: their stdin is closed, and those still alive
@@ -200,6 +200,8 @@ type request struct {
 	TaskID  string          `json:"task_id"`
 	Payload json.RawMessage `json:"payload"`
 	Attempt int             `json:"attempt"`
+	// Headers are the task's headers (task.Headers), absent when none.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // message is a line a process writes.
@@ -242,11 +244,11 @@ type child struct {
 	last *call // the call started last: its task gets the stderr lines read after its end
 }
 
-func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, attempt int, report func(string, json.RawMessage), logLine func(string)) (json.RawMessage, error) {
+func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, attempt int, headers map[string]string, report func(string, json.RawMessage), logLine func(string)) (json.RawMessage, error) {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	line, err := json.Marshal(request{TaskID: id, Payload: payload, Attempt: attempt})
+	line, err := json.Marshal(request{TaskID: id, Payload: payload, Attempt: attempt, Headers: headers})
 	if err != nil {
 		return nil, SkipRetry(fmt.Errorf("encode request: %w", err))
 	}

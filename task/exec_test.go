@@ -425,3 +425,50 @@ func TestExecLossyResult(t *testing.T) {
 		t.Fatalf("%+v", in)
 	}
 }
+
+// A task's headers reach its process in the request line ("headers"),
+// which has none for a task enqueued without; the Python helper module
+// gives them to the handler as ctx.headers.
+func TestExecHeaders(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	py := needPython(t)
+	helper, err := filepath.Abs("../examples/tasks-python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "echo.py")
+	if err := os.WriteFile(script, []byte("from leat_handler import task, main\n\n\n@task\ndef echo(payload, ctx):\n    return ctx.headers\n\n\nmain()\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	byHand := execQueue(t, e, newExec(t, task.ExecConfig{}))
+	a := e.app("w2")
+	helped, err := task.Handle(a, "helped", newExec(t, task.ExecConfig{Command: []string{py, script}, Env: []string{"PYTHONPATH=" + helper}}).Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	h := map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "lang": "é"}
+	for _, headers := range []map[string]string{h, nil} {
+		id, err := byHand.Enqueue(ctx, json.RawMessage(`{"op":"headers"}`), task.Headers(headers))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := byHand.Result(ctx, id)
+		var got struct {
+			Has     bool
+			Headers map[string]string
+		}
+		if err != nil || json.Unmarshal(raw, &got) != nil || got.Has != (headers != nil) || !sameHeaders(got.Headers, headers) {
+			t.Fatalf("the request's headers: %s (%v), want %v", raw, err, headers)
+		}
+	}
+	id, err := helped.Enqueue(ctx, json.RawMessage(`{}`), task.Headers(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]string
+	if raw, err := helped.Result(ctx, id); err != nil || json.Unmarshal(raw, &got) != nil || !sameHeaders(got, h) {
+		t.Fatalf("ctx.headers %s (%v), want %v", raw, err, h)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/middleware"
 )
 
 // Defaults of a queue's options.
@@ -48,6 +49,7 @@ type settings struct {
 	qrate       taskrdb.Rate // over the queue
 	hookTries   int
 	hookBackoff time.Duration
+	mws         []middleware.TaskMiddleware // Use
 }
 
 func defaultSettings() settings {

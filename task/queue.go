@@ -15,6 +15,7 @@ import (
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rounds"
 	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/middleware"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,6 +28,7 @@ var ErrUnknownQueue = errors.New("task: unknown queue")
 type Queue[P, R any] struct {
 	*core
 	handler func(ctx context.Context, t *Task[P]) (R, error)
+	chain   middleware.TaskHandler // the handler in its middleware (nil: none)
 }
 
 // core is the untyped part of a queue, shared by every Queue[P, R].
@@ -109,6 +111,7 @@ func Handle[P, R any](a *app.App, name string, fn func(ctx context.Context, t *T
 		return nil, err
 	}
 	q.handler = fn
+	q.chain = q.chained()
 	if err := a.Attach(&workerService{core: q.core, run: q.run}); err != nil {
 		return nil, err
 	}

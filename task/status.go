@@ -46,26 +46,27 @@ var ErrFailed = errors.New("task: did not succeed")
 // Info is a task's status. Times absent are zero (StartedAt before the
 // first attempt, FinishedAt before the end).
 type Info struct {
-	ID              string          `json:"id"`
-	Queue           string          `json:"queue"`
-	State           State           `json:"state"`
-	Attempts        int             `json:"attempts"`                   // runs started, this one included
-	MaxRetries      int             `json:"max_retries"`                // retries allowed after the first run
-	Priority        string          `json:"priority,omitempty"`         // level name (queues with several)
-	Key             string          `json:"key,omitempty"`              // keyed queues
-	Payload         json.RawMessage `json:"payload,omitempty"`          // as enqueued (JSON)
-	Result          json.RawMessage `json:"result,omitempty"`           // succeeded: the handler's result (JSON)
-	Progress        json.RawMessage `json:"progress,omitempty"`         // the last progress reported (JSON; see Task.Progress)
-	Error           string          `json:"error,omitempty"`            // the last attempt's error
-	Worker          string          `json:"worker,omitempty"`           // worker ID of the last attempt
-	EnqueuedAt      time.Time       `json:"enqueued_at"`                // created
-	DueAt           time.Time       `json:"due_at"`                     // ready from (run-at, or next retry)
-	StartedAt       time.Time       `json:"started_at,omitzero"`        // the last attempt started
-	FinishedAt      time.Time       `json:"finished_at,omitzero"`       // reached its final state
-	Timeout         time.Duration   `json:"timeout"`                    // per attempt
-	Retention       time.Duration   `json:"retention"`                  // once finished
-	CancelRequested bool            `json:"cancel_requested,omitempty"` // active, with its cancellation under way
-	Webhook         *WebhookStatus  `json:"webhook,omitempty"`          // enqueued with the Webhook option
+	ID              string            `json:"id"`
+	Queue           string            `json:"queue"`
+	State           State             `json:"state"`
+	Attempts        int               `json:"attempts"`                   // runs started, this one included
+	MaxRetries      int               `json:"max_retries"`                // retries allowed after the first run
+	Priority        string            `json:"priority,omitempty"`         // level name (queues with several)
+	Key             string            `json:"key,omitempty"`              // keyed queues
+	Headers         map[string]string `json:"headers,omitempty"`          // as enqueued (Headers)
+	Payload         json.RawMessage   `json:"payload,omitempty"`          // as enqueued (JSON)
+	Result          json.RawMessage   `json:"result,omitempty"`           // succeeded: the handler's result (JSON)
+	Progress        json.RawMessage   `json:"progress,omitempty"`         // the last progress reported (JSON; see Task.Progress)
+	Error           string            `json:"error,omitempty"`            // the last attempt's error
+	Worker          string            `json:"worker,omitempty"`           // worker ID of the last attempt
+	EnqueuedAt      time.Time         `json:"enqueued_at"`                // created
+	DueAt           time.Time         `json:"due_at"`                     // ready from (run-at, or next retry)
+	StartedAt       time.Time         `json:"started_at,omitzero"`        // the last attempt started
+	FinishedAt      time.Time         `json:"finished_at,omitzero"`       // reached its final state
+	Timeout         time.Duration     `json:"timeout"`                    // per attempt
+	Retention       time.Duration     `json:"retention"`                  // once finished
+	CancelRequested bool              `json:"cancel_requested,omitempty"` // active, with its cancellation under way
+	Webhook         *WebhookStatus    `json:"webhook,omitempty"`          // enqueued with the Webhook option
 }
 
 // Info returns the status of task id, or ErrNotFound.
@@ -112,6 +113,11 @@ func infoOf(id, queue string, levels []Level, m map[string]string) (*Info, error
 			*f.dst = json.RawMessage(v)
 		}
 	}
+	h, err := decodeHeaders([]byte(m["h"]))
+	if err != nil {
+		return nil, fmt.Errorf("task %q in queue %q: %w", id, queue, err)
+	}
+	in.Headers = h
 	if u := m["wh"]; u != "" {
 		in.Webhook = &WebhookStatus{URL: u, State: m["whs"], Attempts: int(num("wha")), LastError: m["whe"], DeliveredAt: at("whd")}
 	}

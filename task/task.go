@@ -23,6 +23,9 @@ type Task[P any] struct {
 	EnqueuedAt time.Time
 	// Deadline is when this attempt times out.
 	Deadline time.Time
+	// Headers are the task's headers, as enqueued (see Headers; nil when
+	// none).
+	Headers map[string]string
 
 	rep reporter // where Progress and Partial go (nil: nowhere)
 }

@@ -39,17 +39,17 @@ type workerService struct {
 
 func (s *workerService) Name() string { return "task-" + s.name }
 
-// run calls the typed handler on a fetched task.
+// run calls the typed handler on a fetched task, through the queue's
+// middleware when it has any.
 func (q *Queue[P, R]) run(ctx context.Context, f *taskrdb.Fetched) ([]byte, error) {
-	t := &Task[P]{
-		ID: f.ID, Queue: q.name, Attempt: f.Attempt, MaxRetries: f.MaxRetry, Key: f.Key, EnqueuedAt: f.Enqueued,
+	if q.chain != nil {
+		return q.runChain(ctx, f)
 	}
-	t.Deadline, _ = ctx.Deadline()
-	t.rep = q.updates(f)
-	if err := json.Unmarshal(f.Payload, &t.Payload); err != nil {
-		return nil, SkipRetry(fmt.Errorf("decode payload: %w", err))
+	h, err := decodeHeaders(f.Headers)
+	if err != nil {
+		return nil, SkipRetry(err)
 	}
-	r, err := q.handler(ctx, t)
+	r, err := q.call(ctx, f, f.Payload, h)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +58,21 @@ func (q *Queue[P, R]) run(ctx context.Context, f *taskrdb.Fetched) ([]byte, erro
 		return nil, SkipRetry(fmt.Errorf("encode result: %w", err))
 	}
 	return b, nil
+}
+
+// call decodes payload and calls the handler with f's task.
+func (q *Queue[P, R]) call(ctx context.Context, f *taskrdb.Fetched, payload []byte, headers map[string]string) (R, error) {
+	t := &Task[P]{
+		ID: f.ID, Queue: q.name, Attempt: f.Attempt, MaxRetries: f.MaxRetry, Key: f.Key, EnqueuedAt: f.Enqueued,
+		Headers: headers,
+	}
+	t.Deadline, _ = ctx.Deadline()
+	t.rep = q.updates(f)
+	if err := json.Unmarshal(payload, &t.Payload); err != nil {
+		var zero R
+		return zero, SkipRetry(fmt.Errorf("decode payload: %w", err))
+	}
+	return q.handler(ctx, t)
 }
 
 // running is a task this worker runs.

@@ -61,9 +61,10 @@ def task(fn):
 class Context:
     """What a task handler gets besides its payload."""
 
-    def __init__(self, task_id, attempt, state, out):
+    def __init__(self, task_id, attempt, state, out, headers=None):
         self.task_id = task_id
         self.attempt = attempt
+        self.headers = headers or {}
         self.state = state
         self._out = out
 
@@ -85,7 +86,7 @@ def _writer(stream):
 
 
 def _handle(req, state, out):
-    ctx = Context(req.get("task_id"), req.get("attempt", 1), state, out)
+    ctx = Context(req.get("task_id"), req.get("attempt", 1), state, out, req.get("headers"))
     try:
         result = _task(req.get("payload"), ctx)
         return {"task_id": ctx.task_id, "result": result}
@@ -118,14 +119,15 @@ def run():
         out(_handle(req, state, out))
 
 
-def run_once(payload, task_id="local", attempt=1, on_update=None):
+def run_once(payload, task_id="local", attempt=1, on_update=None, headers=None):
     """Runs one task in-process and returns its result; raises on failure.
 
     on_update(msg) receives the progress and partial messages."""
     if _task is None:
         raise RuntimeError("leat_handler: no @task function")
     state = _load() if _load else None
-    res = _handle({"task_id": task_id, "payload": payload, "attempt": attempt}, state, on_update or (lambda m: None))
+    req = {"task_id": task_id, "payload": payload, "attempt": attempt, "headers": headers}
+    res = _handle(req, state, on_update or (lambda m: None))
     if "error" in res:
         raise (Retry if res.get("retry") else Fail)(res["error"])
     return res["result"]

@@ -1,11 +1,12 @@
 -- enqueue: create tasks, ready now or scheduled for later.
 --
 -- KEYS     the queue's keys (see common.lua)
--- ARGV[1]  number of tasks n, then 12 values per task:
+-- ARGV[1]  number of tasks n, then 13 values per task:
 --          id, payload, level, run-at ms (0 = now), max retries, timeout ms,
 --          retention ms, unique key ("" = none), unique TTL ms, task key
 --          ("" = unkeyed), webhook URL ("" = none), enqueue token ("" =
---          none: a random value of the caller's enqueue, kept in field 'n')
+--          none: a random value of the caller's enqueue, kept in field 'n'),
+--          headers (a JSON object of strings, kept in field 'h'; "" = none)
 --
 -- Returns {status, id, ...} per task: status 1 when created, 0 when a task
 -- with this ID or unique key exists (id is then the existing task's ID),
@@ -17,7 +18,7 @@ local now = now_ms()
 local now_text = tostring(now)
 local out = {}
 for i = 0, n - 1 do
-  local b = 2 + i * 12
+  local b = 2 + i * 13
   local id, payload, level, run_at = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
   local ukey, uttl, key, token = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9], ARGV[b + 11]
   local h = KEYS[1] .. id
@@ -46,6 +47,7 @@ for i = 0, n - 1 do
     end
     if ARGV[b + 10] ~= '' then redis.call('HSET', h, 'wh', ARGV[b + 10]) end
     if token ~= '' then redis.call('HSET', h, 'n', token) end
+    if ARGV[b + 12] ~= '' then redis.call('HSET', h, 'h', ARGV[b + 12]) end
     if state == 'scheduled' then
       redis.call('ZADD', KEYS[3], due, id)
       wake_if_first(id)

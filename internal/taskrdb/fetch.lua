@@ -32,7 +32,7 @@
 -- well.
 --
 -- Returns {level, entry ID, task ID, payload, attempts, max retries,
--- timeout ms, key, enqueued ms} per task taken. Entries whose task is no
+-- timeout ms, key, enqueued ms, headers ("" = none)} per task taken. Entries whose task is no
 -- longer pending (cancelled, gone) are acknowledged and deleted, but for
 -- one that this consumer took with this very entry: a call run again after
 -- its reply was lost hands it out again. A read call that took tasks notes
@@ -94,13 +94,13 @@ local function take(level, eid, field, value)
     end
   end
   local h = KEYS[1] .. id
-  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c', 'x', 'l', 'w')
+  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c', 'x', 'l', 'w', 'h')
   if v[1] == 'active' and v[8] == eid and v[9] == level and v[10] == consumer then
     -- Taken by an earlier run of this very call, whose reply was lost (a
     -- client sends a call again when its reply breaks off or times out):
     -- handed out again as it was taken then. Nothing else hands this
     -- consumer an entry its task is already active on.
-    table.insert(out, {tonumber(level), eid, id, v[2], tonumber(v[3]), tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6])})
+    table.insert(out, {tonumber(level), eid, id, v[2], tonumber(v[3]), tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6]), v[11] or ''})
     table.insert(taken, {level, eid, field, value})
     return
   end
@@ -135,7 +135,7 @@ local function take(level, eid, field, value)
   if v[7] then redis.call('HDEL', h, 'c') end
   count('pending', 'active')
   spent = spent + 1
-  table.insert(out, {tonumber(level), eid, id, v[2], a, tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6])})
+  table.insert(out, {tonumber(level), eid, id, v[2], a, tonumber(v[4]), tonumber(v[5]), key or '', tonumber(v[6]), v[11] or ''})
   table.insert(taken, {level, eid, field, value})
 end
 

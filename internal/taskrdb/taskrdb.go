@@ -177,11 +177,14 @@ type NewTask struct {
 	// lost, a task that exists with this ID and this token is the one the
 	// earlier run created, reported as created rather than as a duplicate.
 	Token string
+	// Headers are the task's headers as a JSON object of strings (nil =
+	// none).
+	Headers []byte
 }
 
 // EnqueueArgs returns the ARGV of enqueue.lua for tasks.
 func EnqueueArgs(tasks []NewTask) []any {
-	args := make([]any, 0, 1+12*len(tasks))
+	args := make([]any, 0, 1+13*len(tasks))
 	args = append(args, len(tasks))
 	for _, t := range tasks {
 		var at int64
@@ -189,7 +192,7 @@ func EnqueueArgs(tasks []NewTask) []any {
 			at = t.RunAt.UnixMilli()
 		}
 		args = append(args, t.ID, t.Payload, t.Level, at, t.MaxRetries, t.Timeout.Milliseconds(),
-			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook, t.Token)
+			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook, t.Token, t.Headers)
 	}
 	return args
 }
@@ -199,8 +202,8 @@ func EnqueueArgs(tasks []NewTask) []any {
 // pipeline: see EnqueueCmd.
 //
 // KEYS: Keys. ARGV: n, then id, payload, level, run-at ms, max retries,
-// timeout ms, retention ms, unique key, unique TTL ms, key, webhook, token
-// per task. A task that exists with its ID and its non-empty Token (an
+// timeout ms, retention ms, unique key, unique TTL ms, key, webhook, token,
+// headers per task. A task that exists with its ID and its non-empty Token (an
 // earlier run of the same call) counts as created.
 func Enqueue(ctx context.Context, c redis.Scripter, k []string, tasks []NewTask) (created []bool, ids []string, err error) {
 	v, err := enqueue.Run(ctx, c, k, EnqueueArgs(tasks)...).Slice()
@@ -249,6 +252,7 @@ type Fetched struct {
 	Timeout  time.Duration
 	Key      string
 	Enqueued time.Time
+	Headers  []byte // a JSON object of strings (nil: none)
 }
 
 // Entry is a ready entry read by a blocking XREADGROUP.
@@ -395,16 +399,16 @@ func parseFetched(raw []byte) ([]Fetched, error) {
 	type span struct{ from, to int } // of the reply
 	type row struct {
 		level, attempt, maxRetry, timeout, enqueued int64
-		entry, id, payload, key                     span
+		entry, id, payload, key, headers            span
 	}
 	rows := make([]row, n)
 	text := 0 // bytes of the entry IDs, IDs and keys
 	for i := range rows {
-		if m, err := r.Aggregate(); err != nil || m != 9 {
+		if m, err := r.Aggregate(); err != nil || m != 10 {
 			return nil, cmp.Or(err, fmt.Errorf("fetch: bad reply: a task of %d fields", m))
 		}
 		w := &rows[i]
-		var errs [9]error
+		var errs [10]error
 		w.level, errs[0] = r.Integer()
 		w.entry.from, w.entry.to, _, errs[1] = r.Bulk()
 		w.id.from, w.id.to, _, errs[2] = r.Bulk()
@@ -414,6 +418,7 @@ func parseFetched(raw []byte) ([]Fetched, error) {
 		w.timeout, errs[6] = r.Integer()
 		w.key.from, w.key.to, _, errs[7] = r.Bulk()
 		w.enqueued, errs[8] = r.Integer()
+		w.headers.from, w.headers.to, _, errs[9] = r.Bulk()
 		if err := errors.Join(errs[:]...); err != nil {
 			return nil, fmt.Errorf("fetch: bad reply: %w", err)
 		}
@@ -438,6 +443,9 @@ func parseFetched(raw []byte) ([]Fetched, error) {
 			Level: int(w.level), Entry: cut(w.entry), ID: cut(w.id), Key: cut(w.key),
 			Payload: raw[w.payload.from:w.payload.to:w.payload.to], Attempt: int(w.attempt), MaxRetry: int(w.maxRetry),
 			Timeout: time.Duration(w.timeout) * time.Millisecond, Enqueued: time.UnixMilli(w.enqueued),
+		}
+		if w.headers.to > w.headers.from {
+			out[i].Headers = raw[w.headers.from:w.headers.to:w.headers.to]
 		}
 	}
 	return out, nil

@@ -52,6 +52,9 @@ for line in sys.stdin:
         out({"task_id": tid, "progress": "\ud800"})
         out({"task_id": tid, "result": "a\udc00"})
         continue
+    if op == "headers":  # the request's headers, absent when none
+        out({"task_id": tid, "result": {"has": "headers" in req, "headers": req.get("headers")}})
+        continue
     if op == "fail":
         out({"task_id": tid, "error": "no way", "retry": False})
         continue
