@@ -34,8 +34,9 @@ type App struct {
 	tasks      []*task
 	services   []Service
 	executors  []*executor.Executor
-	leader     *leadership
-	clock      clock.Clock // of background schedules (a fake one in leattest)
+	leader     *leadership   // the app's
+	scoped     []*leadership // of scoped leader-only work (Schedule.Lease)
+	clock      clock.Clock   // of background schedules (a fake one in leattest)
 
 	janitorEvery time.Duration // default janitorEvery; tests set it
 
@@ -65,7 +66,7 @@ func New(cfg Config) (*App, error) {
 		SendBatch:  cfg.SendBatch,
 	}, a.logger)
 	a.streams = core.WrapCatalog(a.catalog).(*stream.Catalog)
-	a.leader = newLeadership(a)
+	a.leader = newLeadership(a, "")
 	a.clock = clock.Real{}
 	return a, nil
 }

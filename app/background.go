@@ -33,6 +33,17 @@ type Schedule struct {
 	// tick run (or, for a task run once, that it completed), so a new
 	// leader resumes after it: see the package doc.
 	LeaderOnly bool
+	// Lease, with LeaderOnly, runs the task on the holder of a lease of
+	// this name instead of on the app's leader: among the workers whose
+	// programs register a leader-only task with the same Lease, one holds
+	// it, elected, fenced and handed over as the app's leader is (its terms
+	// are numbered by the app's leader term counter: LeaderTerm still
+	// grows strictly). For leader-only work that not every program of the
+	// app registers: the app's leader may be a worker whose program does
+	// not have it. Task queues run their leader-side work this way, one
+	// lease per queue, among the workers that handle the queue. A name as
+	// for background tasks.
+	Lease string
 	// Overlap lets a run start at its tick while the previous run of the
 	// task is still going. By default runs never overlap: a run that
 	// outlasts its interval delays the next one, which then stands for
@@ -59,6 +70,10 @@ func (a *App) Background(name string, fn func(ctx context.Context) error, s Sche
 	}
 	t := &task{name: name, fn: fn, sched: s, cad: cadence{every: s.Every}}
 	switch {
+	case s.Lease != "" && !s.LeaderOnly:
+		return fmt.Errorf("background task %q: Lease needs LeaderOnly", name)
+	case s.Lease != "" && !keys.ValidName(s.Lease):
+		return fmt.Errorf("background task %q: %w", name, keys.CheckName("lease", s.Lease))
 	case s.Every < 0:
 		return fmt.Errorf("background task %q: negative interval", name)
 	case s.Every > 0 && s.Cron != "":
@@ -80,6 +95,9 @@ func (a *App) Background(name string, fn func(ctx context.Context) error, s Sche
 		}
 	}
 	a.tasks = append(a.tasks, t)
+	if s.LeaderOnly && s.Lease != "" {
+		a.scopedLocked(s.Lease) // campaigned for from the worker's start
+	}
 	return nil
 }
 
@@ -114,9 +132,10 @@ func (t *task) run(ctx context.Context, a *App) {
 		t.loop(ctx, a, time.Time{}, func(time.Time) {})
 		return
 	}
+	leader := a.leaderOf(t.sched.Lease)
 	for ctx.Err() == nil {
-		changed := a.leader.watch()
-		cur := a.leader.current()
+		changed := leader.watch()
+		cur := leader.current()
 		if cur == nil {
 			select {
 			case <-ctx.Done():
@@ -236,7 +255,7 @@ func (t *task) lead(tm *term, a *App) {
 	}
 	token := tm.lock.Token()
 	write := func(field string, value int64) {
-		err := scripts.RecordBackground(ctx, a.client, a.keys.Leader(), key, tm.lock.Value(), token, field, value, a.recordTTL())
+		err := scripts.RecordBackground(ctx, a.client, tm.lock.Key(), key, tm.lock.Value(), token, field, value, a.recordTTL())
 		if err != nil && ctx.Err() == nil {
 			a.logger.Warn("background task run not recorded", "task", t.name, "term", token, "error", err)
 		}

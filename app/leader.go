@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/lease"
+	"github.com/redis/go-redis/v9"
 )
 
 // leadership keeps the app's leader lease for this worker when it can.
@@ -30,6 +31,8 @@ import (
 type leadership struct {
 	a     *App
 	lease time.Duration
+	key   string // the lease's key: the app's leader, or a scoped one
+	scope string // the scope's name (Schedule.Lease), "" for the app's leader
 
 	mu       sync.Mutex
 	term     *term          // nil when not leading
@@ -76,8 +79,53 @@ func LeaderTerm(ctx context.Context) (term int64, ok bool) {
 	return term, ok
 }
 
-func newLeadership(a *App) *leadership {
-	return &leadership{a: a, lease: a.cfg.LeaderLease, changed: make(chan struct{})}
+// newLeadership returns the leadership of the lease of scope ("": the
+// app's leader).
+func newLeadership(a *App, scope string) *leadership {
+	key := a.keys.Leader()
+	if scope != "" {
+		key = a.keys.LeaderOf(scope)
+	}
+	return &leadership{a: a, lease: a.cfg.LeaderLease, key: key, scope: scope, changed: make(chan struct{})}
+}
+
+// leaderOf returns the leadership of scope ("": the app's leader), made
+// when the first task of the scope is registered (Background).
+func (a *App) leaderOf(scope string) *leadership {
+	if scope == "" {
+		return a.leader
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.scopedLocked(scope)
+}
+
+// scopedLocked returns the leadership of scope, made on first use; a.mu is
+// held.
+func (a *App) scopedLocked(scope string) *leadership {
+	for _, l := range a.scoped {
+		if l.scope == scope {
+			return l
+		}
+	}
+	l := newLeadership(a, scope)
+	a.scoped = append(a.scoped, l)
+	return l
+}
+
+// leaderships returns the app's leadership and its scoped ones.
+func (a *App) leaderships() []*leadership {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*leadership{a.leader}, a.scoped...)
+}
+
+// logAttrs are the attributes of the leadership's log lines.
+func (l *leadership) logAttrs(t *term) []any {
+	if l.scope == "" {
+		return []any{"term", t.lock.Token()}
+	}
+	return []any{"lease", l.scope, "term", t.lock.Token()}
 }
 
 // IsLeader reports whether this worker holds the app's leader lease and may
@@ -120,7 +168,7 @@ func (l *leadership) begin(t *term) bool {
 	l.ends.Add(1)
 	t.unwatch = context.AfterFunc(t.trust, func() { defer l.ends.Done(); l.end(t) })
 	l.mu.Unlock()
-	l.a.logger.Info("became leader", "term", t.lock.Token())
+	l.a.logger.Info("became leader", l.logAttrs(t)...)
 	return true
 }
 
@@ -137,9 +185,9 @@ func (l *leadership) end(t *term) {
 	l.mu.Unlock()
 	cause := context.Cause(t.trust)
 	if errors.Is(cause, errResigned) {
-		l.a.logger.Info("leadership released", "term", t.lock.Token())
+		l.a.logger.Info("leadership released", l.logAttrs(t)...)
 	} else {
-		l.a.logger.Warn("leadership lost", "term", t.lock.Token(), "cause", cause)
+		l.a.logger.Warn("leadership lost", append(l.logAttrs(t), "cause", cause)...)
 	}
 }
 
@@ -157,15 +205,14 @@ func (l *leadership) resign() {
 }
 
 // run campaigns for and keeps the lease until ctx is done, then releases it
-// (after resign and the leader-only tasks, see RunProcessors).
-func (l *leadership) run(ctx context.Context) {
+// (after resign and the leader-only tasks, see RunProcessors). lockc is the
+// lock client (lease.Client), shared by the worker's leaderships.
+func (l *leadership) run(ctx context.Context, lockc redis.UniversalClient) {
 	l.mu.Lock()
 	l.resigned = false // a new run of the worker
 	l.mu.Unlock()
-	lockc, closeLockc := lease.Client(l.a.client, 2)
-	defer closeLockc()
-	defer l.ends.Wait() // nothing of a term outlives run
-	key, counter := l.a.keys.Leader(), l.a.keys.LeaderTerm()
+	defer l.ends.Wait()                          // nothing of a term outlives run
+	key, counter := l.key, l.a.keys.LeaderTerm() // one counter: terms grow across leases
 	every := l.lease / 3
 	var cur *term
 	// One lock value per campaign, kept across its tries: a try whose reply

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/stream"
@@ -109,8 +110,11 @@ func (a *App) runProcessors(ctx context.Context, names []string) error {
 	})
 	var leading, tasks sync.WaitGroup
 	lctx, stopLeading := context.WithCancel(context.WithoutCancel(ctx))
-	leading.Add(1)
-	go func() { defer leading.Done(); a.leader.run(lctx) }()
+	lockc, closeLockc := lease.Client(a.client, 2) // the leaderships' lock client
+	for _, l := range a.leaderships() {
+		leading.Add(1)
+		go func() { defer leading.Done(); l.run(lctx, lockc) }()
+	}
 	leading.Add(1)
 	go func() { defer leading.Done(); a.janitor(lctx) }()
 	tctx, stopTasks := context.WithCancel(context.WithoutCancel(ctx))
@@ -126,12 +130,15 @@ func (a *App) runProcessors(ctx context.Context, names []string) error {
 	// grace period), before the leader lease is released: a new leader
 	// never starts a task the old one is still running.
 	stopTasks()
-	a.leader.resign()
+	for _, l := range a.leaderships() {
+		l.resign()
+	}
 	if !waitGroup(&tasks, a.grace()) {
 		a.logger.Error("background tasks still running after the grace period: they must return when their context ends")
 	}
 	stopLeading()
 	leading.Wait()
+	closeLockc()
 	a.logger.Info("worker stopped")
 	return errors.Join(errs...)
 }

@@ -127,7 +127,7 @@ func New(cfg Config) (*Exporter, error) {
 		trimmed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "leat_entries_trimmed_total",
 			Help: "Entries trimmed by retention before the processor read them."}, partitionLabels),
 		taskRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "leat_task_runs_total",
-			Help: "Task runs whose outcome this worker recorded, by outcome: succeeded, retried, failed, dead, cancelled."},
+			Help: "Task runs whose outcome this worker recorded, by outcome: succeeded, retried, snoozed, failed, dead, cancelled."},
 			[]string{"queue", "outcome"}),
 		taskLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "leat_task_duration_seconds",
 			Help:    "Time a task handler ran, per recorded run.",
@@ -206,7 +206,7 @@ func (x *Exporter) OnEntriesTrimmed(stream, processor string, partition int, ent
 func (x *Exporter) OnTaskRun(queue, outcome string, attempt int, took time.Duration) {
 	x.taskRuns.WithLabelValues(queue, outcome).Inc()
 	x.taskLatency.WithLabelValues(queue).Observe(took.Seconds())
-	if outcome != "retried" {
+	if outcome != "retried" && outcome != "snoozed" { // the task runs again
 		x.taskAttempts.WithLabelValues(queue).Observe(float64(attempt))
 	}
 }

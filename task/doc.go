@@ -27,9 +27,10 @@
 // opens (for the embedded CLI and HTTP API) refuses too a payload that
 // type's handlers would not decode exactly: an unknown field, a value of
 // another kind or out of range. A handler's contract is
-// language-neutral: it receives the task's ID, payload, attempt and key,
-// and returns a result or an error, with SkipRetry and RetryAfter to steer
-// retries; ctx ends at the task's timeout, when it is cancelled
+// language-neutral: it receives the task's ID, payload, attempt, key and
+// headers, and returns a result or an error, with SkipRetry and RetryAfter
+// to steer retries and [Snooze] to run again later without counting the
+// attempt; ctx ends at the task's timeout, when it is cancelled
 // ([ErrCancelled]) or when the worker's grace period ends.
 //
 // # Headers and middleware
@@ -72,20 +73,23 @@
 //
 // A worker reports each run whose outcome it recorded to the hooks in
 // app.Config.Hooks that implement [HookTaskRun]: the queue, the outcome
-// (OutcomeSucceeded, OutcomeRetried, OutcomeFailed, OutcomeDead,
-// OutcomeCancelled), the attempt and the handler's time. metrics.Exporter
+// (OutcomeSucceeded, OutcomeRetried, OutcomeSnoozed, OutcomeFailed,
+// OutcomeDead, OutcomeCancelled), the attempt and the handler's time. metrics.Exporter
 // is one.
 //
 // # Scheduling
 //
-// Delayed and retrying tasks wait in a sorted set by due time. The app's
-// leader moves due tasks to the ready streams atomically (a Lua script),
+// Delayed and retrying tasks wait in a sorted set by due time. The queue's
+// leader (one of the workers that handle the queue, holding the queue's
+// lease: app.Schedule.Lease; not the app's leader, whose program may not
+// handle the queue) moves due tasks to the ready streams atomically (a Lua
+// script),
 // sleeping until the next due time; an enqueue or retry that becomes the
 // earliest due wakes it at once, so tasks start within milliseconds of
 // their due time. Cron schedules ([Queue.Cron]) run on the leader too: each
 // tick is a task with the ID cron:NAME:TICK, and the last tick enqueued is
-// recorded with the leader term, so a failover neither skips nor doubles a
-// tick.
+// recorded with the leader term (the queue's lease's, numbered by the
+// app's term counter), so a failover neither skips nor doubles a tick.
 //
 // # Retries, timeouts and dead tasks
 //
@@ -98,7 +102,7 @@
 // # Visibility and crashes
 //
 // A worker touches the entries of its running tasks every third of the
-// queue's [Visibility]; the leader reclaims entries idle for longer (their
+// queue's [Visibility]; the queue's leader reclaims entries idle for longer (their
 // worker died or froze) with XAUTOCLAIM and makes their tasks ready again.
 // A worker that stops gracefully lets its tasks finish within its grace
 // period and hands the rest back at once. Delivery is at least once: a
@@ -173,6 +177,7 @@
 //	child:  {"task_id":"ID","partial":V}                      any number, optional
 //	child:  {"task_id":"ID","result":R}                       success, or
 //	child:  {"task_id":"ID","error":"message","retry":false}  failure (retry absent or true: retried)
+//	child:  {"task_id":"ID","snooze":S}                       run again after S seconds, the attempt not counted (Snooze)
 //
 // A child runs one task at a time: the worker writes the next request after
 // the final line of the previous one. With a concurrency of N a worker runs

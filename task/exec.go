@@ -213,7 +213,11 @@ type message struct {
 	Retry    *bool           `json:"retry"`
 	Progress json.RawMessage `json:"progress"`
 	Partial  json.RawMessage `json:"partial"`
+	Snooze   *float64        `json:"snooze"` // seconds
 }
+
+// maxSnooze bounds a snooze a process asks for.
+const maxSnooze = 366 * 24 * time.Hour
 
 // answer ends a call.
 type answer struct {
@@ -520,6 +524,13 @@ func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
 			err = SkipRetry(err)
 		}
 		c.finish(answer{err: err})
+	case m.Snooze != nil:
+		d := time.Duration(*m.Snooze * float64(time.Second))
+		if *m.Snooze < 0 || *m.Snooze > maxSnooze.Seconds() {
+			c.finish(answer{err: fmt.Errorf("handler process asked to snooze for %v seconds: want 0 to %.0f", *m.Snooze, maxSnooze.Seconds())})
+			return
+		}
+		c.finish(answer{err: Snooze(d)})
 	default:
 		res := json.RawMessage("null")
 		if m.Result != nil {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -438,7 +439,21 @@ func TestExecHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(t.TempDir(), "echo.py")
-	if err := os.WriteFile(script, []byte("from leat_handler import task, main\n\n\n@task\ndef echo(payload, ctx):\n    return ctx.headers\n\n\nmain()\n"), 0o644); err != nil {
+	src := `import os
+from leat_handler import Snooze, task, main
+
+
+@task
+def echo(payload, ctx):
+    if payload.get("path") and not os.path.exists(payload["path"]):
+        open(payload["path"], "w").close()
+        raise Snooze(0.2)
+    return ctx.headers
+
+
+main()
+`
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	byHand := execQueue(t, e, newExec(t, task.ExecConfig{}))
@@ -470,5 +485,44 @@ func TestExecHeaders(t *testing.T) {
 	var got map[string]string
 	if raw, err := helped.Result(ctx, id); err != nil || json.Unmarshal(raw, &got) != nil || !sameHeaders(got, h) {
 		t.Fatalf("ctx.headers %s (%v), want %v", raw, err, h)
+	}
+	// The helper's Snooze.
+	b, _ := json.Marshal(map[string]string{"path": filepath.Join(t.TempDir(), "snoozed")})
+	id, err = helped.Enqueue(ctx, b, task.Headers(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	begun := time.Now()
+	if in, err := helped.Wait(ctx, id); err != nil || in.State != task.Succeeded || in.Attempts != 1 || time.Since(begun) < 200*time.Millisecond {
+		t.Fatalf("a task the helper snoozed: %+v %v after %s, want it succeeded on attempt 1 after 200ms", in, err, time.Since(begun))
+	}
+}
+
+// A process that answers {"snooze": S} puts its task back for S seconds,
+// the attempt not counted; a snooze out of range fails the attempt.
+func TestExecSnooze(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	q := execQueue(t, e, newExec(t, task.ExecConfig{}), task.MaxRetries(0))
+	path := filepath.Join(t.TempDir(), "snoozed")
+	b, _ := json.Marshal(map[string]any{"op": "snooze", "n": 300, "path": path})
+	id, err := q.Enqueue(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, 10*time.Second, "the task snoozed", func() bool {
+		in, err := q.Info(ctx, id)
+		return err == nil && in.State == task.Scheduled
+	})
+	in, err := q.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resultOf(t, q, id); in.State != task.Succeeded || in.Attempts != 1 || r.Attempt != 1 {
+		t.Fatalf("task %s after %d attempts (the process saw attempt %d): want succeeded on attempt 1 after its snooze", in.State, in.Attempts, r.Attempt)
+	}
+	bad := enqueueOp(t, q, op{Op: "badsnooze"})
+	if in, err := q.Wait(ctx, bad); err != nil || in.State != task.Dead || !strings.Contains(in.Error, "snooze for -1 seconds") {
+		t.Fatalf("a negative snooze: %+v %v, want the attempt failed (dead: no retries)", in, err)
 	}
 }

@@ -13,6 +13,7 @@ const (
 	OutcomeFailed    = "failed"    // it failed with SkipRetry: no more attempts
 	OutcomeDead      = "dead"      // it failed and its retries ran out
 	OutcomeCancelled = "cancelled" // it was cancelled while it ran
+	OutcomeSnoozed   = "snoozed"   // it asked to run again later (Snooze), the attempt not counted
 )
 
 // HookTaskRun is called, for metrics, after this worker recorded in Redis
@@ -54,6 +55,8 @@ func outcomeOf(state string) string {
 		return OutcomeDead
 	case Cancelled:
 		return OutcomeCancelled
+	case Scheduled:
+		return OutcomeSnoozed
 	}
 	return ""
 }

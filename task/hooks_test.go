@@ -13,6 +13,17 @@ import (
 	"github.com/leatdev/leat/task"
 )
 
+// appHooked is app with hooks in its Config.Hooks.
+func (e *env) appHooked(id string, hooks ...executor.Hook) *app.App {
+	e.t.Helper()
+	a, err := app.New(app.Config{Name: "shop", Client: e.client, KeyPrefix: e.prefix, WorkerID: id,
+		Logger: testLogger(), LeaderLease: time.Second, Hooks: hooks})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
 // runRecorder records what HookTaskRun reports.
 type runRecorder struct {
 	mu   sync.Mutex
@@ -43,11 +54,7 @@ func TestHookTaskRun(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	rec := &runRecorder{}
-	a, err := app.New(app.Config{Name: "shop", Client: e.client, KeyPrefix: e.prefix, WorkerID: "w1",
-		Logger: testLogger(), LeaderLease: time.Second, Hooks: []executor.Hook{rec}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := e.appHooked("w1", rec)
 	var mu sync.Mutex
 	tries := map[int]int{}
 	q, err := task.Handle(a, "hooked", func(ctx context.Context, tk *task.Task[job]) (out, error) {

@@ -94,8 +94,9 @@ func Declare[P, R any](a *app.App, name string, opts ...Option) (*Queue[P, R], e
 
 // Handle declares queue name on a with fn as its handler: every worker of
 // the app (app.Run) then runs the queue's tasks, up to its concurrency at a
-// time, and the app's leader moves its due tasks, reclaims the tasks of
-// dead workers and forgets expired ones.
+// time, and one of them, the queue's leader (a lease per queue among the
+// workers whose programs handle it), moves its due tasks, fires its cron
+// schedules, reclaims the tasks of dead workers and forgets expired ones.
 //
 // fn's payload arrives decoded from JSON; its result is stored as JSON for
 // the queue's retention. Returning an error fails the attempt: the task is
@@ -115,7 +116,10 @@ func Handle[P, R any](a *app.App, name string, fn func(ctx context.Context, t *T
 	if err := a.Attach(&workerService{core: q.core, run: q.run}); err != nil {
 		return nil, err
 	}
-	if err := a.Background("task-"+name, q.lead, app.Schedule{LeaderOnly: true}); err != nil {
+	// The queue's leader-side work runs on one of the workers that handle
+	// it (a lease per queue), not on the app's leader, whose program may
+	// not handle it (a subprocess worker beside a Go program, say).
+	if err := a.Background("task-"+name, q.lead, app.Schedule{LeaderOnly: true, Lease: "task-" + name}); err != nil {
 		return nil, err
 	}
 	return q, nil

@@ -707,6 +707,12 @@ func (w *worker) outcome(f *taskrdb.Fetched, res []byte, err error, cause error)
 	case errors.Is(cause, ErrCancelled):
 		o.Kind, o.Data = taskrdb.Cancelled, []byte("cancelled")
 		return o
+	}
+	if sz := (*SnoozeError)(nil); errors.As(err, &sz) {
+		o.Kind, o.Delay = taskrdb.Snooze, sz.After
+		return o
+	}
+	switch {
 	case errors.Is(cause, ErrTimeout):
 		err = fmt.Errorf("%w after %s: %w", ErrTimeout, f.Timeout, err)
 	}

@@ -18,7 +18,9 @@
 Run it with `leat worker --queue Q --exec 'python3 handler.py'`. run() speaks
 leat's JSON-lines protocol on stdin/stdout: it prints {"status": "ready"}
 once @load returned, then answers each request line. Raise Retry(...) (or any
-exception) for a retryable failure and Fail(...) for a final one. Use stderr
+exception) for a retryable failure, Fail(...) for a final one, and
+Snooze(seconds) to run the task again later without counting the attempt
+(ctx.headers has the task's headers). Use stderr
 (print(..., file=sys.stderr), logging) for logs: stdout belongs to the
 protocol, so print() is redirected to stderr while a task runs.
 
@@ -30,7 +32,7 @@ import json
 import sys
 import traceback
 
-__all__ = ["load", "task", "run", "run_once", "Retry", "Fail", "Context"]
+__all__ = ["load", "task", "run", "run_once", "Retry", "Fail", "Snooze", "Context"]
 
 _load = None
 _task = None
@@ -42,6 +44,14 @@ class Retry(Exception):
 
 class Fail(Exception):
     """A final failure: the task is not retried."""
+
+
+class Snooze(Exception):
+    """Run the task again after `seconds`, the attempt not counted."""
+
+    def __init__(self, seconds):
+        super().__init__("snoozed for %s s" % seconds)
+        self.seconds = seconds
 
 
 def load(fn):
@@ -92,6 +102,8 @@ def _handle(req, state, out):
         return {"task_id": ctx.task_id, "result": result}
     except Fail as e:
         return {"task_id": ctx.task_id, "error": str(e) or "failed", "retry": False}
+    except Snooze as e:
+        return {"task_id": ctx.task_id, "snooze": e.seconds}
     except Exception as e:  # Retry and anything unexpected
         if not isinstance(e, Retry):
             traceback.print_exc(file=sys.stderr)
@@ -130,6 +142,8 @@ def run_once(payload, task_id="local", attempt=1, on_update=None, headers=None):
     res = _handle(req, state, on_update or (lambda m: None))
     if "error" in res:
         raise (Retry if res.get("retry") else Fail)(res["error"])
+    if "snooze" in res:
+        raise Snooze(res["snooze"])
     return res["result"]
 
 

@@ -111,6 +111,12 @@ func (s Space) Processors() string { return s.key("processors", s.appTag()) }
 // leader's worker ID; PX lease refreshed by the leader).
 func (s Space) Leader() string { return s.key("leader", s.appTag()) }
 
+// LeaderOf is the lease of the leader of name, one of the app's scoped
+// leader-only background work (app.Schedule.Lease): string holding a random
+// token and the leader's worker ID, PX lease; its terms are counted by
+// LeaderTerm too, in the app's slot.
+func (s Space) LeaderOf(name string) string { return s.key("leader", s.appTag()) + ":" + name }
+
 // LeaderTerm is the counter of the app's leader terms (string, the fencing
 // token of the last leader lease acquisition; no TTL).
 func (s Space) LeaderTerm() string { return s.key("term", s.appTag()) }

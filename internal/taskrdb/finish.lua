@@ -7,12 +7,15 @@
 -- ARGV[3]  dead age ms
 -- ARGV[4..] groups of 6: task ID, level, entry ID, outcome, data, delay ms;
 --          outcome "ok" (data = result), "retry" (data = error; due after
---          delay), "dead", "fail" (data = error), "cancel", or "handback"
+--          delay), "dead", "fail" (data = error), "cancel", "handback"
 --          (a task not run: ready again at once, its attempt not counted)
+--          or "snooze" (scheduled after delay, its attempt not counted; a
+--          keyed task stays at the head of its key's list)
 --
 -- Returns per task the state the outcome left it in: "succeeded",
 -- "retrying", "dead", "failed", "cancelled" (a cancellation requested
--- while it ran wins over a failure), "pending" (handed back); or "" when
+-- while it ran wins over a failure or a snooze), "pending" (handed back),
+-- "scheduled" (snoozed); or "" when
 -- the run was no longer the task's current one (reclaimed meanwhile, or the
 -- task is gone) and nothing was recorded. A success is recorded even then
 -- (the reclaimed copy's entry is deleted when no worker took it yet), so a
@@ -86,6 +89,13 @@ for i = 4, #ARGV, 6 do
         finish(h, id, 'cancelled', 'C', now, v[7], v[8], wh)
       end
       if key then advance_key(key, id, true) end
+    elseif outcome == 'snooze' then
+      applied = 'scheduled'
+      redis.call('HSET', h, 's', 'scheduled', 'd', now + delay)
+      redis.call('HINCRBY', h, 'a', -1)
+      redis.call('ZADD', KEYS[3], now + delay, id)
+      count('active', 'scheduled')
+      wake_if_first(id)
     elseif outcome == 'handback' then
       applied = 'pending'
       redis.call('HSET', h, 's', 'pending')

@@ -20,10 +20,12 @@ for _, id in ipairs(ids) do
     count(st, 'pending')
     if not key then
       push_ready(id, v[2])
-    elseif st == 'scheduled' then
-      enqueue_keyed(id, key)
+    elseif st == 'scheduled' and redis.call('LINDEX', KEYS[8] .. key, 0) ~= id then
+      enqueue_keyed(id, key) -- a delayed task joins its key's list
     else
-      token(key) -- a retrying task stayed at the head of its key's list
+      -- a retrying or snoozed task stayed at the head of its key's list (a
+      -- delayed one is in the list only once promoted)
+      token(key)
     end
   end
   end

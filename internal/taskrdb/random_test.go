@@ -17,7 +17,8 @@ import (
 // included), reclaims, promotions, cancels and requeues, and checks after
 // each that the counts equal a scan of the task hashes, and that every key
 // of the keyed tasks has exactly the tokens it should: one while its first
-// task is pending or active, none while it waits for a retry or is empty.
+// task is pending or active, none while it waits for a retry or after a
+// snooze, or is empty.
 // LEAT_TEST_SEED picks another sequence; LEAT_TEST_LONG=1 makes it longer.
 func TestRandomOperations(t *testing.T) {
 	f := newFixture(t)
@@ -36,7 +37,7 @@ func TestRandomOperations(t *testing.T) {
 	}
 	var runs []run
 	var ids []string
-	kinds := []string{taskrdb.OK, taskrdb.OK, taskrdb.Retry, taskrdb.Dead, taskrdb.Fail, taskrdb.Cancelled, taskrdb.Handback}
+	kinds := []string{taskrdb.OK, taskrdb.OK, taskrdb.Retry, taskrdb.Dead, taskrdb.Fail, taskrdb.Cancelled, taskrdb.Handback, taskrdb.Snooze}
 	for step := range steps {
 		var op string
 		switch x := r.IntN(100); {
@@ -142,8 +143,9 @@ func (f *fixture) check() error {
 			return fmt.Errorf("key %s has %d tokens (head %s %s)", k, tokens[k], head, st)
 		case (st == "pending" || st == "active") && tokens[k] != 1 && !parked[k]:
 			return fmt.Errorf("key %s: head %s is %s with %d tokens", k, head, st, tokens[k])
-		case st == "retrying" && tokens[k] != 0:
-			return fmt.Errorf("key %s: head %s is retrying with %d tokens", k, head, tokens[k])
+		case (st == "retrying" || st == "scheduled") && tokens[k] != 0:
+			// scheduled at the head of its key: snoozed
+			return fmt.Errorf("key %s: head %s is %s with %d tokens", k, head, st, tokens[k])
 		}
 	}
 	return nil

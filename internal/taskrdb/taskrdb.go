@@ -459,21 +459,22 @@ const (
 	Fail      = "fail"
 	Cancelled = "cancel"
 	Handback  = "handback"
+	Snooze    = "snooze"
 )
 
 // Outcome is how one run of a task ended.
 type Outcome struct {
 	ID, Entry string
 	Level     int
-	Kind      string // OK, Retry, Dead, Fail, Cancelled or Handback
+	Kind      string // OK, Retry, Dead, Fail, Cancelled, Handback or Snooze
 	Data      []byte // result (OK) or error text
 	Delay     time.Duration
 }
 
 // FinishCmd queues finish.lua for outcomes on a pipeline (EVALSHA: load
 // it first with Load). Its value is, per outcome, the state the task was
-// left in ("succeeded", "retrying", "dead", "failed", "cancelled", or
-// "pending" for a handback), or "" when the run was no longer the task's
+// left in ("succeeded", "retrying", "dead", "failed", "cancelled",
+// "pending" for a handback, "scheduled" for a snooze), or "" when the run was no longer the task's
 // current one and nothing was recorded.
 //
 // KEYS: Keys. ARGV: consumer, dead max, dead age ms, then id, level, entry,

@@ -55,6 +55,13 @@ for line in sys.stdin:
     if op == "headers":  # the request's headers, absent when none
         out({"task_id": tid, "result": {"has": "headers" in req, "headers": req.get("headers")}})
         continue
+    if op == "snooze" and not os.path.exists(p["path"]):  # once: the file says it snoozed
+        open(p["path"], "w").close()
+        out({"task_id": tid, "snooze": p["n"] / 1000})
+        continue
+    if op == "badsnooze" and attempt == 1:
+        out({"task_id": tid, "snooze": -1})
+        continue
     if op == "fail":
         out({"task_id": tid, "error": "no way", "retry": False})
         continue
