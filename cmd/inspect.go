@@ -364,6 +364,12 @@ func writeQueueReport(w io.Writer, r *inspect.QueueReport) error {
 		table(w, "WORKER\tRUNNING\tLAST SEEN\tALIVE", rows)
 	}
 	fmt.Fprintln(w)
+	if r.Leader != "" {
+		fmt.Fprintf(w, "leader: %s (promotes due tasks, fires cron schedules, reclaims dead workers' tasks)\n", r.Leader)
+	} else {
+		fmt.Fprintln(w, "leader: none (no worker handles the queue: due tasks wait, dead workers' tasks are not reclaimed)")
+	}
+	fmt.Fprintln(w)
 	table(w, "WINDOW\tFINISHED\tSECONDS\tPER SECOND", [][]string{
 		{"last minute", fmtInt(r.Throughput.LastMinute.Finished), fmt.Sprintf("%.1f", r.Throughput.LastMinute.Seconds), fmtRate(r.Throughput.LastMinute)},
 		{"last 5 minutes", fmtInt(r.Throughput.LastFiveMinute.Finished), fmt.Sprintf("%.1f", r.Throughput.LastFiveMinute.Seconds), fmtRate(r.Throughput.LastFiveMinute)},

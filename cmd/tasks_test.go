@@ -282,12 +282,12 @@ func TestInspectTaskQueues(t *testing.T) {
 		q.Throughput.LastMinute.Finished != 2 || q.Throughput.LastFiveMinute.Finished != 2 || q.OldestReadyAgeMS != nil {
 		t.Fatalf("queue report %+v", q)
 	}
-	if len(q.Workers) != 1 || q.Workers[0].Worker != worker || !q.Workers[0].Alive || q.Workers[0].Running != 0 {
-		t.Fatalf("queue workers %+v: want %s alive, running nothing", q.Workers, worker)
+	if len(q.Workers) != 1 || q.Workers[0].Worker != worker || !q.Workers[0].Alive || q.Workers[0].Running != 0 || q.Leader != worker {
+		t.Fatalf("queue workers %+v, leader %q: want %s alive, running nothing, leading the queue", q.Workers, q.Leader, worker)
 	}
 	r = run(t, nil, "", s.args("inspect", "queue", "greet")...)
 	if r.status != 0 || !strings.Contains(r.stdout, "task queue greet of app shop") || !strings.Contains(r.stdout, "last 5 minutes") ||
-		!strings.Contains(r.stdout, worker) {
+		!strings.Contains(r.stdout, "leader: "+worker+" (") {
 		t.Fatalf("inspect queue greet: %+v", r)
 	}
 	checkAligned(t, r.stdout, "LEVEL  PRIORITY")

@@ -83,6 +83,11 @@ type QueueReport struct {
 	// Workers are the workers of the queue: those alive and those with
 	// tasks delivered, by worker ID.
 	Workers []TaskWorker `json:"workers"`
+	// Leader is the worker ID of the queue's leader, which promotes its due
+	// tasks, fires its cron schedules and reclaims the tasks of dead
+	// workers: one of the workers that handle it. "" when none holds the
+	// queue's lease (no worker handles the queue).
+	Leader string `json:"leader"`
 }
 
 // RateLimit is at most Tasks tasks started per window of WindowMS

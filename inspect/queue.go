@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/taskrdb"
 )
@@ -125,7 +127,8 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 			levels[l] = i.k.TaskStream(d.Name, l)
 		}
 		fin, _ := taskrdb.FinishedKeys(i.k.TaskFinishedPrefix(d.Name), now, fiveMinutes)
-		qk[j] = rdb.QueueKeys{Counts: i.k.TaskCounts(d.Name), Levels: levels, Group: taskrdb.Group, Finished: fin, Config: i.k.TaskConfig(d.Name)}
+		qk[j] = rdb.QueueKeys{Counts: i.k.TaskCounts(d.Name), Levels: levels, Group: taskrdb.Group, Finished: fin, Config: i.k.TaskConfig(d.Name),
+			Leader: i.k.LeaderOf(keys.TaskLease(d.Name))}
 	}
 	states, err := rdb.Queues(ctx, i.c, qk)
 	if err != nil {
@@ -164,6 +167,9 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 		}
 		r.Throughput = Throughput{LastMinute: rate(last, now.Sub(start1)), LastFiveMinute: rate(all, now.Sub(start5))}
 		r.Workers = taskWorkers(d.Name, st.Levels, i.alive)
+		if st.Leader != "" {
+			r.Leader = lease.Holder(st.Leader)
+		}
 		for l, ld := range d.Levels {
 			s := st.Levels[l]
 			ql := QueueLevel{Level: l, Name: ld.Name, Weight: ld.Weight, OldestReadyID: s.OldestReadyID,

@@ -185,13 +185,15 @@ func TestQueueFigures(t *testing.T) {
 // with the tasks delivered to it, alive while Redis saw it read or claim
 // within TaskWorkerAlive; one that stopped is listed while it has tasks
 // delivered (to be reclaimed), then no more. The overview lists them with
-// their worker, merged with its executors, the leader marked.
+// their worker, merged with its executors, the leader marked; a queue's
+// report names its own leader.
 func TestQueueWorkers(t *testing.T) {
 	t.Parallel()
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
 	k, ks := mailQueue(t, c, prefix)
 	c.Set(ctx, k.Leader(), "7 B", 0)
+	c.Set(ctx, k.LeaderOf(keys.TaskLease("mail")), "8 A", 0) // the queue's leader is A
 	var tasks []taskrdb.NewTask
 	for i := range 4 {
 		tasks = append(tasks, taskrdb.NewTask{ID: "t" + strconv.Itoa(i), Payload: []byte(`1`), Level: i % 2, Retention: time.Hour})
@@ -226,6 +228,9 @@ func TestQueueWorkers(t *testing.T) {
 	if wa.Worker != "A" || wa.Queue != "mail" || wa.Running != 2 || !wa.Alive || wa.IdleMS >= alive.Milliseconds() ||
 		wb.Worker != "B" || wb.Running != 0 || !wb.Alive {
 		t.Fatalf("workers %+v: want A running 2 and B none, both alive", r.Workers)
+	}
+	if r.Leader != "A" {
+		t.Fatalf("queue leader %q, want A", r.Leader)
 	}
 	o, err := in.Overview(ctx)
 	if err != nil {

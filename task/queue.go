@@ -119,7 +119,7 @@ func Handle[P, R any](a *app.App, name string, fn func(ctx context.Context, t *T
 	// The queue's leader-side work runs on one of the workers that handle
 	// it (a lease per queue), not on the app's leader, whose program may
 	// not handle it (a subprocess worker beside a Go program, say).
-	if err := a.Background("task-"+name, q.lead, app.Schedule{LeaderOnly: true, Lease: "task-" + name}); err != nil {
+	if err := a.Background("task-"+name, q.lead, app.Schedule{LeaderOnly: true, Lease: keys.TaskLease(name)}); err != nil {
 		return nil, err
 	}
 	return q, nil

@@ -117,6 +117,9 @@ func (s Space) Leader() string { return s.key("leader", s.appTag()) }
 // LeaderTerm too, in the app's slot.
 func (s Space) LeaderOf(name string) string { return s.key("leader", s.appTag()) + ":" + name }
 
+// TaskLease is the name of the lease of task queue's leader (LeaderOf).
+func TaskLease(queue string) string { return "task-" + queue }
+
 // LeaderTerm is the counter of the app's leader terms (string, the fencing
 // token of the last leader lease acquisition; no TTL).
 func (s Space) LeaderTerm() string { return s.key("term", s.appTag()) }

@@ -17,6 +17,7 @@ type QueueKeys struct {
 	Group    string   // the consumer group of the ready streams
 	Finished []string // finished-task counters to read
 	Config   string   // hash of live settings (taskrdb.PausedField, RateField, ConcurrencyField)
+	Leader   string   // the lease of the queue's leader (keys.Space.LeaderOf)
 }
 
 // QueueState is what Redis says of one task queue.
@@ -31,6 +32,9 @@ type QueueState struct {
 	LiveRate string
 	// LiveConcurrency is the concurrency per worker set live; "" when none is.
 	LiveConcurrency string
+	// Leader is the value of the queue's leader lease (a random token and
+	// the holder's worker ID); "" when no worker holds it.
+	Leader string
 }
 
 // QueueLevel is what Redis says of one ready stream of a task queue.
@@ -53,7 +57,8 @@ type QueueLevel struct {
 
 // Queues reads the state of task queues in two pipelined round trips: first
 // HGETALL of the counts, XINFO GROUPS, XPENDING (summary form) and XINFO
-// CONSUMERS of each ready stream and MGET of the finished-task counters;
+// CONSUMERS of each ready stream, MGET of the finished-task counters and GET
+// of the leader lease;
 // then XRANGE with COUNT 1 from each stream's last delivered ID. Every
 // command is O(1) or O(log N) per key but MGET, O(counters), and XINFO
 // CONSUMERS, O(workers); nothing scans. A missing stream or group reads as
@@ -68,6 +73,7 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 	pipe := c.Pipeline()
 	counts := make([]*redis.MapStringStringCmd, len(qs))
 	live := make([]*redis.SliceCmd, len(qs))
+	leaders := make([]*redis.StringCmd, len(qs))
 	finished := make([]*redis.SliceCmd, len(qs))
 	levels := make([][]level, len(qs))
 	for i, q := range qs {
@@ -77,6 +83,9 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 		}
 		if len(q.Finished) > 0 {
 			finished[i] = pipe.MGet(ctx, q.Finished...)
+		}
+		if q.Leader != "" {
+			leaders[i] = pipe.Get(ctx, q.Leader)
 		}
 		levels[i] = make([]level, len(q.Levels))
 		for l, k := range q.Levels {
@@ -109,6 +118,13 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 			}
 			st.LiveRate, _ = vs[1].(string)
 			st.LiveConcurrency, _ = vs[2].(string)
+		}
+		if leaders[i] != nil {
+			v, err := leaders[i].Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, fmt.Errorf("GET %s: %w", q.Leader, err)
+			}
+			st.Leader = v
 		}
 		if finished[i] != nil {
 			vs, err := finished[i].Result()
