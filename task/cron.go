@@ -31,7 +31,8 @@ type cronEntry struct {
 
 // Cron enqueues a task with payload p at every tick of spec, a cron
 // expression (five fields, or six with seconds first, or a descriptor such
-// as "@hourly" or "@every 10s"), on the app's leader.
+// as "@hourly" or "@every 10s"), on the queue's leader (one of the workers
+// whose programs handle the queue and give it this schedule).
 //
 // Each tick is enqueued exactly once: its task ID is "cron:NAME:TICK" (TICK
 // in Unix milliseconds), so a tick enqueued twice is refused as a

@@ -11,8 +11,10 @@ import (
 	"github.com/leatdev/leat/internal/taskrdb"
 )
 
-// Leader-side work of a queue, run by the app's leader only (a leader-only
-// background task, once per term, in the term's context):
+// Leader-side work of a queue, run by the queue's leader only (a leader-only
+// background task under the queue's own lease, keys.TaskLease, held by one
+// of the workers that handle the queue; once per term, in the term's
+// context):
 //
 //   - promote: due delayed and retrying tasks move to the ready streams, at
 //     most promoteBatch per atomic script call. The leader sleeps until the
