@@ -412,6 +412,7 @@ type queueRow struct {
 	PausedAt    *time.Time           `json:"paused_at"` // null when not paused
 	Rate        rateRow              `json:"rate"`
 	Concurrency concurrencyRow       `json:"concurrency"`
+	Leader      string               `json:"leader"` // the queue leader's worker ID; "" when none
 }
 
 // concurrencyRow is how many tasks each worker of a queue runs at once: set
@@ -433,7 +434,7 @@ type rateRow struct {
 func rowOf(sum task.Summary) queueRow {
 	r := queueRow{Queue: sum.Definition.Name, Counts: sum.Counts, Definition: sum.Definition,
 		Rate:        rateRow{N: sum.Rate.N, Window: sum.Rate.Window.String(), Live: sum.LiveRate},
-		Concurrency: concurrencyRow{N: sum.Concurrency, Live: sum.LiveConcurrency}}
+		Concurrency: concurrencyRow{N: sum.Concurrency, Live: sum.LiveConcurrency}, Leader: sum.Leader}
 	if sum.Paused {
 		at := sum.PausedAt.UTC()
 		r.PausedAt = &at

@@ -60,6 +60,12 @@ func TestQueueLeaderAmongItsWorkers(t *testing.T) {
 		c, err := b.Counts(ctx)
 		return err == nil && c[task.Succeeded] >= 3
 	})
+	if s, err := b.Summary(ctx); err != nil || s.Leader != "second" {
+		t.Fatalf("queue b's summary names leader %q (%v), want the second program's worker", s.Leader, err)
+	}
+	if sums, err := task.Summaries(ctx, first); err != nil || len(sums) != 2 || sums[0].Leader != "first" || sums[1].Leader != "second" {
+		t.Fatalf("summaries %+v (%v): want queue a led by the first program, b by the second", sums, err)
+	}
 	if !first.IsLeader() || second.IsLeader() {
 		t.Fatalf("the app's leader moved (first %v, second %v): the test proves nothing", first.IsLeader(), second.IsLeader())
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
@@ -27,10 +28,14 @@ type Summary struct {
 	// definition's (a worker's ConcurrencyFunc may change its own).
 	Concurrency     int
 	LiveConcurrency bool
+	// Leader is the worker ID of the queue's leader, which promotes its due
+	// tasks, fires its cron schedules and reclaims the tasks of dead
+	// workers; "" when no worker holds the queue's lease (none handles it).
+	Leader string
 }
 
-// Summary returns the queue's counts per state, its pause, its rate limit
-// and its concurrency in one round trip (Counts, Paused and LiveRate make
+// Summary returns the queue's counts per state, its pause, its rate limit,
+// its concurrency and its leader in one round trip (Counts, Paused and LiveRate make
 // one each).
 func (q *core) Summary(ctx context.Context) (Summary, error) {
 	pipe := q.rdb.Pipeline()
@@ -72,12 +77,14 @@ func Summaries(ctx context.Context, a *app.App) ([]Summary, error) {
 type summaryReads struct {
 	counts *redis.MapStringStringCmd
 	live   *redis.SliceCmd // pause, rate, concurrency
+	leader *redis.StringCmd
 }
 
 func queueReads(ctx context.Context, pipe redis.Pipeliner, ks keys.Space, name string) summaryReads {
 	return summaryReads{
 		counts: pipe.HGetAll(ctx, ks.TaskCounts(name)),
 		live:   pipe.HMGet(ctx, ks.TaskConfig(name), taskrdb.PausedField, taskrdb.RateField, taskrdb.ConcurrencyField),
+		leader: pipe.Get(ctx, ks.LeaderOf(keys.TaskLease(name))),
 	}
 }
 
@@ -104,6 +111,12 @@ func (r summaryReads) summary(d Definition) (Summary, error) {
 		if n, ok := taskrdb.ParseLiveConcurrency(v); ok {
 			s.Concurrency, s.LiveConcurrency = n, true
 		}
+	}
+	switch v, err := r.leader.Result(); {
+	case err == nil:
+		s.Leader = lease.Holder(v)
+	case !isNil(err):
+		return Summary{}, err
 	}
 	return s, nil
 }

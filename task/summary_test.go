@@ -75,7 +75,7 @@ func TestSummaries(t *testing.T) {
 		if n := rt.N() - before; n != 1 {
 			t.Errorf("Summary of %s made %d round trips, want 1", name, n)
 		}
-		if one.Definition.Name != name || one.Counts[task.Pending] != s.Counts[task.Pending] || one.Paused != s.Paused {
+		if one.Definition.Name != name || one.Counts[task.Pending] != s.Counts[task.Pending] || one.Paused != s.Paused || s.Leader != "" {
 			t.Errorf("Summary of %s %+v, Summaries' %+v", name, one, s)
 		}
 	}

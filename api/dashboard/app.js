@@ -786,7 +786,7 @@ function renderQueue(name) {
   $('#q-workers').innerHTML = table(
     [['Worker', ''], ['Running', 'r'], ['Last seen', 'r'], ['', '']],
     workers.map(({ w, x }) => `<tr data-worker="${esc(w.id)}">
-      <td><span class="swatch" style="background:${workerColour(w.id)}"></span>${esc(w.id)}${w.leader ? ' <span class="badge lead">leader</span>' : ''}</td>
+      <td><span class="swatch" style="background:${workerColour(w.id)}"></span>${esc(w.id)}${w.id === q.leader ? ' <span class="badge lead" title="promotes due tasks, fires cron schedules, reclaims dead workers\' tasks">queue leader</span>' : ''}</td>
       <td class="r num">${fmt(x.running)}</td>
       <td class="r num ${x.alive ? '' : 'bad-text'}">${fmtAge(x.idle_ms)}</td>
       <td>${seenBadge(x)}</td></tr>`),
