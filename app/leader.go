@@ -10,7 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// leadership keeps the app's leader lease for this worker when it can.
+// leadership keeps the app's leader lease for this worker when it can, or
+// a scoped lease (Schedule.Lease: the same election on a key of its own,
+// its terms drawn from the same counter).
 //
 // The lease is a lock on the app's leader key (internal/lease), taken with
 // a fresh random value per acquisition (the worker ID is kept beside it for
