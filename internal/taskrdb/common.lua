@@ -21,7 +21,8 @@
 -- Task hash fields: s state, p payload, l level, x ready entry ID, a
 -- attempts, r max retries, to timeout ms, ret retention ms, u unique key,
 -- k task key, e enqueued ms, d due ms, st started ms, f finished ms, w
--- worker, res result, err last error, c cancel requested.
+-- worker, res result, err last error, c cancel requested, h headers (a
+-- JSON object of strings).
 local GROUP = 'workers'
 
 -- A member of the scheduled set starting with PARKED is a key of a keyed
