@@ -61,3 +61,54 @@ func TestJanitorDeletesDeadConsumers(t *testing.T) {
 		}
 	}
 }
+
+// The leader deletes the dead consumers of processors its own program does
+// not register, read from the registry: those another program of the app
+// runs.
+func TestJanitorCleansOtherProgramsProcessors(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	ctx := context.Background()
+	leader, _ := env.newApp(2, func(c *app.Config) { c.WorkerID = "leader" })
+	app.SetJanitorEvery(leader, 50*time.Millisecond)
+	startWorker(t, leader)
+	redistest.Eventually(t, 10*time.Second, "the first program leads", leader.IsLeader)
+
+	// Another program of the app, with a processor of its own, runs once
+	// (recording its stream and processor in the registry) and stops.
+	other, _ := env.newApp(2, func(c *app.Config) { c.WorkerID = "other" })
+	s, err := stream.Declare[event](other, "orders", stream.KeyField("key"), stream.Partitions(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Process(other, s, "billing", func(ctx context.Context, events *stream.Events[event]) error {
+		for range events.All() {
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w := startWorker(t, other)
+	redistest.Eventually(t, 10*time.Second, "the other program's processor recorded", func() bool {
+		return env.client.HExists(ctx, app.Keys(other).Processors(), "orders/billing").Val()
+	})
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	// A consumer of a crashed executor of that processor, nothing pending.
+	for n := range 3 {
+		key := app.PartitionKey(s, n)
+		env.client.XGroupCreateMkStream(ctx, key, "billing", "$")
+		env.client.XGroupCreateConsumer(ctx, key, "billing", "crashed")
+	}
+	redistest.Eventually(t, 10*time.Second, "the crashed consumer deleted by the leader", func() bool {
+		for n := range 3 {
+			for _, c := range env.client.XInfoConsumers(ctx, app.PartitionKey(s, n), "billing").Val() {
+				if c.Name == "crashed" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}

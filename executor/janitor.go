@@ -22,9 +22,10 @@ import (
 //   - an executor deletes its own consumer on a partition it releases, after
 //     acknowledging (entries it fetched but never handed out stay pending
 //     there until the next owner claims them);
-//   - CleanConsumers, run by the app's leader every minute, deletes the
-//     consumers of executors that are not live members (crashed, or left
-//     with entries pending that the next owner claimed since).
+//   - CleanConsumers, run by the app's leader every minute for every
+//     processor of the registry, deletes the consumers of executors that
+//     are not live members (crashed, or left with entries pending that the
+//     next owner claimed since).
 
 // cleanBatch is how many partitions one pipelined round trip covers.
 const cleanBatch = 1000
@@ -34,14 +35,20 @@ const cleanBatch = 1000
 // and that have nothing pending. It returns how many it deleted. Its cost
 // is two pipelined commands per partition.
 func CleanConsumers(ctx context.Context, s *core.Core, processor string) (int, error) {
-	client, space := s.Catalog().Client(), s.Catalog().Keys()
-	live, err := scripts.Alive(ctx, client, space.Members(s.Name(), processor))
+	return CleanConsumersOf(ctx, s.Catalog().Client(), s.Catalog().Keys(), s.Name(), s.Partitions(), processor)
+}
+
+// CleanConsumersOf is CleanConsumers for the stream of an app's key space
+// called stream, of the given number of partitions: for a processor this
+// program does not register, read from the registry.
+func CleanConsumersOf(ctx context.Context, client redis.UniversalClient, space keys.Space, stream string, partitions int, processor string) (int, error) {
+	live, err := scripts.Alive(ctx, client, space.Members(stream, processor))
 	if err != nil {
 		return 0, fmt.Errorf("processor %q: live members: %w", processor, err)
 	}
 	deleted := 0
-	for from := 0; from < s.Partitions(); from += cleanBatch {
-		n, err := cleanPartitions(ctx, client, space, s, processor, live, from, min(from+cleanBatch, s.Partitions()))
+	for from := 0; from < partitions; from += cleanBatch {
+		n, err := cleanPartitions(ctx, client, space, stream, processor, live, from, min(from+cleanBatch, partitions))
 		deleted += n
 		if err != nil {
 			return deleted, fmt.Errorf("processor %q: clean consumers: %w", processor, err)
@@ -52,11 +59,11 @@ func CleanConsumers(ctx context.Context, s *core.Core, processor string) (int, e
 
 // cleanPartitions cleans partitions [from, to) in two round trips: list the
 // consumers, then delete the dead ones without pending entries.
-func cleanPartitions(ctx context.Context, client redis.UniversalClient, space keys.Space, s *core.Core,
+func cleanPartitions(ctx context.Context, client redis.UniversalClient, space keys.Space, stream string,
 	processor string, live []string, from, to int) (int, error) {
 	keys := make([]string, 0, to-from)
 	for p := from; p < to; p++ {
-		keys = append(keys, space.Partition(s.Name(), p))
+		keys = append(keys, space.Partition(stream, p))
 	}
 	consumers, errs := rdb.Consumers(ctx, client, keys, processor)
 	dead := map[string][]string{}
