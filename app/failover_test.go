@@ -59,6 +59,61 @@ func (l *failoverLog) processor(worker, name string) func(ctx context.Context, e
 	}
 }
 
+// unprocessed waits up to d for every record of sent to be processed and
+// returns those that were not.
+func (l *failoverLog) unprocessed(sent []acked, d time.Duration) []acked {
+	missing := func() []acked {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		got := map[string]bool{}
+		for _, p := range l.done {
+			got[fmt.Sprintf("%s/%d", p.key, p.seq)] = true
+		}
+		var out []acked
+		for _, a := range sent {
+			if !got[fmt.Sprintf("%s/%d", a.key, a.seq)] {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	for wait := time.Now().Add(d); len(missing()) > 0 && time.Now().Before(wait); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return missing()
+}
+
+// processed returns the events processed, in the order they were.
+func (l *failoverLog) processed() []processedEvent {
+	l.mu.Lock()
+	done := slices.Clone(l.done)
+	l.mu.Unlock()
+	slices.SortStableFunc(done, func(a, b processedEvent) int { return a.at.Compare(b.at) })
+	return done
+}
+
+// checkKeyOrder fails t when a key's records were processed out of order,
+// redeliveries aside: after seq, the next new record processed is seq+1,
+// unless gap(key, seq+1) says that record may be missing. It returns the
+// number of redeliveries.
+func checkKeyOrder(t *testing.T, done []processedEvent, gap func(key string, seq int) bool) (dups int) {
+	t.Helper()
+	last := map[string]int{}
+	for _, p := range done {
+		l, ok := last[p.key]
+		switch {
+		case ok && p.seq <= l:
+			dups++ // a redelivery: at-least-once
+		case ok && p.seq != l+1 && !gap(p.key, l+1):
+			t.Errorf("key %s: %d processed right after %d", p.key, p.seq, l)
+		}
+		if !ok || p.seq > l {
+			last[p.key] = p.seq
+		}
+	}
+	return dups
+}
+
 // Acceptance for Redis Cluster failover: 3 masters with a replica each, a
 // producer per key sending steadily, two workers. One master is killed
 // (SIGKILL) under load; a replica takes over. Then: every record Send
@@ -256,31 +311,12 @@ func TestClusterFailover(t *testing.T) {
 	for _, a := range sent {
 		want[fmt.Sprintf("%s/%d", a.key, a.seq)] = true
 	}
-	missing := func() []acked {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		got := map[string]bool{}
-		for _, p := range log.done {
-			got[fmt.Sprintf("%s/%d", p.key, p.seq)] = true
-		}
-		var out []acked
-		for _, a := range sent {
-			if !got[fmt.Sprintf("%s/%d", a.key, a.seq)] {
-				out = append(out, a)
-			}
-		}
-		return out
-	}
-	wait := time.Now().Add(30 * time.Second)
-	for len(missing()) > 0 && time.Now().Before(wait) {
-		time.Sleep(20 * time.Millisecond)
-	}
 	// Redis replicates asynchronously: a write the killed master
 	// acknowledged but had not yet passed to its replica is lost with it.
 	// Such records can only be on its partitions, acknowledged just before
 	// the kill; any other record not processed is a failure.
 	var lost []acked
-	for _, a := range missing() {
+	for _, a := range log.unprocessed(sent, 30*time.Second) {
 		if keyMaster[a.key] == victim && a.at.Before(killedAt) && killedAt.Sub(a.at) < replicationLag {
 			lost = append(lost, a)
 			continue
@@ -293,27 +329,11 @@ func TestClusterFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	log.mu.Lock()
-	done := slices.Clone(log.done)
-	log.mu.Unlock()
-	slices.SortStableFunc(done, func(a, b processedEvent) int { return a.at.Compare(b.at) })
+	done := log.processed()
 	events := slices.DeleteFunc(slices.Clone(done), func(p processedEvent) bool { return p.stream != "events" })
 
 	// Per key: in order, redeliveries aside.
-	last := map[string]int{}
-	dups := 0
-	for _, p := range done {
-		l, ok := last[p.key]
-		switch {
-		case ok && p.seq <= l:
-			dups++ // a redelivery: at-least-once
-		case ok && p.seq != l+1 && want[fmt.Sprintf("%s/%d", p.key, l+1)]:
-			t.Errorf("key %s: %d processed right after %d", p.key, p.seq, l)
-		}
-		if !ok || p.seq > l {
-			last[p.key] = p.seq
-		}
-	}
+	dups := checkKeyOrder(t, done, func(key string, seq int) bool { return !want[fmt.Sprintf("%s/%d", key, seq)] })
 
 	// One owner at a time per partition: once another owner (worker and
 	// fencing token) processed an event of a partition, an earlier owner

@@ -36,7 +36,7 @@ func (a *App) janitor(ctx context.Context) {
 			continue
 		}
 		for _, p := range a.janitorWork(ctx) {
-			n, err := executor.CleanConsumersOf(ctx, a.client, a.keys, p.stream, p.partitions, p.processor)
+			n, err := executor.CleanConsumers(ctx, a.client, a.keys, p.stream, p.partitions, p.processor)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				a.logger.Warn("dead consumers not deleted; will retry", "stream", p.stream, "processor", p.processor, "error", err)

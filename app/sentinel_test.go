@@ -137,28 +137,12 @@ func TestSentinelFailover(t *testing.T) {
 	log.mu.Lock()
 	sent := slices.Clone(log.sent)
 	log.mu.Unlock()
-	missing := func() []acked {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		got := map[string]bool{}
-		for _, p := range log.done {
-			got[fmt.Sprintf("%s/%d", p.key, p.seq)] = true
-		}
-		var out []acked
-		for _, a := range sent {
-			if !got[fmt.Sprintf("%s/%d", a.key, a.seq)] {
-				out = append(out, a)
-			}
-		}
-		return out
-	}
-	for wait := time.Now().Add(30 * time.Second); len(missing()) > 0 && time.Now().Before(wait); {
-		time.Sleep(20 * time.Millisecond)
-	}
 	lost := 0
-	for _, a := range missing() {
-		if a.at.Before(killedAt) && killedAt.Sub(a.at) < replicationLag {
-			lost++ // acknowledged by the master, not replicated before its death
+	// acknowledged by the master in its last moments, not replicated before its death
+	lostWithMaster := func(a acked) bool { return a.at.Before(killedAt) && killedAt.Sub(a.at) < replicationLag }
+	for _, a := range log.unprocessed(sent, 30*time.Second) {
+		if lostWithMaster(a) && killedAt.Sub(a.at) < replicationLag {
+			lost++
 			continue
 		}
 		t.Errorf("record %s/%d (acknowledged %s after the kill) not processed", a.key, a.seq, a.at.Sub(killedAt))
@@ -177,33 +161,13 @@ func TestSentinelFailover(t *testing.T) {
 			t.Fatalf("worker: %v", err)
 		}
 	}
-	log.mu.Lock()
-	done := slices.Clone(log.done)
-	log.mu.Unlock()
-	slices.SortStableFunc(done, func(a, b processedEvent) int { return a.at.Compare(b.at) })
-	last, dups := map[string]int{}, 0
-	for _, p := range done {
-		l, ok := last[p.key]
-		switch {
-		case ok && p.seq <= l:
-			dups++
-		case ok && p.seq != l+1 && !lostSeq(sent, p.key, l+1, killedAt):
-			t.Errorf("key %s: %d processed right after %d", p.key, p.seq, l)
-		}
-		if !ok || p.seq > l {
-			last[p.key] = p.seq
-		}
-	}
-	t.Logf("%d records acknowledged, %d lost with the master's last writes, %d redelivered", len(sent), lost, dups)
-}
-
-// lostSeq reports whether record key/seq was never acknowledged or was
-// acknowledged just before the kill (lost with the master).
-func lostSeq(sent []acked, key string, seq int, killedAt time.Time) bool {
+	sentAt := map[string]acked{}
 	for _, a := range sent {
-		if a.key == key && a.seq == seq {
-			return a.at.Before(killedAt) && killedAt.Sub(a.at) < replicationLag
-		}
+		sentAt[fmt.Sprintf("%s/%d", a.key, a.seq)] = a
 	}
-	return true
+	dups := checkKeyOrder(t, log.processed(), func(key string, seq int) bool {
+		a, ok := sentAt[fmt.Sprintf("%s/%d", key, seq)]
+		return !ok || lostWithMaster(a) // never acknowledged, or lost with the master
+	})
+	t.Logf("%d records acknowledged, %d lost with the master's last writes, %d redelivered", len(sent), lost, dups)
 }

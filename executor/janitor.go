@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
@@ -30,18 +29,14 @@ import (
 // cleanBatch is how many partitions one pipelined round trip covers.
 const cleanBatch = 1000
 
-// CleanConsumers deletes, on every partition of s, the consumers of
-// processor's group whose executor is not a live member of the processor
-// and that have nothing pending. It returns how many it deleted. Its cost
-// is two pipelined commands per partition.
-func CleanConsumers(ctx context.Context, s *core.Core, processor string) (int, error) {
-	return CleanConsumersOf(ctx, s.Catalog().Client(), s.Catalog().Keys(), s.Name(), s.Partitions(), processor)
-}
-
-// CleanConsumersOf is CleanConsumers for the stream of an app's key space
-// called stream, of the given number of partitions: for a processor this
-// program does not register, read from the registry.
-func CleanConsumersOf(ctx context.Context, client redis.UniversalClient, space keys.Space, stream string, partitions int, processor string) (int, error) {
+// CleanConsumers deletes, on every partition of the stream called stream
+// (of the given number of partitions, in the key space of an app), the
+// consumers of processor's group whose executor is not a live member of
+// the processor and that have nothing pending; the stream need not be one
+// this program declares (its partition count comes from the registry). It
+// returns how many it deleted. Its cost is two pipelined commands per
+// partition.
+func CleanConsumers(ctx context.Context, client redis.UniversalClient, space keys.Space, stream string, partitions int, processor string) (int, error) {
 	live, err := scripts.Alive(ctx, client, space.Members(stream, processor))
 	if err != nil {
 		return 0, fmt.Errorf("processor %q: live members: %w", processor, err)

@@ -51,7 +51,7 @@ func TestCleanConsumers(t *testing.T) {
 	r.client.XGroupCreateConsumer(ctx, key, "p", "idle-alive")
 	r.client.ZAdd(ctx, r.keys.Members("s", "p"), redis.Z{Score: float64(now + 60_000), Member: "idle-alive"})
 
-	n, err := CleanConsumers(ctx, r.st, "p") // partition 1 has no group: no error
+	n, err := CleanConsumers(ctx, r.client, r.keys, r.st.Name(), r.st.Partitions(), "p") // partition 1 has no group: no error
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestCleanConsumers(t *testing.T) {
 
 	// The new owner claims the crashed consumer's entries: it goes next.
 	r.client.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: key, Group: "p", Consumer: "alive", Start: "0-0", Count: 100})
-	if n, err := CleanConsumers(ctx, r.st, "p"); err != nil || n != 1 {
+	if n, err := CleanConsumers(ctx, r.client, r.keys, r.st.Name(), r.st.Partitions(), "p"); err != nil || n != 1 {
 		t.Fatalf("deleted %d (%v), want 1", n, err)
 	}
 	if got := r.consumers(0, "p"); len(got) != 2 || got["alive"] != 4 {

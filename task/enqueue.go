@@ -48,7 +48,7 @@ type enqueueSettings struct {
 	key        string
 	hasKey     bool
 	webhook    string
-	headers    []byte // a JSON object of strings (nil: none)
+	headers    map[string]string // merged Headers options
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
@@ -245,6 +245,10 @@ func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []Enqueue
 	if err := q.checkEnqueue(&s, len(payloads)); err != nil {
 		return nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
 	}
+	headers, err := encodeHeaders(s.headers)
+	if err != nil {
+		return nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
+	}
 	if err := q.registerRetry(ctx); err != nil {
 		return nil, err
 	}
@@ -269,7 +273,7 @@ func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []Enqueue
 		t := taskrdb.NewTask{
 			ID: s.id, Payload: p, Level: level, RunAt: runAt, MaxRetries: maxRetries, Timeout: timeout,
 			Retention: retention, Key: s.key, UniqueKey: s.uniqueKey, UniqueTTL: s.uniqueTTL,
-			Webhook: s.webhook, Headers: s.headers,
+			Webhook: s.webhook, Headers: headers,
 		}
 		if t.ID == "" {
 			t.ID = uuid.Must(uuid.NewV7()).String()

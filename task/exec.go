@@ -525,12 +525,11 @@ func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
 		}
 		c.finish(answer{err: err})
 	case m.Snooze != nil:
-		d := time.Duration(*m.Snooze * float64(time.Second))
 		if *m.Snooze < 0 || *m.Snooze > maxSnooze.Seconds() {
 			c.finish(answer{err: fmt.Errorf("handler process asked to snooze for %v seconds: want 0 to %.0f", *m.Snooze, maxSnooze.Seconds())})
 			return
 		}
-		c.finish(answer{err: Snooze(d)})
+		c.finish(answer{err: Snooze(time.Duration(*m.Snooze * float64(time.Second)))})
 	default:
 		res := json.RawMessage("null")
 		if m.Result != nil {

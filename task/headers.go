@@ -23,15 +23,6 @@ const MaxHeaderBytes = 8 << 10
 // merge, the last winning for a name. Empty headers are none.
 func Headers(h map[string]string) EnqueueOption {
 	return enqueueFunc(func(s *enqueueSettings) error {
-		if len(h) == 0 {
-			return nil
-		}
-		all := map[string]string{}
-		if len(s.headers) > 0 {
-			if err := json.Unmarshal(s.headers, &all); err != nil {
-				return err
-			}
-		}
 		for k, v := range h {
 			if k == "" {
 				return errors.New("a header name is empty")
@@ -42,18 +33,29 @@ func Headers(h map[string]string) EnqueueOption {
 			if !utf8.ValidString(v) {
 				return fmt.Errorf("header %q: value %q is not UTF-8", k, v)
 			}
-			all[k] = v
+			if s.headers == nil {
+				s.headers = map[string]string{}
+			}
+			s.headers[k] = v
 		}
-		b, err := json.Marshal(all)
-		if err != nil {
-			return err
-		}
-		if len(b) > MaxHeaderBytes {
-			return fmt.Errorf("headers take %d bytes as JSON, over the %d allowed", len(b), MaxHeaderBytes)
-		}
-		s.headers = b
 		return nil
 	})
+}
+
+// encodeHeaders returns the JSON object headers are kept in (nil: none),
+// or what is wrong with them.
+func encodeHeaders(h map[string]string) ([]byte, error) {
+	if len(h) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxHeaderBytes {
+		return nil, fmt.Errorf("headers take %d bytes as JSON, over the %d allowed", len(b), MaxHeaderBytes)
+	}
+	return b, nil
 }
 
 // decodeHeaders returns the headers a task was enqueued with (nil: none).

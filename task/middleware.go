@@ -59,12 +59,10 @@ func (q *Queue[P, R]) runChain(ctx context.Context, f *taskrdb.Fetched) ([]byte,
 	if err != nil {
 		return nil, SkipRetry(err)
 	}
-	cfg := q.app.Config()
 	r := &middleware.TaskRun{
-		Headers: h,
-		Queue:   q.name, ID: f.ID, Key: f.Key, Attempt: f.Attempt, MaxRetries: f.MaxRetry,
-		EnqueuedAt: f.Enqueued, Payload: json.RawMessage(f.Payload), Worker: q.worker,
-		App: cfg.Name, KeyPrefix: cfg.KeyPrefix, Client: q.rdb,
+		Queue: q.name, ID: f.ID, Key: f.Key, Attempt: f.Attempt, MaxRetries: f.MaxRetry,
+		EnqueuedAt: f.Enqueued, Headers: h, Payload: json.RawMessage(f.Payload), Worker: q.worker,
+		App: q.ks.App, KeyPrefix: q.ks.Prefix, Client: q.rdb,
 	}
 	r.Deadline, _ = ctx.Deadline()
 	if err := q.chain(context.WithValue(ctx, runKey{}, f), r); err != nil {
