@@ -13,7 +13,186 @@ import (
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
 )
+
+// sentinelLoad is a producer per key sending steadily through a failover
+// client and two workers processing the stream and running a task queue,
+// on the master of a Sentinel setup.
+type sentinelLoad struct {
+	log    *failoverLog
+	ran    sync.Map // task payloads run
+	q      *task.Queue[int, int]
+	w1, w2 *worker
+	stop   func()        // stops the producers
+	sender *redis.Client // the producer's client
+}
+
+func startSentinelLoad(t *testing.T, sn *redistest.Sentinel) *sentinelLoad {
+	t.Helper()
+	l := &sentinelLoad{log: &failoverLog{inSend: map[string]time.Time{}}}
+	opts := executor.Options{LockExpiry: 4 * time.Second, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second}
+	newApp := func(worker string) (*app.App, *stream.Stream[event], *task.Queue[int, int]) {
+		c := sn.Client(t)
+		if l.sender == nil {
+			l.sender = c
+		}
+		a, err := app.New(app.Config{Name: "shop", Client: c, WorkerID: worker, Logger: testLogger(),
+			Processing: opts, LeaderLease: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := stream.Declare[event](a, "events", stream.KeyField("key"), stream.Partitions(8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Process(a, s, "p", l.log.processor(worker, "events")); err != nil {
+			t.Fatal(err)
+		}
+		q, err := task.Handle(a, "jobs", func(ctx context.Context, tk *task.Task[int]) (int, error) {
+			l.ran.Store(tk.Payload, true)
+			return tk.Payload, nil
+		}, task.Visibility(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, s, q
+	}
+	_, s, q := newApp("producer") // sends and enqueues only; never runs
+	l.q = q
+	a1, _, _ := newApp("w1")
+	a2, _, _ := newApp("w2")
+	l.w1, l.w2 = startWorker(t, a1), startWorker(t, a2)
+
+	ctx, stop := context.WithCancel(context.Background())
+	var prod sync.WaitGroup
+	l.stop = func() { stop(); prod.Wait() }
+	t.Cleanup(l.stop)
+	for i := range 8 {
+		k := fmt.Sprintf("k%d", i)
+		prod.Add(1)
+		go func() {
+			defer prod.Done()
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for seq := 0; ctx.Err() == nil; seq++ {
+				sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				_, err := s.Send(sctx, event{Key: k, Seq: seq})
+				cancel()
+				l.log.mu.Lock()
+				if err == nil {
+					l.log.sent = append(l.log.sent, acked{key: k, seq: seq, at: time.Now()})
+				} else if ctx.Err() == nil {
+					l.log.fails++
+				}
+				l.log.mu.Unlock()
+				select {
+				case <-ctx.Done():
+				case <-tick.C:
+				}
+			}
+		}()
+	}
+	l.enqueue(t, 0, 100)
+	redistest.Eventually(t, 20*time.Second, "processing under load", func() bool { return l.processed() > 500 })
+	redistest.Eventually(t, 20*time.Second, "the tasks enqueued before the failover run", func() bool { return l.allRan(0, 100) })
+	return l
+}
+
+// enqueue enqueues the tasks from..to-1, trying again while the master is
+// down.
+func (l *sentinelLoad) enqueue(t *testing.T, from, to int) {
+	t.Helper()
+	var ps []int
+	for n := from; n < to; n++ {
+		ps = append(ps, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		_, err := l.q.EnqueueMany(ctx, ps)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("enqueue: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // the master is down: an enqueue fails until the promotion
+	}
+}
+
+func (l *sentinelLoad) processed() int {
+	l.log.mu.Lock()
+	defer l.log.mu.Unlock()
+	return len(l.log.done)
+}
+
+func (l *sentinelLoad) allRan(from, to int) bool {
+	for n := from; n < to; n++ {
+		if _, ok := l.ran.Load(n); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// sentAfter reports whether a send acknowledged after at is processed.
+func (l *sentinelLoad) processedSentAfter(at time.Time) bool {
+	l.log.mu.Lock()
+	defer l.log.mu.Unlock()
+	after := map[string]bool{}
+	for _, a := range l.log.sent {
+		if a.at.After(at) {
+			after[fmt.Sprintf("%s/%d", a.key, a.seq)] = true
+		}
+	}
+	for _, p := range l.log.done {
+		if after[fmt.Sprintf("%s/%d", p.key, p.seq)] {
+			return true
+		}
+	}
+	return false
+}
+
+// check stops the producers, waits for every acknowledged send to be
+// processed but those lost says the failover may have lost, and checks the
+// order per key; then it waits for the tasks from..to-1 to run and stops the
+// workers. It returns how many sends were lost and how many events were
+// delivered again.
+func (l *sentinelLoad) check(t *testing.T, lost func(acked) bool, from, to int) (sent, lostN, dups int) {
+	t.Helper()
+	l.stop()
+	l.log.mu.Lock()
+	all := slices.Clone(l.log.sent)
+	l.log.mu.Unlock()
+	var kept, mayLose []acked
+	for _, a := range all {
+		if lost(a) {
+			mayLose = append(mayLose, a)
+		} else {
+			kept = append(kept, a)
+		}
+	}
+	for _, a := range l.log.unprocessed(kept, 30*time.Second) {
+		t.Errorf("record %s/%d (acknowledged at %s) not processed", a.key, a.seq, a.at.Format(time.StampMicro))
+	}
+	lostN = len(l.log.unprocessed(mayLose, 0))
+	redistest.Eventually(t, 30*time.Second, "the tasks enqueued after the promotion run", func() bool { return l.allRan(from, to) })
+	for _, w := range []*worker{l.w1, l.w2} {
+		if err := w.stop(t); err != nil {
+			t.Fatalf("worker: %v", err)
+		}
+	}
+	sentAt := map[string]acked{}
+	for _, a := range all {
+		sentAt[fmt.Sprintf("%s/%d", a.key, a.seq)] = a
+	}
+	dups = checkKeyOrder(t, l.log.processed(), func(key string, seq int) bool {
+		a, ok := sentAt[fmt.Sprintf("%s/%d", key, seq)]
+		return !ok || lost(a) // never acknowledged, or lost in the failover
+	})
+	return len(all), lostN, dups
+}
 
 // Redis Sentinel: a master with a replica and a sentinel, a producer per key
 // sending steadily through a failover client, two workers processing the
@@ -30,144 +209,57 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	t.Parallel()
 	sn := redistest.StartSentinel(t)
-	opts := executor.Options{LockExpiry: 4 * time.Second, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second}
-	log := &failoverLog{inSend: map[string]time.Time{}}
-	var ran sync.Map // task payloads run
-	newApp := func(worker string) (*app.App, *stream.Stream[event], *task.Queue[int, int]) {
-		a, err := app.New(app.Config{Name: "shop", Client: sn.Client(t), WorkerID: worker, Logger: testLogger(),
-			Processing: opts, LeaderLease: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := stream.Declare[event](a, "events", stream.KeyField("key"), stream.Partitions(8))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := app.Process(a, s, "p", log.processor(worker, "events")); err != nil {
-			t.Fatal(err)
-		}
-		q, err := task.Handle(a, "jobs", func(ctx context.Context, tk *task.Task[int]) (int, error) {
-			ran.Store(tk.Payload, true)
-			return tk.Payload, nil
-		}, task.Visibility(3*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a, s, q
-	}
-	_, s, q := newApp("producer") // sends and enqueues only; never runs
-	a1, _, _ := newApp("w1")
-	a2, _, _ := newApp("w2")
-	w1, w2 := startWorker(t, a1), startWorker(t, a2)
-
-	ctx, stop := context.WithCancel(context.Background())
-	var prod sync.WaitGroup
-	t.Cleanup(func() { stop(); prod.Wait() })
-	keys := make([]string, 8)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("k%d", i)
-	}
-	for _, k := range keys {
-		prod.Add(1)
-		go func() {
-			defer prod.Done()
-			tick := time.NewTicker(5 * time.Millisecond)
-			defer tick.Stop()
-			for seq := 0; ctx.Err() == nil; seq++ {
-				sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-				_, err := s.Send(sctx, event{Key: k, Seq: seq})
-				cancel()
-				log.mu.Lock()
-				if err == nil {
-					log.sent = append(log.sent, acked{key: k, seq: seq, at: time.Now()})
-				} else if ctx.Err() == nil {
-					log.fails++
-				}
-				log.mu.Unlock()
-				select {
-				case <-ctx.Done():
-				case <-tick.C:
-				}
-			}
-		}()
-	}
-	enqueue := func(from, to int) {
-		t.Helper()
-		var ps []int
-		for n := from; n < to; n++ {
-			ps = append(ps, n)
-		}
-		ectx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		for {
-			_, err := q.EnqueueMany(ectx, ps)
-			if err == nil {
-				return
-			}
-			if ectx.Err() != nil {
-				t.Fatalf("enqueue: %v", err)
-			}
-			time.Sleep(50 * time.Millisecond) // the master is down: an enqueue fails until the promotion
-		}
-	}
-	enqueue(0, 100)
-	count := func() int {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		return len(log.done)
-	}
-	redistest.Eventually(t, 20*time.Second, "processing under load", func() bool { return count() > 500 })
-	redistest.Eventually(t, 20*time.Second, "the tasks enqueued before the kill run", func() bool {
-		_, ok := ran.Load(99)
-		return ok
-	})
+	l := startSentinelLoad(t, sn)
 
 	killedAt := sn.KillMaster()
 	promotedAt := sn.WaitPromoted(t, 30*time.Second)
 	t.Logf("promoted %s after the kill", promotedAt.Sub(killedAt))
-	enqueue(100, 200)
+	l.enqueue(t, 100, 200)
 	redistest.Eventually(t, 30*time.Second, "sends acknowledged after the promotion", func() bool {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		return len(log.sent) > 0 && log.sent[len(log.sent)-1].at.After(promotedAt.Add(time.Second))
+		l.log.mu.Lock()
+		defer l.log.mu.Unlock()
+		return len(l.log.sent) > 0 && l.log.sent[len(l.log.sent)-1].at.After(promotedAt.Add(time.Second))
 	})
-	stop()
-	prod.Wait()
-
-	log.mu.Lock()
-	sent := slices.Clone(log.sent)
-	log.mu.Unlock()
-	lost := 0
 	// acknowledged by the master in its last moments, not replicated before its death
-	lostWithMaster := func(a acked) bool { return a.at.Before(killedAt) && killedAt.Sub(a.at) < replicationLag }
-	for _, a := range log.unprocessed(sent, 30*time.Second) {
-		if lostWithMaster(a) && killedAt.Sub(a.at) < replicationLag {
-			lost++
-			continue
-		}
-		t.Errorf("record %s/%d (acknowledged %s after the kill) not processed", a.key, a.seq, a.at.Sub(killedAt))
+	lost := func(a acked) bool { return a.at.Before(killedAt) && killedAt.Sub(a.at) < replicationLag }
+	sent, lostN, dups := l.check(t, lost, 100, 200)
+	t.Logf("%d records acknowledged, %d lost with the master's last writes, %d redelivered", sent, lostN, dups)
+}
+
+// A graceful failover (SENTINEL FAILOVER) whose old master stays up and
+// writable and never becomes a replica, as one cut off from the sentinels
+// but not from its clients: leat's own connections leave it for the new
+// master once the sentinel names that one, as the application's client
+// does, rather than stay with the old master for as long as it keeps them.
+// The records sent after the promotion are processed, the tasks enqueued
+// after it run, and every record acknowledged is processed in order per
+// key, but those that reached the old master during the failover.
+func TestSentinelGracefulFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sentinel failover test")
 	}
-	allRan := func() bool {
-		for n := 100; n < 200; n++ {
-			if _, ok := ran.Load(n); !ok {
-				return false
-			}
-		}
-		return true
-	}
-	redistest.Eventually(t, 30*time.Second, "the tasks enqueued after the promotion run", allRan)
-	for _, w := range []*worker{w1, w2} {
-		if err := w.stop(t); err != nil {
-			t.Fatalf("worker: %v", err)
-		}
-	}
-	sentAt := map[string]acked{}
-	for _, a := range sent {
-		sentAt[fmt.Sprintf("%s/%d", a.key, a.seq)] = a
-	}
-	dups := checkKeyOrder(t, log.processed(), func(key string, seq int) bool {
-		a, ok := sentAt[fmt.Sprintf("%s/%d", key, seq)]
-		return !ok || lostWithMaster(a) // never acknowledged, or lost with the master
+	t.Parallel()
+	sn := redistest.StartSentinelStubbornMaster(t)
+	l := startSentinelLoad(t, sn)
+
+	askedAt := sn.Failover(t)
+	promotedAt := sn.WaitPromoted(t, 30*time.Second)
+	t.Logf("promoted %s after the request", promotedAt.Sub(askedAt))
+	// The application's client moves when the sentinel announces the new
+	// master, a moment after the promotion: what it wrote until then went
+	// to the old master, and stays there.
+	redistest.Eventually(t, 30*time.Second, "the application's client on the new master", func() bool {
+		port, err := l.sender.ConfigGet(context.Background(), "port").Result()
+		return err == nil && "127.0.0.1:"+port["port"] == sn.Replica.Addr
 	})
-	t.Logf("%d records acknowledged, %d lost with the master's last writes, %d redelivered", len(sent), lost, dups)
+	movedAt := time.Now()
+	t.Logf("the application's client moved %s after the promotion", movedAt.Sub(promotedAt))
+	l.enqueue(t, 100, 200)
+	redistest.Eventually(t, 30*time.Second, "a record sent after the move processed", func() bool { return l.processedSentAfter(movedAt) })
+	t.Logf("processing on the new master %s after the move", time.Since(movedAt))
+	// written to the old master: not replicated when the failover began,
+	// or written there after
+	lost := func(a acked) bool { return a.at.After(askedAt.Add(-replicationLag)) && a.at.Before(movedAt) }
+	sent, lostN, dups := l.check(t, lost, 100, 200)
+	t.Logf("%d records acknowledged, %d lost with the old master, %d redelivered", sent, lostN, dups)
 }

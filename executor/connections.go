@@ -40,8 +40,8 @@ const (
 func runtimeClient(c redis.UniversalClient) (redis.UniversalClient, *redis.Client, func()) {
 	switch c := c.(type) {
 	case *redis.Client:
-		own := ownClient(c)
-		return own, own, func() { _ = own.Close() }
+		own, closeOwn := ownClient(c)
+		return own, own, closeOwn
 	case *redis.ClusterClient:
 		opt := topology.OwnCluster(*c.Options())
 		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = ownConns, 0, ownConns
@@ -53,24 +53,16 @@ func runtimeClient(c redis.UniversalClient) (redis.UniversalClient, *redis.Clien
 }
 
 // ownClient returns a client of ownConns-fetchConns connections to the
-// server of c (the fetcher has the rest: newFetchConn).
-func ownClient(c *redis.Client) *redis.Client {
-	retries := c.Options().MaxRetries
-	if retries == 0 {
-		retries = -1 // none: the options of a client were normalized (-1 became 0)
-	}
-	return poolOf(c, ownConns-fetchConns, retries)
-}
-
-// poolOf returns a client of n connections to the server of c, with
-// go-redis's retries set to retries and leat's settings (topology.Own).
-func poolOf(c *redis.Client, n, retries int) *redis.Client {
-	opt := topology.Own(*c.Options())
-	opt.MaxRetries = retries
-	opt.PoolSize = n
-	opt.MinIdleConns = 0
-	opt.MaxIdleConns = n
-	return redis.NewClient(opt)
+// server of c (the fetcher has the rest: newFetchConn), with leat's
+// settings (topology.NewClient), and a function that closes it.
+func ownClient(c *redis.Client) (*redis.Client, func()) {
+	return topology.NewClient(c, func(opt *redis.Options) {
+		if opt.MaxRetries == 0 {
+			opt.MaxRetries = -1 // none: the options of a client were normalized (-1 became 0)
+		}
+		n := ownConns - fetchConns
+		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = n, 0, n
+	})
 }
 
 // fetchConn is the fetcher's own connection. Its blocking reads and its
@@ -83,9 +75,10 @@ func poolOf(c *redis.Client, n, retries int) *redis.Client {
 // has no effect there, and at worst ends the next blocking read early, as
 // on a connection of its own.
 type fetchConn struct {
-	client *redis.Client // fetchConns connections, no retries; nil without one
-	conn   *redis.Conn
-	cid    int64 // CLIENT ID of conn; 0 until asked
+	client      *redis.Client // fetchConns connections, no retries; nil without one
+	closeClient func()
+	conn        *redis.Conn
+	cid         int64 // CLIENT ID of conn; 0 until asked
 }
 
 // newFetchConn returns the fetcher's connection to the server of own (nil:
@@ -95,8 +88,8 @@ func newFetchConn(own *redis.Client) *fetchConn {
 		return &fetchConn{}
 	}
 	// A read whose reply broke off is never sent again.
-	c, _ := topology.SendOnce(own, fetchConns)
-	return &fetchConn{client: c.(*redis.Client)}
+	c, closeClient := topology.SendOnce(own, fetchConns)
+	return &fetchConn{client: c.(*redis.Client), closeClient: closeClient}
 }
 
 // ok reports whether there is a connection of the fetcher's own.
@@ -123,7 +116,7 @@ func (c *fetchConn) reset() {
 func (c *fetchConn) close() {
 	c.reset()
 	if c.client != nil {
-		_ = c.client.Close()
+		c.closeClient()
 	}
 }
 

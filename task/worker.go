@@ -934,7 +934,7 @@ func (w *worker) readLimit(ctx context.Context) {
 // the fetchers of a paused queue when it is resumed, and those waiting out a
 // rate window when the live rate changes.
 func (w *worker) listen(ctx context.Context) {
-	sub := w.q.rdb.Subscribe(ctx, w.q.ks.TaskCancel(w.q.name))
+	sub := w.blk.Subscribe(ctx, w.q.ks.TaskCancel(w.q.name))
 	defer sub.Close()
 	ch := sub.Channel()
 	for {

@@ -35,13 +35,24 @@ const sentinelDownAfter = time.Second
 // (quorum 1, down-after 1s) monitoring them as SentinelMaster, and stops
 // them when tb ends. It skips or fails tb like Start when redis-server is
 // missing.
-func StartSentinel(tb testing.TB) *Sentinel {
+func StartSentinel(tb testing.TB) *Sentinel { return startSentinel(tb) }
+
+// StartSentinelStubbornMaster is StartSentinel with a master that refuses
+// to become a replica (REPLICAOF and SLAVEOF renamed away): once the
+// sentinel has failed it over, it stays up and writable, as an old master
+// cut off from the sentinels but not from its clients would, and keeps the
+// clients that do not move.
+func StartSentinelStubbornMaster(tb testing.TB) *Sentinel {
+	return startSentinel(tb, "--rename-command", "REPLICAOF", "", "--rename-command", "SLAVEOF", "")
+}
+
+func startSentinel(tb testing.TB, masterArgs ...string) *Sentinel {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		unavailable(tb, fmt.Errorf("redis-server not found in PATH"))
 	}
-	master, err := startServer()
+	master, err := startServerArgs(masterArgs...)
 	if err != nil {
 		unavailable(tb, err)
 	}
@@ -107,6 +118,18 @@ func (s *Sentinel) Client(tb testing.TB) *redis.Client {
 // when.
 func (s *Sentinel) KillMaster() time.Time {
 	s.Master.kill()
+	return time.Now()
+}
+
+// Failover asks the sentinel for a failover while the master is up
+// (SENTINEL FAILOVER) and returns when it was asked.
+func (s *Sentinel) Failover(tb testing.TB) time.Time {
+	tb.Helper()
+	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
+	defer sc.Close()
+	if err := sc.Failover(context.Background(), SentinelMaster).Err(); err != nil {
+		tb.Fatalf("redistest: SENTINEL FAILOVER: %v", err)
+	}
 	return time.Now()
 }
 

@@ -11,16 +11,15 @@ import (
 // first ones pending with nobody knowing. The caller sees the error
 // instead, and recovers. A cluster client also follows redirections no
 // more (its slot map is reloaded as c's is, by the hook). It has leat's
-// settings (Own). Close it with the function returned. Clients of other
+// settings (NewClient). Close it with the function returned. Clients of other
 // kinds are returned as they are.
 func SendOnce(c redis.UniversalClient, conns int) (redis.UniversalClient, func()) {
 	switch c := c.(type) {
 	case *redis.Client:
-		opt := Own(*c.Options())
-		opt.MaxRetries = -1
-		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = conns, 0, conns
-		o := redis.NewClient(opt)
-		return o, func() { _ = o.Close() }
+		return NewClient(c, func(opt *redis.Options) {
+			opt.MaxRetries = -1
+			opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = conns, 0, conns
+		})
 	case *redis.ClusterClient:
 		opt := OwnCluster(*c.Options())
 		opt.MaxRedirects, opt.MaxRetries = -1, -1
