@@ -21,10 +21,12 @@ var ErrClusterNode = core.ErrClusterNode
 
 // IsClusterURL reports whether raw is in go-redis's cluster URL form, which
 // names more seed nodes of a Redis Cluster with addr query parameters:
-// redis://[USER:PASSWORD@]HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3.
+// redis://[USER:PASSWORD@]HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3. A
+// Sentinel URL (IsSentinelURL), whose addr parameters name sentinels, is
+// not one.
 func IsClusterURL(raw string) bool {
 	u, err := url.Parse(raw)
-	return err == nil && u.Query().Has("addr")
+	return err == nil && u.Query().Has("addr") && !u.Query().Has(sentinelParam)
 }
 
 // clusterMode reports whether cfg asks for a cluster client.
@@ -36,20 +38,29 @@ func (c Config) clusterMode() bool { return c.Cluster || IsClusterURL(c.RedisURL
 // or what go-redis would silently ignore: a unix socket, a database number
 // other than 0.
 func ParseClusterURL(raw string) (*redis.ClusterOptions, error) {
-	u, err := url.Parse(raw)
+	u, err := parseTCPURL(raw, "Redis Cluster")
 	if err != nil {
 		return nil, err
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "redis", "rediss":
-	default:
-		return nil, fmt.Errorf("a Redis Cluster URL starts with redis:// or rediss://, not %s://", u.Scheme)
 	}
 	if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
 		return nil, fmt.Errorf("a Redis Cluster has database 0 only; the URL names /%s", db)
 	}
 	u.Path = ""
 	return redis.ParseClusterURL(u.String())
+}
+
+// parseTCPURL parses raw, the URL of a kind of Redis deployment reached
+// over TCP only: redis:// or rediss://.
+func parseTCPURL(raw, kind string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "redis", "rediss":
+		return u, nil
+	}
+	return nil, fmt.Errorf("a %s URL starts with redis:// or rediss://, not %s://", kind, u.Scheme)
 }
 
 // newClusterClient makes the cluster client of an App from cfg.RedisURL,
@@ -70,8 +81,12 @@ func newClusterClient(cfg Config) (*redis.ClusterClient, error) {
 }
 
 // newOwnClient makes the client of an App whose Config names no Client: a
-// cluster client when cfg asks for one, else a single-server client.
+// Sentinel client for a Sentinel URL, a cluster client when cfg asks for
+// one, else a single-server client.
 func (c Config) newOwnClient() (redis.UniversalClient, error) {
+	if IsSentinelURL(c.RedisURL) {
+		return newFailoverClient(c)
+	}
 	if c.clusterMode() {
 		return newClusterClient(c)
 	}

@@ -38,6 +38,14 @@ type Config struct {
 	//
 	// A URL naming more nodes with addr query parameters is a Redis
 	// Cluster URL (see Cluster): redis://[USER:PASSWORD@]HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3.
+	//
+	// A URL naming a master with master_name is a Redis Sentinel URL: the
+	// App asks the sentinels for the master and follows its failovers
+	// (redis.NewFailoverClient):
+	// redis://[USER:PASSWORD@]SENTINEL:PORT[/DB]?master_name=NAME&addr=SENTINEL2:PORT.
+	// The user-info authenticates to the sentinels; the master's own
+	// credentials, when it has some, are the username and password query
+	// parameters (see ParseSentinelURL).
 	RedisURL string
 
 	// Cluster says that RedisURL names a seed node of a Redis Cluster: the
@@ -131,6 +139,9 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.Client == nil && c.RedisURL == "" {
 		c.RedisURL = DefaultRedisURL
+	}
+	if c.Client == nil && c.Cluster && IsSentinelURL(c.RedisURL) {
+		errs = append(errs, errors.New("Cluster is set, but RedisURL is a Sentinel URL (master_name): a master and its sentinels are not a cluster"))
 	}
 	switch {
 	case c.Partitions == 0:

@@ -16,8 +16,9 @@
 // one error that names every problem. An App accepts a caller-owned
 // redis.UniversalClient (standalone, Sentinel or Cluster) and never closes a
 // client it did not create; from Config.RedisURL it makes a single-server
-// client, or a cluster client when Config.Cluster is set or the URL names
-// more nodes (?addr=HOST:PORT), and [App.Ping] refuses a Redis Cluster node
+// client, a Sentinel client when the URL names a master (?master_name=NAME,
+// [ParseSentinelURL]), or a cluster client when Config.Cluster is set or the
+// URL names more nodes (?addr=HOST:PORT), and [App.Ping] refuses a Redis Cluster node
 // reached through a single-server client ([ErrClusterNode]). New adds one
 // hook to a *redis.ClusterClient (once, however many Apps share it): when a
 // command or pipeline fails because of a failover (connection refused or

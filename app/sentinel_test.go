@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -262,4 +263,109 @@ func TestSentinelGracefulFailover(t *testing.T) {
 	lost := func(a acked) bool { return a.at.After(askedAt.Add(-replicationLag)) && a.at.Before(movedAt) }
 	sent, lostN, dups := l.check(t, lost, 100, 200)
 	t.Logf("%d records acknowledged, %d lost with the old master, %d redelivered", sent, lostN, dups)
+}
+
+// A RedisURL naming a master with master_name makes the App a Sentinel
+// client: it asks the sentinel for the master, processes there, and goes on
+// with the new master after a failover.
+func TestSentinelURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sentinel test")
+	}
+	t.Parallel()
+	sn := redistest.StartSentinel(t)
+	url := "redis://" + sn.Addr + "?master_name=" + redistest.SentinelMaster + "&addr=127.0.0.1:1" // a sentinel that is down is passed over
+	if !app.IsSentinelURL(url) || app.IsClusterURL(url) {
+		t.Fatalf("%s: a Sentinel URL, not a cluster URL", url)
+	}
+	a, err := app.New(app.Config{Name: "shop", RedisURL: url, Logger: testLogger(), Processing: fastOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if c, ok := a.Client().(*redis.Client); !ok || c.Options().Addr != "FailoverClient" {
+		t.Fatalf("the app's client is %T, want a Sentinel client", a.Client())
+	}
+	s, err := stream.Declare[event](a, "events", stream.KeyField("key"), stream.Partitions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[int]bool{}
+	if err := app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
+		for e := range events.All() {
+			mu.Lock()
+			seen[e.Record.Seq] = true
+			mu.Unlock()
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w := startWorker(t, a)
+	send := func(from, to int) {
+		t.Helper()
+		for n := from; n < to; n++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := s.Send(ctx, event{Key: fmt.Sprint(n % 7), Seq: n})
+			cancel()
+			if err != nil {
+				t.Fatalf("send %d: %v", n, err)
+			}
+		}
+	}
+	processed := func(to int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for n := range to {
+				if !seen[n] {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	send(0, 50)
+	redistest.Eventually(t, 20*time.Second, "the records processed", processed(50))
+
+	sn.Failover(t)
+	sn.WaitPromoted(t, 30*time.Second)
+	redistest.Eventually(t, 10*time.Second, "the App's client on the new master", func() bool {
+		port, err := a.Client().ConfigGet(context.Background(), "port").Result()
+		return err == nil && "127.0.0.1:"+port["port"] == sn.Replica.Addr
+	})
+	send(50, 100)
+	redistest.Eventually(t, 20*time.Second, "the records sent after the failover processed", processed(100))
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// What leat cannot do through Sentinel is refused by New.
+func TestSentinelConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg  app.Config
+		want string
+	}{
+		{app.Config{RedisURL: "redis://h:26379?master_name="}, "master_name is empty"},
+		{app.Config{RedisURL: "redis://h:26379?master_name=m&replica_only=t"}, "replica_only sends commands to replicas"},
+		{app.Config{RedisURL: "redis://h:26379?master_name=m&route_randomly=true"}, "route_randomly sends commands to replicas"},
+		{app.Config{RedisURL: "unix:///tmp/s.sock?master_name=m"}, "redis:// or rediss://"},
+		{app.Config{RedisURL: "redis://h:26379?master_name=m&nosuch=1"}, "unexpected option: nosuch"},
+		{app.Config{RedisURL: "redis://h:26379?master_name=m", Cluster: true}, "a master and its sentinels are not a cluster"},
+		{app.Config{RedisURL: "redis://h:26379?master_name=m", TLS: app.TLSConfig{ServerName: "h"}}, "rediss://"},
+	} {
+		tc.cfg.Name = "shop"
+		if _, err := app.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, want an error with %q", tc.cfg, err, tc.want)
+		}
+	}
+	// replica_only=false is no reason to refuse.
+	a, err := app.New(app.Config{Name: "shop", RedisURL: "redis://h:26379?master_name=m&replica_only=false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
 }

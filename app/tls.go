@@ -110,14 +110,19 @@ func (t TLSConfig) Apply(opt *redis.Options) error {
 // ApplyCluster is Apply for the options of a cluster client, parsed from a
 // rediss:// URL by ParseClusterURL (or redis.ParseClusterURL): every node
 // connection uses the same TLS settings.
-func (t TLSConfig) ApplyCluster(opt *redis.ClusterOptions) error {
-	if t.IsZero() {
-		return nil
-	}
-	single := &redis.Options{TLSConfig: opt.TLSConfig}
+func (t TLSConfig) ApplyCluster(opt *redis.ClusterOptions) error { return t.applyTo(&opt.TLSConfig) }
+
+// ApplyFailover is Apply for the options of a Sentinel client, parsed from
+// a rediss:// URL by ParseSentinelURL (or redis.ParseFailoverURL): the
+// sentinels and the master are reached with the same TLS settings.
+func (t TLSConfig) ApplyFailover(opt *redis.FailoverOptions) error { return t.applyTo(&opt.TLSConfig) }
+
+// applyTo is Apply for the TLS configuration *tc of other kinds of options.
+func (t TLSConfig) applyTo(tc **tls.Config) error {
+	single := &redis.Options{TLSConfig: *tc}
 	if err := t.Apply(single); err != nil {
 		return err
 	}
-	opt.TLSConfig = single.TLSConfig
+	*tc = single.TLSConfig
 	return nil
 }

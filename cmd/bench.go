@@ -233,6 +233,9 @@ func benchClient(c *cli.Context) (*redis.Client, error) {
 	if c.Bool(flagCluster) || app.IsClusterURL(raw) {
 		return nil, usageErrorf("bench runs on a single Redis server; a Redis Cluster (--%s, LEAT_REDIS_CLUSTER or ?addr=) is not supported", flagCluster)
 	}
+	if app.IsSentinelURL(raw) {
+		return nil, usageErrorf("bench runs on a single Redis server; give the master's URL rather than a Sentinel URL (master_name)")
+	}
 	if err := checkRedisURL(raw); err != nil {
 		return nil, err
 	}

@@ -60,6 +60,7 @@ func New(setup Setup) *cli.App {
 			&cli.StringFlag{
 				Name: flagRedis,
 				Usage: "Redis server: redis://[user:password@]host:port[/db], rediss:// for TLS, unix:///path; " +
+					"a Redis Sentinel: redis://[user:password@]sentinel:port?master_name=NAME[&addr=sentinel2:port]; " +
 					"set LEAT_REDIS_URL rather than this flag when the URL holds a password (flags show in ps)",
 				Value:       app.DefaultRedisURL,
 				DefaultText: app.DefaultRedisURL, // help never shows a URL with a password from the environment

@@ -62,7 +62,9 @@
 //
 //	--redis      LEAT_REDIS_URL  Config.RedisURL (default redis://127.0.0.1:6379);
 //	                             prefer the variable for a URL with a password; a URL
-//	                             with ?addr=HOST:PORT parameters names a Redis Cluster
+//	                             with ?addr=HOST:PORT parameters names a Redis Cluster,
+//	                             one with ?master_name=NAME a master behind Redis
+//	                             Sentinel (the URL names a sentinel, ?addr= more)
 //	--cluster    LEAT_REDIS_CLUSTER=1 Config.Cluster: --redis names a Redis Cluster node
 //	--tls-ca     LEAT_TLS_CA     Config.TLS.CAFile, for rediss:// (default: system roots)
 //	--tls-cert   LEAT_TLS_CERT   Config.TLS.CertFile, client certificate (mutual TLS)

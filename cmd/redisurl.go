@@ -23,7 +23,8 @@ var schemeToken = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
 
 // hint is the form of a Redis URL, for messages.
 const urlForm = "redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss:// for TLS, or unix:///PATH " +
-	"(a Redis Cluster: redis://[USER:PASSWORD@]HOST:PORT?addr=HOST2:PORT2, or any node's URL with --cluster)"
+	"(a Redis Cluster: redis://[USER:PASSWORD@]HOST:PORT?addr=HOST2:PORT2, or any node's URL with --cluster; " +
+	"Redis Sentinel: redis://[USER:PASSWORD@]SENTINEL:PORT?master_name=NAME&addr=SENTINEL2:PORT)"
 
 // checkRedisURL returns a usage error when raw is not a Redis URL leat can
 // use. Its messages show no part of the URL's user-info.
@@ -31,7 +32,8 @@ func checkRedisURL(raw string) error { return checkURL(raw, false) }
 
 // checkURL is checkRedisURL for a cluster's seed node when cluster is set
 // or raw names more nodes (?addr=HOST:PORT): then raw must be a URL that
-// app.ParseClusterURL takes.
+// app.ParseClusterURL takes. A Sentinel URL (?master_name=NAME) must be one
+// that app.ParseSentinelURL takes.
 func checkURL(raw string, cluster bool) error {
 	fail := func(format string, args ...any) error {
 		return usageErrorf("invalid --redis URL: "+format, args...)
@@ -76,9 +78,16 @@ func checkURL(raw string, cluster bool) error {
 		}
 		return fail("it does not parse as a URL; want %s", urlForm)
 	}
-	cluster = cluster || u.Query().Has("addr")
+	sentinel := app.IsSentinelURL(raw)
+	if sentinel && cluster {
+		return fail("a Sentinel URL (master_name) names a master and its sentinels, not a Redis Cluster: drop --cluster")
+	}
+	cluster = cluster || app.IsClusterURL(raw)
 	switch strings.ToLower(scheme) {
 	case "unix":
+		if sentinel {
+			return fail("sentinels are reached over TCP: write redis://SENTINEL:PORT?master_name=NAME (or rediss:// for TLS)")
+		}
 		if cluster {
 			return fail("a Redis Cluster is reached over TCP: write redis://HOST:PORT (or rediss:// for TLS) " +
 				"with any node of the cluster")
@@ -90,6 +99,12 @@ func checkURL(raw string, cluster bool) error {
 		if u.Hostname() == "" {
 			return fail("no host; write %s://HOST:PORT", strings.ToLower(scheme))
 		}
+	}
+	if sentinel {
+		if _, err := app.ParseSentinelURL(raw); err != nil {
+			return fail("%s", scrub(strings.TrimPrefix(err.Error(), "redis: "), raw))
+		}
+		return nil
 	}
 	if cluster {
 		if _, err := app.ParseClusterURL(raw); err != nil {

@@ -49,6 +49,15 @@ func TestRedisURLNeverShowsPasswords(t *testing.T) {
 		{"--cluster redis://u:hunter2@db.example:6379/1", []string{"a Redis Cluster has database 0 only"}},
 		{"--cluster unix://u:hunter2@/tmp/redis.sock", []string{"a Redis Cluster is reached over TCP"}},
 		{"--cluster redis://u:hunter2@db.example:6379?dial_timeout=soon", []string{"invalid dial_timeout"}},
+		// Sentinel URLs, which name the master with master_name.
+		{"redis://u:hunter2@sentinel.example:26379?master_name=", []string{"master_name is empty"}},
+		{"redis://u:hunter2@sentinel.example:26379?master_name=m&replica_only=true", []string{"replica_only sends commands to replicas"}},
+		{"redis://u:hunter2@sentinel.example:26379?master_name=m&route_by_latency=1", []string{"route_by_latency sends commands to replicas"}},
+		{"redis://u:hunter2@sentinel.example:26379?master_name=m&addr=s2", []string{"unable to parse addr param: s2"}},
+		{"rediss://u:hunter2@sentinel.example:26379?master_name=m&ssl=1", []string{"unexpected option: ssl"}},
+		{"redis://u:hunter2@sentinel.example:26379/x?master_name=m", []string{"invalid database number"}},
+		{"unix://u:hunter2@/tmp/sentinel.sock?master_name=m", []string{"sentinels are reached over TCP"}},
+		{"--cluster redis://u:hunter2@sentinel.example:26379?master_name=m", []string{"not a Redis Cluster: drop --cluster"}},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			t.Parallel()
