@@ -283,6 +283,7 @@ func openAppWith(c *cli.Context, setup Setup, cfg app.Config) (*app.App, error) 
 		ce := &connectError{err: err}
 		if a.Config().Client == nil {
 			ce.url = redactURL(a.Config().RedisURL)
+			ce.master = sentinelMaster(a.Config().RedisURL)
 		}
 		return nil, ce
 	}

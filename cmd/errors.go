@@ -81,8 +81,9 @@ func globalFlagError(program, command, flag string) error {
 // connectError is a failed first contact with the Redis server at url
 // (without credentials; empty when the app brought its own client).
 type connectError struct {
-	url string
-	err error
+	url    string
+	master string // the master's name, when url is a Sentinel URL
+	err    error
 }
 
 func (e *connectError) Error() string { return "connect to Redis: " + e.err.Error() }
@@ -113,6 +114,10 @@ func explain(err error) (string, int) {
 	var ec cli.ExitCoder // only urfave/cli's own help errors
 	switch {
 	case redis.IsAuthError(err): // NOAUTH or WRONGPASS
+		if errors.As(err, &ce) && ce.master != "" {
+			return fmt.Sprintf("Redis refused the credentials: %s (in a Sentinel URL the user-info is the sentinels'; "+
+				"the master's are ?username= and ?password=)", redisCause(err)), exitFailure
+		}
 		return "Redis refused the credentials: " + redisCause(err), exitFailure
 	case errors.Is(err, app.ErrClusterNode):
 		at := ""
@@ -121,10 +126,18 @@ func explain(err error) (string, int) {
 		}
 		return fmt.Sprintf("the Redis server%s is a node of a Redis Cluster: pass --%s (or set LEAT_REDIS_CLUSTER=1) "+
 			"to use the cluster through it, or name more nodes in the URL with ?addr=HOST:PORT", at, flagCluster), exitUsage
+	case errors.As(err, &ce) && ce.master != "" && errors.Is(ce.err, redis.Nil):
+		// SENTINEL GET-MASTER-ADDR-BY-NAME answers nil for a name it does
+		// not monitor.
+		return fmt.Sprintf("the sentinels at %s know no master named %q: correct ?master_name= "+
+			"(SENTINEL MASTERS on a sentinel lists the names it monitors)", ce.url, ce.master), exitUsage
 	case errors.As(err, &ce):
 		at := ""
 		if ce.url != "" {
 			at = " at " + ce.url
+		}
+		if ce.master != "" {
+			at += fmt.Sprintf(" (a sentinel of master %q)", ce.master)
 		}
 		if hint := tlsHint(ce.err); hint != "" {
 			return fmt.Sprintf("cannot reach Redis%s: %s", at, hint), exitFailure

@@ -118,6 +118,16 @@ func checkURL(raw string, cluster bool) error {
 	return nil
 }
 
+// sentinelMaster returns the master name of a Sentinel URL ("" for other
+// URLs). It is no secret: messages may show it.
+func sentinelMaster(raw string) string {
+	if !app.IsSentinelURL(raw) {
+		return ""
+	}
+	u, _ := url.Parse(raw)
+	return u.Query().Get("master_name")
+}
+
 func isRedisScheme(s string) bool {
 	switch strings.ToLower(s) {
 	case "redis", "rediss", "unix":

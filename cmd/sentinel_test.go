@@ -68,6 +68,21 @@ func TestSentinelCLI(t *testing.T) {
 	}
 }
 
+// A Sentinel URL naming a master the sentinel does not monitor, or the
+// wrong credentials for the master, fail with what to correct.
+func TestSentinelCLIErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sentinel test")
+	}
+	t.Parallel()
+	sn := redistest.StartSentinel(t)
+	at := "redis://" + sn.Addr
+	wantFailure(t, run(t, nil, "", "--redis", at+"?master_name=nosuch", "--app", "shop", "inspect"), exitUsage,
+		"the sentinels at "+at+` know no master named "nosuch"`, "SENTINEL MASTERS")
+	wantFailure(t, run(t, nil, "", "--redis", at+"?master_name=leat&username=nosuch&password=x", "--app", "shop", "inspect"), exitFailure,
+		"Redis refused the credentials: WRONGPASS", "the master's are ?username= and ?password=")
+}
+
 // bench, which runs on a single server, refuses a Sentinel URL.
 func TestBenchRefusesSentinel(t *testing.T) {
 	t.Parallel()
