@@ -76,6 +76,8 @@ func TestUsageErrors(t *testing.T) {
 		{"flag after args", s.args("send", "orders", "{}", "--key", "k"), []string{"flags go before the arguments"}},
 		{"bad header", s.args("send", "--header", "novalue", "--key", "k", "orders", `{"k":1}`), []string{`--header "novalue": want NAME=VALUE`}},
 		{"empty header name", s.args("send", "--header", "=v", "--key", "k", "orders", `{"k":1}`), []string{"want NAME=VALUE"}},
+		{"header value not UTF-8", s.args("send", "--header", "n=\xff", "--key", "k", "orders", `{"k":1}`), []string{`header "n": value "\xff" is not UTF-8`}},
+		{"header name not UTF-8", s.args("send", "--header", "\xfe=v", "--key", "k", "orders", `{"k":1}`), []string{`header name "\xfe" is not UTF-8`}},
 		{"unknown flag", s.args("send", "--nope", "orders", `{"k":1}`), []string{"send: flag provided but not defined: -nope"}},
 		{"unknown global flag", []string{"--nope", "send"}, []string{"flag provided but not defined: -nope"}},
 		{"bad partition count", s.args("send", "--partitions", "0", "--key", "k", "orders", `{"k":1}`), []string{"--partitions 0 out of range"}},

@@ -15,7 +15,12 @@ type Compressor = core.Compressor
 // Codecs and compressors.
 var (
 	// MsgPack is the default codec. Struct fields are named by their
-	// `msgpack` tag, else their `json` tag, else their Go name.
+	// `msgpack` tag, else their `json` tag, else their Go name. A record
+	// with a string (a value or a map key) that is not UTF-8 is refused:
+	// MessagePack strings are UTF-8 text, and readers in other languages
+	// would fail on it or replace its bad bytes. Its send fails with
+	// ErrEncode and sends nothing; send bytes that are not text as a
+	// []byte (msgpack bin).
 	MsgPack = core.MsgPack
 	// JSON encodes records with encoding/json. A record with a string that
 	// is not UTF-8 is refused (encoding/json would replace its bad bytes

@@ -160,6 +160,51 @@ func TestSendEncodingErrorSendsNothing(t *testing.T) {
 	}
 }
 
+// With the default codec (msgpack) too, a record with a string that is not
+// UTF-8 is refused, as are headers with an empty name or a name or value
+// that is not UTF-8: readers in other languages would fail on them or get
+// other text. Nothing of the send is written; bytes sent as []byte pass.
+func TestSendRefusesTextThatIsNotUTF8(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	cat, c := newCatalog(t, core.Defaults{})
+	type rec struct {
+		K    string            `msgpack:"k"`
+		Note string            `msgpack:"note"`
+		Tags map[string]string `msgpack:"tags"`
+		Raw  []byte            `msgpack:"raw"`
+	}
+	s, err := Declare[rec](cat, "r", KeyField("k"), Partitions(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := func() {
+		t.Helper()
+		for p := range 2 {
+			if n := c.XLen(ctx, s.t.Core.PartitionKey(p)).Val(); n != 0 {
+				t.Fatalf("partition %d has %d entries after a refused send", p, n)
+			}
+		}
+	}
+	for _, bad := range []rec{{K: "a", Note: "caf\xe9"}, {K: "a", Tags: map[string]string{"caf\xe9": "x"}}, {K: "caf\xe9"}} {
+		ids, err := s.SendMany(ctx, []rec{{K: "ok"}, bad})
+		if !errors.Is(err, ErrEncode) || len(ids) != 0 || !strings.Contains(err.Error(), "not valid UTF-8") {
+			t.Fatalf("SendMany(%+v) = %v, %v; want ErrEncode (not valid UTF-8) and no IDs", bad, ids, err)
+		}
+		empty()
+	}
+	for _, h := range []Headers{{"": "v"}, {"caf\xe9": "v"}, {"n": "caf\xe9"}} {
+		ids, err := s.SendMessages(ctx, []Message[rec]{{Record: rec{K: "ok"}}, {Record: rec{K: "ok"}, Headers: h}})
+		if !errors.Is(err, ErrEncode) || len(ids) != 0 || !strings.Contains(err.Error(), "header") {
+			t.Fatalf("SendMessages(headers %q) = %v, %v; want ErrEncode about the header and no IDs", h, ids, err)
+		}
+		empty()
+	}
+	if _, err := s.Send(ctx, rec{K: "ok", Note: "café", Raw: []byte{0xe9, 0xff}}); err != nil {
+		t.Fatalf("text and bytes: %v", err)
+	}
+}
+
 func TestDeclare(t *testing.T) {
 	t.Parallel()
 	cat, _ := newCatalog(t, core.Defaults{})

@@ -2,9 +2,9 @@ package task
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"unicode/utf8"
+
+	streamcore "github.com/leatdev/leat/internal/core"
 )
 
 // MaxHeaderBytes bounds a task's headers, as the JSON object they are kept
@@ -23,16 +23,10 @@ const MaxHeaderBytes = 8 << 10
 // merge, the last winning for a name. Empty headers are none.
 func Headers(h map[string]string) EnqueueOption {
 	return enqueueFunc(func(s *enqueueSettings) error {
+		if err := streamcore.CheckHeaders(h); err != nil {
+			return err
+		}
 		for k, v := range h {
-			if k == "" {
-				return errors.New("a header name is empty")
-			}
-			if !utf8.ValidString(k) {
-				return fmt.Errorf("header name %q is not UTF-8", k)
-			}
-			if !utf8.ValidString(v) {
-				return fmt.Errorf("header %q: value %q is not UTF-8", k, v)
-			}
 			if s.headers == nil {
 				s.headers = map[string]string{}
 			}

@@ -22,7 +22,8 @@ type Codec interface {
 }
 
 // MsgPack is the default codec. Struct fields are named by their `msgpack`
-// tag, else their `json` tag, else their Go name.
+// tag, else their `json` tag, else their Go name. A record with a string
+// that is not UTF-8 is refused (CheckMsgpackText).
 var MsgPack Codec = msgpackCodec{}
 
 // JSON encodes records with encoding/json, refusing a string that is not
@@ -45,6 +46,9 @@ func (msgpackCodec) Marshal(v any) ([]byte, error) {
 	enc.SetCustomStructTag("json")
 	enc.UseCompactInts(true)
 	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	if err := CheckMsgpackText(buf.Bytes()); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -105,7 +109,12 @@ func (b *msgpackBatch) marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	end := b.buf.Len()
-	return b.buf.Bytes()[start:end:end], nil
+	out := b.buf.Bytes()[start:end:end]
+	if err := CheckMsgpackText(out); err != nil {
+		b.buf.Truncate(start)
+		return nil, err
+	}
+	return out, nil
 }
 
 func (b *msgpackBatch) close() { msgpack.PutEncoder(b.enc) }

@@ -2,10 +2,12 @@ package core
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Entry layout. An entry leat writes to a partition stream has these fields,
@@ -39,6 +41,24 @@ const (
 // Headers are string key/value pairs carried beside a record: trace context,
 // content type, attempt counts. Names are case-sensitive.
 type Headers map[string]string
+
+// CheckHeaders returns what is wrong with h: a name that is empty, or a
+// name or value that is not UTF-8 (a reader in another language would fail
+// on it, or get other text). Sends and task enqueues refuse such headers.
+func CheckHeaders(h map[string]string) error {
+	for k, v := range h {
+		if k == "" {
+			return errors.New("a header name is empty")
+		}
+		if !utf8.ValidString(k) {
+			return fmt.Errorf("header name %.40q is not UTF-8", k)
+		}
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("header %.40q: value %.40q is not UTF-8", k, v)
+		}
+	}
+	return nil
+}
 
 // Entry is one raw entry of a partition stream: the untyped form of an event.
 type Entry struct {

@@ -38,6 +38,9 @@ func (c *Core) EncodeJSON(data []byte, h Headers) (Entry, error) {
 	if c.fromJSON == nil {
 		return Entry{}, fmt.Errorf("stream %q cannot encode JSON records", c.def.Name)
 	}
+	if err := CheckHeaders(h); err != nil {
+		return Entry{}, err
+	}
 	e, err := c.fromJSON(data)
 	if err != nil {
 		return Entry{}, err

@@ -157,6 +157,9 @@ func (s *Typed[T]) encodeOne(r *T, h Headers, marshal func(any) ([]byte, error))
 	if err != nil {
 		return Entry{}, err
 	}
+	if err := CheckHeaders(h); err != nil {
+		return Entry{}, err
+	}
 	data, err := marshal(r)
 	if err != nil {
 		return Entry{}, err
