@@ -250,8 +250,7 @@ func TestSentinelGracefulFailover(t *testing.T) {
 	// master, a moment after the promotion: what it wrote until then went
 	// to the old master, and stays there.
 	redistest.Eventually(t, 30*time.Second, "the application's client on the new master", func() bool {
-		port, err := l.sender.ConfigGet(context.Background(), "port").Result()
-		return err == nil && "127.0.0.1:"+port["port"] == sn.Replica.Addr
+		return serverOf(l.sender) == sn.Replica.Addr
 	})
 	movedAt := time.Now()
 	t.Logf("the application's client moved %s after the promotion", movedAt.Sub(promotedAt))
@@ -278,7 +277,46 @@ func TestSentinelURL(t *testing.T) {
 	if !app.IsSentinelURL(url) || app.IsClusterURL(url) {
 		t.Fatalf("%s: a Sentinel URL, not a cluster URL", url)
 	}
-	a, err := app.New(app.Config{Name: "shop", RedisURL: url, Logger: testLogger(), Processing: fastOptions()})
+	processThroughFailover(t, sn, app.Config{RedisURL: url})
+}
+
+// A rediss:// Sentinel URL with the App's TLS settings reaches the
+// sentinel and the master with TLS, and so do leat's own connections,
+// through a failover too: one whose old master stays up and keeps its
+// clients, which leat's connections leave only by asking the sentinel
+// where the master is (over TLS).
+func TestSentinelURLWithTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sentinel test")
+	}
+	t.Parallel()
+	sn := redistest.StartSentinelTLS(t, true)
+	processThroughFailover(t, sn, app.Config{
+		RedisURL: "rediss://" + sn.Addr + "?master_name=" + redistest.SentinelMaster,
+		TLS:      app.TLSConfig{CAFile: sn.TLS.CA},
+	})
+}
+
+// serverOf returns the address of the server a command through c reaches
+// (its TLS port when it listens with TLS only), or the command's error.
+func serverOf(c redis.UniversalClient) string {
+	ports, err := c.ConfigGet(context.Background(), "*port").Result()
+	if err != nil {
+		return err.Error()
+	}
+	if p := ports["tls-port"]; p != "" && p != "0" {
+		return "127.0.0.1:" + p
+	}
+	return "127.0.0.1:" + ports["port"]
+}
+
+// processThroughFailover runs an App of cfg (its RedisURL a Sentinel URL of
+// sn) with a processor: records sent are processed, and so are those sent
+// after a failover, once the App's client is on the new master.
+func processThroughFailover(t *testing.T, sn *redistest.Sentinel, cfg app.Config) {
+	t.Helper()
+	cfg.Name, cfg.Logger, cfg.Processing = "shop", testLogger(), fastOptions()
+	a, err := app.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,8 +370,7 @@ func TestSentinelURL(t *testing.T) {
 	sn.Failover(t)
 	sn.WaitPromoted(t, 30*time.Second)
 	redistest.Eventually(t, 10*time.Second, "the App's client on the new master", func() bool {
-		port, err := a.Client().ConfigGet(context.Background(), "port").Result()
-		return err == nil && "127.0.0.1:"+port["port"] == sn.Replica.Addr
+		return serverOf(a.Client()) == sn.Replica.Addr
 	})
 	send(50, 100)
 	redistest.Eventually(t, 20*time.Second, "the records sent after the failover processed", processed(100))

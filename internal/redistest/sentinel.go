@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,7 +22,9 @@ const SentinelMaster = "leat"
 // started for one test (StartSentinel).
 type Sentinel struct {
 	Master, Replica *Server
-	Addr            string // the sentinel's host:port
+	Addr            string   // the sentinel's host:port
+	TLS             TLSFiles // with StartSentinelTLS: the certificates of all three
+	tls             *tls.Config
 	cmd             *exec.Cmd
 	exited          chan struct{}
 	dir             string
@@ -35,7 +38,25 @@ const sentinelDownAfter = time.Second
 // (quorum 1, down-after 1s) monitoring them as SentinelMaster, and stops
 // them when tb ends. It skips or fails tb like Start when redis-server is
 // missing.
-func StartSentinel(tb testing.TB) *Sentinel { return startSentinel(tb) }
+func StartSentinel(tb testing.TB) *Sentinel { return startSentinel(tb, nil) }
+
+// StartSentinelTLS is StartSentinel with TLS everywhere: the master, the
+// replica and the sentinel listen with TLS only (certificates from
+// GenerateTLS, in s.TLS; no client certificate asked), and replicate and
+// monitor over TLS. With stubborn, the master refuses to become a replica
+// (see StartSentinelStubbornMaster).
+func StartSentinelTLS(tb testing.TB, stubborn bool) *Sentinel {
+	tb.Helper()
+	files := GenerateTLS(tb)
+	if stubborn {
+		return startSentinel(tb, &files, stubbornMaster...)
+	}
+	return startSentinel(tb, &files)
+}
+
+// stubbornMaster are the arguments of a master that refuses to become a
+// replica.
+var stubbornMaster = []string{"--rename-command", "REPLICAOF", "", "--rename-command", "SLAVEOF", ""}
 
 // StartSentinelStubbornMaster is StartSentinel with a master that refuses
 // to become a replica (REPLICAOF and SLAVEOF renamed away): once the
@@ -43,30 +64,53 @@ func StartSentinel(tb testing.TB) *Sentinel { return startSentinel(tb) }
 // cut off from the sentinels but not from its clients would, and keeps the
 // clients that do not move.
 func StartSentinelStubbornMaster(tb testing.TB) *Sentinel {
-	return startSentinel(tb, "--rename-command", "REPLICAOF", "", "--rename-command", "SLAVEOF", "")
+	return startSentinel(tb, nil, stubbornMaster...)
 }
 
-func startSentinel(tb testing.TB, masterArgs ...string) *Sentinel {
+func startSentinel(tb testing.TB, files *TLSFiles, masterArgs ...string) *Sentinel {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		unavailable(tb, fmt.Errorf("redis-server not found in PATH"))
 	}
-	master, err := startServerArgs(masterArgs...)
+	s := &Sentinel{}
+	var tlsArgs []string
+	tlsConf := ""
+	if files != nil {
+		s.TLS = *files
+		if s.tls, err = files.Config(false); err != nil {
+			tb.Fatalf("redistest: %v", err)
+		}
+		tlsArgs = []string{"--tls-cert-file", files.ServerCert, "--tls-key-file", files.ServerKey,
+			"--tls-ca-cert-file", files.CA, "--tls-auth-clients", "no", "--tls-replication", "yes"}
+		tlsConf = fmt.Sprintf("tls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\ntls-auth-clients no\ntls-replication yes\n",
+			files.ServerCert, files.ServerKey, files.CA)
+	}
+	master, err := startServerTLS(s.tls, append(tlsArgs, masterArgs...)...)
 	if err != nil {
 		unavailable(tb, err)
 	}
 	tb.Cleanup(master.Stop)
-	replica, err := startServerArgs("--replicaof", "127.0.0.1", strconv.Itoa(master.port))
+	replica, err := startServerTLS(s.tls, append(tlsArgs, "--replicaof", "127.0.0.1", strconv.Itoa(master.port))...)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(replica.Stop)
-	waitNode(tb, replica.Addr, time.Now().Add(20*time.Second), func(ctx context.Context, nc *redis.Client) (bool, string) {
-		repl, err := nc.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(repl, "master_link_status:up"), "replica not in sync: " + repl
-	})
-	s := &Sentinel{Master: master, Replica: replica}
+	s.Master, s.Replica = master, replica
+	rc := redis.NewClient(s.options(replica.Addr))
+	defer rc.Close()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		repl, err := rc.Info(ctx, "replication").Result()
+		cancel()
+		if err == nil && strings.Contains(repl, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: replica not in sync: %s %v", repl, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if s.dir, err = os.MkdirTemp("", "leat-sentinel-"); err != nil {
 		tb.Fatal(err)
 	}
@@ -76,9 +120,13 @@ func startSentinel(tb testing.TB, masterArgs ...string) *Sentinel {
 		tb.Fatal(err)
 	}
 	s.Addr = "127.0.0.1:" + strconv.Itoa(port)
-	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s 127.0.0.1 %d 1\n"+
+	listen := fmt.Sprintf("port %d\n", port)
+	if files != nil {
+		listen = fmt.Sprintf("port 0\ntls-port %d\n", port)
+	}
+	conf := fmt.Sprintf("%sbind 127.0.0.1\ndir %s\n%ssentinel monitor %s 127.0.0.1 %d 1\n"+
 		"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 10000\n",
-		port, s.dir, SentinelMaster, master.port, SentinelMaster, sentinelDownAfter.Milliseconds(), SentinelMaster)
+		listen, s.dir, tlsConf, SentinelMaster, master.port, SentinelMaster, sentinelDownAfter.Milliseconds(), SentinelMaster)
 	path := filepath.Join(s.dir, "sentinel.conf") // the sentinel rewrites it
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		tb.Fatal(err)
@@ -91,7 +139,7 @@ func startSentinel(tb testing.TB, masterArgs ...string) *Sentinel {
 	s.exited = make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
 	// Ready once it knows the replica (it learns it from the master).
-	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
+	sc := redis.NewSentinelClient(s.options(s.Addr))
 	defer sc.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -109,7 +157,7 @@ func startSentinel(tb testing.TB, masterArgs ...string) *Sentinel {
 // Client returns a failover client of the sentinel's master, closed when tb
 // ends.
 func (s *Sentinel) Client(tb testing.TB) *redis.Client {
-	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: SentinelMaster, SentinelAddrs: []string{s.Addr}})
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: SentinelMaster, SentinelAddrs: []string{s.Addr}, TLSConfig: s.tls})
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -125,7 +173,7 @@ func (s *Sentinel) KillMaster() time.Time {
 // (SENTINEL FAILOVER) and returns when it was asked.
 func (s *Sentinel) Failover(tb testing.TB) time.Time {
 	tb.Helper()
-	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
+	sc := redis.NewSentinelClient(s.options(s.Addr))
 	defer sc.Close()
 	if err := sc.Failover(context.Background(), SentinelMaster).Err(); err != nil {
 		tb.Fatalf("redistest: SENTINEL FAILOVER: %v", err)
@@ -138,9 +186,9 @@ func (s *Sentinel) Failover(tb testing.TB) time.Time {
 // both.
 func (s *Sentinel) WaitPromoted(tb testing.TB, timeout time.Duration) time.Time {
 	tb.Helper()
-	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
+	sc := redis.NewSentinelClient(s.options(s.Addr))
 	defer sc.Close()
-	rc := redis.NewClient(&redis.Options{Addr: s.Replica.Addr})
+	rc := redis.NewClient(s.options(s.Replica.Addr))
 	defer rc.Close()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -156,6 +204,11 @@ func (s *Sentinel) WaitPromoted(tb testing.TB, timeout time.Duration) time.Time 
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// options are the options of a client of one of s's servers.
+func (s *Sentinel) options(addr string) *redis.Options {
+	return &redis.Options{Addr: addr, TLSConfig: s.tls, MaxRetries: -1, DialTimeout: time.Second}
 }
 
 func (s *Sentinel) stop() {
