@@ -60,6 +60,13 @@
 // The scripts that end tasks also count them per 10-second bucket, for the
 // throughput that package inspect reports ("leat inspect queue").
 //
+// A worker takes tasks with a script that marks them active in the step
+// that reads them; with none ready it waits in a blocking read of the
+// queue's streams (500ms at a time, so that a stopping worker returns
+// soon), and the entries that read returns are taken by the same script.
+// An idle queue costs each worker that blocking read twice a second and no
+// script: after a read that found nothing the next one goes out at once.
+//
 // # Pausing
 //
 // [Queue.Pause] stops every worker from starting the queue's tasks until

@@ -389,6 +389,7 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 	q := w.q
 	failures := 0
 	patient := true
+	idle := false                    // the last take was a blocking read that found nothing
 	wait := time.NewTimer(fetchWait) // await's, reused (Reset before each use)
 	wait.Stop()
 	defer wait.Stop()
@@ -399,7 +400,8 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 			continue
 		}
 		patient = true
-		got, err := w.take(ctx, n, quota)
+		got, err := w.take(ctx, n, quota, idle)
+		idle = err == nil && len(got) == 0
 		if errors.Is(err, taskrdb.ErrPaused) {
 			w.unreserve(n)
 			w.setPaused(true)
@@ -507,8 +509,13 @@ const readBlock = 500 * time.Millisecond
 // take fetches up to n tasks: a call whose reply was lost first (see
 // fetcher), then the tasks of entries a lost blocking read left pending,
 // then those ready at once in one script call, else it blocks on the ready
-// streams for a while.
-func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error) {
+// streams for a while. After a blocking read that found nothing (idle) the
+// script call is skipped: nothing was ready then, and whatever became ready
+// since is a new entry the next blocking read returns at once; an idle
+// queue costs its workers a blocking read per readBlock, not also a script.
+// (A paused or rate-limited queue holds back what such a read gives: see
+// the given call.)
+func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]taskrdb.Fetched, error) {
 	q := w.q
 	again, recover := w.toSendAgain()
 	if again != nil {
@@ -544,16 +551,18 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 		}
 		return taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, quota, n)
 	}
-	got, err := read(ctx, n, quota)
-	if heldBack(err) {
-		return nil, err
-	}
-	if err != nil {
-		w.sendAgain(read)
-		return nil, err
-	}
-	if len(got) > 0 {
-		return got, nil
+	if !idle {
+		got, err := read(ctx, n, quota)
+		if heldBack(err) {
+			return nil, err
+		}
+		if err != nil {
+			w.sendAgain(read)
+			return nil, err
+		}
+		if len(got) > 0 {
+			return got, nil
+		}
 	}
 	streams := make([]string, 0, 2*len(q.set.levels))
 	for l := range q.set.levels {
@@ -608,7 +617,7 @@ func (w *worker) take(ctx context.Context, n int, quota []int) ([]taskrdb.Fetche
 		}
 		return got, err
 	}
-	got, err = given(context.WithoutCancel(ctx), n, quota)
+	got, err := given(context.WithoutCancel(ctx), n, quota)
 	switch {
 	case heldBack(err), err == nil && len(got) < len(entries) && w.rated():
 		// Paused since the read, or over the queue's rate (its program's,
