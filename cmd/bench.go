@@ -70,8 +70,9 @@ func benchCommand() *cli.Command {
 			"pause of moved and unmoved partitions when a worker joins and stops gracefully.\n" +
 			"memory: worker RSS idle and draining (--wide partitions) and Redis bytes per entry\n" +
 			"of a 100-byte payload, leat against raw XADD. idle: Redis calls/s and connections of\n" +
-			"one idle worker over --wide partitions. process, produce+consume and tasks also show\n" +
-			"the Redis server's and this process's CPU µs per event or task.\n\n" +
+			"one idle worker over --wide partitions, and per queue of one with 10 idle task queues.\n" +
+			"process, produce+consume and tasks also show the Redis server's and this process's\n" +
+			"CPU µs per event or task.\n\n" +
 			"Each variant runs once per round, in an order that rotates from round to round; the\n" +
 			"table shows each figure's median and the ratios leat/baseline (for a rate, below 1\n" +
 			"is slower; for a latency, a size or a CPU cost, above 1 costs more).\n\n" +

@@ -288,9 +288,11 @@ func TestIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkResult(t, r, bench.BenchmarkIdle, bench.VariantLeat)
-	// A worker holds at least one connection and reads its partitions.
+	checkResult(t, r, bench.BenchmarkIdle, bench.VariantLeat, bench.VariantTaskQueues)
+	// A worker holds at least one connection and reads its partitions, or
+	// waits for its queues' tasks.
 	checkPositive(t, r, bench.VariantLeat, bench.FigureCalls, bench.FigureConnections)
+	checkPositive(t, r, bench.VariantTaskQueues, bench.FigureCallsPerQueue, bench.FigureConnections)
 	checkClean(t, c)
 }
 
