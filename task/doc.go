@@ -62,10 +62,13 @@
 //
 // A worker takes tasks with a script that marks them active in the step
 // that reads them; with none ready it waits in a blocking read of the
-// queue's streams (500ms at a time, so that a stopping worker returns
-// soon), and the entries that read returns are taken by the same script.
-// An idle queue costs each worker that blocking read twice a second and no
-// script: after a read that found nothing the next one goes out at once.
+// queue's streams, and the entries that read returns are taken by the same
+// script. The read waits up to 5s on a connection of the fetcher's own,
+// which a stop interrupts (CLIENT UNBLOCK); on Redis Cluster, or for a
+// Redis user that may not run CLIENT UNBLOCK, it waits 500ms at a time, so
+// that a stopping worker returns soon. An idle queue costs each worker that
+// blocking read and no script: after a read that found nothing the next one
+// goes out at once.
 //
 // # Pausing
 //

@@ -88,7 +88,8 @@ type worker struct {
 	done chan ended
 	// blk makes the blocking reads: a client that never sends a command
 	// twice (topology.SendOnce), so a read whose reply was lost is known.
-	blk redis.UniversalClient
+	blk        redis.UniversalClient
+	interrupts *interrupts // whether a stop can interrupt them (block.go)
 
 	mu       sync.Mutex
 	limit    int                 // concurrency
@@ -139,6 +140,7 @@ func (s *workerService) Run(ctx context.Context) error {
 	blk, closeBlk := topology.SendOnce(q.rdb, fetchers)
 	defer closeBlk()
 	w.blk = blk
+	w.interrupts = w.newInterrupts(ctx, blk)
 	w.readLimit(ctx)
 	runCtx, stopRunning := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRunning(errStopping)
@@ -389,7 +391,9 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 	q := w.q
 	failures := 0
 	patient := true
-	idle := false                    // the last take was a blocking read that found nothing
+	idle := false    // the last take was a blocking read that found nothing
+	var bc blockConn // this fetcher's connection for blocking reads
+	defer bc.reset()
 	wait := time.NewTimer(fetchWait) // await's, reused (Reset before each use)
 	wait.Stop()
 	defer wait.Stop()
@@ -400,7 +404,7 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 			continue
 		}
 		patient = true
-		got, err := w.take(ctx, n, quota, idle)
+		got, err := w.take(ctx, n, quota, idle, &bc)
 		idle = err == nil && len(got) == 0
 		if errors.Is(err, taskrdb.ErrPaused) {
 			w.unreserve(n)
@@ -503,7 +507,8 @@ func (w *worker) await(ctx context.Context, short bool, patient *bool, t *time.T
 	}
 }
 
-// readBlock bounds a blocking read, so a stopping worker returns soon.
+// readBlock bounds a blocking read that a stop cannot interrupt (see
+// block.go), so a stopping worker returns soon.
 const readBlock = 500 * time.Millisecond
 
 // take fetches up to n tasks: a call whose reply was lost first (see
@@ -515,7 +520,7 @@ const readBlock = 500 * time.Millisecond
 // queue costs its workers a blocking read per readBlock, not also a script.
 // (A paused or rate-limited queue holds back what such a read gives: see
 // the given call.)
-func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]taskrdb.Fetched, error) {
+func (w *worker) take(ctx context.Context, n int, quota []int, idle bool, bc *blockConn) ([]taskrdb.Fetched, error) {
 	q := w.q
 	again, recover := w.toSendAgain()
 	if again != nil {
@@ -575,10 +580,10 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 		return nil, ctx.Err()
 	}
 	// Not cancelled by ctx: a read cut short could leave entries read but
-	// not marked; the block is short instead.
-	res, err := w.blk.XReadGroup(context.WithoutCancel(ctx), &redis.XReadGroupArgs{
-		Group: taskrdb.Group, Consumer: q.worker, Streams: streams, Count: int64(n), Block: readBlock,
-	}).Result()
+	// not marked; a stop interrupts it, or the block is short (block.go).
+	res, err := w.blockingRead(ctx, bc, &redis.XReadGroupArgs{
+		Group: taskrdb.Group, Consumer: q.worker, Streams: streams, Count: int64(n),
+	})
 	if errors.Is(err, redis.Nil) {
 		w.leaveGiven()
 		return nil, nil
