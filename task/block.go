@@ -60,10 +60,21 @@ func (w *worker) newInterrupts(ctx context.Context, blk redis.UniversalClient) *
 		return &interrupts{}
 	}
 	it := &interrupts{client: c}
-	if err := w.q.rdb.ClientUnblock(ctx, 0).Err(); err != nil {
+	if err := w.q.rdb.ClientUnblock(ctx, 0).Err(); refused(err) {
 		w.noInterrupts(it, "CLIENT UNBLOCK", err)
 	}
 	return it
+}
+
+// refused reports whether err is the server refusing a command for good:
+// the Redis user may not run it (ACL), or the server (or a proxy) does not
+// know it. Other errors (a connection lost, a server restarting) pass.
+func refused(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "noperm") || strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand")
 }
 
 // noInterrupts turns interruptible reads off, saying why: a warning when
@@ -98,9 +109,10 @@ func (w *worker) blockingRead(ctx context.Context, b *blockConn, args *redis.XRe
 		id, err := b.conn.ClientID(ctx).Result()
 		if err != nil {
 			b.reset()
-			if ctx.Err() == nil {
-				w.noInterrupts(it, "CLIENT ID", err)
+			if !refused(err) {
+				return nil, err
 			}
+			w.noInterrupts(it, "CLIENT ID", err)
 			return nil, redis.Nil // read nothing: the next read blocks for readBlock
 		}
 		b.id = id
