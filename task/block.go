@@ -3,10 +3,14 @@ package task
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
+	"github.com/leatdev/leat/app"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -77,13 +81,22 @@ func refused(err error) bool {
 	return strings.Contains(msg, "noperm") || strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand")
 }
 
-// noInterrupts turns interruptible reads off, saying why: a warning when
-// the Redis user may not run command (what to grant), else a note.
+// noInterruptsSaid holds the Apps whose logs said that blocking reads
+// cannot be interrupted. The keys do not keep Apps alive.
+var noInterruptsSaid sync.Map // weak.Pointer[app.App] -> struct{}
+
+// noInterrupts turns interruptible reads off, saying why once per App: a
+// warning when the Redis user may not run command (what to grant), else a
+// note.
 func (w *worker) noInterrupts(it *interrupts, command string, err error) {
 	if it.off.Swap(true) {
 		return
 	}
-	cost := "a blocking read every 500ms instead of every 5s while the queue is idle"
+	cost := "a blocking read every 500ms instead of every 5s while a queue is idle"
+	if _, said := noInterruptsSaid.LoadOrStore(weak.Make(w.q.app), struct{}{}); said {
+		return // once per App, whatever its queues
+	}
+	runtime.AddCleanup(w.q.app, func(k weak.Pointer[app.App]) { noInterruptsSaid.Delete(k) }, weak.Make(w.q.app))
 	if strings.Contains(err.Error(), "NOPERM") {
 		w.q.log.Warn("the Redis user may not run a command that interrupts blocking reads",
 			"command", command, "cost", cost, "grant", "+"+strings.ToLower(strings.ReplaceAll(command, " ", "|")), "error", err)

@@ -121,8 +121,9 @@ func monitor(t *testing.T, fn func(line string)) (stop func()) {
 }
 
 // A Redis user that may not run CLIENT UNBLOCK (the common +@all
-// -@dangerous) still runs the queue's tasks: its idle workers block 500ms at
-// a time, so a stop still returns soon, and one warning says what to grant.
+// -@dangerous) still runs the queues' tasks: their idle fetchers block 500ms
+// at a time, so a stop still returns soon, and one warning, however many
+// queues, says what to grant.
 func TestIdleQueueWithoutClientUnblock(t *testing.T) {
 	t.Parallel()
 	prefix := redistest.Prefix(t)
@@ -136,6 +137,9 @@ func TestIdleQueueWithoutClientUnblock(t *testing.T) {
 	defer a.Close()
 	q, err := task.Handle(a, "idle", func(ctx context.Context, tk *task.Task[int]) (int, error) { return tk.Payload, nil })
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := task.Handle(a, "other", func(ctx context.Context, tk *task.Task[int]) (int, error) { return 0, nil }); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
