@@ -250,7 +250,7 @@ func TestSentinelGracefulFailover(t *testing.T) {
 	// master, a moment after the promotion: what it wrote until then went
 	// to the old master, and stays there.
 	redistest.Eventually(t, 30*time.Second, "the application's client on the new master", func() bool {
-		return serverOf(l.sender) == sn.Replica.Addr
+		return redistest.ServerOf(l.sender) == sn.Replica.Addr
 	})
 	movedAt := time.Now()
 	t.Logf("the application's client moved %s after the promotion", movedAt.Sub(promotedAt))
@@ -295,19 +295,6 @@ func TestSentinelURLWithTLS(t *testing.T) {
 		RedisURL: "rediss://" + sn.Addr + "?master_name=" + redistest.SentinelMaster,
 		TLS:      app.TLSConfig{CAFile: sn.TLS.CA},
 	})
-}
-
-// serverOf returns the address of the server a command through c reaches
-// (its TLS port when it listens with TLS only), or the command's error.
-func serverOf(c redis.UniversalClient) string {
-	ports, err := c.ConfigGet(context.Background(), "*port").Result()
-	if err != nil {
-		return err.Error()
-	}
-	if p := ports["tls-port"]; p != "" && p != "0" {
-		return "127.0.0.1:" + p
-	}
-	return "127.0.0.1:" + ports["port"]
 }
 
 // processThroughFailover runs an App of cfg (its RedisURL a Sentinel URL of
@@ -370,7 +357,7 @@ func processThroughFailover(t *testing.T, sn *redistest.Sentinel, cfg app.Config
 	sn.Failover(t)
 	sn.WaitPromoted(t, 30*time.Second)
 	redistest.Eventually(t, 10*time.Second, "the App's client on the new master", func() bool {
-		return serverOf(a.Client()) == sn.Replica.Addr
+		return redistest.ServerOf(a.Client()) == sn.Replica.Addr
 	})
 	send(50, 100)
 	redistest.Eventually(t, 20*time.Second, "the records sent after the failover processed", processed(100))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -612,12 +613,12 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	if err != nil && ctx.Err() == nil {
 		// Read the idle partitions rather than trust a wait that failed.
 		f.markAll(states)
-		if isUnsupported(err) {
+		if topology.Unsupported(err) {
 			f.log.Info("server cannot interrupt blocking reads (CLIENT ID/UNBLOCK); polling idle partitions instead", "error", err)
 			b.disable()
 			return
 		}
-		if isDenied(err) { // CLIENT ID
+		if topology.Denied(err) { // CLIENT ID
 			f.denied("CLIENT ID", err)
 			b.disable()
 			return
@@ -632,10 +633,6 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 // so that a new partition or a shutdown waits at most this long.
 const maxUninterruptible = 250 * time.Millisecond
 
-// isDenied reports whether err is the server refusing a command to the
-// Redis user (ACL).
-func isDenied(err error) bool { return err != nil && strings.Contains(err.Error(), "NOPERM") }
-
 // probeUnblock finds out, before the first blocking read, whether the Redis
 // user may run CLIENT UNBLOCK (of client 0, which does not exist: the
 // answer is 0, or NOPERM).
@@ -645,9 +642,9 @@ func (f *fetcher) probeUnblock(ctx context.Context, b *blocker) {
 	}
 	err := f.e.client.ClientUnblock(ctx, 0).Err()
 	switch {
-	case isDenied(err):
+	case topology.Denied(err):
 		f.denied("CLIENT UNBLOCK", err)
-	case err != nil && isUnsupported(err):
+	case err != nil && topology.Unsupported(err):
 		b.disable()
 	}
 }
@@ -662,15 +659,9 @@ func (f *fetcher) denied(command string, err error) {
 		f.log.Warn("the Redis user may not run a command that interrupts blocking reads: polling idle partitions while others have events",
 			"command", command,
 			"cost", "a read of each idle partition every 50ms instead of one blocking read",
-			"grant", "+"+strings.ToLower(strings.ReplaceAll(command, " ", "|")),
+			"grant", topology.Grant(command),
 			"error", err)
 	})
-}
-
-// isUnsupported reports whether err says the server does not know a command.
-func isUnsupported(err error) bool {
-	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "unknown subcommand") || strings.Contains(msg, "unknown command")
 }
 
 func (f *fetcher) markAll(states []*fetchState) {
@@ -709,7 +700,7 @@ func (f *fetcher) interrupt(ctx context.Context) {
 				break
 			}
 			n, err := f.e.client.ClientUnblock(ctx, id).Result()
-			if isDenied(err) {
+			if topology.Denied(err) {
 				f.denied("CLIENT UNBLOCK", err)
 			}
 			if err != nil || n == 1 {

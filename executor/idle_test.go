@@ -2,7 +2,6 @@ package executor
 
 import (
 	"bufio"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -33,40 +32,19 @@ type commandCounter struct {
 
 func countCommands(t *testing.T, s *redistest.Server) *commandCounter {
 	t.Helper()
-	conn, err := net.Dial("tcp", s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	rd := bufio.NewReader(conn)
-	if l, err := rd.ReadString('\n'); err != nil || l != "+OK\r\n" {
-		t.Fatalf("MONITOR: %q %v", l, err)
-	}
 	cc := &commandCounter{byCmd: map[string]int{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			line, err := rd.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if strings.Contains(line, " lua]") {
-				continue
-			}
-			cc.n.Add(1)
-			if _, rest, ok := strings.Cut(line, "] \""); ok {
-				name, _, _ := strings.Cut(rest, "\"")
-				cc.mu.Lock()
-				cc.byCmd[strings.ToLower(name)]++
-				cc.mu.Unlock()
-			}
+	cc.stop = redistest.Monitor(t, s.Addr, func(line string) {
+		if strings.Contains(line, " lua]") {
+			return
 		}
-	}()
-	cc.stop = func() { conn.Close(); <-done }
-	t.Cleanup(cc.stop)
+		cc.n.Add(1)
+		if _, rest, ok := strings.Cut(line, "] \""); ok {
+			name, _, _ := strings.Cut(rest, "\"")
+			cc.mu.Lock()
+			cc.byCmd[strings.ToLower(name)]++
+			cc.mu.Unlock()
+		}
+	})
 	return cc
 }
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"weak"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -70,16 +70,10 @@ func (w *worker) newInterrupts(ctx context.Context, blk redis.UniversalClient) *
 	return it
 }
 
-// refused reports whether err is the server refusing a command for good:
-// the Redis user may not run it (ACL), or the server (or a proxy) does not
-// know it. Other errors (a connection lost, a server restarting) pass.
-func refused(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "noperm") || strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand")
-}
+// refused reports whether err is the server refusing a command for good
+// (topology.Denied, topology.Unsupported). Other errors (a connection lost,
+// a server restarting) pass.
+func refused(err error) bool { return topology.Denied(err) || topology.Unsupported(err) }
 
 // noInterruptsSaid holds the Apps whose logs said that blocking reads
 // cannot be interrupted. The keys do not keep Apps alive.
@@ -97,9 +91,9 @@ func (w *worker) noInterrupts(it *interrupts, command string, err error) {
 		return // once per App, whatever its queues
 	}
 	runtime.AddCleanup(w.q.app, func(k weak.Pointer[app.App]) { noInterruptsSaid.Delete(k) }, weak.Make(w.q.app))
-	if strings.Contains(err.Error(), "NOPERM") {
+	if topology.Denied(err) {
 		w.q.log.Warn("the Redis user may not run a command that interrupts blocking reads",
-			"command", command, "cost", cost, "grant", "+"+strings.ToLower(strings.ReplaceAll(command, " ", "|")), "error", err)
+			"command", command, "cost", cost, "grant", topology.Grant(command), "error", err)
 		return
 	}
 	w.q.log.Info("the server cannot interrupt blocking reads", "command", command, "cost", cost, "error", err)

@@ -1,10 +1,8 @@
 package task_test
 
 import (
-	"bufio"
 	"context"
 	"log/slog"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -41,7 +39,11 @@ func TestIdleQueueCost(t *testing.T) {
 
 	var mu sync.Mutex
 	reads, fetches := 0, 0 // blocking reads, and fetch scripts taking ready tasks
-	stop := monitor(t, func(line string) {
+	u, err := url.Parse(redistest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := redistest.Monitor(t, u.Host, func(line string) {
 		if !strings.Contains(line, e.prefix+":") || strings.Contains(line, " lua]") {
 			return
 		}
@@ -82,42 +84,6 @@ func TestIdleQueueCost(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("the worker did not stop within 2s: its blocking reads (5s) were not interrupted")
 	}
-}
-
-// monitor sends each command the shared server runs to fn (MONITOR) until
-// the returned stop is called.
-func monitor(t *testing.T, fn func(line string)) (stop func()) {
-	t.Helper()
-	u, err := url.Parse(redistest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	rd := bufio.NewReader(conn)
-	if l, err := rd.ReadString('\n'); err != nil || l != "+OK\r\n" {
-		t.Fatalf("MONITOR: %q %v", l, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			line, err := rd.ReadString('\n')
-			if err != nil {
-				return
-			}
-			fn(line)
-		}
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { conn.Close(); <-done }) }
-	t.Cleanup(stop)
-	return stop
 }
 
 // A Redis user that may not run CLIENT UNBLOCK (the common +@all

@@ -206,6 +206,24 @@ func (s *Sentinel) WaitPromoted(tb testing.TB, timeout time.Duration) time.Time 
 	}
 }
 
+// ServerOf returns the address (127.0.0.1:PORT, the TLS port of a server
+// that listens with TLS only) of the server a command through c reaches, or
+// the command's error: which server of a Sentinel setup a client is on.
+func ServerOf(c interface {
+	ConfigGet(ctx context.Context, parameter string) *redis.MapStringStringCmd
+}) string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ports, err := c.ConfigGet(ctx, "*port").Result()
+	if err != nil {
+		return err.Error()
+	}
+	if p := ports["tls-port"]; p != "" && p != "0" {
+		return "127.0.0.1:" + p
+	}
+	return "127.0.0.1:" + ports["port"]
+}
+
 // options are the options of a client of one of s's servers.
 func (s *Sentinel) options(addr string) *redis.Options {
 	return &redis.Options{Addr: addr, TLSConfig: s.tls, MaxRetries: -1, DialTimeout: time.Second}

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -95,4 +96,24 @@ func refused(err error) bool {
 	}
 	var oe *net.OpError
 	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// Denied reports whether err is the server refusing a command to the Redis
+// user (ACL: NOPERM).
+func Denied(err error) bool { return err != nil && strings.Contains(err.Error(), "NOPERM") }
+
+// Unsupported reports whether err says the server (or a proxy in front of
+// it) does not know a command.
+func Unsupported(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "unknown subcommand") || strings.Contains(msg, "unknown command")
+}
+
+// Grant returns the ACL rule that allows command ("CLIENT UNBLOCK" gives
+// "+client|unblock"), for messages that say what to grant.
+func Grant(command string) string {
+	return "+" + strings.ToLower(strings.ReplaceAll(command, " ", "|"))
 }

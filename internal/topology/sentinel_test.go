@@ -10,19 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// serverOf returns the address of the server a command through c reaches.
-func serverOf(c interface {
-	ConfigGet(context.Context, string) *redis.MapStringStringCmd
-}) string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	port, err := c.ConfigGet(ctx, "port").Result()
-	if err != nil {
-		return err.Error()
-	}
-	return "127.0.0.1:" + port["port"]
-}
-
 // The copies of a Sentinel client (their pooled connections, a connection
 // held out of the pool, copies of copies) leave an old master that stays up
 // and keeps its clients, once the sentinel names another: as the client
@@ -43,7 +30,7 @@ func TestCopiesFollowTheMaster(t *testing.T) {
 	for name, c := range map[string]interface {
 		ConfigGet(context.Context, string) *redis.MapStringStringCmd
 	}{"copy": copied, "copy of the copy": once.(*redis.Client), "held connection": held, "application client": app} {
-		if got := serverOf(c); got != sn.Master.Addr {
+		if got := redistest.ServerOf(c); got != sn.Master.Addr {
 			t.Fatalf("%s on %s before the failover, want the master %s", name, got, sn.Master.Addr)
 		}
 	}
@@ -51,22 +38,22 @@ func TestCopiesFollowTheMaster(t *testing.T) {
 	sn.Failover(t)
 	sn.WaitPromoted(t, 30*time.Second)
 	redistest.Eventually(t, 10*time.Second, "the application client on the new master", func() bool {
-		return serverOf(app) == sn.Replica.Addr
+		return redistest.ServerOf(app) == sn.Replica.Addr
 	})
 	for name, c := range map[string]interface {
 		ConfigGet(context.Context, string) *redis.MapStringStringCmd
 	}{"copy": copied, "copy of the copy": once.(*redis.Client)} {
-		redistest.Eventually(t, 10*time.Second, name+" on the new master", func() bool { return serverOf(c) == sn.Replica.Addr })
+		redistest.Eventually(t, 10*time.Second, name+" on the new master", func() bool { return redistest.ServerOf(c) == sn.Replica.Addr })
 	}
 	// A connection held out of the pool is closed under its holder: its
 	// next command fails, and the next one it takes is to the new master.
-	redistest.Eventually(t, 10*time.Second, "the held connection closed", func() bool { return serverOf(held) != sn.Master.Addr })
-	if got := serverOf(held); got == sn.Replica.Addr {
+	redistest.Eventually(t, 10*time.Second, "the held connection closed", func() bool { return redistest.ServerOf(held) != sn.Master.Addr })
+	if got := redistest.ServerOf(held); got == sn.Replica.Addr {
 		t.Fatalf("a closed connection reached %s", got)
 	}
 	again := copied.Conn()
 	defer again.Close()
-	if got := serverOf(again); got != sn.Replica.Addr {
+	if got := redistest.ServerOf(again); got != sn.Replica.Addr {
 		t.Fatalf("a new connection of the copy reached %s, want the new master %s", got, sn.Replica.Addr)
 	}
 	// The old master is still up and still a master.
