@@ -63,12 +63,16 @@
 // A worker takes tasks with a script that marks them active in the step
 // that reads them; with none ready it waits in a blocking read of the
 // queue's streams, and the entries that read returns are taken by the same
-// script. The read waits up to 5s on a connection of the fetcher's own,
-// which a stop interrupts (CLIENT UNBLOCK); on Redis Cluster, or for a
-// Redis user that may not run CLIENT UNBLOCK, it waits 500ms at a time, so
-// that a stopping worker returns soon. An idle queue costs each worker that
-// blocking read and no script: after a read that found nothing the next one
-// goes out at once.
+// script. On a single server (standalone or Sentinel) the idle queues of an
+// App wait in one blocking read of all their streams, up to 5s at a time,
+// on one connection, which a queue turning idle or stopping interrupts
+// (CLIENT UNBLOCK); they also share one subscription to their channels
+// (cancellations, resumes). An idle App so costs a blocked connection, a
+// subscribed one and a read every 5s, whatever its queues. On Redis
+// Cluster, or for a Redis user that may not run CLIENT UNBLOCK, each queue
+// waits in reads of its own, 500ms at a time, so that a stopping worker
+// returns soon. After a read that found nothing no script runs: the next
+// read goes out at once.
 //
 // # Pausing
 //

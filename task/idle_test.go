@@ -2,8 +2,10 @@ package task_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
 )
 
 // An idle queue costs each of its workers one blocking read per 5 seconds
@@ -74,15 +77,21 @@ func TestIdleQueueCost(t *testing.T) {
 		t.Fatalf("a task enqueued while idle: %v %v", res, err)
 	}
 	time.Sleep(200 * time.Millisecond) // the fetchers block again
+	stopsWithin(t, stopWorker, 2*time.Second, "its blocking reads (5s) were not interrupted")
+}
+
+// stopsWithin calls stop and fails t unless it returned nil within d.
+func stopsWithin(t *testing.T, stop func() error, d time.Duration, why string) {
+	t.Helper()
 	stopped := make(chan error, 1)
-	go func() { stopped <- stopWorker() }()
+	go func() { stopped <- stop() }()
 	select {
 	case err := <-stopped:
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("the worker did not stop within 2s: its blocking reads (5s) were not interrupted")
+	case <-time.After(d):
+		t.Fatalf("the worker did not stop within %s: %s", d, why)
 	}
 }
 
@@ -108,10 +117,7 @@ func TestIdleQueueWithoutClientUnblock(t *testing.T) {
 	if _, err := task.Handle(a, "other", func(ctx context.Context, tk *task.Task[int]) (int, error) { return 0, nil }); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- a.Run(ctx) }()
-	defer cancel()
+	stopWorker := (&env{t: t}).run(a)
 	for n := range 2 {
 		id, err := q.Enqueue(ctxT(t), n)
 		if err != nil {
@@ -122,17 +128,124 @@ func TestIdleQueueWithoutClientUnblock(t *testing.T) {
 		}
 		time.Sleep(time.Second) // idle: the fetchers block
 	}
-	cancel()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("the worker did not stop within 2s")
-	}
+	stopsWithin(t, stopWorker, 2*time.Second, "its blocking reads could not be interrupted but should last 500ms")
 	if n := strings.Count(logs.String(), "may not run a command that interrupts blocking reads"); n != 1 ||
 		!strings.Contains(logs.String(), `command="CLIENT UNBLOCK"`) || !strings.Contains(logs.String(), "grant=+client|unblock") {
 		t.Errorf("%d warnings about CLIENT UNBLOCK, want 1: %s", n, logs.String())
 	}
+}
+
+// The task queues of an App share its idle cost: one blocking read for all
+// of them (one blocked connection, at most one read per 5s) and one
+// subscription to all their channels, where each queue had a blocked
+// connection and a subscription of its own. A task enqueued on any of them
+// while they wait is read at once, and a stop interrupts the shared read.
+func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
+	e := newEnv(t)
+	opt, err := redis.ParseURL(redistest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "idle-" + strings.ReplaceAll(e.prefix, ":", "-")
+	opt.ClientName = name
+	c := redis.NewClient(opt)
+	defer c.Close()
+	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const queues = 6
+	qs := make([]*task.Queue[int, int], queues)
+	for i := range qs {
+		if qs[i], err = task.Handle(a, fmt.Sprintf("q%d", i), func(ctx context.Context, tk *task.Task[int]) (int, error) {
+			return tk.Payload, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopWorker := e.run(a)
+	ctx := ctxT(t)
+	// The queues turn idle one after the other: each one waiting joins the
+	// read in flight.
+	for i, q := range qs {
+		id, err := q.Enqueue(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := q.Result(ctx, id); err != nil || res != i {
+			t.Fatalf("queue %d: %v %v", i, res, err)
+		}
+	}
+	// blocked and subscribed connections of the worker, and the channels
+	// of the subscribed ones
+	clients := func() (blocked, subscribed, channels int) {
+		list, err := e.client.ClientList(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(list, "\n") {
+			if !strings.Contains(line, " name="+name+" ") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				switch {
+				case f == "cmd=xreadgroup" && strings.Contains(line, " flags=b "):
+					blocked++
+				case strings.HasPrefix(f, "sub="):
+					if n, _ := strconv.Atoi(f[len("sub="):]); n > 0 {
+						subscribed++
+						channels += n
+					}
+				}
+			}
+		}
+		return blocked, subscribed, channels
+	}
+	eventually(t, 10*time.Second, "one blocked connection and one subscription to every queue's channel", func() bool {
+		b, s, ch := clients()
+		return b == 1 && s == 1 && ch == queues
+	})
+
+	var mu sync.Mutex
+	reads := 0
+	u, err := url.Parse(redistest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := redistest.Monitor(t, u.Host, func(line string) {
+		if strings.Contains(line, e.prefix+":") && !strings.Contains(line, " lua]") &&
+			strings.Contains(line, `"xreadgroup"`) && strings.Contains(line, `"block"`) {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+		}
+	})
+	time.Sleep(2500 * time.Millisecond)
+	stop()
+	mu.Lock()
+	r := reads
+	mu.Unlock()
+	if r > 1 {
+		t.Errorf("%d queues idle for 2.5s: %d blocking reads, want one at most (5s each, for all)", queues, r)
+	}
+	if b, s, ch := clients(); b != 1 || s != 1 || ch != queues {
+		t.Errorf("idle: %d blocked connections, %d subscribed (to %d channels), want 1, 1 (to %d)", b, s, ch, queues)
+	}
+
+	// Each queue in turn, while all wait: its task runs well before the
+	// shared read's 5s would end.
+	for i, q := range qs {
+		id, err := q.Enqueue(ctx, 10+i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		res, err := q.Result(wctx, id)
+		cancel()
+		if err != nil || res != 10+i {
+			t.Fatalf("queue %d, enqueued while every queue waited: %v %v", i, res, err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // waiting again
+	stopsWithin(t, stopWorker, 2*time.Second, "the shared read (5s) was not interrupted")
 }

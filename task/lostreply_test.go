@@ -82,16 +82,19 @@ func TestFetchReplyLost(t *testing.T) {
 //     never sends it again, retries on or off: its reply is read raw)
 //     hands out the tasks of its first run again, not the next ones;
 //   - after a lost blocking read the worker takes the tasks of the entries
-//     pending with it that it never took.
+//     pending with it that it never took; when the read was shared by
+//     several idle queues, each of them recovers, and reads again.
 func TestLostFetchReplies(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		busy    bool // the task comes while another runs: a script read takes it
 		retries int  // the app client's MaxRetries (-1: none)
+		shared  bool // a second queue, idle, shares the blocking read
 	}{
-		{"blocking read", false, 0},
-		{"script read, client retries on", true, 0},
-		{"script read, client retries off", true, -1},
+		{"blocking read", false, 0, false},
+		{"blocking read shared by two queues", false, 0, true},
+		{"script read, client retries on", true, 0, false},
+		{"script read, client retries off", true, -1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -123,6 +126,11 @@ func TestLostFetchReplies(t *testing.T) {
 			}
 			if _, err := task.Handle(a, "jobs", handler, task.Concurrency(1), task.Visibility(5*time.Minute)); err != nil {
 				t.Fatal(err)
+			}
+			if tc.shared {
+				if _, err := task.Handle(a, "more", handler, task.Visibility(5*time.Minute)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			// Enqueued through a direct client: only the worker's link
 			// goes through the proxy.
@@ -167,6 +175,21 @@ func TestLostFetchReplies(t *testing.T) {
 			})
 			if proxy.Cuts() != 1 {
 				t.Fatalf("%d replies cut, want 1: the test lost no fetch reply", proxy.Cuts())
+			}
+			if tc.shared {
+				// the other queue, whose wait the lost reply ended too
+				more, err := task.Declare[job, out](direct, "more")
+				if err != nil {
+					t.Fatal(err)
+				}
+				id, err := more.Enqueue(ctx, job{N: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+				if res, err := more.Result(ctx, id); err != nil || res.Double != 4 {
+					t.Fatalf("a task of the other queue after the lost reply: %v %v", res, err)
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()

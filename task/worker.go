@@ -14,7 +14,6 @@ import (
 
 	streamcore "github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/taskrdb"
-	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -86,10 +85,9 @@ type worker struct {
 	s    *workerService
 	q    *core
 	done chan ended
-	// blk makes the blocking reads: a client that never sends a command
-	// twice (topology.SendOnce), so a read whose reply was lost is known.
-	blk        redis.UniversalClient
-	interrupts *interrupts // whether a stop can interrupt them (block.go)
+	// share is what the App's task queue workers share: the blocking
+	// reads and the subscription (block.go, hub.go).
+	share *share
 
 	mu       sync.Mutex
 	limit    int                 // concurrency
@@ -114,6 +112,8 @@ type worker struct {
 	givens int           // blocking reads and given calls outstanding
 	owns   int           // recoveries under way or waiting for the givens
 	gate   chan struct{} // closed and replaced when either count falls
+
+	reading chan struct{} // closed when the blocking read under way ends (nil: none)
 }
 
 // Run runs the queue's share of an app worker until ctx is done.
@@ -137,10 +137,8 @@ func (s *workerService) Run(ctx context.Context) error {
 		active: map[string]*running{}, freed: make(chan struct{}, 1), resumed: make(chan struct{}),
 		gate: make(chan struct{}),
 	}
-	blk, closeBlk := topology.SendOnce(q.rdb, fetchers)
-	defer closeBlk()
-	w.blk = blk
-	w.interrupts = w.newInterrupts(ctx, blk)
+	w.share = acquireShare(ctx, q)
+	defer w.share.release()
 	w.readLimit(ctx)
 	runCtx, stopRunning := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRunning(errStopping)
@@ -391,9 +389,7 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 	q := w.q
 	failures := 0
 	patient := true
-	idle := false    // the last take was a blocking read that found nothing
-	var bc blockConn // this fetcher's connection for blocking reads
-	defer bc.reset()
+	idle := false                    // the last take was a blocking read that found nothing
 	wait := time.NewTimer(fetchWait) // await's, reused (Reset before each use)
 	wait.Stop()
 	defer wait.Stop()
@@ -404,7 +400,7 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 			continue
 		}
 		patient = true
-		got, err := w.take(ctx, n, quota, idle, &bc)
+		got, err := w.take(ctx, n, quota, idle)
 		idle = err == nil && len(got) == 0
 		if errors.Is(err, taskrdb.ErrPaused) {
 			w.unreserve(n)
@@ -520,7 +516,7 @@ const readBlock = 500 * time.Millisecond
 // queue costs its workers a blocking read per readBlock, not also a script.
 // (A paused or rate-limited queue holds back what such a read gives: see
 // the given call.)
-func (w *worker) take(ctx context.Context, n int, quota []int, idle bool, bc *blockConn) ([]taskrdb.Fetched, error) {
+func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]taskrdb.Fetched, error) {
 	q := w.q
 	again, recover := w.toSendAgain()
 	if again != nil {
@@ -569,21 +565,16 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool, bc *bl
 			return got, nil
 		}
 	}
-	streams := make([]string, 0, 2*len(q.set.levels))
+	streams := make([]string, 0, len(q.set.levels))
 	for l := range q.set.levels {
 		streams = append(streams, q.ks.TaskStream(q.name, l))
-	}
-	for range q.set.levels {
-		streams = append(streams, ">")
 	}
 	if !w.enterGiven(ctx) {
 		return nil, ctx.Err()
 	}
 	// Not cancelled by ctx: a read cut short could leave entries read but
 	// not marked; a stop interrupts it, or the block is short (block.go).
-	res, err := w.blockingRead(ctx, bc, &redis.XReadGroupArgs{
-		Group: taskrdb.Group, Consumer: q.worker, Streams: streams, Count: int64(n),
-	})
+	res, err := w.blockingRead(ctx, streams, n)
 	if errors.Is(err, redis.Nil) {
 		w.leaveGiven()
 		return nil, nil
@@ -607,6 +598,13 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool, bc *bl
 			}
 			entries = append(entries, e)
 		}
+	}
+	if len(entries) > n {
+		// The read took up to n entries per level (or, through the App's
+		// reader, per stream of any queue): the rest stay pending here,
+		// taken first by the next call.
+		entries = entries[:n]
+		w.setRecover()
 	}
 	if len(entries) == 0 {
 		w.leaveGiven()
@@ -948,33 +946,24 @@ func (w *worker) readLimit(ctx context.Context) {
 // the fetchers of a paused queue when it is resumed, and those waiting out a
 // rate window when the live rate changes.
 func (w *worker) listen(ctx context.Context) {
-	sub := w.blk.Subscribe(ctx, w.q.ks.TaskCancel(w.q.name))
-	defer sub.Close()
-	ch := sub.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			if m.Payload == taskrdb.ResumeMessage {
-				w.readRate(ctx) // a live rate changed, maybe: known before the fetchers wake
-				w.mu.Lock()
-				close(w.resumed) // wakes every fetcher
-				w.resumed = make(chan struct{})
-				w.mu.Unlock()
-				continue
-			}
+	unsubscribe := w.share.hub.subscribe(ctx, w.q.ks.TaskCancel(w.q.name), func(payload string) {
+		if payload == taskrdb.ResumeMessage {
+			w.readRate(ctx) // a live rate changed, maybe: known before the fetchers wake
 			w.mu.Lock()
-			r := w.active[m.Payload]
+			close(w.resumed) // wakes every fetcher
+			w.resumed = make(chan struct{})
 			w.mu.Unlock()
-			if r != nil {
-				r.cancel(ErrCancelled)
-			}
+			return
 		}
-	}
+		w.mu.Lock()
+		r := w.active[payload]
+		w.mu.Unlock()
+		if r != nil {
+			r.cancel(ErrCancelled)
+		}
+	})
+	<-ctx.Done()
+	unsubscribe()
 }
 
 // sleep waits d or until ctx is done.
