@@ -152,10 +152,10 @@ type Worker struct {
 	Queues    []TaskWorker `json:"queues"` // the task queues it works for
 }
 
-// TaskWorkerAlive is how recently Redis must have seen a task worker read
-// or claim on a queue's ready streams for it to count as alive: a worker's
-// fetchers read at least every half second while it has free slots, and it
-// claims its running tasks' entries again at least every second.
+// TaskWorkerAlive is how recently a task worker must have been heard of for
+// it to count as alive: a running worker beats every second in each of its
+// queues' workers sets, idle or not, and claims its running tasks' entries
+// again at least every second (a read that gives it entries counts too).
 const TaskWorkerAlive = 5 * time.Second
 
 // TaskWorker is one worker of a task queue, as the consumer of its name in
@@ -169,11 +169,10 @@ type TaskWorker struct {
 	// acknowledged: the tasks it runs, or those it took before it died
 	// (reclaimed by the leader after the visibility timeout).
 	Running int64 `json:"running"`
-	// Alive reports whether Redis saw it read or claim within
-	// TaskWorkerAlive.
+	// Alive reports whether it was heard of (a beat, a read that gave it
+	// entries, a claim) within TaskWorkerAlive.
 	Alive bool `json:"alive"`
-	// IdleMS is the time since Redis last saw it read or claim, on any
-	// level, in milliseconds.
+	// IdleMS is the time since it was last heard of, in milliseconds.
 	IdleMS int64 `json:"idle_ms"`
 }
 

@@ -128,7 +128,7 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 		}
 		fin, _ := taskrdb.FinishedKeys(i.k.TaskFinishedPrefix(d.Name), now, fiveMinutes)
 		qk[j] = rdb.QueueKeys{Counts: i.k.TaskCounts(d.Name), Levels: levels, Group: taskrdb.Group, Finished: fin, Config: i.k.TaskConfig(d.Name),
-			Leader: i.k.LeaderOf(keys.TaskLease(d.Name))}
+			Leader: i.k.LeaderOf(keys.TaskLease(d.Name)), Workers: i.k.TaskWorkers(d.Name)}
 	}
 	states, err := rdb.Queues(ctx, i.c, qk)
 	if err != nil {
@@ -166,7 +166,7 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 			}
 		}
 		r.Throughput = Throughput{LastMinute: rate(last, now.Sub(start1)), LastFiveMinute: rate(all, now.Sub(start5))}
-		r.Workers = taskWorkers(d.Name, st.Levels, i.alive)
+		r.Workers = taskWorkers(d.Name, st, now, i.alive)
 		if st.Leader != "" {
 			r.Leader = lease.Holder(st.Leader)
 		}
@@ -194,19 +194,26 @@ func limitOf(n int, window time.Duration) *RateLimit {
 	return &RateLimit{Tasks: n, WindowMS: window.Milliseconds()}
 }
 
-// taskWorkers returns the workers of queue from the consumers of its ready
-// streams: those seen within alive, and those with entries delivered.
-func taskWorkers(queue string, levels []rdb.QueueLevel, alive time.Duration) []TaskWorker {
+// taskWorkers returns the workers of queue from its workers' beats and the
+// consumers of its ready streams: those heard of within alive (a beat, a
+// read or a claim), and those with entries delivered.
+func taskWorkers(queue string, st rdb.QueueState, now time.Time, alive time.Duration) []TaskWorker {
 	byName := map[string]*TaskWorker{}
-	for _, l := range levels {
+	heard := func(name string, idle int64) *TaskWorker {
+		w := byName[name]
+		if w == nil {
+			w = &TaskWorker{Worker: name, Queue: queue, IdleMS: idle}
+			byName[name] = w
+		}
+		w.IdleMS = min(w.IdleMS, idle)
+		return w
+	}
+	for name, ms := range st.Beats {
+		heard(name, max(now.UnixMilli()-ms, 0))
+	}
+	for _, l := range st.Levels {
 		for _, c := range l.Consumers {
-			w := byName[c.Name]
-			if w == nil {
-				w = &TaskWorker{Worker: c.Name, Queue: queue, IdleMS: c.Idle.Milliseconds()}
-				byName[c.Name] = w
-			}
-			w.Running += c.Pending
-			w.IdleMS = min(w.IdleMS, c.Idle.Milliseconds())
+			heard(c.Name, c.Idle.Milliseconds()).Running += c.Pending
 		}
 	}
 	out := []TaskWorker{}

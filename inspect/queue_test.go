@@ -182,8 +182,8 @@ func TestQueueFigures(t *testing.T) {
 }
 
 // The workers of a task queue are the consumers of its ready streams: each
-// with the tasks delivered to it, alive while Redis saw it read or claim
-// within TaskWorkerAlive; one that stopped is listed while it has tasks
+// with the tasks delivered to it, alive while Redis saw a read give it
+// entries or a claim within TaskWorkerAlive; one that stopped is listed while it has tasks
 // delivered (to be reclaimed), then no more. The overview lists them with
 // their worker, merged with its executors, the leader marked; a queue's
 // report names its own leader.

@@ -253,7 +253,7 @@ var (
 	queueDeliveredAgeDesc = prometheus.NewDesc("leat_task_queue_oldest_delivered_age_seconds",
 		"Age of the queue's oldest entry delivered to a worker and not acknowledged (XPENDING summary); 0 when none.", []string{"queue"}, nil)
 	queueWorkersDesc = prometheus.NewDesc("leat_task_queue_workers",
-		"Workers of the queue that Redis saw read or claim within the last 5 seconds (inspect.TaskWorkerAlive); 0: nobody runs its tasks.",
+		"Workers of the queue heard of within the last 5 seconds (inspect.TaskWorkerAlive: a running worker beats every second); 0: nobody runs its tasks.",
 		[]string{"queue"}, nil)
 	queuePausedDesc = prometheus.NewDesc("leat_task_queue_paused",
 		"1 while the queue is paused (task.Queue.Pause: its workers start none of its tasks), else 0.", []string{"queue"}, nil)

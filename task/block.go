@@ -388,6 +388,10 @@ type share struct {
 	reader   *reader // nil where blocking reads cannot be interrupted
 	off      atomic.Bool
 	hub      *hub
+	queues   []*core       // those whose workers run (shares.mu)
+	beatStop chan struct{} // closed to stop the beat (beat.go)
+	beatDone chan struct{} // closed when it stopped
+	beating  sync.Mutex    // held by a beat, so a worker leaving is not noted alive again
 }
 
 var shares = struct {
@@ -396,18 +400,29 @@ var shares = struct {
 }{m: map[*app.App]*share{}}
 
 // acquireShare returns the share of q's App, made by the first worker to
-// run; release it when the worker ends.
+// run, after a first beat of q's worker; release it when the worker ends.
 func acquireShare(ctx context.Context, q *core) *share {
+	s := shareOf(ctx, q)
+	if err := beatOnce(ctx, []*core{q}); err != nil && ctx.Err() == nil {
+		q.log.Warn("task worker beat failed", "error", err)
+	}
+	return s
+}
+
+// shareOf returns the share of q's App with q among its queues.
+func shareOf(ctx context.Context, q *core) *share {
 	shares.mu.Lock()
 	defer shares.mu.Unlock()
 	if s := shares.m[q.app]; s != nil {
 		s.refs++
+		s.queues = append(s.queues, q)
 		return s
 	}
 	// blk never sends a command twice (topology.SendOnce), so a read whose
 	// reply was lost is known; a connection per queue for the reads that
 	// cannot be interrupted, one for the reader, one for the subscription.
-	s := &share{app: q.app, refs: 1}
+	s := &share{app: q.app, refs: 1, queues: []*core{q}, beatStop: make(chan struct{}), beatDone: make(chan struct{})}
+	go s.beat(s.beatStop)
 	s.blk, s.closeBlk = topology.SendOnce(q.rdb, len(Handled(q.app))+2)
 	s.hub = newHub(s.blk, q.app.Logger())
 	if c, ok := s.blk.(*redis.Client); ok {
@@ -427,15 +442,24 @@ func acquireShare(ctx context.Context, q *core) *share {
 	return s
 }
 
-// release ends a worker's use of s, closing it after the last.
-func (s *share) release() {
+// release ends the use of s by q's worker, which leaves the queue's
+// workers; the last closes s.
+func (s *share) release(q *core) {
 	shares.mu.Lock()
+	s.queues = slices.DeleteFunc(s.queues, func(o *core) bool { return o == q })
 	s.refs--
 	last := s.refs == 0
 	if last {
 		delete(shares.m, s.app)
 	}
 	shares.mu.Unlock()
+	if last {
+		close(s.beatStop)
+		<-s.beatDone
+	}
+	s.beating.Lock()
+	leave(q)
+	s.beating.Unlock()
 	if !last {
 		return
 	}

@@ -14,7 +14,8 @@ import (
 
 // TestNoKeysLeft: after a run and the retention period, the only keys of
 // the queue left are its ready stream, counters and the bounded dead set
-// with its tasks; results are kept for exactly the retention.
+// with its tasks, and, while a worker runs, its workers set (gone when the
+// worker stops); results are kept for exactly the retention.
 func TestNoKeysLeft(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
@@ -35,7 +36,7 @@ func TestNoKeysLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.run(a)
+	stop := e.run(a)
 	ps := make([]job, 200)
 	for i := range ps {
 		ps[i] = job{N: i}
@@ -58,7 +59,7 @@ func TestNoKeysLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	ks := keys.New(e.prefix, "shop")
-	allowed := []string{ks.TaskStream("mem", 0), ks.TaskCounts("mem"), ks.TaskDead("mem")}
+	allowed := []string{ks.TaskStream("mem", 0), ks.TaskCounts("mem"), ks.TaskDead("mem"), ks.TaskWorkers("mem")}
 	var left []string
 	iter := e.client.Scan(ctx, 0, ks.TaskPattern("mem"), 1000).Iterator()
 	for iter.Next(ctx) {
@@ -79,6 +80,12 @@ func TestNoKeysLeft(t *testing.T) {
 	}
 	if n, _ := e.client.XLen(ctx, ks.TaskStream("mem", 0)).Result(); n != 0 {
 		t.Fatalf("%d entries left in the ready stream", n)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.client.Exists(ctx, ks.TaskWorkers("mem")).Val(); n != 0 {
+		t.Fatal("the workers set outlived the last worker")
 	}
 	if ttl := e.client.PTTL(ctx, ks.TaskPrefix("mem")+scanOneDead(t, e)).Val(); ttl <= 0 || ttl > time.Hour {
 		t.Fatalf("a dead task's TTL is %s", ttl)

@@ -138,7 +138,7 @@ func (s *workerService) Run(ctx context.Context) error {
 		gate: make(chan struct{}),
 	}
 	w.share = acquireShare(ctx, q)
-	defer w.share.release()
+	defer w.share.release(q)
 	w.readLimit(ctx)
 	runCtx, stopRunning := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRunning(errStopping)

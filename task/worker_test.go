@@ -412,3 +412,53 @@ func TestBusyWorkerStaysSeen(t *testing.T) {
 		t.Fatalf("inspect: %+v %v: want w1 alive, running 1", r, err)
 	}
 }
+
+// An idle worker stays alive to the inspector (and the workers metric) for
+// as long as it runs, past inspect.TaskWorkerAlive, though Redis marks a
+// consumer as seen only when a read gives it entries or a claim takes
+// some: it beats in the queue's workers set. One that never ran a task is
+// listed too, and one that stops is gone at once.
+func TestIdleWorkerStaysAlive(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	handler := func(ctx context.Context, tk *task.Task[job]) (out, error) { return out{}, nil }
+	a := e.app("w1")
+	q, err := task.Handle(a, "quiet", handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	id, err := q.Enqueue(ctx, job{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	b := e.app("w2")
+	if _, err := task.Handle(b, "quiet", handler); err != nil {
+		t.Fatal(err)
+	}
+	stopB := e.run(b)
+	in := inspect.New(e.client, e.prefix, "shop")
+	workers := func() []inspect.TaskWorker {
+		r, err := in.Queue(ctx, "quiet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Workers
+	}
+	eventually(t, 10*time.Second, "w2 running", func() bool { return len(workers()) == 2 })
+	for end := time.Now().Add(inspect.TaskWorkerAlive + 2*time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		ws := workers()
+		if len(ws) != 2 || ws[0].Worker != "w1" || ws[1].Worker != "w2" || !ws[0].Alive || !ws[1].Alive {
+			t.Fatalf("idle workers %+v: want w1 and w2, alive", ws)
+		}
+	}
+	if err := stopB(); err != nil {
+		t.Fatal(err)
+	}
+	if ws := workers(); len(ws) != 1 || ws[0].Worker != "w1" {
+		t.Fatalf("after w2 stopped: %+v, want w1 alone", ws)
+	}
+}

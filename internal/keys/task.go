@@ -85,6 +85,12 @@ func (s Space) TaskQueueRate(queue string) string { return s.key("tqrate", s.tas
 // ms it was paused at), which fetch.lua checks.
 func (s Space) TaskConfig(queue string) string { return s.key("tconf", s.taskTag(queue)) }
 
+// TaskWorkers is the sorted set of the workers running a queue: member =
+// worker ID, score = its last beat in Unix milliseconds (server time;
+// every second while it runs, removed when it stops; no TTL, members
+// silent for 10 minutes are dropped when another worker starts).
+func (s Space) TaskWorkers(queue string) string { return s.key("tworkers", s.taskTag(queue)) }
+
 // TaskCron is the hash of the last fired tick of each cron schedule of a
 // queue: field = schedule name, value = "tick-ms:term" (no TTL).
 func (s Space) TaskCron(queue string) string { return s.key("tcron", s.taskTag(queue)) }

@@ -18,6 +18,7 @@ type QueueKeys struct {
 	Finished []string // finished-task counters to read
 	Config   string   // hash of live settings (taskrdb.PausedField, RateField, ConcurrencyField)
 	Leader   string   // the lease of the queue's leader (keys.Space.LeaderOf)
+	Workers  string   // sorted set of the running workers' last beats (keys.Space.TaskWorkers)
 }
 
 // QueueState is what Redis says of one task queue.
@@ -35,6 +36,9 @@ type QueueState struct {
 	// Leader is the value of the queue's leader lease (a random token and
 	// the holder's worker ID); "" when no worker holds it.
 	Leader string
+	// Beats are the last beats of the workers running the queue, in Unix
+	// ms of the server's clock, by worker ID.
+	Beats map[string]int64
 }
 
 // QueueLevel is what Redis says of one ready stream of a task queue.
@@ -51,17 +55,17 @@ type QueueLevel struct {
 	OldestReadyID string
 	// Consumers are the group's consumers on this stream, the workers that
 	// read it (XINFO CONSUMERS): entries pending with each, and how long
-	// since Redis last saw it read or claim there.
+	// since Redis last saw a read give it entries or a claim there.
 	Consumers []redis.XInfoConsumer
 }
 
 // Queues reads the state of task queues in two pipelined round trips: first
 // HGETALL of the counts, XINFO GROUPS, XPENDING (summary form) and XINFO
-// CONSUMERS of each ready stream, MGET of the finished-task counters and GET
-// of the leader lease;
+// CONSUMERS of each ready stream, MGET of the finished-task counters, GET
+// of the leader lease and ZRANGE of the workers' beats;
 // then XRANGE with COUNT 1 from each stream's last delivered ID. Every
 // command is O(1) or O(log N) per key but MGET, O(counters), and XINFO
-// CONSUMERS, O(workers); nothing scans. A missing stream or group reads as
+// CONSUMERS and ZRANGE, O(workers); nothing scans. A missing stream or group reads as
 // empty.
 func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]QueueState, error) {
 	type level struct {
@@ -74,6 +78,7 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 	counts := make([]*redis.MapStringStringCmd, len(qs))
 	live := make([]*redis.SliceCmd, len(qs))
 	leaders := make([]*redis.StringCmd, len(qs))
+	beats := make([]*redis.ZSliceCmd, len(qs))
 	finished := make([]*redis.SliceCmd, len(qs))
 	levels := make([][]level, len(qs))
 	for i, q := range qs {
@@ -86,6 +91,9 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 		}
 		if q.Leader != "" {
 			leaders[i] = pipe.Get(ctx, q.Leader)
+		}
+		if q.Workers != "" {
+			beats[i] = pipe.ZRangeWithScores(ctx, q.Workers, 0, -1)
 		}
 		levels[i] = make([]level, len(q.Levels))
 		for l, k := range q.Levels {
@@ -125,6 +133,17 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 				return nil, fmt.Errorf("GET %s: %w", q.Leader, err)
 			}
 			st.Leader = v
+		}
+		if beats[i] != nil {
+			zs, err := beats[i].Result()
+			if err != nil {
+				return nil, fmt.Errorf("ZRANGE %s: %w", q.Workers, err)
+			}
+			st.Beats = make(map[string]int64, len(zs))
+			for _, z := range zs {
+				w, _ := z.Member.(string)
+				st.Beats[w] = int64(z.Score)
+			}
 		}
 		if finished[i] != nil {
 			vs, err := finished[i].Result()

@@ -1,0 +1,75 @@
+package task
+
+import (
+	"context"
+	"time"
+
+	"github.com/leatdev/leat/internal/taskrdb"
+)
+
+// A running worker beats every second in each of its queues' workers sets
+// (keys.Space.TaskWorkers), all its queues in one pipeline, and leaves them
+// when it stops: that is how the inspector knows it is alive while it is
+// idle, since Redis (7.0) marks a consumer as seen only when a read gives
+// it entries or a claim takes some.
+
+// beatEvery is how often a running worker beats.
+const beatEvery = time.Second
+
+// beat beats for the share's queues every beatEvery until stop is closed.
+func (s *share) beat(stop <-chan struct{}) {
+	defer close(s.beatDone)
+	t := time.NewTicker(beatEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.beating.Lock()
+		shares.mu.Lock()
+		qs := append([]*core(nil), s.queues...)
+		shares.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), beatEvery)
+		err := beatOnce(ctx, qs)
+		cancel()
+		s.beating.Unlock()
+		if err != nil && !failing {
+			s.app.Logger().Warn("task workers' beat failed: the inspector may count them dead while it fails", "error", err)
+		}
+		failing = err != nil
+	}
+}
+
+// beatOnce beats for qs in one pipeline, loading the script when the
+// server does not have it.
+func beatOnce(ctx context.Context, qs []*core) error {
+	if len(qs) == 0 {
+		return nil
+	}
+	c := qs[0].rdb
+	for try := 0; ; try++ {
+		pipe := c.Pipeline()
+		for _, q := range qs {
+			taskrdb.BeatCmd(ctx, pipe, q.ks.TaskWorkers(q.name), q.worker)
+		}
+		_, err := pipe.Exec(ctx)
+		if try > 0 || !taskrdb.IsNoScript(err) {
+			return err
+		}
+		if err := taskrdb.LoadBeat(ctx, c); err != nil {
+			return err
+		}
+	}
+}
+
+// leave removes q's worker from the queue's workers set: it stopped.
+func leave(q *core) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := q.rdb.ZRem(ctx, q.ks.TaskWorkers(q.name), q.worker).Err(); err != nil {
+		q.log.Warn("leaving the queue's workers failed: the inspector counts this worker alive a few seconds more", "error", err)
+	}
+}
