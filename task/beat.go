@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
 )
 
 // A running worker beats every second in each of its queues' workers sets
@@ -33,7 +34,7 @@ func (s *share) beat(stop <-chan struct{}) {
 		qs := append([]*core(nil), s.queues...)
 		shares.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), beatEvery)
-		err := beatOnce(ctx, qs)
+		err := beatOnce(ctx, s.bg, qs)
 		cancel()
 		s.beating.Unlock()
 		if err != nil && !failing {
@@ -43,13 +44,12 @@ func (s *share) beat(stop <-chan struct{}) {
 	}
 }
 
-// beatOnce beats for qs in one pipeline, loading the script when the
+// beatOnce beats for qs in one pipeline on c, loading the script when the
 // server does not have it.
-func beatOnce(ctx context.Context, qs []*core) error {
+func beatOnce(ctx context.Context, c redis.UniversalClient, qs []*core) error {
 	if len(qs) == 0 {
 		return nil
 	}
-	c := qs[0].rdb
 	for try := 0; ; try++ {
 		pipe := c.Pipeline()
 		for _, q := range qs {
@@ -65,11 +65,11 @@ func beatOnce(ctx context.Context, qs []*core) error {
 	}
 }
 
-// leave removes q's worker from the queue's workers set: it stopped.
-func leave(q *core) {
+// leaveWorkers removes q's worker from the queue's workers set, on c: it stopped.
+func leaveWorkers(c redis.UniversalClient, q *core) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := q.rdb.ZRem(ctx, q.ks.TaskWorkers(q.name), q.worker).Err(); err != nil {
+	if err := c.ZRem(ctx, q.ks.TaskWorkers(q.name), q.worker).Err(); err != nil {
 		q.log.Warn("leaving the queue's workers failed: the inspector counts this worker alive a few seconds more", "error", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 	"weak"
 
@@ -47,21 +46,17 @@ const unblockAgain = 10 * time.Millisecond
 
 // reader makes the blocking reads of an App's task queues (see above).
 type reader struct {
-	client *redis.Client         // the App's blocking client (share.blk)
-	admin  redis.UniversalClient // sends CLIENT UNBLOCK: the App's client
-	off    func(command string, err error)
-	group  string // the consumer group and consumer: the same for every
-	name   string // queue of an App
+	off   func(command string, err error)
+	group string // the consumer group and consumer: the same for every
+	name  string // queue of an App
 
-	mu      sync.Mutex
+	// u.mu guards the fields below too.
+	u       unblockable
 	waiting []*blockReq   // fetchers waiting, the read in flight's first
 	reading int           // how many of waiting the read in flight serves
-	ended   chan struct{} // closed when the read in flight ends
-	kicked  bool          // CLIENT UNBLOCK is being sent for it
 	more    chan struct{} // a fetcher started waiting (1 buffered)
 	stop    chan struct{} // closed by close
 	done    chan struct{} // closed when run returns
-	id      int64         // CLIENT ID of the read's connection
 }
 
 // blockReq is a fetcher's wait for new entries of its queue's streams.
@@ -76,7 +71,7 @@ type blockReq struct {
 
 func newReader(client *redis.Client, admin redis.UniversalClient, consumer string, off func(string, error)) *reader {
 	r := &reader{
-		client: client, admin: admin, off: off, group: taskrdb.Group, name: consumer,
+		u: unblockable{client: client, admin: admin}, off: off, group: taskrdb.Group, name: consumer,
 		more: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go r.run()
@@ -86,10 +81,10 @@ func newReader(client *redis.Client, admin redis.UniversalClient, consumer strin
 // close stops the reader once no fetcher waits; a read in flight is
 // interrupted.
 func (r *reader) close() {
-	r.mu.Lock()
+	r.u.mu.Lock()
 	close(r.stop)
-	r.kick()
-	r.mu.Unlock()
+	r.u.kick()
+	r.u.mu.Unlock()
 	<-r.done
 }
 
@@ -99,10 +94,10 @@ func (r *reader) close() {
 // returned, if anything, is returned.
 func (r *reader) read(ctx context.Context, streams []string, n int64) ([]redis.XStream, error) {
 	q := &blockReq{streams: streams, n: n, done: make(chan struct{})}
-	r.mu.Lock()
+	r.u.mu.Lock()
 	r.waiting = append(r.waiting, q)
-	r.kick() // the read in flight does not read streams: read again
-	r.mu.Unlock()
+	r.u.kick() // the read in flight does not read streams: read again
+	r.u.mu.Unlock()
 	select {
 	case r.more <- struct{}{}:
 	default:
@@ -112,72 +107,38 @@ func (r *reader) read(ctx context.Context, streams []string, n int64) ([]redis.X
 		return q.res, q.err
 	case <-ctx.Done():
 	}
-	r.mu.Lock()
+	r.u.mu.Lock()
 	select {
 	case <-q.done:
-		r.mu.Unlock()
+		r.u.mu.Unlock()
 		return q.res, q.err
 	default:
 	}
 	if i := slices.Index(r.waiting, q); i >= r.reading {
 		r.waiting = slices.Delete(r.waiting, i, i+1)
-		r.mu.Unlock()
+		r.u.mu.Unlock()
 		return nil, redis.Nil
 	}
 	q.leaving = true
-	r.kick()
-	r.mu.Unlock()
+	r.u.kick()
+	r.u.mu.Unlock()
 	<-q.done
 	return q.res, q.err
-}
-
-// kick interrupts the read in flight, if any (r.mu is held): CLIENT
-// UNBLOCK, sent again every unblockAgain until the read ended.
-func (r *reader) kick() {
-	if r.ended == nil || r.kicked {
-		return
-	}
-	r.kicked = true
-	ended, id := r.ended, r.id
-	go func() {
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = r.admin.ClientUnblock(ctx, id).Err()
-			cancel()
-			select {
-			case <-ended:
-				return
-			case <-time.After(unblockAgain):
-			}
-		}
-	}()
 }
 
 // run reads for the fetchers waiting until close.
 func (r *reader) run() {
 	defer close(r.done)
-	var conn *redis.Conn
-	defer func() {
-		if conn != nil {
-			_ = conn.Close()
-		}
-	}()
+	defer r.u.reset()
 	failures := 0
 	for {
-		r.mu.Lock()
-		for len(r.waiting) == 0 {
-			r.mu.Unlock()
-			select {
-			case <-r.stop:
-				return
-			case <-r.more:
-			}
-			r.mu.Lock()
+		if !r.u.await(func() bool { return len(r.waiting) == 0 }, r.stop, r.more) {
+			return
 		}
 		select {
 		case <-r.stop:
 			r.finish(len(r.waiting), nil, redis.Nil)
-			r.mu.Unlock()
+			r.u.mu.Unlock()
 			return
 		default:
 		}
@@ -202,63 +163,51 @@ func (r *reader) run() {
 		served := len(chosen)
 		r.waiting = append(chosen, later...)
 		r.reading = served
-		r.mu.Unlock()
+		r.u.mu.Unlock()
 
-		if conn == nil {
-			conn = r.client.Conn()
-			id, err := conn.ClientID(context.Background()).Result()
-			if err != nil {
-				_ = conn.Close()
-				conn = nil
-				r.mu.Lock()
-				if refused(err) {
-					r.off("CLIENT ID", err)
-					r.finish(served, nil, redis.Nil) // they read again, each for itself
-				} else {
-					r.finish(served, nil, err)
-				}
-				r.mu.Unlock()
-				failures++
-				r.pause(failures)
-				continue
+		if err := r.u.ready(context.Background()); err != nil {
+			r.u.mu.Lock()
+			if refused(err) {
+				r.off("CLIENT ID", err)
+				r.finish(served, nil, redis.Nil) // they read again, each for itself
+			} else {
+				r.finish(served, nil, err)
 			}
-			r.mu.Lock()
-			r.id = id
-			r.mu.Unlock()
+			r.u.mu.Unlock()
+			failures++
+			pause(r.stop, failures)
+			continue
 		}
-		r.mu.Lock()
-		r.ended, r.kicked = make(chan struct{}), false
+		r.u.mu.Lock()
+		r.u.begin()
 		if len(r.waiting) > served || slices.ContainsFunc(r.waiting[:served], func(q *blockReq) bool { return q.leaving }) {
-			r.kick() // waiting since the streams were chosen
+			r.u.kick() // waiting since the streams were chosen
 		}
 		select {
 		case <-r.stop:
-			r.kick()
+			r.u.kick()
 		default:
 		}
-		r.mu.Unlock()
-		res, err := conn.XReadGroup(context.Background(), &redis.XReadGroupArgs{
+		r.u.mu.Unlock()
+		res, err := r.u.conn.XReadGroup(context.Background(), &redis.XReadGroupArgs{
 			Group: r.group, Consumer: r.name, Streams: readArgs(streams), Count: count, Block: idleBlock,
 		}).Result()
-		r.mu.Lock()
-		close(r.ended)
-		r.ended = nil
+		r.u.mu.Lock()
+		r.u.end(err)
 		switch {
 		case errors.Is(err, redis.Nil):
 			failures = 0
 			r.finish(served, nil, redis.Nil)
 		case err != nil:
-			_ = conn.Close()
-			conn = nil
 			r.finish(served, nil, err) // each worker recovers what it may have read
 		default:
 			failures = 0
 			r.finish(served, res, nil)
 		}
-		r.mu.Unlock()
+		r.u.mu.Unlock()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			failures++
-			r.pause(failures)
+			pause(r.stop, failures)
 		}
 	}
 }
@@ -299,13 +248,13 @@ func (r *reader) finish(served int, res []redis.XStream, err error) {
 	r.reading = 0
 }
 
-// pause waits after a failure before the next read: 100ms per failure in
-// a row, up to 2s, or until close.
-func (r *reader) pause(failures int) {
+// pause waits after a failure before the next blocking command: 100ms per
+// failure in a row, up to 2s, or until stop is closed.
+func pause(stop <-chan struct{}, failures int) {
 	t := time.NewTimer(min(time.Duration(failures)*100*time.Millisecond, 2*time.Second))
 	defer t.Stop()
 	select {
-	case <-r.stop:
+	case <-stop:
 	case <-t.C:
 	}
 }
@@ -361,8 +310,8 @@ func (w *worker) blockingRead(ctx context.Context, streams []string, n int) ([]r
 		w.mu.Unlock()
 		close(ended)
 	}()
-	if r := w.share.reader; r != nil && !w.share.off.Load() {
-		return r.read(ctx, streams, int64(n))
+	if w.share.interruptible() {
+		return w.share.reader.read(ctx, streams, int64(n))
 	}
 	args := &redis.XReadGroupArgs{Group: taskrdb.Group, Consumer: w.q.worker, Streams: readArgs(streams), Count: int64(n), Block: readBlock}
 	return w.share.blk.XReadGroup(context.WithoutCancel(ctx), args).Result()
@@ -375,97 +324,4 @@ func readArgs(streams []string) []string {
 		out = append(out, ">")
 	}
 	return out
-}
-
-// share is what the task queue workers of an App share while any runs:
-// the client of their blocking reads and cancel subscription, the reader,
-// the subscription.
-type share struct {
-	app      *app.App
-	refs     int // workers running (shares.mu)
-	blk      redis.UniversalClient
-	closeBlk func()
-	reader   *reader // nil where blocking reads cannot be interrupted
-	off      atomic.Bool
-	hub      *hub
-	queues   []*core       // those whose workers run (shares.mu)
-	beatStop chan struct{} // closed to stop the beat (beat.go)
-	beatDone chan struct{} // closed when it stopped
-	beating  sync.Mutex    // held by a beat, so a worker leaving is not noted alive again
-}
-
-var shares = struct {
-	mu sync.Mutex
-	m  map[*app.App]*share
-}{m: map[*app.App]*share{}}
-
-// acquireShare returns the share of q's App, made by the first worker to
-// run, after a first beat of q's worker; release it when the worker ends.
-func acquireShare(ctx context.Context, q *core) *share {
-	s := shareOf(ctx, q)
-	if err := beatOnce(ctx, []*core{q}); err != nil && ctx.Err() == nil {
-		q.log.Warn("task worker beat failed", "error", err)
-	}
-	return s
-}
-
-// shareOf returns the share of q's App with q among its queues.
-func shareOf(ctx context.Context, q *core) *share {
-	shares.mu.Lock()
-	defer shares.mu.Unlock()
-	if s := shares.m[q.app]; s != nil {
-		s.refs++
-		s.queues = append(s.queues, q)
-		return s
-	}
-	// blk never sends a command twice (topology.SendOnce), so a read whose
-	// reply was lost is known; a connection per queue for the reads that
-	// cannot be interrupted, one for the reader, one for the subscription.
-	s := &share{app: q.app, refs: 1, queues: []*core{q}, beatStop: make(chan struct{}), beatDone: make(chan struct{})}
-	go s.beat(s.beatStop)
-	s.blk, s.closeBlk = topology.SendOnce(q.rdb, len(Handled(q.app))+2)
-	s.hub = newHub(s.blk, q.app.Logger())
-	if c, ok := s.blk.(*redis.Client); ok {
-		off := func(command string, err error) {
-			if !s.off.Swap(true) {
-				noInterrupts(q.app, command, err)
-			}
-		}
-		// CLIENT UNBLOCK of client 0, which does not exist: the answer is 0
-		if err := q.rdb.ClientUnblock(ctx, 0).Err(); refused(err) {
-			off("CLIENT UNBLOCK", err)
-		} else {
-			s.reader = newReader(c, q.rdb, q.worker, off)
-		}
-	}
-	shares.m[q.app] = s
-	return s
-}
-
-// release ends the use of s by q's worker, which leaves the queue's
-// workers; the last closes s.
-func (s *share) release(q *core) {
-	shares.mu.Lock()
-	s.queues = slices.DeleteFunc(s.queues, func(o *core) bool { return o == q })
-	s.refs--
-	last := s.refs == 0
-	if last {
-		delete(shares.m, s.app)
-	}
-	shares.mu.Unlock()
-	if last {
-		close(s.beatStop)
-		<-s.beatDone
-	}
-	s.beating.Lock()
-	leave(q)
-	s.beating.Unlock()
-	if !last {
-		return
-	}
-	if s.reader != nil {
-		s.reader.close()
-	}
-	s.hub.close()
-	s.closeBlk()
 }

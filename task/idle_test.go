@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
@@ -136,9 +137,10 @@ func TestIdleQueueWithoutClientUnblock(t *testing.T) {
 }
 
 // The task queues of an App share its idle cost: one blocking read for all
-// of them (one blocked connection, at most one read per 5s) and one
-// subscription to all their channels, where each queue had a blocked
-// connection and a subscription of its own. A task enqueued on any of them
+// of them (one blocked connection, at most one read per 5s), one wait on
+// the wake lists of those it leads and one subscription to all their
+// channels, where each queue had a blocked connection for its read, one
+// for its leader's wait and one for its subscription. A task enqueued on any of them
 // while they wait is read at once, and a stop interrupts the shared read.
 func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 	e := newEnv(t)
@@ -178,7 +180,7 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 	}
 	// blocked and subscribed connections of the worker, and the channels
 	// of the subscribed ones
-	clients := func() (blocked, subscribed, channels int) {
+	clients := func() (blocked, waking, subscribed, channels int) {
 		list, err := e.client.ClientList(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -191,6 +193,8 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 				switch {
 				case f == "cmd=xreadgroup" && strings.Contains(line, " flags=b "):
 					blocked++
+				case f == "cmd=blpop" && strings.Contains(line, " flags=b "):
+					waking++
 				case strings.HasPrefix(f, "sub="):
 					if n, _ := strconv.Atoi(f[len("sub="):]); n > 0 {
 						subscribed++
@@ -199,12 +203,23 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 				}
 			}
 		}
-		return blocked, subscribed, channels
+		return blocked, waking, subscribed, channels
 	}
-	eventually(t, 10*time.Second, "one blocked connection and one subscription to every queue's channel", func() bool {
-		b, s, ch := clients()
-		return b == 1 && s == 1 && ch == queues
+	eventually(t, 10*time.Second, "one read, one wait on the wake lists and one subscription to every queue's channel", func() bool {
+		b, w, s, ch := clients()
+		return b == 1 && w == 1 && s == 1 && ch == queues
 	})
+	// The worker leads every queue: the one wait covers each wake list.
+	ks := keys.New(e.prefix, "shop")
+	for i := range qs {
+		list := ks.TaskWake(fmt.Sprintf("q%d", i))
+		if err := e.client.LPush(ctx, list, "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 3*time.Second, "the leader's wait taking the wake of queue "+strconv.Itoa(i), func() bool {
+			return e.client.LLen(ctx, list).Val() == 0
+		})
+	}
 
 	var mu sync.Mutex
 	reads := 0
@@ -228,8 +243,8 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 	if r > 1 {
 		t.Errorf("%d queues idle for 2.5s: %d blocking reads, want one at most (5s each, for all)", queues, r)
 	}
-	if b, s, ch := clients(); b != 1 || s != 1 || ch != queues {
-		t.Errorf("idle: %d blocked connections, %d subscribed (to %d channels), want 1, 1 (to %d)", b, s, ch, queues)
+	if b, w, s, ch := clients(); b != 1 || w != 1 || s != 1 || ch != queues {
+		t.Errorf("idle: %d connections blocked in a read and %d in a wait, %d subscribed (to %d channels), want 1, 1, 1 (to %d)", b, w, s, ch, queues)
 	}
 
 	// Each queue in turn, while all wait: its task runs well before the

@@ -3,6 +3,7 @@ package task_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,7 +169,7 @@ func (h *holdGiven) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		mode := ""
 		for _, a := range cmd.Args() {
-			if a == "given" || a == "own" || a == taskrdb.RateField {
+			if a == "given" || a == "own" {
 				mode = a.(string)
 			}
 		}
@@ -183,8 +184,6 @@ func (h *holdGiven) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		switch {
 		case mode == "own":
 			h.own.Do(func() { close(h.ownDone) })
-		case mode == taskrdb.RateField && (cmd.Name() == "hget" || cmd.Name() == "hmget") && h.watch.Load():
-			h.rd.Do(func() { close(h.readLive) })
 		}
 		return err
 	}
@@ -203,8 +202,17 @@ func (h *holdGiven) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 func TestRecoveryWaitsForGivenEntries(t *testing.T) {
 	t.Parallel()
 	// a server of its own: the test counts its worker's blocking reads
-	e := &env{t: t, client: redistest.Start(t).Client(t), prefix: "held"}
+	srv := redistest.Start(t)
+	e := &env{t: t, client: srv.Client(t), prefix: "held"}
 	hold := &holdGiven{held: make(chan struct{}), ownDone: make(chan struct{}), readLive: make(chan struct{}), max: time.Second}
+	// the worker reads its live settings on a client of its own: seen by
+	// MONITOR, not by the hook
+	stopMonitor := redistest.Monitor(t, srv.Addr, func(line string) {
+		if hold.watch.Load() && strings.Contains(line, `"hmget"`) && strings.Contains(line, `"`+taskrdb.RateField+`"`) {
+			hold.rd.Do(func() { close(hold.readLive) })
+		}
+	})
+	defer stopMonitor()
 	e.client.AddHook(hold)
 	ctx := ctxT(t)
 	a := e.app("w1")

@@ -9,6 +9,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/clock"
 	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
 )
 
 // Leader-side work of a queue, run by the queue's leader only (a leader-only
@@ -51,11 +52,17 @@ const reclaimer = "leat-reclaimer"
 // lead runs the queue's leader-side work until the leader term (ctx) ends.
 func (q *core) lead(ctx context.Context) error {
 	term, _ := app.LeaderTerm(ctx)
-	if err := q.createGroups(ctx); err != nil {
-		return err
-	}
+	sh := shareOf(ctx, q)
+	defer sh.drop()
 	clk := clock.Of(q.app)
-	if err := q.loadCron(ctx, clk.Now()); err != nil {
+	// one queue's set-up at a time, as the workers' (share.setUp)
+	sh.setup.Lock()
+	err := q.createGroups(ctx)
+	if err == nil {
+		err = q.loadCron(ctx, clk.Now())
+	}
+	sh.setup.Unlock()
+	if err != nil {
 		return err
 	}
 	q.log.Info("task queue leader started", "term", term)
@@ -73,18 +80,23 @@ func (q *core) lead(ctx context.Context) error {
 			}
 		}()
 	}
-	// The wake list is watched on its own goroutine, while the loop sleeps
-	// on a local timer: Redis checks blocking timeouts only at its hz (10
-	// times a second), too coarse for due times.
+	// The wake list is watched apart (with the App's other leaders' lists,
+	// or on a goroutine of its own: wake.go), while the loop sleeps on a
+	// local timer: Redis checks blocking timeouts only at its hz (10 times
+	// a second), too coarse for due times.
 	wake := make(chan struct{}, 1)
-	var watching sync.WaitGroup
-	watching.Add(1)
-	go func() { defer watching.Done(); q.watchWake(ctx, wake) }()
-	defer watching.Wait()
+	if sh.interruptible() {
+		defer sh.wakes.add(q.ks.TaskWake(q.name), wake)()
+	} else {
+		var watching sync.WaitGroup
+		watching.Add(1)
+		go func() { defer watching.Done(); q.watchWake(ctx, wake) }()
+		defer watching.Wait()
+	}
 	var nextReclaim, nextJanitor, nextConsumers time.Time
 	failures := 0
 	for ctx.Err() == nil {
-		moved, nextDue, now, err := taskrdb.Promote(ctx, q.rdb, q.keys, promoteBatch)
+		moved, nextDue, now, err := taskrdb.Promote(ctx, sh.bg, q.keys, promoteBatch)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -100,15 +112,15 @@ func (q *core) lead(ctx context.Context) error {
 		}
 		local := time.Now()
 		if !local.Before(nextReclaim) {
-			q.reclaim(ctx)
+			q.reclaim(ctx, sh.bg)
 			nextReclaim = local.Add(q.set.visibility / 2)
 		}
 		if !local.Before(nextJanitor) {
-			q.janitor(ctx)
+			q.janitor(ctx, sh.bg)
 			nextJanitor = local.Add(janitorEvery)
 		}
 		if !local.Before(nextConsumers) {
-			q.deleteIdleConsumers(ctx)
+			q.deleteIdleConsumers(ctx, sh.bg)
 			nextConsumers = local.Add(consumersEvery)
 		}
 		wait := min(maxLeadSleep, time.Until(nextReclaim), time.Until(nextJanitor))
@@ -153,11 +165,11 @@ func (q *core) watchWake(ctx context.Context, wake chan<- struct{}) {
 
 // reclaim makes ready again the tasks of workers that stopped touching
 // them.
-func (q *core) reclaim(ctx context.Context) {
+func (q *core) reclaim(ctx context.Context, c redis.UniversalClient) {
 	for l := range q.set.levels {
 		cursor := "0-0"
 		for ctx.Err() == nil {
-			next, n, dead, err := taskrdb.Reclaim(ctx, q.rdb, q.keys, reclaimer, q.set.visibility, reclaimBatch, l, cursor, q.set.deadMax, q.set.deadAge)
+			next, n, dead, err := taskrdb.Reclaim(ctx, c, q.keys, reclaimer, q.set.visibility, reclaimBatch, l, cursor, q.set.deadMax, q.set.deadAge)
 			if err != nil {
 				q.log.Warn("reclaiming tasks failed", "error", err)
 				return
@@ -174,9 +186,9 @@ func (q *core) reclaim(ctx context.Context) {
 }
 
 // janitor forgets expired finished and dead tasks.
-func (q *core) janitor(ctx context.Context) {
+func (q *core) janitor(ctx context.Context, c redis.UniversalClient) {
 	for ctx.Err() == nil {
-		done, dead, _, err := taskrdb.Janitor(ctx, q.rdb, q.keys, janitorBatch, q.set.deadAge)
+		done, dead, _, err := taskrdb.Janitor(ctx, c, q.keys, janitorBatch, q.set.deadAge)
 		if err != nil {
 			q.log.Warn("task janitor failed", "error", err)
 			return
@@ -189,19 +201,19 @@ func (q *core) janitor(ctx context.Context) {
 
 // deleteIdleConsumers deletes the group's consumers that have nothing
 // pending and were idle for consumerIdle.
-func (q *core) deleteIdleConsumers(ctx context.Context) {
+func (q *core) deleteIdleConsumers(ctx context.Context, c redis.UniversalClient) {
 	for l := range q.set.levels {
 		stream := q.ks.TaskStream(q.name, l)
-		cs, err := q.rdb.XInfoConsumers(ctx, stream, taskrdb.Group).Result()
+		cs, err := c.XInfoConsumers(ctx, stream, taskrdb.Group).Result()
 		if err != nil {
 			q.log.Warn("listing task consumers failed", "error", err)
 			return
 		}
-		for _, c := range cs {
-			if c.Pending == 0 && c.Idle >= consumerIdle && c.Name != q.worker {
+		for _, cn := range cs {
+			if cn.Pending == 0 && cn.Idle >= consumerIdle && cn.Name != q.worker {
 				// XGROUP DELCONSUMER drops only this consumer's pending
 				// entries, and it has none.
-				q.rdb.XGroupDelConsumer(ctx, stream, taskrdb.Group, c.Name)
+				c.XGroupDelConsumer(ctx, stream, taskrdb.Group, cn.Name)
 			}
 		}
 	}

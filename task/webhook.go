@@ -120,7 +120,7 @@ func (w *worker) deliver(ctx context.Context) {
 	defer sending.Wait()
 	for ctx.Err() == nil {
 		now := time.Now()
-		v, err := claimHooks.Run(ctx, q.rdb, []string{q.ks.TaskWebhooks(q.name)}, now.UnixMilli(), webhookLease.Milliseconds(), webhookSenders).Slice()
+		v, err := claimHooks.Run(ctx, w.share.bg, []string{q.ks.TaskWebhooks(q.name)}, now.UnixMilli(), webhookLease.Milliseconds(), webhookSenders).Slice()
 		wait := time.Second
 		if err != nil {
 			if ctx.Err() == nil {

@@ -123,22 +123,18 @@ type worker struct {
 // queue; record every outcome; then stop touching and listening.
 func (s *workerService) Run(ctx context.Context) error {
 	q := s.core
-	if err := q.register(ctx); err != nil {
+	sh := shareOf(ctx, q)
+	defer sh.drop()
+	if err := sh.setUp(ctx, q); err != nil {
 		return err
-	}
-	if err := q.createGroups(ctx); err != nil {
-		return err
-	}
-	if err := taskrdb.Load(ctx, q.rdb); err != nil {
-		return fmt.Errorf("task queue %q: load scripts: %w", q.name, err)
 	}
 	w := &worker{
 		s: s, q: q, done: make(chan ended, 4096), limit: q.set.concurrency,
 		active: map[string]*running{}, freed: make(chan struct{}, 1), resumed: make(chan struct{}),
-		gate: make(chan struct{}),
+		gate: make(chan struct{}), share: sh,
 	}
-	w.share = acquireShare(ctx, q)
-	defer w.share.release(q)
+	sh.join(ctx, q)
+	defer sh.leave(q)
 	w.readLimit(ctx)
 	runCtx, stopRunning := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRunning(errStopping)
@@ -888,7 +884,7 @@ func (w *worker) touch(ctx context.Context) {
 		if len(runs) == 0 {
 			continue
 		}
-		pipe := q.rdb.Pipeline()
+		pipe := w.share.bg.Pipeline()
 		for l, ids := range byLevel {
 			pipe.XClaimJustID(ctx, &redis.XClaimArgs{
 				Stream: q.ks.TaskStream(q.name, l), Group: taskrdb.Group, Consumer: q.worker, MinIdle: 0, Messages: ids,
@@ -913,7 +909,7 @@ func (w *worker) touch(ctx context.Context) {
 // program's, and the queue's ConcurrencyFunc, if any, and notes the rate
 // set live.
 func (w *worker) readLimit(ctx context.Context) {
-	live, err := w.q.rdb.HMGet(ctx, w.q.ks.TaskConfig(w.q.name), taskrdb.ConcurrencyField, taskrdb.RateField).Result()
+	live, err := w.share.bg.HMGet(ctx, w.q.ks.TaskConfig(w.q.name), taskrdb.ConcurrencyField, taskrdb.RateField).Result()
 	if err != nil {
 		if w.q.set.concFn == nil {
 			return // nothing known has changed
@@ -1048,7 +1044,7 @@ func touch(b []byte) { b[len(b)-1] = 0 }
 
 // readRate notes the rate set live (see readLiveRate).
 func (w *worker) readRate(ctx context.Context) {
-	v, err := w.q.rdb.HGet(ctx, w.q.ks.TaskConfig(w.q.name), taskrdb.RateField).Result()
+	v, err := w.share.bg.HGet(ctx, w.q.ks.TaskConfig(w.q.name), taskrdb.RateField).Result()
 	switch {
 	case err == nil:
 		w.readLiveRate(v)

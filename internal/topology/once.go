@@ -30,3 +30,27 @@ func SendOnce(c redis.UniversalClient, conns int) (redis.UniversalClient, func()
 	}
 	return c, func() {}
 }
+
+// Pool returns a client to the servers of c with a pool of conns
+// connections and c's settings otherwise (retries included), so that
+// leat's periodic work does not grow the application's pool when it fires
+// at once; and a function that closes it. Clients of other kinds are
+// returned as they are.
+func Pool(c redis.UniversalClient, conns int) (redis.UniversalClient, func()) {
+	switch c := c.(type) {
+	case *redis.Client:
+		return NewClient(c, func(opt *redis.Options) {
+			if opt.MaxRetries == 0 {
+				opt.MaxRetries = -1 // none: the options of a client were normalized (-1 became 0)
+			}
+			opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = conns, 0, conns
+		})
+	case *redis.ClusterClient:
+		opt := OwnCluster(*c.Options())
+		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = conns, 0, conns
+		o := redis.NewClusterClient(opt)
+		Attach(o) // hooks are not options: follow failovers like c
+		return o, func() { _ = o.Close() }
+	}
+	return c, func() {}
+}
