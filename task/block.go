@@ -303,10 +303,14 @@ func (w *worker) blockingRead(ctx context.Context, streams []string, n int) ([]r
 	}
 	ended := make(chan struct{})
 	w.reading = ended
+	// A concurrency lowered meanwhile ends the wait (shrink): the fetcher
+	// reserves again, for fewer.
+	ctx, w.shrink = context.WithCancel(ctx)
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
-		w.reading = nil
+		w.shrink()
+		w.reading, w.shrink = nil, nil
 		w.mu.Unlock()
 		close(ended)
 	}()

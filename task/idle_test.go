@@ -264,3 +264,65 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // waiting again
 	stopsWithin(t, stopWorker, 2*time.Second, "the shared read (5s) was not interrupted")
 }
+
+// A concurrency lowered while the queue is idle holds for the tasks that
+// end the wait: the waiting fetcher, which reserved the slots free before,
+// waits again for fewer, so a burst never runs more tasks at once than the
+// new concurrency.
+func TestLoweredConcurrencyWhileIdle(t *testing.T) {
+	e := newEnv(t)
+	var logs redistest.Log
+	a, err := app.New(app.Config{Name: "shop", Client: e.client, KeyPrefix: e.prefix, WorkerID: "w1",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	running, most := 0, 0
+	q, err := task.Handle(a, "lowered", func(ctx context.Context, tk *task.Task[int]) (int, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return tk.Payload, nil
+	}, task.Concurrency(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	ctx := ctxT(t)
+	id, err := q.Enqueue(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	most = 0
+	mu.Unlock()
+	if err := q.SetConcurrency(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the worker applying the concurrency set", func() bool {
+		return strings.Contains(logs.String(), "task concurrency changed")
+	})
+	ids, err := q.EnqueueMany(ctx, []int{1, 2, 3, 4, 5, 6, 7, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := q.Result(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 1 {
+		t.Errorf("%d tasks ran at once after the concurrency was lowered to 1", most)
+	}
+}

@@ -113,7 +113,8 @@ type worker struct {
 	owns   int           // recoveries under way or waiting for the givens
 	gate   chan struct{} // closed and replaced when either count falls
 
-	reading chan struct{} // closed when the blocking read under way ends (nil: none)
+	reading chan struct{}      // closed when the blocking read under way ends (nil: none)
+	shrink  context.CancelFunc // ends the wait of that read (a lowered concurrency)
 }
 
 // Run runs the queue's share of an app worker until ctx is done.
@@ -203,6 +204,14 @@ func (w *worker) reserve(patient bool) (n int, quota []int, short bool) {
 	}
 	w.reserved += n
 	return n, w.quotas(n), false
+}
+
+// room returns how many tasks a fetch that reserved n slots may start now:
+// fewer when the concurrency was lowered since.
+func (w *worker) room(n int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return max(0, min(n, w.limit-len(w.active)-(w.reserved-n)))
 }
 
 // unreserve gives back the n slots a fetch held, once the tasks it took
@@ -595,11 +604,12 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 			entries = append(entries, e)
 		}
 	}
-	if len(entries) > n {
+	if room := w.room(n); len(entries) > room {
 		// The read took up to n entries per level (or, through the App's
-		// reader, per stream of any queue): the rest stay pending here,
-		// taken first by the next call.
-		entries = entries[:n]
+		// reader, per stream of any queue), and the concurrency may have
+		// been lowered since the n slots were reserved: the rest stay
+		// pending here, taken first by the next call that may take them.
+		entries = entries[:room]
 		w.setRecover()
 	}
 	if len(entries) == 0 {
@@ -930,6 +940,9 @@ func (w *worker) readLimit(ctx context.Context) {
 	grew := v > w.limit
 	if v != w.limit {
 		w.q.log.Info("task concurrency changed", "from", w.limit, "to", v)
+	}
+	if v < w.limit && w.shrink != nil {
+		w.shrink() // a blocking read waits for the slots reserved before
 	}
 	w.limit = v
 	w.mu.Unlock()
