@@ -67,12 +67,14 @@
 // App wait in one blocking read of all their streams, up to 5s at a time,
 // on one connection, which a queue turning idle or stopping interrupts
 // (CLIENT UNBLOCK); they also share one subscription to their channels
-// (cancellations, resumes). An idle App so costs a blocked connection, a
-// subscribed one and a read every 5s, whatever its queues. On Redis
-// Cluster, or for a Redis user that may not run CLIENT UNBLOCK, each queue
-// waits in reads of its own, 500ms at a time, so that a stopping worker
-// returns soon. After a read that found nothing no script runs: the next
-// read goes out at once.
+// (cancellations, resumes), the leaders among them wait on their wake
+// lists in one BLPOP, and their periodic work (beats, live settings,
+// promotions, janitors, webhook polls) goes through a pool of four
+// connections of leat's own. An idle App so holds a fixed number of
+// connections, whatever its queues. On Redis Cluster, or for a Redis user
+// that may not run CLIENT UNBLOCK, each queue waits in reads of its own,
+// 500ms at a time, so that a stopping worker returns soon. After a read
+// that found nothing no script runs: the next read goes out at once.
 //
 // # Pausing
 //
