@@ -247,6 +247,21 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 		t.Errorf("idle: %d connections blocked in a read and %d in a wait, %d subscribed (to %d channels), want 1, 1, 1 (to %d)", b, w, s, ch, queues)
 	}
 
+	// A delayed task on each queue, while its leader sleeps: the push to
+	// the wake list wakes it (the one wait), well before the 5s after which
+	// an idle leader looks anyway.
+	for i, q := range qs {
+		id, err := q.Enqueue(ctx, 20+i, task.Delay(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		res, err := q.Result(wctx, id)
+		cancel()
+		if err != nil || res != 20+i {
+			t.Fatalf("queue %d, a task delayed 200ms: %v %v", i, res, err)
+		}
+	}
 	// Each queue in turn, while all wait: its task runs well before the
 	// shared read's 5s would end.
 	for i, q := range qs {

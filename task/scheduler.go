@@ -20,14 +20,19 @@ import (
 //   - promote: due delayed and retrying tasks move to the ready streams, at
 //     most promoteBatch per atomic script call. The leader sleeps until the
 //     next due time; an enqueue or retry that becomes the earliest due task
-//     pushes to the queue's wake list, on which a goroutine of the leader
-//     blocks, so the leader wakes for it at once. There is no polling interval: a task is moved
-//     within milliseconds of its due time.
+//     pushes to the queue's wake list, on which the leader blocks, so it
+//     wakes for it at once. There is no polling interval: a task is moved
+//     within milliseconds of its due time. With nothing due the leader
+//     still looks every maxLeadSleep, in case a wake was lost (popped by a
+//     wait whose reply broke off).
 //   - reclaim: entries pending longer than the visibility timeout (their
 //     worker died or froze: live workers touch their running tasks) are
 //     acknowledged and their tasks made ready again, every half visibility.
 //   - janitor: finished tasks whose retention ended and dead tasks past the
-//     dead age are forgotten every second, keeping the counts exact.
+//     dead age are forgotten, keeping the counts exact: when the next
+//     retention ends, at least a second and at most maxLeadSleep apart (a
+//     task finishing with a retention shorter than those waiting, or a dead
+//     task, waits at most that long).
 //   - consumers: consumers of stopped workers are deleted every minute.
 //   - cron: due ticks of the queue's cron schedules are enqueued.
 const (
@@ -35,7 +40,7 @@ const (
 	reclaimBatch = 200
 	janitorBatch = 1000
 	janitorEvery = time.Second
-	maxLeadSleep = time.Second
+	maxLeadSleep = 5 * time.Second
 
 	// Consumers of stopped workers stay in the ready streams' group; those
 	// with nothing pending, idle for consumerIdle, are deleted every
@@ -116,8 +121,11 @@ func (q *core) lead(ctx context.Context) error {
 			nextReclaim = local.Add(q.set.visibility / 2)
 		}
 		if !local.Before(nextJanitor) {
-			q.janitor(ctx, sh.bg)
-			nextJanitor = local.Add(janitorEvery)
+			wait := maxLeadSleep
+			if next := q.janitor(ctx, sh.bg); !next.IsZero() {
+				wait = min(max(next.Sub(now), janitorEvery), maxLeadSleep)
+			}
+			nextJanitor = local.Add(wait)
 		}
 		if !local.Before(nextConsumers) {
 			q.deleteIdleConsumers(ctx, sh.bg)
@@ -186,17 +194,20 @@ func (q *core) reclaim(ctx context.Context, c redis.UniversalClient) {
 }
 
 // janitor forgets expired finished and dead tasks.
-func (q *core) janitor(ctx context.Context, c redis.UniversalClient) {
+// It returns when the next retention ends (server time; zero when none
+// waits, or unknown).
+func (q *core) janitor(ctx context.Context, c redis.UniversalClient) time.Time {
 	for ctx.Err() == nil {
-		done, dead, _, err := taskrdb.Janitor(ctx, c, q.keys, janitorBatch, q.set.deadAge)
+		done, dead, next, err := taskrdb.Janitor(ctx, c, q.keys, janitorBatch, q.set.deadAge)
 		if err != nil {
 			q.log.Warn("task janitor failed", "error", err)
-			return
+			return time.Time{}
 		}
 		if done < janitorBatch && dead < janitorBatch {
-			return
+			return next
 		}
 	}
+	return time.Time{}
 }
 
 // deleteIdleConsumers deletes the group's consumers that have nothing
