@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A queue's leader sleeps until its next due time, or a second, and is
+// A queue's leader sleeps until its next due time, or maxLeadSleep, and is
 // woken earlier by a push to the queue's wake list (an enqueue of a task
 // due sooner). On a single server the leaders of an App wait on their
 // lists in one BLPOP, on one connection, which a leader starting
@@ -86,7 +86,7 @@ func (k *wakeLists) run() {
 		}
 		if err := k.u.ready(context.Background()); err != nil {
 			if refused(err) {
-				k.off("CLIENT ID", err) // the leaders wake at least every second
+				k.off("CLIENT ID", err) // the leaders look every maxLeadSleep anyway
 			}
 			failures++
 			pause(k.stop, failures)
