@@ -247,34 +247,27 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 		t.Errorf("idle: %d connections blocked in a read and %d in a wait, %d subscribed (to %d channels), want 1, 1, 1 (to %d)", b, w, s, ch, queues)
 	}
 
-	// A delayed task on each queue, while its leader sleeps: the push to
-	// the wake list wakes it (the one wait), well before the 5s after which
-	// an idle leader looks anyway.
-	for i, q := range qs {
-		id, err := q.Enqueue(ctx, 20+i, task.Delay(200*time.Millisecond))
+	// Each queue in turn, while all wait, within 3s: a task enqueued runs
+	// well before the shared read's 5s would end, and a delayed one, the
+	// push to the wake list waking its leader (the one wait), well before
+	// the 5s after which an idle leader looks anyway.
+	within := func(i int, what string, opts ...task.EnqueueOption) {
+		t.Helper()
+		id, err := qs[i].Enqueue(ctx, i, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		res, err := q.Result(wctx, id)
-		cancel()
-		if err != nil || res != 20+i {
-			t.Fatalf("queue %d, a task delayed 200ms: %v %v", i, res, err)
+		defer cancel()
+		if res, err := qs[i].Result(wctx, id); err != nil || res != i {
+			t.Fatalf("queue %d, %s: %v %v", i, what, res, err)
 		}
 	}
-	// Each queue in turn, while all wait: its task runs well before the
-	// shared read's 5s would end.
-	for i, q := range qs {
-		id, err := q.Enqueue(ctx, 10+i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		res, err := q.Result(wctx, id)
-		cancel()
-		if err != nil || res != 10+i {
-			t.Fatalf("queue %d, enqueued while every queue waited: %v %v", i, res, err)
-		}
+	for i := range qs {
+		within(i, "a task delayed 200ms", task.Delay(200*time.Millisecond))
+	}
+	for i := range qs {
+		within(i, "a task enqueued while every queue waited")
 	}
 	time.Sleep(200 * time.Millisecond) // waiting again
 	stopsWithin(t, stopWorker, 2*time.Second, "the shared read (5s) was not interrupted")
