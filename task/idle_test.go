@@ -334,3 +334,75 @@ func TestLoweredConcurrencyWhileIdle(t *testing.T) {
 		t.Errorf("%d tasks ran at once after the concurrency was lowered to 1", most)
 	}
 }
+
+// Idle queues outlive a Redis restart: the shared read, the leaders' wait
+// and the subscription fail with the server and come back with it, so a
+// task enqueued on each queue afterwards runs, and a running task is still
+// cancelled through the subscription.
+func TestIdleQueuesAfterRedisRestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartPersistent(t)
+	e := &env{t: t, client: srv.Client(t), prefix: "restart"}
+	a := e.app("w1")
+	started := make(chan string, 10)
+	const queues = 3
+	qs := make([]*task.Queue[int, int], queues)
+	for i := range qs {
+		var err error
+		if qs[i], err = task.Handle(a, fmt.Sprintf("q%d", i), func(ctx context.Context, tk *task.Task[int]) (int, error) {
+			if tk.Payload < 0 {
+				started <- tk.ID
+				<-ctx.Done()
+				return 0, context.Cause(ctx)
+			}
+			return tk.Payload, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.run(a)
+	ctx := ctxT(t)
+	for i, q := range qs {
+		id, err := q.Enqueue(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Result(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "the queues waiting in one read, and the leaders in one wait", func() bool {
+		return redistest.Blocked(t, e.client, "xreadgroup") == 1 && redistest.Blocked(t, e.client, "blpop") == 1
+	})
+	srv.Shutdown(t)
+	time.Sleep(500 * time.Millisecond) // the worker sees the server gone
+	srv.Relaunch(t)
+	eventually(t, 20*time.Second, "the queues waiting in one read again, and the leaders in one wait", func() bool {
+		return redistest.Blocked(t, e.client, "xreadgroup") == 1 && redistest.Blocked(t, e.client, "blpop") == 1
+	})
+	for i, q := range qs {
+		id, err := q.Enqueue(ctx, 10+i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := q.Result(ctx, id); err != nil || res != 10+i {
+			t.Fatalf("queue %d after the restart: %v %v", i, res, err)
+		}
+	}
+	id, err := qs[1].Enqueue(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the long task never started")
+	}
+	if _, err := qs[1].Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	in, err := qs[1].Wait(ctx, id)
+	if err != nil || in.State != task.Cancelled {
+		t.Fatalf("the cancelled task: %+v %v", in, err)
+	}
+}
