@@ -288,11 +288,12 @@ func TestIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkResult(t, r, bench.BenchmarkIdle, bench.VariantLeat, bench.VariantTaskQueues)
+	checkResult(t, r, bench.BenchmarkIdle, bench.VariantLeat, bench.VariantTaskQueues, bench.VariantTaskQueue)
 	// A worker holds at least one connection and reads its partitions, or
 	// waits for its queues' tasks.
 	checkPositive(t, r, bench.VariantLeat, bench.FigureCalls, bench.FigureConnections)
 	checkPositive(t, r, bench.VariantTaskQueues, bench.FigureCallsPerQueue, bench.FigureConnections)
+	checkPositive(t, r, bench.VariantTaskQueue, bench.FigureCallsPerQueue, bench.FigureConnections)
 	checkClean(t, c)
 }
 

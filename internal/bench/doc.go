@@ -84,8 +84,9 @@
 // [Idle] reports the commands per second Redis runs for one idle worker
 // over Config.Wide partitions (INFO commandstats over Config.Idle, Lua
 // scripts' commands included, the benchmark's own INFO and CLIENT calls
-// excluded) and its connections (CLIENT LIST, by client name); and the same
-// per queue for one worker of 10 idle task queues.
+// excluded) and its connections (CLIENT LIST, by client name); the same
+// per queue for one worker of 10 idle task queues; and for one worker of a
+// single idle queue.
 //
 // # Rounds
 //

@@ -22,9 +22,13 @@ const (
 	FigureCallsPerQueue = "Redis calls/s per queue"
 )
 
-// VariantTaskQueues is the idle benchmark's worker of idleQueues task
-// queues.
-const VariantTaskQueues = "leat task queues"
+// Variants of the idle benchmark's task queue workers: one of idleQueues
+// task queues, and one of a single queue (its connections, beside the
+// other's, show whether they grow with the queues).
+const (
+	VariantTaskQueues = "leat task queues"
+	VariantTaskQueue  = "leat task queue"
+)
 
 // idleQueues is how many idle task queues the VariantTaskQueues worker
 // runs.
@@ -34,7 +38,7 @@ const idleQueues = 10
 // processor over a stream of cfg.Wide partitions, every partition owned
 // and read, nothing to process (VariantLeat); and a worker of idleQueues
 // task queues with nothing to run, each queue's tasks run once first
-// (VariantTaskQueues). Over cfg.Idle it counts the commands Redis ran (INFO
+// (VariantTaskQueues), and one of a single queue (VariantTaskQueue). Over cfg.Idle it counts the commands Redis ran (INFO
 // commandstats, Lua scripts' commands included, the benchmark's own INFO
 // and CLIENT calls excluded) per second, and the worker's connections
 // (CLIENT LIST, by the name of its client). The server should be otherwise
@@ -52,8 +56,12 @@ func Idle(ctx context.Context, client redis.UniversalClient, cfg Config) (Result
 				return []float64{calls, conns}, err
 			}},
 			{Name: VariantTaskQueues, Figures: []string{FigureCallsPerQueue, FigureConnections}, Run: func(ctx context.Context) ([]float64, error) {
-				calls, conns, err := idleQueuesCost(ctx, sp, cfg)
+				calls, conns, err := idleQueuesCost(ctx, sp, cfg, idleQueues)
 				return []float64{calls / idleQueues, conns}, err
+			}},
+			{Name: VariantTaskQueue, Figures: []string{FigureCallsPerQueue, FigureConnections}, Run: func(ctx context.Context) ([]float64, error) {
+				calls, conns, err := idleQueuesCost(ctx, sp, cfg, 1)
+				return []float64{calls, conns}, err
 			}},
 		}, nil, nil
 	})
@@ -83,10 +91,10 @@ func idleCost(ctx context.Context, sp Space, cfg Config) (calls, conns float64, 
 	return calls, float64(n), err
 }
 
-// idleQueuesCost runs a worker of idleQueues task queues on its own client
-// (named idleClientName), runs a task of each, and returns what it costs
-// once idle (idleCost).
-func idleQueuesCost(ctx context.Context, sp Space, cfg Config) (calls, conns float64, err error) {
+// idleQueuesCost runs a worker of n task queues on its own client (named
+// idleClientName), runs a task of each, and returns what it costs once idle
+// (idleCost).
+func idleQueuesCost(ctx context.Context, sp Space, cfg Config, n int) (calls, conns float64, err error) {
 	wc, err := sp.namedClient(idleClientName(sp))
 	if err != nil {
 		return 0, 0, err
@@ -97,7 +105,7 @@ func idleQueuesCost(ctx context.Context, sp Space, cfg Config) (calls, conns flo
 		return 0, 0, err
 	}
 	defer a.Close()
-	queues := make([]*task.Queue[int, int], idleQueues)
+	queues := make([]*task.Queue[int, int], n)
 	for i := range queues {
 		if queues[i], err = task.Handle(a, fmt.Sprintf("idle%d", i), func(_ context.Context, t *task.Task[int]) (int, error) {
 			return t.Payload, nil
