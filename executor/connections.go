@@ -38,31 +38,16 @@ const (
 // Sentinel; nil otherwise: the fetcher then polls), and a function that
 // closes it. Clients of other kinds are used as they are.
 func runtimeClient(c redis.UniversalClient) (redis.UniversalClient, *redis.Client, func()) {
-	switch c := c.(type) {
+	switch c.(type) {
 	case *redis.Client:
-		own, closeOwn := ownClient(c)
-		return own, own, closeOwn
+		// the fetcher has the rest of ownConns (newFetchConn)
+		own, closeOwn := topology.Pool(c, ownConns-fetchConns)
+		return own, own.(*redis.Client), closeOwn
 	case *redis.ClusterClient:
-		opt := topology.OwnCluster(*c.Options())
-		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = ownConns, 0, ownConns
-		cc := redis.NewClusterClient(opt)
-		topology.Attach(cc) // hooks are not options: follow failovers like c
-		return cc, nil, func() { _ = cc.Close() }
+		cc, closeCC := topology.Pool(c, ownConns)
+		return cc, nil, closeCC
 	}
 	return c, nil, func() {}
-}
-
-// ownClient returns a client of ownConns-fetchConns connections to the
-// server of c (the fetcher has the rest: newFetchConn), with leat's
-// settings (topology.NewClient), and a function that closes it.
-func ownClient(c *redis.Client) (*redis.Client, func()) {
-	return topology.NewClient(c, func(opt *redis.Options) {
-		if opt.MaxRetries == 0 {
-			opt.MaxRetries = -1 // none: the options of a client were normalized (-1 became 0)
-		}
-		n := ownConns - fetchConns
-		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = n, 0, n
-	})
 }
 
 // fetchConn is the fetcher's own connection. Its blocking reads and its

@@ -46,9 +46,8 @@ const unblockAgain = 10 * time.Millisecond
 
 // reader makes the blocking reads of an App's task queues (see above).
 type reader struct {
-	off   func(command string, err error)
-	group string // the consumer group and consumer: the same for every
-	name  string // queue of an App
+	off  func(command string, err error)
+	name string // the consumer: the same for every queue of an App
 
 	// u.mu guards the fields below too.
 	u       unblockable
@@ -71,7 +70,7 @@ type blockReq struct {
 
 func newReader(client *redis.Client, admin redis.UniversalClient, consumer string, off func(string, error)) *reader {
 	r := &reader{
-		u: unblockable{client: client, admin: admin}, off: off, group: taskrdb.Group, name: consumer,
+		u: unblockable{client: client, admin: admin}, off: off, name: consumer,
 		more: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go r.run()
@@ -190,7 +189,7 @@ func (r *reader) run() {
 		}
 		r.u.mu.Unlock()
 		res, err := r.u.conn.XReadGroup(context.Background(), &redis.XReadGroupArgs{
-			Group: r.group, Consumer: r.name, Streams: readArgs(streams), Count: count, Block: idleBlock,
+			Group: taskrdb.Group, Consumer: r.name, Streams: readArgs(streams), Count: count, Block: idleBlock,
 		}).Result()
 		r.u.mu.Lock()
 		r.u.end(err)
@@ -248,10 +247,15 @@ func (r *reader) finish(served int, res []redis.XStream, err error) {
 	r.reading = 0
 }
 
-// pause waits after a failure before the next blocking command: 100ms per
-// failure in a row, up to 2s, or until stop is closed.
+// failureWait is the wait after failures in a row: 100ms per failure, up to 2s.
+func failureWait(failures int) time.Duration {
+	return min(time.Duration(failures)*100*time.Millisecond, 2*time.Second)
+}
+
+// pause waits failureWait(failures) before the next blocking command, or until
+// stop is closed.
 func pause(stop <-chan struct{}, failures int) {
-	t := time.NewTimer(min(time.Duration(failures)*100*time.Millisecond, 2*time.Second))
+	t := time.NewTimer(failureWait(failures))
 	defer t.Stop()
 	select {
 	case <-stop:

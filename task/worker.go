@@ -426,7 +426,7 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 			}
 			failures++
 			q.log.Warn("task fetch failed", "error", err)
-			sleep(ctx, min(time.Duration(failures)*100*time.Millisecond, 2*time.Second))
+			sleep(ctx, failureWait(failures))
 			continue
 		}
 		failures = 0

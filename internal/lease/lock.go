@@ -160,27 +160,13 @@ func Refresh(ctx context.Context, c redis.UniversalClient, locks []*Lock, ttl ti
 }
 
 // Client returns a client for lease commands: a copy of c's settings
-// (topology.NewClient) with ContextTimeoutEnabled and a pool of size connections, so that an attempt
+// (topology.Pooled) with ContextTimeoutEnabled and a pool of size connections, so that an attempt
 // ends at its context's deadline even when the network is frozen with the
 // socket open (go-redis otherwise waits for its read timeout); and a
 // function that closes it. Clients of other kinds are returned as they are.
 func Client(c redis.UniversalClient, size int) (redis.UniversalClient, func()) {
-	switch c := c.(type) {
-	case *redis.Client:
-		return topology.NewClient(c, func(opt *redis.Options) {
-			if opt.MaxRetries == 0 {
-				opt.MaxRetries = -1 // none, as c (a client's options hold -1 as 0)
-			}
-			opt.ContextTimeoutEnabled = true
-			opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = size, 0, size
-		})
-	case *redis.ClusterClient:
-		opt := topology.OwnCluster(*c.Options())
+	return topology.Pooled(c, size, func(opt *redis.Options) {
+		topology.KeepRetries(opt)
 		opt.ContextTimeoutEnabled = true
-		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = size, 0, size
-		lc := redis.NewClusterClient(opt)
-		topology.Attach(lc) // hooks are not options: follow failovers like c
-		return lc, func() { _ = lc.Close() }
-	}
-	return c, func() {}
+	}, func(opt *redis.ClusterOptions) { opt.ContextTimeoutEnabled = true })
 }
