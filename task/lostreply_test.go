@@ -221,3 +221,62 @@ func waitBlocked(t *testing.T, c *redis.Client, name string) {
 		return false
 	})
 }
+
+// A worker's two fetchers make script reads at once. When the reply of one
+// is lost, the other may run a read of its own before the first is sent
+// again: Redis keeps what each read took per slot of the worker, and the
+// two are of different slots, so the first call sent again still hands out
+// its own tasks. With one memo per worker, the other read replaced it (or
+// deleted it, taking nothing), and the lost read's tasks stayed active with
+// the worker, run by nobody before the visibility timeout (five minutes
+// here). The race is not forced: replies of many reads are lost while both
+// fetchers keep reading a backlog, which meets it most runs (it fails that
+// way without the slots).
+func TestLostReadRepliesBesideOtherReads(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	// The read-mode fetch call: "read" is its fourth argument.
+	lose := &redistest.ReplyLoser{Match: []byte("$4\r\nread\r\n")}
+	var reads atomic.Int32
+	lose.Armed = func() bool { return reads.Add(1)%3 == 0 && lose.Lost() < 12 }
+	c := lose.Client(t, e.client)
+	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	runs := map[string]int{}
+	q, err := task.Handle(a, "jobs", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		mu.Lock()
+		runs[tk.ID]++
+		mu.Unlock()
+		time.Sleep(time.Millisecond) // slots free one by one: both fetchers read
+		return out{Double: 2 * tk.Payload.N}, nil
+	}, task.Concurrency(8), task.Visibility(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := make([]job, 600)
+	for i := range jobs {
+		jobs[i] = job{N: i}
+	}
+	ids, err := q.EnqueueMany(ctx, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	eventually(t, 30*time.Second, "every task succeeded", func() bool {
+		c, err := q.Counts(ctx)
+		return err == nil && c[task.Succeeded] == int64(len(ids))
+	})
+	if n := lose.Lost(); n < 12 {
+		t.Fatalf("%d read replies lost, want 12", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if runs[id] != 1 {
+			t.Errorf("task %s ran %d times, want 1", id, runs[id])
+		}
+	}
+}

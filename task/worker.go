@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -98,6 +99,7 @@ type worker struct {
 	rr       []int               // weighted round robin state
 	closed   bool                // done is closed
 	lost     lost                // calls whose replies were lost
+	slots    uint64              // read calls' slots in use (claimSlot)
 	outs     []taskrdb.Outcome   // the completer's, reused
 	working  sync.WaitGroup      // running handlers
 	paused   atomic.Bool         // the last fetch found the queue paused
@@ -308,6 +310,26 @@ func (w *worker) toSendAgain() (c fetchCall, recover bool) {
 	}
 	recover, w.lost.recover = w.lost.recover, false
 	return nil, recover
+}
+
+// claimSlot returns a slot for a read call (taskrdb.NewCallIn), held until
+// the call ran with its reply read: Redis keeps what a read call took per
+// slot, for the call to be sent again after its reply was lost, and a call
+// of the same slot would replace it. A worker's read calls under way or
+// waiting to be sent again are at most one per fetcher (a fetcher sends a
+// call again before it makes a new one), so slots 0 to fetchers-1 serve.
+func (w *worker) claimSlot() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	slot := bits.TrailingZeros64(^w.slots)
+	w.slots |= 1 << slot
+	return slot
+}
+
+func (w *worker) freeSlot(slot int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.slots &^= 1 << slot
 }
 
 func (w *worker) setRecover() {
@@ -549,15 +571,21 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 			return got, err
 		}
 	}
-	call := taskrdb.NewCall()
-	var read fetchCall = func(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error) {
-		if n <= 0 {
-			// only what the first run took, if it ran: nothing new
-			n, quota = 0, make([]int, len(q.set.levels))
-		}
-		return taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, quota, n)
-	}
 	if !idle {
+		slot := w.claimSlot()
+		call := taskrdb.NewCallIn(slot)
+		var once sync.Once
+		var read fetchCall = func(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error) {
+			if n <= 0 {
+				// only what the first run took, if it ran: nothing new
+				n, quota = 0, make([]int, len(q.set.levels))
+			}
+			got, err := taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, quota, n)
+			if err == nil || heldBack(err) {
+				once.Do(func() { w.freeSlot(slot) })
+			}
+			return got, err
+		}
 		got, err := read(ctx, n, quota)
 		if heldBack(err) {
 			return nil, err

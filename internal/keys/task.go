@@ -66,10 +66,11 @@ func (s Space) TaskKeys(queue string) string { return s.key("tkeys", s.taskTag(q
 // (string; PX the rate window).
 func (s Space) TaskRatePrefix(queue string) string { return s.key("trate", s.taskTag(queue)) + ":" }
 
-// TaskFetchedPrefix is the prefix of what a worker's last fetch call took:
-// PREFIX + worker (string: the call's ID and its entries; PX a minute,
-// deleted by the worker's next call that takes nothing). A call sent again
-// after its reply was lost hands out those tasks again.
+// TaskFetchedPrefix is the prefix of what a worker's last fetch call of a
+// slot took: PREFIX + worker + ":" + slot (string: the call's ID and its
+// entries; PX a minute, deleted by the slot's next call that takes
+// nothing). A call sent again after its reply was lost hands out those
+// tasks again.
 func (s Space) TaskFetchedPrefix(queue string) string { return s.key("tfetch", s.taskTag(queue)) + ":" }
 
 // TaskWake is the list the queue's leader blocks on to wake up before its

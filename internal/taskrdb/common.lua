@@ -14,7 +14,7 @@
 --   KEYS[11] per-key rate counter prefix (+ task key; keyed queues)
 --   KEYS[12] pending webhook deliveries (task IDs by due time)
 --   KEYS[13] finished-task counter prefix (+ 10-second bucket number)
---   KEYS[14] last fetch call prefix (+ worker; fetch.lua)
+--   KEYS[14] last fetch call prefix (+ worker:slot; fetch.lua)
 --   KEYS[15] live settings (hash: concurrency, paused, rate)
 --   KEYS[16] the queue's rate counter (tasks taken in the current window)
 --

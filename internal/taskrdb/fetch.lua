@@ -36,16 +36,20 @@
 -- longer pending (cancelled, gone) are acknowledged and deleted, but for
 -- one that this consumer took with this very entry: a call run again after
 -- its reply was lost hands it out again. A read call that took tasks notes
--- them under the worker's name with its call ID (KEYS[14], kept a minute):
--- the same call run again (sent again by the client, or by the worker after
--- an error) hands out those tasks again instead of reading new ones. A key
+-- them under the worker's name and the call's slot with its call ID
+-- (KEYS[14], kept a minute): the same call run again (sent again by the
+-- worker after an error) hands out those tasks again instead of reading new
+-- ones; the slot's next call replaces or deletes the memo. A key
 -- over its rate limit is parked in the scheduled set until its window ends
 -- (its token is deleted; promote.lua gives it a new one).
 local consumer = ARGV[1]
 local rate, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, call = ARGV[4], ARGV[5]
 local qrate, qwindow = tonumber(ARGV[6]), tonumber(ARGV[7])
-local memo = KEYS[14] .. consumer
+-- a read call's memo: per worker and slot (the call ID's digits before its
+-- dot; see taskrdb.NewCallIn), so that a call of another slot under way at
+-- once neither replaces nor deletes it
+local memo = KEYS[14] .. consumer .. ':' .. (string.match(call, '^(%d+)%.') or '')
 local now = now_ms()
 local now_text = tostring(now)
 local live = redis.call('HMGET', KEYS[15], 'paused', 'rate')

@@ -1,6 +1,8 @@
 package taskrdb_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,17 +18,7 @@ func TestFetchCallRunAgain(t *testing.T) {
 		taskrdb.NewTask{ID: "t2", Payload: []byte(`1`), Key: "a,b 2,\n,0,", Retention: time.Hour},
 		taskrdb.NewTask{ID: "t3", Payload: []byte(`1`), Retention: time.Hour})
 	call := taskrdb.NewCall()
-	fetch := func(call string) []string {
-		got, err := taskrdb.Fetch(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, call, []int{2}, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, g := range got {
-			ids = append(ids, g.ID)
-		}
-		return ids
-	}
+	fetch := func(call string) []string { return f.fetchIDs(call, 2) }
 	first := fetch(call)
 	if len(first) != 2 {
 		t.Fatalf("first run took %v, want 2 tasks", first)
@@ -39,6 +31,42 @@ func TestFetchCallRunAgain(t *testing.T) {
 	}
 	if n := f.counts()["active"]; n != "3" {
 		t.Fatalf("%s tasks active, want 3 (counts %v)", n, f.counts())
+	}
+}
+
+// A worker's read calls of different slots (its fetchers' calls under way
+// at once) keep a memo each: a call sent again after its reply was lost
+// hands out the tasks of its first run again even when a call of another
+// slot ran in between, taking tasks or none. With one memo per worker, the
+// other call's replaced or deleted it, and the first call's tasks stayed
+// active with the worker, run by nobody until the visibility timeout.
+func TestFetchCallsOfOtherSlots(t *testing.T) {
+	f := newFixture(t)
+	var tasks []taskrdb.NewTask
+	for i := range 5 {
+		tasks = append(tasks, taskrdb.NewTask{ID: fmt.Sprint("t", i), Payload: []byte(`1`), Retention: time.Hour})
+	}
+	f.enqueue(tasks...)
+	fetch := f.fetchIDs
+	x := taskrdb.NewCallIn(0)
+	if got := fetch(x, 2); !slices.Equal(got, []string{"t0", "t1"}) {
+		t.Fatalf("x took %v, want t0 and t1", got)
+	}
+	if got := fetch(taskrdb.NewCallIn(1), 2); !slices.Equal(got, []string{"t2", "t3"}) {
+		t.Fatalf("y took %v, want t2 and t3", got)
+	}
+	if got := fetch(x, 2); !slices.Equal(got, []string{"t0", "t1"}) {
+		t.Fatalf("x sent again after y took tasks: %v, want t0 and t1", got)
+	}
+	z := taskrdb.NewCallIn(0)
+	if got := fetch(z, 1); !slices.Equal(got, []string{"t4"}) {
+		t.Fatalf("z took %v, want t4", got)
+	}
+	if got := fetch(taskrdb.NewCallIn(1), 2); len(got) != 0 {
+		t.Fatalf("a call with nothing ready took %v", got)
+	}
+	if got := fetch(z, 1); !slices.Equal(got, []string{"t4"}) {
+		t.Fatalf("z sent again after a call that took nothing: %v, want t4", got)
 	}
 }
 
@@ -74,4 +102,19 @@ func TestFetchReadsTokenAddedByRead(t *testing.T) {
 	if len(got) != 1 || got[0].ID != "t2" {
 		t.Fatalf("took %v, want t2", got)
 	}
+}
+
+// fetchIDs runs a read call of worker w1 for up to n tasks and returns the
+// IDs of those it took.
+func (f *fixture) fetchIDs(call string, n int) []string {
+	f.t.Helper()
+	got, err := taskrdb.Fetch(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, call, []int{n}, n)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range got {
+		ids = append(ids, g.ID)
+	}
+	return ids
 }

@@ -314,8 +314,17 @@ func Fetch(ctx context.Context, c Client, k []string, consumer string, lim Limit
 	return runFetch(ctx, c, k, args)
 }
 
-// NewCall returns a fresh call ID for Fetch.
-func NewCall() string { return strconv.FormatUint(rand.Uint64(), 36) }
+// NewCall returns a fresh call ID for Fetch, of slot 0 (see NewCallIn).
+func NewCall() string { return NewCallIn(0) }
+
+// NewCallIn returns a fresh call ID for Fetch, of a slot of the worker's.
+// What a read call took is kept per worker and slot, for the call to be
+// sent again: the calls of a worker that may be under way at once, or
+// waiting to be sent again, must be of different slots, and a slot's next
+// call replaces its memo.
+func NewCallIn(slot int) string {
+	return strconv.Itoa(slot) + "." + strconv.FormatUint(rand.Uint64(), 36)
+}
 
 // FetchGiven marks the tasks of entries read by a blocking XREADGROUP
 // active (fetch.lua, mode "given"), parking keys over rate. Run again with
