@@ -239,23 +239,9 @@ func TestLostReadRepliesBesideOtherReads(t *testing.T) {
 	lose := &redistest.ReplyLoser{Match: []byte("$4\r\nread\r\n")}
 	var reads atomic.Int32
 	lose.Armed = func() bool { return reads.Add(1)%3 == 0 && lose.Lost() < 12 }
-	c := lose.Client(t, e.client)
-	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	runs := map[string]int{}
-	q, err := task.Handle(a, "jobs", func(ctx context.Context, tk *task.Task[job]) (out, error) {
-		mu.Lock()
-		runs[tk.ID]++
-		mu.Unlock()
-		time.Sleep(time.Millisecond) // slots free one by one: both fetchers read
-		return out{Double: 2 * tk.Payload.N}, nil
-	}, task.Concurrency(8), task.Visibility(5*time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, runs := runLossy(t, e, lose, 8, func(job) time.Duration {
+		return time.Millisecond // slots free one by one: both fetchers read
+	})
 	jobs := make([]job, 600)
 	for i := range jobs {
 		jobs[i] = job{N: i}
@@ -264,19 +250,115 @@ func TestLostReadRepliesBesideOtherReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.run(a)
-	eventually(t, 30*time.Second, "every task succeeded", func() bool {
-		c, err := q.Counts(ctx)
-		return err == nil && c[task.Succeeded] == int64(len(ids))
-	})
+	runs.each(t, ids)
 	if n := lose.Lost(); n < 12 {
 		t.Fatalf("%d read replies lost, want 12", n)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+}
+
+// Replies of every kind of fetch call are lost while tasks come in bursts
+// (a busy queue reads with script calls; an idle one with blocking reads,
+// then a given call; a lost blocking read's entries are recovered with an
+// own call) and two fetchers take them: every task still runs once, long
+// before the visibility timeout (five minutes) would bring back one that a
+// lost reply left behind.
+func TestLostFetchRepliesUnderLoad(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	// The fetch calls by their mode (the fourth argument), and the
+	// blocking reads; every third of each kind is lost, four at most.
+	lose := &redistest.ReplyLoser{
+		Match: []byte("$4\r\nread\r\n"),
+		Also:  [][]byte{[]byte("$5\r\ngiven\r\n"), []byte("$3\r\nown\r\n"), []byte("xreadgroup")},
+	}
+	var lmu sync.Mutex
+	seen, armed := map[string]int{}, map[string]int{}
+	lose.ArmedFor = func(m []byte) bool {
+		lmu.Lock()
+		defer lmu.Unlock()
+		k := kind(m)
+		seen[k]++
+		if seen[k]%3 != 0 || armed[k] >= 4 {
+			return false
+		}
+		armed[k]++
+		return true
+	}
+	q, runs := runLossy(t, e, lose, 6, func(j job) time.Duration { return time.Duration(j.N%3) * time.Millisecond })
+	var ids []string
+	for burst := range 40 {
+		jobs := make([]job, 1+burst%7*5)
+		for i := range jobs {
+			jobs[i] = job{N: burst*100 + i}
+		}
+		got, err := q.EnqueueMany(ctx, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+		if burst%4 != 0 {
+			time.Sleep(60 * time.Millisecond) // idle: blocking reads
+		}
+	}
+	runs.each(t, ids)
+	lmu.Lock()
+	defer lmu.Unlock()
+	t.Logf("replies lost: %d; by kind: %v of %v", lose.Lost(), armed, seen)
+	for _, k := range [][]byte{lose.Match, lose.Also[0], lose.Also[2]} {
+		if armed[kind(k)] < 2 {
+			t.Errorf("%d replies of %s lost, want at least 2", armed[kind(k)], kind(k))
+		}
+	}
+}
+
+// kind names what a command matched, for the log.
+func kind(m []byte) string { return strings.Join(strings.Fields(string(m)), " ") }
+
+// runLossy runs queue jobs (concurrency c, a visibility timeout of five
+// minutes) on worker w1 of an App whose client loses replies as lose says.
+// The handler counts each task's runs and sleeps as long as sleep says.
+func runLossy(t *testing.T, e *env, lose *redistest.ReplyLoser, c int, sleep func(job) time.Duration) (*task.Queue[job, out], *taskRuns) {
+	t.Helper()
+	a, err := app.New(app.Config{Name: "shop", Client: lose.Client(t, e.client), KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := &taskRuns{n: map[string]int{}}
+	q, err := task.Handle(a, "jobs", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		runs.mu.Lock()
+		runs.n[tk.ID]++
+		runs.mu.Unlock()
+		time.Sleep(sleep(tk.Payload))
+		return out{Double: 2 * tk.Payload.N}, nil
+	}, task.Concurrency(c), task.Visibility(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs.q = q
+	e.run(a)
+	return q, runs
+}
+
+// taskRuns counts the runs of each task of a queue.
+type taskRuns struct {
+	q  *task.Queue[job, out]
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// each waits until every task of ids succeeded (within 30s, far below the
+// visibility timeout), then checks that each ran once.
+func (r *taskRuns) each(t *testing.T, ids []string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "every task succeeded", func() bool {
+		c, err := r.q.Counts(context.Background())
+		return err == nil && c[task.Succeeded] == int64(len(ids))
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, id := range ids {
-		if runs[id] != 1 {
-			t.Errorf("task %s ran %d times, want 1", id, runs[id])
+		if r.n[id] != 1 {
+			t.Errorf("task %s ran %d times, want 1", id, r.n[id])
 		}
 	}
 }

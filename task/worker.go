@@ -332,6 +332,28 @@ func (w *worker) freeSlot(slot int) {
 	w.slots &^= 1 << slot
 }
 
+// memoCall returns a read or own call (fetch.lua keeps what it took, for
+// it to be sent again) of a slot of its own, run by send with the call's
+// ID. Once the call ran with its reply read, or was refused (it took
+// nothing), its slot is freed and done, if any, is called.
+func (w *worker) memoCall(done func(), send func(ctx context.Context, call string, n int, quota []int) ([]taskrdb.Fetched, error)) fetchCall {
+	slot := w.claimSlot()
+	call := taskrdb.NewCallIn(slot)
+	var once sync.Once
+	return func(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error) {
+		got, err := send(ctx, call, n, quota)
+		if err == nil || heldBack(err) {
+			once.Do(func() {
+				w.freeSlot(slot)
+				if done != nil {
+					done()
+				}
+			})
+		}
+		return got, err
+	}
+}
+
 func (w *worker) setRecover() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -560,8 +582,16 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 			w.setRecover()
 			return nil, ctx.Err()
 		}
-		got, err := taskrdb.FetchOwn(ctx, q.rdb, q.keys, q.worker, q.set.limits(), len(q.set.levels), n)
-		w.leaveOwn()
+		// Sent again after a lost reply, the call hands out the tasks its
+		// first run took: they are active with this worker now, so no other
+		// recovery would. The recovery stays under way until it ran.
+		own := w.memoCall(w.leaveOwn, func(ctx context.Context, call string, n int, _ []int) ([]taskrdb.Fetched, error) {
+			return taskrdb.FetchOwn(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, len(q.set.levels), max(n, 0))
+		})
+		got, err := own(ctx, n, quota)
+		if err != nil && !heldBack(err) {
+			w.sendAgain(own)
+		}
 		// more may be left: when it took all it could, or the queue's rate
 		// (its program's, or one set live) cut it short
 		if err != nil || len(got) == n || (w.rated() && len(got) > 0) {
@@ -572,20 +602,13 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 		}
 	}
 	if !idle {
-		slot := w.claimSlot()
-		call := taskrdb.NewCallIn(slot)
-		var once sync.Once
-		var read fetchCall = func(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error) {
+		read := w.memoCall(nil, func(ctx context.Context, call string, n int, quota []int) ([]taskrdb.Fetched, error) {
 			if n <= 0 {
 				// only what the first run took, if it ran: nothing new
 				n, quota = 0, make([]int, len(q.set.levels))
 			}
-			got, err := taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, quota, n)
-			if err == nil || heldBack(err) {
-				once.Do(func() { w.freeSlot(slot) })
-			}
-			return got, err
-		}
+			return taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, quota, n)
+		})
 		got, err := read(ctx, n, quota)
 		if heldBack(err) {
 			return nil, err

@@ -18,9 +18,13 @@ import (
 // contain Match reach Redis and be answered, then drop the reply and break
 // the connection, as a crash or a reset on the way back would. An error
 // reply (NOSCRIPT: the EVAL that follows runs the script) goes through.
+// A command containing any of Also is lost as one containing Match; with
+// ArmedFor set, it is asked instead of Armed, with the string matched.
 type ReplyLoser struct {
-	Match []byte
-	Armed func() bool
+	Match    []byte
+	Also     [][]byte
+	Armed    func() bool
+	ArmedFor func(match []byte) bool
 
 	lost   atomic.Int32
 	dialer net.Dialer
@@ -60,7 +64,7 @@ func (c *losingConn) Write(b []byte) (int, error) {
 	if c.broken {
 		return 0, &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}
 	}
-	if bytes.Contains(b, c.l.Match) && (c.l.Armed == nil || c.l.Armed()) {
+	if c.l.armed(b) {
 		c.drop = true
 	}
 	return c.Conn.Write(b)
@@ -86,4 +90,21 @@ func (c *losingConn) Read(b []byte) (int, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return 0, err
+}
+
+// armed reports whether the reply to the command b is to be lost.
+func (l *ReplyLoser) armed(b []byte) bool {
+	for _, m := range append([][]byte{l.Match}, l.Also...) {
+		if !bytes.Contains(b, m) {
+			continue
+		}
+		switch {
+		case l.ArmedFor != nil:
+			return l.ArmedFor(m)
+		case l.Armed != nil:
+			return l.Armed()
+		}
+		return true
+	}
+	return false
 }

@@ -5,7 +5,8 @@
 -- ARGV[2]  per-key rate limit: tasks per window (0 = none; keyed queues)
 -- ARGV[3]  rate window ms
 -- ARGV[4]  mode: "read", "given" or "own"
--- ARGV[5]  call ID (read: a random value of the worker's call; else "")
+-- ARGV[5]  call ID (read and own: taskrdb.NewCallIn, the call's slot, a
+--          dot and a random value; given: "")
 -- ARGV[6]  queue rate limit: tasks taken per window, over all workers
 --          (0 = none), counted in KEYS[16] (fixed windows from the first);
 --          the live setting (field "rate" of KEYS[15]: "N WINDOW_MS", set
@@ -35,8 +36,8 @@
 -- timeout ms, key, enqueued ms, headers ("" = none)} per task taken. Entries whose task is no
 -- longer pending (cancelled, gone) are acknowledged and deleted, but for
 -- one that this consumer took with this very entry: a call run again after
--- its reply was lost hands it out again. A read call that took tasks notes
--- them under the worker's name and the call's slot with its call ID
+-- its reply was lost hands it out again. A read or own call that took
+-- tasks notes them under the worker's name and the call's slot with its ID
 -- (KEYS[14], kept a minute): the same call run again (sent again by the
 -- worker after an error) hands out those tasks again instead of reading new
 -- ones; the slot's next call replaces or deletes the memo. A key
@@ -182,7 +183,7 @@ local function own(level, n)
   return got
 end
 
-if mode == 'read' then
+if mode == 'read' or mode == 'own' then
   -- the memo is the call ID, a space, then the entries taken as JSON: a
   -- memo of another call is told by its start, without decoding it
   local m = redis.call('GET', memo)
@@ -195,34 +196,35 @@ if mode == 'read' then
     if m then redis.call('DEL', memo) end
     return refuse()
   end
-  local n = tonumber(ARGV[8])
-  local left = tonumber(ARGV[9 + n])
-  if budget then left = math.min(left, budget) end
-  -- a level that gave fewer than its quota has nothing more ready (but a
-  -- key's token added meanwhile): the second pass does not read it again
-  local drained = {}
-  for l = 0, n - 1 do
-    local want, tokens = math.min(tonumber(ARGV[9 + l]), left), TOKENS
-    local got = read(l, want)
-    drained[l] = got < want and TOKENS == tokens
-    left = left - got
-  end
-  for l = 0, n - 1 do
-    if left <= 0 then break end
-    if not drained[l] then left = left - read(l, left) end
+  if mode == 'read' then
+    local n = tonumber(ARGV[8])
+    local left = tonumber(ARGV[9 + n])
+    if budget then left = math.min(left, budget) end
+    -- a level that gave fewer than its quota has nothing more ready (but a
+    -- key's token added meanwhile): the second pass does not read it again
+    local drained = {}
+    for l = 0, n - 1 do
+      local want, tokens = math.min(tonumber(ARGV[9 + l]), left), TOKENS
+      local got = read(l, want)
+      drained[l] = got < want and TOKENS == tokens
+      left = left - got
+    end
+    for l = 0, n - 1 do
+      if left <= 0 then break end
+      if not drained[l] then left = left - read(l, left) end
+    end
+  else
+    local left = tonumber(ARGV[9])
+    if budget then left = math.min(left, budget) end
+    for l = 0, tonumber(ARGV[8]) - 1 do
+      if left <= 0 then break end
+      left = left - own(l, left)
+    end
   end
   if #taken > 0 then
     redis.call('SET', memo, call .. ' ' .. cjson.encode(taken), 'PX', 60000)
   elseif m then
     redis.call('DEL', memo)
-  end
-elseif mode == 'own' then
-  if held_back() then return refuse() end
-  local left = tonumber(ARGV[9])
-  if budget then left = math.min(left, budget) end
-  for l = 0, tonumber(ARGV[8]) - 1 do
-    if left <= 0 then break end
-    left = left - own(l, left)
   end
 else
   for i = 8, #ARGV, 4 do take(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/redis/go-redis/v9"
 )
 
 // A read call sent again (its reply was lost) hands out the tasks of its
@@ -70,6 +71,40 @@ func TestFetchCallsOfOtherSlots(t *testing.T) {
 	}
 }
 
+// An own call (the recovery of entries a lost blocking read left pending
+// with the worker) sent again after its reply was lost hands out the tasks
+// of its first run again: they are active with the worker now, which a new
+// own call skips as tasks it runs, so without the memo they stayed active,
+// run by nobody until the visibility timeout.
+func TestFetchOwnCallRunAgain(t *testing.T) {
+	f := newFixture(t)
+	f.enqueue(taskrdb.NewTask{ID: "t1", Payload: []byte(`1`), Retention: time.Hour},
+		taskrdb.NewTask{ID: "t2", Payload: []byte(`1`), Retention: time.Hour},
+		taskrdb.NewTask{ID: "t3", Payload: []byte(`1`), Retention: time.Hour})
+	// a blocking read's entries, whose reply was lost
+	if err := f.c.XReadGroup(f.ctx, &redis.XReadGroupArgs{
+		Group: taskrdb.Group, Consumer: "w1", Streams: []string{f.ks.TaskStream("q", 0), ">"}, Count: 10, Block: -1,
+	}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	own := func(call string, n int) []string {
+		return f.ids(taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, call, 1, n))
+	}
+	x := taskrdb.NewCallIn(0)
+	if got := own(x, 2); !slices.Equal(got, []string{"t1", "t2"}) {
+		t.Fatalf("own call took %v, want t1 and t2", got)
+	}
+	if got := own(taskrdb.NewCallIn(1), 2); !slices.Equal(got, []string{"t3"}) {
+		t.Fatalf("an own call of another slot took %v, want t3 (t1 and t2 are active here)", got)
+	}
+	if got := own(x, 0); !slices.Equal(got, []string{"t1", "t2"}) {
+		t.Fatalf("the own call sent again took %v, want t1 and t2", got)
+	}
+	if n := f.counts()["active"]; n != "3" {
+		t.Fatalf("%s tasks active, want 3 (counts %v)", n, f.counts())
+	}
+}
+
 // A level that gave fewer tasks than its quota has nothing more ready: a
 // read call does not read it a second time to fill its total.
 func TestFetchReadsDrainedLevelOnce(t *testing.T) {
@@ -108,7 +143,13 @@ func TestFetchReadsTokenAddedByRead(t *testing.T) {
 // IDs of those it took.
 func (f *fixture) fetchIDs(call string, n int) []string {
 	f.t.Helper()
-	got, err := taskrdb.Fetch(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, call, []int{n}, n)
+	return f.ids(taskrdb.Fetch(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, call, []int{n}, n))
+}
+
+// ids returns the IDs of the tasks a fetch took, failing the test on its
+// error.
+func (f *fixture) ids(got []taskrdb.Fetched, err error) []string {
+	f.t.Helper()
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestFetchWhilePaused(t *testing.T) {
 	if got, err := taskrdb.FetchGiven(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, given); !errors.Is(err, taskrdb.ErrPaused) || len(got) != 0 {
 		t.Fatalf("given while paused: %v, %v; want ErrPaused", got, err)
 	}
-	if got, err := taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, 1, 10); !errors.Is(err, taskrdb.ErrPaused) || len(got) != 0 {
+	if got, err := taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, taskrdb.NewCall(), 1, 10); !errors.Is(err, taskrdb.ErrPaused) || len(got) != 0 {
 		t.Fatalf("own while paused: %v, %v; want ErrPaused", got, err)
 	}
 	if c := f.counts(); c["active"] != "1" || c["pending"] != "2" {
@@ -62,7 +62,7 @@ func TestFetchWhilePaused(t *testing.T) {
 	if err := f.c.HDel(f.ctx, config, "paused").Err(); err != nil {
 		t.Fatal(err)
 	}
-	own, err := taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, 1, 10)
+	own, err := taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", taskrdb.Limits{}, taskrdb.NewCall(), 1, 10)
 	if err != nil || len(own) != 1 || own[0].ID != m.Values["t"] {
 		t.Fatalf("own after the resume: %v, %v; want the task of the entry given while paused", own, err)
 	}

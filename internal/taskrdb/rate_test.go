@@ -49,7 +49,7 @@ func TestFetchUnderQueueRate(t *testing.T) {
 	if got, err := given(1); !errors.As(err, &limited) || len(got) != 0 {
 		t.Fatalf("given over the budget: %v, %v", got, err)
 	}
-	if got, err := taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", lim, 1, 10); !errors.As(err, &limited) || len(got) != 0 {
+	if got, err := taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", lim, taskrdb.NewCall(), 1, 10); !errors.As(err, &limited) || len(got) != 0 {
 		t.Fatalf("own over the budget: %v, %v", got, err)
 	}
 	if n := f.c.Get(f.ctx, counter).Val(); n != "3" {
@@ -59,7 +59,7 @@ func TestFetchUnderQueueRate(t *testing.T) {
 	// The window ends: the worker's own call takes the entry left pending,
 	// within the new window's budget.
 	f.c.Del(f.ctx, counter)
-	if got, err := taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", lim, 1, 10); err != nil || len(got) != 1 || got[0].ID != "t4" {
+	if got, err := taskrdb.FetchOwn(f.ctx, f.c, f.keys, "w1", lim, taskrdb.NewCall(), 1, 10); err != nil || len(got) != 1 || got[0].ID != "t4" {
 		t.Fatalf("own in a new window: %v, %v; want t4", got, err)
 	}
 	// Two left of the budget: of three entries given, two are taken.

@@ -344,12 +344,15 @@ func FetchGiven(ctx context.Context, c Client, k []string, consumer string, lim 
 // FetchOwn takes up to n tasks of entries pending with consumer whose
 // tasks it never took, on levels 0 to levels-1 (fetch.lua, mode "own"):
 // those of a blocking XREADGROUP whose reply was lost, which nothing else
-// hands out before the visibility timeout.
+// hands out before the visibility timeout. call identifies the call, as
+// for Fetch: run again after an error, it hands out the tasks its first run
+// took (which are active with consumer now, so that no other call of
+// consumer takes them).
 //
-// KEYS: Keys. ARGV: consumer, key rate, its window ms, "own", "", queue
+// KEYS: Keys. ARGV: consumer, key rate, its window ms, "own", call, queue
 // rate, its window ms, levels, n.
-func FetchOwn(ctx context.Context, c Client, k []string, consumer string, lim Limits, levels, n int) ([]Fetched, error) {
-	return runFetch(ctx, c, k, append(lim.args(consumer, "own", "", 2), levels, n))
+func FetchOwn(ctx context.Context, c Client, k []string, consumer string, lim Limits, call string, levels, n int) ([]Fetched, error) {
+	return runFetch(ctx, c, k, append(lim.args(consumer, "own", call, 2), levels, n))
 }
 
 // Client runs commands at once: a client or a connection, not a pipeline.
