@@ -256,20 +256,22 @@ func TestLostReadRepliesBesideOtherReads(t *testing.T) {
 	}
 }
 
-// Replies of every kind of fetch call are lost while tasks come in bursts
-// (a busy queue reads with script calls; an idle one with blocking reads,
-// then a given call; a lost blocking read's entries are recovered with an
-// own call) and two fetchers take them: every task still runs once, long
-// before the visibility timeout (five minutes) would bring back one that a
-// lost reply left behind.
-func TestLostFetchRepliesUnderLoad(t *testing.T) {
+// Replies of every kind of fetch call, and of the calls recording outcomes,
+// are lost while tasks come in bursts (a busy queue reads with script
+// calls; an idle one with blocking reads, then a given call; a lost
+// blocking read's entries are recovered with an own call) and two fetchers
+// take them: every task still runs once and succeeds, long before the
+// visibility timeout (five minutes) would bring back one that a lost reply
+// left behind.
+func TestLostRepliesUnderLoad(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	// The fetch calls by their mode (the fourth argument), and the
-	// blocking reads; every third of each kind is lost, four at most.
+	// The fetch calls by their mode (the fourth argument), the blocking
+	// reads and the outcome calls (a success's outcome); every third of each
+	// kind is lost, four at most.
 	lose := &redistest.ReplyLoser{
 		Match: []byte("$4\r\nread\r\n"),
-		Also:  [][]byte{[]byte("$5\r\ngiven\r\n"), []byte("$3\r\nown\r\n"), []byte("xreadgroup")},
+		Also:  [][]byte{[]byte("$5\r\ngiven\r\n"), []byte("$3\r\nown\r\n"), []byte("xreadgroup"), []byte("$2\r\nok\r\n")},
 	}
 	var lmu sync.Mutex
 	seen, armed := map[string]int{}, map[string]int{}
@@ -304,7 +306,7 @@ func TestLostFetchRepliesUnderLoad(t *testing.T) {
 	lmu.Lock()
 	defer lmu.Unlock()
 	t.Logf("replies lost: %d; by kind: %v of %v", lose.Lost(), armed, seen)
-	for _, k := range [][]byte{lose.Match, lose.Also[0], lose.Also[2]} {
+	for _, k := range [][]byte{lose.Match, lose.Also[0], lose.Also[2], lose.Also[3]} {
 		if armed[kind(k)] < 2 {
 			t.Errorf("%d replies of %s lost, want at least 2", armed[kind(k)], kind(k))
 		}
