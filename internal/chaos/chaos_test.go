@@ -200,11 +200,11 @@ func TestChaos(t *testing.T) {
 	rd := readRedis(t, srv, prefix, queue, prod.tasks)
 	res := chaos.Check(prod.sends, prod.tasks, log, rd)
 	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d events=%d processed=%d duplicates=%d commits=%d refused=%d abandoned=%d "+
-		"tasks=%d task-runs=%d task-duplicates=%d kills=%d stalls=%d (mid-event %d) freezes=%d starts=%d pauses=%d throttles=%d redis-restarts=%d "+
+		"tasks=%d task-runs=%d task-duplicates=%d kills=%d stalls=%d (mid-event %d) freezes=%d starts=%d pauses=%d throttles=%d cuts=%d redis-restarts=%d "+
 		"send-retries=%d drain=%s resent=%d late-duplicates=%d stale-states=%d lost=%d order-violations=%d fencing-violations=%d tasks-lost=%d table-violations=%d",
 		seed, d, len(f.all()), res.Events, res.Processed, res.Duplicates, res.Commits, res.Refused, res.Abandoned,
 		res.Tasks, res.TaskRuns, res.TaskDuplicates, in.n.Kills, in.n.Stalls, in.n.MidEvent, in.n.Freezes, in.n.Starts,
-		in.n.Pauses, in.n.Throttles, in.n.RedisRestarts, prod.sendFails, drainTime.Round(time.Millisecond),
+		in.n.Pauses, in.n.Throttles, in.n.Cuts, in.n.RedisRestarts, prod.sendFails, drainTime.Round(time.Millisecond),
 		res.Resent, res.Late, res.State, res.Lost, res.Order, res.Fencing, res.TasksLost, res.Tables)
 	t.Log(summary)
 	t.Logf("load average at the end %s", loadavg())
@@ -217,7 +217,7 @@ func TestChaos(t *testing.T) {
 	if !res.OK() {
 		t.Errorf("chaos run failed; replay with LEAT_CHAOS_SEED=%d", seed)
 	}
-	if in.n.Kills == 0 || in.n.Stalls == 0 || in.n.Freezes == 0 || in.n.Starts == 0 || in.n.Pauses == 0 || in.n.Throttles == 0 || in.n.RedisRestarts == 0 {
+	if in.n.Kills == 0 || in.n.Stalls == 0 || in.n.Freezes == 0 || in.n.Starts == 0 || in.n.Pauses == 0 || in.n.Throttles == 0 || in.n.Cuts == 0 || in.n.RedisRestarts == 0 {
 		t.Errorf("not every fault was injected (%+v): run longer", in.n)
 	}
 }

@@ -1,8 +1,9 @@
 // Package chaos is leat's fault-injection runner: TestChaos starts a
 // persistent redis-server, several worker processes (the program in
 // chaosworker) running two stream processors (one of them keeping a table)
-// and one task queue, and a producer; it kills, stalls and cuts off workers, starts new ones and
-// restarts Redis, at random moments from a printed seed; after a drain it
+// and one task queue, and a producer; it kills, stalls and cuts off
+// workers, loses their replies, starts new ones and restarts Redis, at
+// random moments from a printed seed; after a drain it
 // checks, from the records the workers wrote, that nothing acknowledged was
 // lost, that each key was processed in send order, that no write went
 // through a superseded fencing token, that the table applied every event

@@ -23,7 +23,7 @@ const (
 
 // faults counts the faults injected.
 type faults struct {
-	Kills, Stalls, MidEvent, Freezes, Starts, Pauses, Throttles, RedisRestarts int
+	Kills, Stalls, MidEvent, Freezes, Starts, Pauses, Throttles, Cuts, RedisRestarts int
 }
 
 // injector injects faults at random moments (from its own seeded source)
@@ -51,13 +51,13 @@ func (in *injector) logf(format string, args ...any) {
 }
 
 // run injects faults until ctx ends: first one of each kind (kill, stall,
-// freeze, start, pause, throttle) in random order, then kinds at random, with a pause of 2
+// freeze, start, pause, throttle, cut) in random order, then kinds at random, with a pause of 2
 // to 6 seconds between faults; the Redis restart comes once, at a random
 // moment between 30% and 60% of the run. A fault in progress when ctx
 // ends is finished (the worker continued, the link thawed) first.
 func (in *injector) run(ctx context.Context, d time.Duration) {
 	restartAt := time.Duration(float64(d) * (0.3 + 0.3*in.rng.Float64()))
-	first := in.rng.Perm(6)
+	first := in.rng.Perm(7)
 	for i := 0; ; {
 		gap := 2*time.Second + time.Duration(in.rng.Int64N(int64(4*time.Second)))
 		select {
@@ -69,7 +69,7 @@ func (in *injector) run(ctx context.Context, d time.Duration) {
 			in.restartRedis()
 			continue
 		}
-		kind := in.rng.IntN(6)
+		kind := in.rng.IntN(7)
 		if i < len(first) {
 			kind = first[i]
 			i++
@@ -87,6 +87,8 @@ func (in *injector) run(ctx context.Context, d time.Duration) {
 			in.pause()
 		case 5:
 			in.throttle()
+		case 6:
+			in.cut()
 		}
 	}
 }
@@ -97,6 +99,25 @@ func (in *injector) pick() *proc {
 		return nil
 	}
 	return alive[in.rng.IntN(len(alive))]
+}
+
+// cut makes a worker's link drop one reply chunk in 40, with its
+// connection, for 6 to 8 seconds: the commands ran, the worker never hears
+// their replies (fenced reads, acknowledgements, commits, lock refreshes,
+// task fetches and outcomes, heartbeats), as when a connection breaks on
+// the way back; it reconnects and goes on.
+func (in *injector) cut() {
+	p := in.pick()
+	if p == nil {
+		return
+	}
+	hold := in.hold()
+	before := p.proxy.Cuts()
+	p.proxy.CutEvery(40)
+	time.Sleep(hold)
+	p.proxy.CutEvery(0)
+	in.logf("cut %s's replies for %s: %d cut", p.id, hold.Round(time.Millisecond), p.proxy.Cuts()-before)
+	in.n.Cuts++
 }
 
 // kill SIGKILLs a worker: its partitions move after the lock expiry, its

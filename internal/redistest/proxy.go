@@ -29,6 +29,8 @@ type Proxy struct {
 
 	cutMarker []byte // CutReplies: a reply holding it is dropped with its connection
 	cutsLeft  int
+	cutEvery  int // CutEvery: every cutEvery-th reply chunk is dropped (0: none)
+	chunks    int // reply chunks seen while cutEvery is set
 	cuts      int // replies cut so far
 
 	held atomic.Int64 // chunks read and not yet written on
@@ -158,17 +160,34 @@ func (p *Proxy) CutReplies(marker []byte, n int) {
 	p.cutMarker, p.cutsLeft = append([]byte(nil), marker...), n
 }
 
-// Cuts returns the number of replies cut so far (CutReplies).
+// CutEvery makes the proxy drop every n-th chunk of server replies, whatever
+// it holds, closing its connection (both ends), until CutEvery(0): the
+// commands of those replies ran, their clients never hear of it.
+func (p *Proxy) CutEvery(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutEvery, p.chunks = n, 0
+}
+
+// Cuts returns the number of replies cut so far (CutReplies, CutEvery).
 func (p *Proxy) Cuts() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cuts
 }
 
-// cut reports whether the reply chunk b is to be dropped (CutReplies).
+// cut reports whether the reply chunk b is to be dropped (CutReplies,
+// CutEvery).
 func (p *Proxy) cut(b []byte) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.cutEvery > 0 {
+		p.chunks++
+		if p.chunks%p.cutEvery == 0 {
+			p.cuts++
+			return true
+		}
+	}
 	if p.cutsLeft == 0 || !bytes.Contains(b, p.cutMarker) {
 		return false
 	}
