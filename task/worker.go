@@ -99,7 +99,7 @@ type worker struct {
 	rr       []int               // weighted round robin state
 	closed   bool                // done is closed
 	lost     lost                // calls whose replies were lost
-	slots    uint64              // read calls' slots in use (claimSlot)
+	slots    uint64              // slots of read and own calls in use (claimSlot)
 	outs     []taskrdb.Outcome   // the completer's, reused
 	working  sync.WaitGroup      // running handlers
 	paused   atomic.Bool         // the last fetch found the queue paused
@@ -312,10 +312,10 @@ func (w *worker) toSendAgain() (c fetchCall, recover bool) {
 	return nil, recover
 }
 
-// claimSlot returns a slot for a read call (taskrdb.NewCallIn), held until
-// the call ran with its reply read: Redis keeps what a read call took per
-// slot, for the call to be sent again after its reply was lost, and a call
-// of the same slot would replace it. A worker's read calls under way or
+// claimSlot returns a slot for a read or own call (taskrdb.NewCallIn), held
+// until the call ran with its reply read: Redis keeps what such a call took
+// per slot, for the call to be sent again after its reply was lost, and a
+// call of the same slot would replace it. A worker's calls under way or
 // waiting to be sent again are at most one per fetcher (a fetcher sends a
 // call again before it makes a new one), so slots 0 to fetchers-1 serve.
 func (w *worker) claimSlot() int {
@@ -584,7 +584,8 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 		}
 		// Sent again after a lost reply, the call hands out the tasks its
 		// first run took: they are active with this worker now, so no other
-		// recovery would. The recovery stays under way until it ran.
+		// recovery would. The recovery stays under way until it ran (no
+		// given section opens meanwhile, as while it runs).
 		own := w.memoCall(w.leaveOwn, func(ctx context.Context, call string, n int, _ []int) ([]taskrdb.Fetched, error) {
 			return taskrdb.FetchOwn(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, len(q.set.levels), max(n, 0))
 		})
