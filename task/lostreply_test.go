@@ -264,6 +264,17 @@ func TestLostReadRepliesBesideOtherReads(t *testing.T) {
 // visibility timeout (five minutes) would bring back one that a lost reply
 // left behind.
 func TestLostRepliesUnderLoad(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unkeyed", true: "keyed"}[keyed], func(t *testing.T) {
+			lostRepliesUnderLoad(t, keyed)
+		})
+	}
+}
+
+// lostRepliesUnderLoad is TestLostRepliesUnderLoad on an unkeyed queue, or
+// on a keyed one whose bursts each go to one of five keys (a key's tasks
+// then also run one at a time, in order).
+func lostRepliesUnderLoad(t *testing.T, keyed bool) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	// The fetch calls by their mode (the fourth argument), the blocking
@@ -286,14 +297,22 @@ func TestLostRepliesUnderLoad(t *testing.T) {
 		armed[k]++
 		return true
 	}
-	q, runs := runLossy(t, e, lose, 6, func(j job) time.Duration { return time.Duration(j.N%3) * time.Millisecond })
+	var opts []task.Option
+	if keyed {
+		opts = append(opts, task.Keyed())
+	}
+	q, runs := runLossy(t, e, lose, 6, func(j job) time.Duration { return time.Duration(j.N%3) * time.Millisecond }, opts...)
 	var ids []string
 	for burst := range 40 {
 		jobs := make([]job, 1+burst%7*5)
 		for i := range jobs {
 			jobs[i] = job{N: burst*100 + i}
 		}
-		got, err := q.EnqueueMany(ctx, jobs)
+		var eo []task.EnqueueOption
+		if keyed {
+			eo = append(eo, task.Key(fmt.Sprint("k", burst%5)))
+		}
+		got, err := q.EnqueueMany(ctx, jobs, eo...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,6 +322,15 @@ func TestLostRepliesUnderLoad(t *testing.T) {
 		}
 	}
 	runs.each(t, ids)
+	if keyed {
+		runs.mu.Lock()
+		for k, ns := range runs.byKey {
+			if !slices.IsSorted(ns) {
+				t.Errorf("key %s: tasks ran out of order: %v", k, ns)
+			}
+		}
+		runs.mu.Unlock()
+	}
 	lmu.Lock()
 	defer lmu.Unlock()
 	t.Logf("replies lost: %d; by kind: %v of %v", lose.Lost(), armed, seen)
@@ -319,20 +347,23 @@ func kind(m []byte) string { return strings.Join(strings.Fields(string(m)), " ")
 // runLossy runs queue jobs (concurrency c, a visibility timeout of five
 // minutes) on worker w1 of an App whose client loses replies as lose says.
 // The handler counts each task's runs and sleeps as long as sleep says.
-func runLossy(t *testing.T, e *env, lose *redistest.ReplyLoser, c int, sleep func(job) time.Duration) (*task.Queue[job, out], *taskRuns) {
+func runLossy(t *testing.T, e *env, lose *redistest.ReplyLoser, c int, sleep func(job) time.Duration, opts ...task.Option) (*task.Queue[job, out], *taskRuns) {
 	t.Helper()
 	a, err := app.New(app.Config{Name: "shop", Client: lose.Client(t, e.client), KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := &taskRuns{n: map[string]int{}}
+	runs := &taskRuns{n: map[string]int{}, byKey: map[string][]int{}}
 	q, err := task.Handle(a, "jobs", func(ctx context.Context, tk *task.Task[job]) (out, error) {
 		runs.mu.Lock()
 		runs.n[tk.ID]++
+		if tk.Key != "" {
+			runs.byKey[tk.Key] = append(runs.byKey[tk.Key], tk.Payload.N)
+		}
 		runs.mu.Unlock()
 		time.Sleep(sleep(tk.Payload))
 		return out{Double: 2 * tk.Payload.N}, nil
-	}, task.Concurrency(c), task.Visibility(5*time.Minute))
+	}, append([]task.Option{task.Concurrency(c), task.Visibility(5 * time.Minute)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,9 +374,10 @@ func runLossy(t *testing.T, e *env, lose *redistest.ReplyLoser, c int, sleep fun
 
 // taskRuns counts the runs of each task of a queue.
 type taskRuns struct {
-	q  *task.Queue[job, out]
-	mu sync.Mutex
-	n  map[string]int
+	q     *task.Queue[job, out]
+	mu    sync.Mutex
+	n     map[string]int
+	byKey map[string][]int // payloads' N in the order their runs began, per task key
 }
 
 // each waits until every task of ids succeeded (within 30s, far below the
