@@ -271,9 +271,10 @@ func TestLostRepliesUnderLoad(t *testing.T) {
 	}
 }
 
-// lostRepliesUnderLoad is TestLostRepliesUnderLoad on an unkeyed queue, or
-// on a keyed one whose bursts each go to one of five keys (a key's tasks
-// then also run one at a time, in order).
+// lostRepliesUnderLoad is TestLostRepliesUnderLoad on two unkeyed queues,
+// or on two keyed ones whose bursts each go to one of five keys (a key's
+// tasks then also run one at a time, in order); the bursts alternate
+// between the queues.
 func lostRepliesUnderLoad(t *testing.T, keyed bool) {
 	e := newEnv(t)
 	ctx := ctxT(t)
@@ -301,7 +302,7 @@ func lostRepliesUnderLoad(t *testing.T, keyed bool) {
 	if keyed {
 		opts = append(opts, task.Keyed())
 	}
-	q, runs := runLossy(t, e, lose, 6, func(j job) time.Duration { return time.Duration(j.N%3) * time.Millisecond }, opts...)
+	_, runs := runLossy(t, e, lose, 6, func(j job) time.Duration { return time.Duration(j.N%3) * time.Millisecond }, opts...)
 	var ids []string
 	for burst := range 40 {
 		jobs := make([]job, 1+burst%7*5)
@@ -312,7 +313,7 @@ func lostRepliesUnderLoad(t *testing.T, keyed bool) {
 		if keyed {
 			eo = append(eo, task.Key(fmt.Sprint("k", burst%5)))
 		}
-		got, err := q.EnqueueMany(ctx, jobs, eo...)
+		got, err := runs.qs[burst%2].EnqueueMany(ctx, jobs, eo...) // jobs, more
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,8 +346,10 @@ func lostRepliesUnderLoad(t *testing.T, keyed bool) {
 func kind(m []byte) string { return strings.Join(strings.Fields(string(m)), " ") }
 
 // runLossy runs queue jobs (concurrency c, a visibility timeout of five
-// minutes) on worker w1 of an App whose client loses replies as lose says.
-// The handler counts each task's runs and sleeps as long as sleep says.
+// minutes, and opts) on worker w1 of an App whose client loses replies as
+// lose says, beside queue more, of the same settings, which shares the
+// App's blocking read when both are idle. The handler counts each task's
+// runs and sleeps as long as sleep says.
 func runLossy(t *testing.T, e *env, lose *redistest.ReplyLoser, c int, sleep func(job) time.Duration, opts ...task.Option) (*task.Queue[job, out], *taskRuns) {
 	t.Helper()
 	a, err := app.New(app.Config{Name: "shop", Client: lose.Client(t, e.client), KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
@@ -354,30 +357,37 @@ func runLossy(t *testing.T, e *env, lose *redistest.ReplyLoser, c int, sleep fun
 		t.Fatal(err)
 	}
 	runs := &taskRuns{n: map[string]int{}, byKey: map[string][]int{}}
-	q, err := task.Handle(a, "jobs", func(ctx context.Context, tk *task.Task[job]) (out, error) {
-		runs.mu.Lock()
-		runs.n[tk.ID]++
-		if tk.Key != "" {
-			runs.byKey[tk.Key] = append(runs.byKey[tk.Key], tk.Payload.N)
+	handler := func(queue string) func(context.Context, *task.Task[job]) (out, error) {
+		return func(ctx context.Context, tk *task.Task[job]) (out, error) {
+			runs.mu.Lock()
+			runs.n[tk.ID]++
+			if tk.Key != "" {
+				k := queue + "/" + tk.Key
+				runs.byKey[k] = append(runs.byKey[k], tk.Payload.N)
+			}
+			runs.mu.Unlock()
+			time.Sleep(sleep(tk.Payload))
+			return out{Double: 2 * tk.Payload.N}, nil
 		}
-		runs.mu.Unlock()
-		time.Sleep(sleep(tk.Payload))
-		return out{Double: 2 * tk.Payload.N}, nil
-	}, append([]task.Option{task.Concurrency(c), task.Visibility(5 * time.Minute)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
 	}
-	runs.q = q
+	opts = append([]task.Option{task.Concurrency(c), task.Visibility(5 * time.Minute)}, opts...)
+	for _, name := range []string{"jobs", "more"} {
+		q, err := task.Handle(a, name, handler(name), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs.qs = append(runs.qs, q)
+	}
 	e.run(a)
-	return q, runs
+	return runs.qs[0], runs
 }
 
 // taskRuns counts the runs of each task of a queue.
 type taskRuns struct {
-	q     *task.Queue[job, out]
+	qs    []*task.Queue[job, out] // jobs, more
 	mu    sync.Mutex
 	n     map[string]int
-	byKey map[string][]int // payloads' N in the order their runs began, per task key
+	byKey map[string][]int // payloads' N in the order their runs began, per queue/key
 }
 
 // each waits until every task of ids succeeded (within 30s, far below the
@@ -385,8 +395,15 @@ type taskRuns struct {
 func (r *taskRuns) each(t *testing.T, ids []string) {
 	t.Helper()
 	eventually(t, 30*time.Second, "every task succeeded", func() bool {
-		c, err := r.q.Counts(context.Background())
-		return err == nil && c[task.Succeeded] == int64(len(ids))
+		var done int64
+		for _, q := range r.qs {
+			c, err := q.Counts(context.Background())
+			if err != nil {
+				return false
+			}
+			done += c[task.Succeeded]
+		}
+		return done == int64(len(ids))
 	})
 	r.mu.Lock()
 	defer r.mu.Unlock()
