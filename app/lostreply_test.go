@@ -83,3 +83,43 @@ func TestLostReadReply(t *testing.T) {
 		})
 	}
 }
+
+// Replies lost at random on a worker's link (one reply chunk in 20: fenced
+// reads and their transactions, wake-up reads, acknowledgements, lock
+// refreshes, heartbeats, the leader's lease) while events flow to 8
+// partitions: every event is processed, each key's in send order, long
+// before the lock expiry (a minute here) would move a partition that a lost
+// reply left stuck.
+func TestLostRepliesUnderLoad(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	proxy := redistest.NewProxy(t, redistest.URL(t))
+	worker, s := env.newApp(8, func(c *app.Config) {
+		c.Client, c.RedisURL = nil, proxy.URL() // the app's own client, through the proxy
+		c.Processing = executor.Options{LockExpiry: time.Minute, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second}
+	})
+	_, direct := env.newApp(8, nil)
+	r := newRecorder()
+	if err := app.Process(worker, s, "p", collect(r)); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, worker)
+	keys := make([]string, 16)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	sent := sendEvents(t, direct, keys, 1, 0)
+	redistest.Eventually(t, 20*time.Second, "the first events", func() bool { return r.count() == len(sent) })
+	proxy.CutEvery(20)
+	for i := 1; i < 300; i++ {
+		sent = append(sent, sendEvents(t, direct, keys, 1, i)...)
+		time.Sleep(5 * time.Millisecond)
+	}
+	proxy.CutEvery(0)
+	redistest.Eventually(t, 20*time.Second, "every event", func() bool { return r.count() == len(sent) })
+	if n := proxy.Cuts(); n < 10 {
+		t.Fatalf("%d replies cut, want at least 10", n)
+	}
+	t.Logf("%d replies cut; %d events, %d handed out", proxy.Cuts(), len(sent), r.total())
+	r.inOrder(t, true)
+}
