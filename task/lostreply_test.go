@@ -259,10 +259,10 @@ func TestLostReadRepliesBesideOtherReads(t *testing.T) {
 // Replies of every kind of fetch call, and of the calls recording outcomes,
 // are lost while tasks come in bursts (a busy queue reads with script
 // calls; an idle one with blocking reads, then a given call; a lost
-// blocking read's entries are recovered with an own call) and two fetchers
-// take them: every task still runs once and succeeds, long before the
-// visibility timeout (five minutes) would bring back one that a lost reply
-// left behind.
+// blocking read's entries are recovered with an own call), under a rate
+// limit and through two pauses, and two fetchers take them: every task
+// still runs once and succeeds, long before the visibility timeout (five
+// minutes) would bring back one that a lost reply left behind.
 func TestLostRepliesUnderLoad(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unkeyed", true: "keyed"}[keyed], func(t *testing.T) {
@@ -279,8 +279,10 @@ func lostRepliesUnderLoad(t *testing.T, keyed bool) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	// The fetch calls by their mode (the fourth argument), the blocking
-	// reads and the outcome calls (a success's outcome); every third of each
-	// kind is lost, four at most.
+	// reads and the outcome calls (a success's outcome); one in 11 reads
+	// and outcomes, one in 5 given calls and blocking reads, one in 2
+	// recoveries is lost, eight of each at most: through the whole run, the
+	// queues' pauses and their rate limit included.
 	lose := &redistest.ReplyLoser{
 		Match: []byte("$4\r\nread\r\n"),
 		Also:  [][]byte{[]byte("$5\r\ngiven\r\n"), []byte("$3\r\nown\r\n"), []byte("xreadgroup"), []byte("$2\r\nok\r\n")},
@@ -292,13 +294,19 @@ func lostRepliesUnderLoad(t *testing.T, keyed bool) {
 		defer lmu.Unlock()
 		k := kind(m)
 		seen[k]++
-		if seen[k]%3 != 0 || armed[k] >= 4 {
+		every := map[string]int{kind(lose.Match): 11, kind(lose.Also[3]): 11, kind(lose.Also[1]): 2}[k] // recoveries are few
+		if every == 0 {
+			every = 5
+		}
+		if seen[k]%every != 0 || armed[k] >= 8 {
 			return false
 		}
 		armed[k]++
 		return true
 	}
-	var opts []task.Option
+	// a rate limit that holds bursts back (fetches refused or cut short,
+	// a blocking read's entries left pending beyond the budget)
+	opts := []task.Option{task.Rate(40, 100*time.Millisecond)}
 	if keyed {
 		opts = append(opts, task.Keyed())
 	}
@@ -320,6 +328,19 @@ func lostRepliesUnderLoad(t *testing.T, keyed bool) {
 		ids = append(ids, got...)
 		if burst%4 != 0 {
 			time.Sleep(60 * time.Millisecond) // idle: blocking reads
+		}
+		if burst == 10 || burst == 25 { // paused a while: fetches refused, given entries left pending
+			for _, q := range runs.qs {
+				if err := q.Pause(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(150 * time.Millisecond)
+			for _, q := range runs.qs {
+				if err := q.Resume(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	}
 	runs.each(t, ids)
