@@ -9,6 +9,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/stream"
 )
 
 // A read of new entries whose reply is lost after Redis ran it (the link or
@@ -33,18 +34,7 @@ func TestLostReadReply(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			env := newEnv(t)
-			proxy := redistest.NewProxy(t, redistest.URL(t))
-			worker, s := env.newApp(1, func(c *app.Config) {
-				c.Client, c.RedisURL = nil, proxy.URL() // the app's own client, through the proxy
-				c.Processing = executor.Options{LockExpiry: time.Minute, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second}
-			})
-			_, direct := env.newApp(1, nil)
-			r := newRecorder()
-			if err := app.Process(worker, s, "p", collect(r)); err != nil {
-				t.Fatal(err)
-			}
-			startWorker(t, worker)
+			proxy, direct, r := proxiedWorker(t, 1)
 
 			sent := sendEvents(t, direct, []string{"a"}, tc.before, 0)
 			redistest.Eventually(t, 20*time.Second, "the first events", func() bool { return r.count() == len(sent) })
@@ -92,18 +82,7 @@ func TestLostReadReply(t *testing.T) {
 // reply left stuck.
 func TestLostRepliesUnderLoad(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t)
-	proxy := redistest.NewProxy(t, redistest.URL(t))
-	worker, s := env.newApp(8, func(c *app.Config) {
-		c.Client, c.RedisURL = nil, proxy.URL() // the app's own client, through the proxy
-		c.Processing = executor.Options{LockExpiry: time.Minute, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second}
-	})
-	_, direct := env.newApp(8, nil)
-	r := newRecorder()
-	if err := app.Process(worker, s, "p", collect(r)); err != nil {
-		t.Fatal(err)
-	}
-	startWorker(t, worker)
+	proxy, direct, r := proxiedWorker(t, 8)
 	keys := make([]string, 16)
 	for i := range keys {
 		keys[i] = fmt.Sprint("k", i)
@@ -122,4 +101,25 @@ func TestLostRepliesUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d replies cut; %d events, %d handed out", proxy.Cuts(), len(sent), r.total())
 	r.inOrder(t, true)
+}
+
+// proxiedWorker starts a worker of stream events (partitions partitions, a
+// lock expiry of a minute) whose app's own client goes through a proxy,
+// recording what its processor p sees; direct is the stream through a
+// client of its own.
+func proxiedWorker(t *testing.T, partitions int) (*redistest.Proxy, *stream.Stream[event], *recorder) {
+	t.Helper()
+	env := newEnv(t)
+	proxy := redistest.NewProxy(t, redistest.URL(t))
+	worker, s := env.newApp(partitions, func(c *app.Config) {
+		c.Client, c.RedisURL = nil, proxy.URL() // the app's own client, through the proxy
+		c.Processing = executor.Options{LockExpiry: time.Minute, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second}
+	})
+	_, direct := env.newApp(partitions, nil)
+	r := newRecorder()
+	if err := app.Process(worker, s, "p", collect(r)); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, worker)
+	return proxy, direct, r
 }

@@ -291,6 +291,20 @@ type lost struct {
 // now (0 and nil: none; only what the first run took).
 type fetchCall func(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error)
 
+// sendCall runs c, and queues it to be sent again when its reply was lost.
+func (w *worker) sendCall(ctx context.Context, c fetchCall, n int, quota []int) ([]taskrdb.Fetched, error) {
+	got, err := c(ctx, n, quota)
+	if lostReply(err) {
+		w.sendAgain(c)
+	}
+	return got, err
+}
+
+// lostReply reports whether a fetch call failed with err without a reply
+// that says what it did: an error, but a refusal (held back: it took
+// nothing).
+func lostReply(err error) bool { return err != nil && !heldBack(err) }
+
 // sendAgain queues a call whose reply was lost.
 func (w *worker) sendAgain(c fetchCall) {
 	w.mu.Lock()
@@ -342,7 +356,7 @@ func (w *worker) memoCall(done func(), send func(ctx context.Context, call strin
 	var once sync.Once
 	return func(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error) {
 		got, err := send(ctx, call, n, quota)
-		if err == nil || heldBack(err) {
+		if !lostReply(err) {
 			once.Do(func() {
 				w.freeSlot(slot)
 				if done != nil {
@@ -569,10 +583,7 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 	q := w.q
 	again, recover := w.toSendAgain()
 	if again != nil {
-		got, err := again(ctx, n, quota)
-		if err != nil && !heldBack(err) { // held back: its first run took nothing
-			w.sendAgain(again)
-		}
+		got, err := w.sendCall(ctx, again, n, quota)
 		if err != nil || len(got) > 0 {
 			return got, err
 		}
@@ -589,10 +600,7 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 		own := w.memoCall(w.leaveOwn, func(ctx context.Context, call string, n int, _ []int) ([]taskrdb.Fetched, error) {
 			return taskrdb.FetchOwn(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, len(q.set.levels), max(n, 0))
 		})
-		got, err := own(ctx, n, quota)
-		if err != nil && !heldBack(err) {
-			w.sendAgain(own)
-		}
+		got, err := w.sendCall(ctx, own, n, quota)
 		// more may be left: when it took all it could, or the queue's rate
 		// (its program's, or one set live) cut it short
 		if err != nil || len(got) == n || (w.rated() && len(got) > 0) {
@@ -610,16 +618,9 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 			}
 			return taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, quota, n)
 		})
-		got, err := read(ctx, n, quota)
-		if heldBack(err) {
-			return nil, err
-		}
-		if err != nil {
-			w.sendAgain(read)
-			return nil, err
-		}
-		if len(got) > 0 {
-			return got, nil
+		got, err := w.sendCall(ctx, read, n, quota)
+		if err != nil || len(got) > 0 {
+			return got, err
 		}
 	}
 	streams := make([]string, 0, len(q.set.levels))
@@ -673,20 +674,17 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 	var once sync.Once
 	var given fetchCall = func(ctx context.Context, _ int, _ []int) ([]taskrdb.Fetched, error) {
 		got, err := taskrdb.FetchGiven(ctx, q.rdb, q.keys, q.worker, q.set.limits(), entries)
-		if err == nil || heldBack(err) {
+		if !lostReply(err) {
 			once.Do(w.leaveGiven)
 		}
 		return got, err
 	}
-	got, err := given(context.WithoutCancel(ctx), n, quota)
-	switch {
-	case heldBack(err), err == nil && len(got) < len(entries) && w.rated():
+	got, err := w.sendCall(context.WithoutCancel(ctx), given, n, quota)
+	if heldBack(err) || err == nil && len(got) < len(entries) && w.rated() {
 		// Paused since the read, or over the queue's rate (its program's,
 		// or one set live): entries stay pending here, taken first by the
 		// next call that may take them.
 		w.setRecover()
-	case err != nil:
-		w.sendAgain(given)
 	}
 	return got, err
 }
