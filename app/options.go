@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"time"
 
 	"github.com/leatdev/leat/executor"
@@ -24,7 +25,10 @@ func LockExpiry(d time.Duration) ProcessorOption {
 	return optionFunc(func(o *executor.Options) { o.LockExpiry = d })
 }
 
-// Prefetch sets how many events are buffered per partition. At least 1.
+// Prefetch sets how many events are buffered per partition, which is also
+// about the most one read of a partition takes. At least 1. Default:
+// executor.PrefetchFor the stream's partitions (8,192 events spread over
+// them, 100 to 1,000 each: 512 for 16 partitions).
 func Prefetch(n int) ProcessorOption {
 	return optionFunc(func(o *executor.Options) { o.Prefetch = n })
 }
@@ -128,15 +132,24 @@ func SkipRetry(err error) error { return executor.SkipRetry(err) }
 // backoff; it counts as an attempt.
 func RetryAfter(d time.Duration, err error) error { return executor.RetryAfter(d, err) }
 
-// processorOptions returns the options of a processor: the app's defaults
-// (Config.Processing, zero fields taking the package defaults), then opts
-// applied in order, validated.
-func (a *App) processorOptions(opts []ProcessorOption) (executor.Options, error) {
+// processorOptions returns the options of a processor of a stream of the
+// given partitions: the app's defaults (Config.Processing, zero fields
+// taking the package defaults, Prefetch by the partitions), then opts
+// applied in order, validated. An option's zero is its value, so
+// Prefetch(0) is refused.
+func (a *App) processorOptions(opts []ProcessorOption, partitions int) (executor.Options, error) {
 	o := a.cfg.Processing.Merge(executor.DefaultOptions())
+	if o.Prefetch == 0 {
+		o.Prefetch = executor.PrefetchFor(partitions)
+	}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
 		}
 	}
-	return o, o.Validate()
+	err := o.Validate()
+	if o.Prefetch == 0 {
+		err = errors.Join(err, errors.New("prefetch 0 must be at least 1"))
+	}
+	return o, err
 }

@@ -361,7 +361,8 @@ func TestProcessorOptions(t *testing.T) {
 	if o := got["zero"]; o.Retry.Attempts != 0 || o.Grace != 0 || o.OnError != app.Ignore || o.LockExpiry != 2*time.Second {
 		t.Errorf("explicit zeros: %+v", o)
 	}
-	if o := got["defaults"]; o.Retry.Attempts != 5 || o.Grace != 7*time.Second || o.OnError != app.Halt || o.Prefetch != executor.DefaultPrefetch {
+	// a stream of one partition: the default prefetch is the most, 1,000
+	if o := got["defaults"]; o.Retry.Attempts != 5 || o.Grace != 7*time.Second || o.OnError != app.Halt || o.Prefetch != 1000 {
 		t.Errorf("app defaults: %+v", o)
 	}
 	for _, bad := range []app.ProcessorOption{app.LockExpiry(10 * time.Millisecond), app.Prefetch(0), app.Grace(-time.Second), app.Retries(-1), app.Backoff(time.Second, time.Millisecond)} {

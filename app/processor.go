@@ -43,13 +43,13 @@ func Process[T any](a *App, s *stream.Stream[T], name string, fn func(ctx contex
 	if fn == nil {
 		return fmt.Errorf("processor %q: function is nil", name)
 	}
-	o, err := a.processorOptions(opts)
-	if err != nil {
-		return fmt.Errorf("processor %q: %w", name, err)
-	}
 	c, ok := core.StreamCore(s)
 	if own, declared := a.catalog.Lookup(s.Name()); !ok || !declared || own != c {
 		return fmt.Errorf("processor %q: stream %q is not declared on app %q", name, s.Name(), a.cfg.Name)
+	}
+	o, err := a.processorOptions(opts, c.Partitions())
+	if err != nil {
+		return fmt.Errorf("processor %q: %w", name, err)
 	}
 	h, err := core.NewHandler(s, fn)
 	if err != nil {

@@ -84,7 +84,7 @@
 //
 //	--processors    LEAT_PROCESSORS    processors to run (default all)
 //	--lock-expiry   LEAT_LOCK_EXPIRY   Processing.LockExpiry (default 10s)
-//	--prefetch      LEAT_PREFETCH      Processing.Prefetch (default 100)
+//	--prefetch      LEAT_PREFETCH      Processing.Prefetch (default by partitions: 512 for 16)
 //	--read-block    LEAT_READ_BLOCK    Processing.ReadBlock (default 2s)
 //	--grace         LEAT_GRACE         Processing.Grace (default 10s)
 //	--join-delay    LEAT_JOIN_DELAY    Processing.JoinDelay (default 0)

@@ -155,8 +155,10 @@ func processingFlags() []processingFlag {
 	return []processingFlag{
 		durationOption(flagLockExpiry, "`DURATION` of partition locks and heartbeats (TTL): a crashed worker's partitions move after at most this long",
 			executor.DefaultLockExpiry.String(), func(o *executor.Options, d time.Duration) { o.LockExpiry = d }),
-		intOption(flagPrefetch, "`N` events buffered per partition",
-			fmt.Sprint(executor.DefaultPrefetch), func(o *executor.Options, n int) { o.Prefetch = n }),
+		intOption(flagPrefetch, "`N` events buffered per partition, about the most one read of a partition takes",
+			fmt.Sprintf("%d events over the stream's partitions, %d to %d each: %d for 16", executor.PrefetchBudget,
+				executor.MinDefaultPrefetch, executor.MaxDefaultPrefetch, executor.PrefetchFor(16)),
+			func(o *executor.Options, n int) { o.Prefetch = n }),
 		durationOption(flagReadBlock, "`DURATION` a read waits for new entries before it checks again",
 			executor.DefaultReadBlock.String(), func(o *executor.Options, d time.Duration) { o.ReadBlock = d }),
 		durationOption(flagGrace, "`DURATION` in-flight events may take to finish when a partition moves or the worker stops",

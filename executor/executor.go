@@ -115,6 +115,9 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("processor %q: %w", cfg.Processor, err)
 	}
+	if opts.Prefetch == 0 {
+		opts.Prefetch = PrefetchFor(cfg.Stream.Partitions())
+	}
 	if cfg.ID == "" {
 		cfg.ID = uuid.NewString()
 	}

@@ -83,7 +83,7 @@ type fetchState struct {
 	p       *partition
 	cursor  string // XAUTOCLAIM cursor while recovering; "" once reading new entries
 	pushed  string // ID of the last entry read into the buffer (see recheck)
-	hasData bool   // the last read was full: read again without waiting
+	hasData bool   // the last read was full, or busy (busyRead): read again without waiting
 	woke    bool   // the blocking read saw new entries: read them with the script (one round trip)
 	last    string // last ID seen, for the blocking XREAD
 	noGroup bool   // the group is missing (stream deleted): create it again
@@ -173,6 +173,24 @@ func newFetcher(e *Executor) *fetcher {
 		wake: make(chan struct{}, 1), unblock: make(chan struct{}, 1),
 	}
 }
+
+// busyRead is how many entries a read of new entries must return, when
+// not as many as it asked for, for the partition to be read again as soon
+// as its buffer has room rather than once the blocking read sees new
+// entries: a partition that receives entries all the time, read by a
+// fetcher that keeps up, returns what came during the last round trip,
+// rarely a full buffer, and waiting on the blocking read would cost it a
+// round trip and the fetch script (whose large replies cost Redis more than
+// the transaction's) each time. The reads of the idle path, a few entries
+// each, stay below it.
+const busyRead = 16
+
+// maxWokeRead bounds the read of a partition the blocking read saw new
+// entries on, when the transaction serves the partitions with more: the
+// fetch script returns its entries through Lua, which costs Redis more than
+// the transaction per entry, so a wake-up that found a partition with many
+// entries takes the first ones at once and the rest in the next read.
+const maxWokeRead = 100
 
 // watermark is the free buffer space that makes a partition worth a read.
 func (f *fetcher) watermark() int { return max(1, f.e.opts.Prefetch/2) }
@@ -333,9 +351,15 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 		var scripted []fetchWork
 		var fresh []fetchWork
 		for _, w := range work {
-			if w.cursor == "" && !w.woke {
+			switch {
+			case w.cursor == "" && !w.woke:
 				fresh = append(fresh, w)
-			} else {
+			case w.cursor == "":
+				// a wake-up's read: what is beyond it, the transaction reads
+				// next (the read was full)
+				w.count = min(w.count, maxWokeRead)
+				scripted = append(scripted, w)
+			default:
 				scripted = append(scripted, w)
 			}
 		}
@@ -542,7 +566,7 @@ func (f *fetcher) put(w fetchWork, res scripts.FetchResult, ds []core.Delivery, 
 		}
 		return
 	}
-	s.hasData = read >= w.count
+	s.hasData = read >= w.count || read >= busyRead
 	if last != "" {
 		s.last = last
 	}

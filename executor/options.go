@@ -111,7 +111,9 @@ type Options struct {
 	// worker's partitions move after at most this long. Default 10s.
 	LockExpiry time.Duration
 	// Prefetch is the number of events buffered per partition. The fetcher
-	// reads a partition again when its buffer is half empty. Default 100.
+	// reads a partition again when its buffer is half empty, so it is also
+	// about the most a read of the partition takes. Default PrefetchFor the
+	// stream's partitions: 512 for 16 partitions.
 	Prefetch int
 	// ReadBlock is how long a read waits for new entries before it checks
 	// again, at most half the client's ReadTimeout. Default 2s.
@@ -137,10 +139,32 @@ type Options struct {
 // Defaults.
 const (
 	DefaultLockExpiry = 10 * time.Second
-	DefaultPrefetch   = 100
 	DefaultReadBlock  = 2 * time.Second
 	DefaultGrace      = 10 * time.Second
 )
+
+// The default Prefetch (PrefetchFor): PrefetchBudget events per executor,
+// spread over the stream's partitions, at least MinDefaultPrefetch and at
+// most MaxDefaultPrefetch per partition.
+const (
+	PrefetchBudget     = 8192
+	MinDefaultPrefetch = 100
+	MaxDefaultPrefetch = 1000
+)
+
+// PrefetchFor returns the default Prefetch of a stream of n partitions:
+// 1000 up to 8 partitions, 512 for 16, 256 for 32, 100 from 82 on. A
+// partition is read again once its buffer is half empty, the reads of all
+// the partitions due sharing one round trip: the buffers set how much a
+// round trip carries and how often the fetcher makes one, and so the rate
+// of a backlog (with 16 partitions, 512 each reads about five times fewer
+// round trips than 100 each), while what they hold in memory (one to two
+// kilobytes per buffered event, with the reply it came in) stays within the
+// budget, but for the floor of 100 per partition that streams of many
+// partitions keep.
+func PrefetchFor(n int) int {
+	return min(MaxDefaultPrefetch, max(MinDefaultPrefetch, PrefetchBudget/max(n, 1)))
+}
 
 // Merge returns o with each zero field taken from defaults.
 func (o Options) Merge(defaults Options) Options {
@@ -189,11 +213,11 @@ func (o Options) Merge(defaults Options) Options {
 	return o
 }
 
-// DefaultOptions returns the package defaults of every option.
+// DefaultOptions returns the package defaults of every option; Prefetch is
+// zero, PrefetchFor the stream's partitions.
 func DefaultOptions() Options {
 	return Options{
 		LockExpiry: DefaultLockExpiry,
-		Prefetch:   DefaultPrefetch,
 		ReadBlock:  DefaultReadBlock,
 		Grace:      DefaultGrace,
 		Start:      Earliest,
@@ -206,8 +230,8 @@ func DefaultOptions() Options {
 }
 
 // WithDefaults fills the zero fields for which zero is not a valid value
-// (all but Grace, JoinDelay and Retry.Attempts) with the package defaults,
-// and validates o. Merge with DefaultOptions first to take every default.
+// (all but Grace, JoinDelay, Retry.Attempts, and Prefetch, which New sets
+// by the stream's partitions) with the package defaults, and validates o. Merge with DefaultOptions first to take every default.
 func (o Options) WithDefaults() (Options, error) {
 	d := DefaultOptions()
 	d.Grace = 0
@@ -221,7 +245,7 @@ func (o Options) Validate() error {
 	if o.LockExpiry < 300*time.Millisecond {
 		errs = append(errs, fmt.Errorf("lock expiry %s is below 300ms", o.LockExpiry))
 	}
-	if o.Prefetch < 1 {
+	if o.Prefetch < 0 { // zero: PrefetchFor the stream's partitions
 		errs = append(errs, fmt.Errorf("prefetch %d must be at least 1", o.Prefetch))
 	}
 	if o.ReadBlock < time.Millisecond {

@@ -14,8 +14,9 @@ func TestOptionsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Zero is a valid grace period: only DefaultOptions has one.
-	want := Options{LockExpiry: 10 * time.Second, Prefetch: 100, ReadBlock: 2 * time.Second,
+	// Zero is a valid grace period: only DefaultOptions has one. Prefetch
+	// zero is PrefetchFor the stream's partitions (New).
+	want := Options{LockExpiry: 10 * time.Second, ReadBlock: 2 * time.Second,
 		Start: Earliest, OnError: Halt, Retry: Retry{Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second},
 		Transient: TransientRetry{For: 30 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}}
 	if o != want {

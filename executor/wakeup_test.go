@@ -2,6 +2,9 @@ package executor
 
 import (
 	"context"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,4 +99,54 @@ func counting(got *atomic.Int64) Handler {
 		}
 		return nil
 	}
+}
+
+// A wake-up's read takes at most maxWokeRead entries with the fetch script
+// (whose replies pass through Lua, dearer for Redis than the transaction's):
+// when the blocking read finds a partition with more, the rest is read by
+// the transaction, since the script's read came back full.
+func TestWakeUpReadLeavesBacklogToTransaction(t *testing.T) {
+	r, s := privateRig(t, 1)
+	var got atomic.Int64
+	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
+	if e.opts.Prefetch <= maxWokeRead {
+		t.Fatalf("prefetch %d: a buffer larger than a wake-up's read is needed", e.opts.Prefetch)
+	}
+	r.run(e)
+	owns(t, e, 0)
+	redistest.Eventually(t, 10*time.Second, "the fetcher waiting", func() bool { return e.fetch.idle() == 1 })
+	var mu sync.Mutex
+	var scripted []string // the COUNT of each read of new entries by the fetch script
+	tx := 0               // reads of new entries outside scripts: the transaction's
+	stop := redistest.Monitor(t, s.Addr, func(line string) {
+		line = strings.TrimSpace(line)
+		if !strings.Contains(line, `"XREADGROUP"`) || !strings.HasSuffix(line, `">"`) {
+			return
+		}
+		_, count, _ := strings.Cut(line, `"COUNT" "`)
+		count, _, _ = strings.Cut(count, `"`)
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(line, " lua]") {
+			scripted = append(scripted, count)
+		} else {
+			tx++
+		}
+	})
+	const n = 3 * maxWokeRead
+	r.send(0, n) // one pipeline: the blocking read wakes on the first
+	redistest.Eventually(t, 10*time.Second, "every entry processed", func() bool { return got.Load() == n })
+	redistest.Eventually(t, 10*time.Second, "the fetcher waiting again", func() bool { return e.fetch.idle() == 1 })
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(scripted) == 0 {
+		t.Fatal("no wake-up read")
+	}
+	for _, c := range scripted {
+		if c != strconv.Itoa(maxWokeRead) {
+			t.Errorf("a wake-up's read asked for %s entries, want %d", c, maxWokeRead)
+		}
+	}
+	t.Logf("fetch script reads %v, transaction reads %d", scripted, tx)
 }

@@ -51,7 +51,7 @@ func bothLeat(ctx context.Context, sp Space, cfg Config, recs []record, span *CP
 	if err != nil {
 		return 0, err
 	}
-	seen, err := countTo(a, s, len(recs), app.Prefetch(readCount), app.ReadBlock(readBlock))
+	seen, err := countTo(a, s, len(recs), app.ReadBlock(readBlock))
 	if err != nil {
 		return 0, err
 	}
@@ -131,7 +131,7 @@ func bothRaw(ctx context.Context, sp Space, cfg Config, recs []record, span *CPU
 		}
 		return nil
 	})
-	args := &redis.XReadGroupArgs{Group: group, Consumer: "c", Streams: streams, Count: readCount, Block: readBlock}
+	args := &redis.XReadGroupArgs{Group: group, Consumer: "c", Streams: streams, Count: partitionCount(cfg), Block: readBlock}
 	err := func() error {
 		for got := 0; got < len(recs); {
 			if err := ctx.Err(); err != nil {

@@ -8,14 +8,22 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
 )
 
+// partitionCount is the XREADGROUP COUNT of the raw processing loops: what a
+// leat worker buffers per partition by default (executor.PrefetchFor), about
+// the most one of its reads takes from a partition.
+func partitionCount(cfg Config) int64 {
+	return int64(executor.PrefetchFor(cfg.Partitions))
+}
+
 // Settings of the processing variants, the same for leat and raw.
 const (
-	readCount = 100                    // entries per partition and read: XREADGROUP COUNT, leat's default prefetch
+	readCount = 100                    // entries per read of the task and latency raw loops: XREADGROUP COUNT
 	readBlock = 100 * time.Millisecond // XREADGROUP BLOCK, leat's ReadBlock
 	group     = "bench"                // consumer group, leat's processor name
 )
@@ -90,7 +98,7 @@ func processLeat(ctx context.Context, sp Space, cfg Config, recs []record, span 
 		return 0, err
 	}
 	defer a.Close()
-	seen, err := countTo(a, s, len(recs), app.Prefetch(readCount), app.ReadBlock(readBlock))
+	seen, err := countTo(a, s, len(recs), app.ReadBlock(readBlock))
 	if err != nil {
 		return 0, err
 	}
@@ -146,7 +154,7 @@ func processRaw(ctx context.Context, sp Space, cfg Config, recs []record, decode
 	for range cfg.Partitions {
 		streams = append(streams, ">")
 	}
-	args := &redis.XReadGroupArgs{Group: group, Consumer: "c", Streams: streams, Count: readCount, Block: readBlock}
+	args := &redis.XReadGroupArgs{Group: group, Consumer: "c", Streams: streams, Count: partitionCount(cfg), Block: readBlock}
 
 	if err := span.Start(ctx); err != nil {
 		return 0, err
