@@ -28,7 +28,8 @@ func LockExpiry(d time.Duration) ProcessorOption {
 // Prefetch sets how many events are buffered per partition, which is also
 // about the most one read of a partition takes. At least 1. Default:
 // executor.PrefetchFor the stream's partitions (8,192 events spread over
-// them, 100 to 1,000 each: 512 for 16 partitions).
+// them, 100 to 1,000 each: 512 for 16 partitions). It counts events, not
+// bytes: with records of tens of kilobytes or more, set it lower.
 func Prefetch(n int) ProcessorOption {
 	return optionFunc(func(o *executor.Options) { o.Prefetch = n })
 }

@@ -113,7 +113,8 @@ type Options struct {
 	// Prefetch is the number of events buffered per partition. The fetcher
 	// reads a partition again when its buffer is half empty, so it is also
 	// about the most a read of the partition takes. Default PrefetchFor the
-	// stream's partitions: 512 for 16 partitions.
+	// stream's partitions: 512 for 16 partitions. It counts events, not
+	// bytes: with records of tens of kilobytes or more, set it lower.
 	Prefetch int
 	// ReadBlock is how long a read waits for new entries before it checks
 	// again, at most half the client's ReadTimeout. Default 2s.
