@@ -77,7 +77,7 @@ func (msgpackCodec) Unmarshal(data []byte, v any) error {
 // batchCodec is a codec that encodes many records faster with one reused
 // encoder and buffer than with a Marshal each.
 type batchCodec interface {
-	newBatch() marshalBatch
+	newBatch(n int) marshalBatch // for about n records
 }
 
 type marshalBatch interface {
@@ -85,24 +85,38 @@ type marshalBatch interface {
 	close()
 }
 
-func (msgpackCodec) newBatch() marshalBatch {
-	b := &msgpackBatch{enc: msgpack.GetEncoder()}
+func (msgpackCodec) newBatch(n int) marshalBatch {
+	b := &msgpackBatch{enc: msgpack.GetEncoder(), chunk: min(maxBatchChunk, max(minBatchChunk, n*128))}
 	b.enc.Reset(&b.buf)
 	b.enc.SetCustomStructTag("json")
 	b.enc.UseCompactInts(true)
 	return b
 }
 
-// msgpackBatch encodes records one after the other into one buffer; each
+// The buffers of a msgpackBatch: 128 bytes per record of the batch, from 1 KB
+// to 64 KB.
+const (
+	minBatchChunk = 1 << 10
+	maxBatchChunk = 64 << 10
+)
+
+// msgpackBatch encodes records one after the other into a buffer; each
 // result is a capacity-limited slice of it, so later records never write
-// into an earlier one (when the buffer grows, earlier results keep the old
-// memory).
+// into an earlier one. When less than a quarter of a chunk is left, the next
+// record starts a new buffer: growing one would copy the records it holds,
+// whose results keep pointing into the old memory, for nothing
+// (BenchmarkEncodeAll).
 type msgpackBatch struct {
-	enc *msgpack.Encoder
-	buf bytes.Buffer
+	enc   *msgpack.Encoder
+	buf   bytes.Buffer // the encoder writes here (its address is kept)
+	chunk int          // capacity of a new buffer
 }
 
 func (b *msgpackBatch) marshal(v any) ([]byte, error) {
+	if b.buf.Cap()-b.buf.Len() < b.chunk/4 {
+		b.buf = bytes.Buffer{} // the results so far keep the old one
+		b.buf.Grow(b.chunk)
+	}
 	start := b.buf.Len()
 	if err := b.enc.Encode(v); err != nil {
 		b.buf.Truncate(start)

@@ -136,7 +136,7 @@ func (s *Typed[T]) EncodeAll(n int, at func(int) (*T, Headers)) ([]Entry, error)
 	entries := make([]Entry, n)
 	marshal := s.Core.codec.Marshal
 	if bc, ok := s.Core.codec.(batchCodec); ok && n > 1 {
-		b := bc.newBatch()
+		b := bc.newBatch(n)
 		defer b.close()
 		marshal = b.marshal
 	}
