@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -58,6 +59,10 @@ func fieldKey[T any](name string, tags []string) (func(*T) ([]byte, error), erro
 			return nil, fmt.Errorf("key field %q of type %s: use a string, an integer or a bool", name, ft)
 		}
 	}
+	// A field whose type has a String method is keyed by it (KeyBytes); the
+	// others are formatted straight from the field, as KeyBytes would,
+	// without boxing it.
+	boxed := ft.Implements(stringer)
 	return func(r *T) ([]byte, error) {
 		v := reflect.ValueOf(r).Elem()
 		if ptr {
@@ -70,12 +75,26 @@ func fieldKey[T any](name string, tags []string) (func(*T) ([]byte, error), erro
 		if err != nil {
 			return nil, fmt.Errorf("key field %q: %w", name, err)
 		}
-		if f.Kind() == reflect.Slice {
-			return f.Bytes(), nil
+		if boxed {
+			return KeyBytes(f.Interface())
 		}
-		return KeyBytes(f.Interface())
+		switch f.Kind() {
+		case reflect.Slice:
+			return f.Bytes(), nil
+		case reflect.String:
+			return []byte(f.String()), nil
+		case reflect.Bool:
+			return strconv.AppendBool(nil, f.Bool()), nil
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			return strconv.AppendInt(nil, f.Int(), 10), nil
+		default:
+			return strconv.AppendUint(nil, f.Uint(), 10), nil
+		}
 	}, nil
 }
+
+// stringer is the type of a key field whose key is its String() (KeyBytes).
+var stringer = reflect.TypeFor[fmt.Stringer]()
 
 // describeTags says how fields are named under tags: "the msgpack tag, else
 // the json tag, else the Go name".

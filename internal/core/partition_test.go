@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -70,5 +71,50 @@ func TestKeyBytesIntegersAsDecimal(t *testing.T) {
 	}
 	if _, err := core.KeyBytes(nil); err == nil {
 		t.Fatal("KeyBytes(nil) succeeded, want an error")
+	}
+}
+
+type named string
+
+type shown string
+
+func (s shown) String() string { return "shown:" + string(s) }
+
+type level int
+
+func (l level) String() string { return "level-" + strconv.Itoa(int(l)) }
+
+type keyed struct {
+	S  string `msgpack:"s"`
+	N  named  `msgpack:"n"`
+	Sh shown  `msgpack:"sh"`
+	I  int    `msgpack:"i"`
+	I8 int8   `msgpack:"i8"`
+	U  uint16 `msgpack:"u"`
+	L  level  `msgpack:"l"`
+	B  bool   `msgpack:"b"`
+	Bs []byte `msgpack:"bs"`
+}
+
+// A key field gives the key KeyBytes gives its value, whatever its type: a
+// type with a String method by it, the others formatted from the field.
+func TestKeyFieldAsKeyBytes(t *testing.T) {
+	r := keyed{S: "s-1", N: "n-2", Sh: "x", I: -42, I8: -8, U: 65535, L: 3, B: true, Bs: []byte("raw")}
+	for field, v := range map[string]any{"s": r.S, "n": r.N, "sh": r.Sh, "i": r.I, "i8": r.I8, "u": r.U, "l": r.L, "b": r.B, "bs": r.Bs} {
+		s, err := core.Declare[keyed](newCatalog(t), "k-"+field, core.Spec{Partitions: 16, KeyField: field, Codec: core.MsgPack})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := s.EncodeAll(1, func(int) (*keyed, core.Headers) { return &r, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := core.KeyBytes(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(entries[0].Key); got != string(want) {
+			t.Errorf("key field %q: key %q, want %q", field, got, want)
+		}
 	}
 }
