@@ -31,6 +31,7 @@ type Core struct {
 
 	keysOnce sync.Once
 	partKeys []string // PartitionKey of every partition
+	keyArgs  []any    // the same, boxed once as command arguments (keyArg)
 
 	joined rounds.Group[[]Entry] // sends sharing round trips (join.go)
 
@@ -60,16 +61,32 @@ func (c *Core) Catalog() *Catalog { return c.catalog }
 
 // PartitionKey returns the Redis key of partition p.
 func (c *Core) PartitionKey(p int) string {
-	c.keysOnce.Do(func() {
-		c.partKeys = make([]string, c.def.Partitions)
-		for i := range c.partKeys {
-			c.partKeys[i] = c.catalog.keys.Partition(c.def.Name, i)
-		}
-	})
+	c.partitionKeys()
 	if p < 0 || p >= len(c.partKeys) {
 		return c.catalog.keys.Partition(c.def.Name, p)
 	}
 	return c.partKeys[p]
+}
+
+// keyArg returns PartitionKey(p) as a command argument, boxed once per
+// partition rather than at every XADD.
+func (c *Core) keyArg(p int) any {
+	c.partitionKeys()
+	if p < 0 || p >= len(c.keyArgs) {
+		return c.PartitionKey(p)
+	}
+	return c.keyArgs[p]
+}
+
+func (c *Core) partitionKeys() {
+	c.keysOnce.Do(func() {
+		c.partKeys = make([]string, c.def.Partitions)
+		c.keyArgs = make([]any, c.def.Partitions)
+		for i := range c.partKeys {
+			c.partKeys[i] = c.catalog.keys.Partition(c.def.Name, i)
+			c.keyArgs[i] = c.partKeys[i]
+		}
+	})
 }
 
 // PartitionOf returns the partition of key bytes.
@@ -212,19 +229,19 @@ func (c *Core) sendLane(ctx context.Context, entries []Entry, idx []int, ids []s
 // entry's error goes there instead, and the round and the lane go on (the
 // entries of joined sends, which fail each on its own).
 func (c *Core) sendRound(ctx context.Context, entries []Entry, todo []int, ids []string, final []error) ([]int, error) {
-	size := strconv.FormatInt(c.def.Size, 10)
+	var size any = strconv.FormatInt(c.def.Size, 10) // boxed once per round
 	ec := c.EntryCodec()
 	cmds := make([]*redis.Cmd, len(todo))
 	var err error
 	if len(todo) == 1 { // a Send: no pipeline to build
 		e := &entries[todo[0]]
-		cmds[0] = c.catalog.client.Do(ctx, e.xaddArgs(c.PartitionKey(e.Partition), size, ec)...)
+		cmds[0] = c.catalog.client.Do(ctx, e.xaddArgs(c.keyArg(e.Partition), size, ec)...)
 		err = cmds[0].Err()
 	} else {
 		pipe := c.catalog.client.Pipeline()
 		for k, i := range todo {
 			e := &entries[i]
-			cmds[k] = pipe.Do(ctx, e.xaddArgs(c.PartitionKey(e.Partition), size, ec)...)
+			cmds[k] = pipe.Do(ctx, e.xaddArgs(c.keyArg(e.Partition), size, ec)...)
 		}
 		_, err = pipe.Exec(ctx)
 	}

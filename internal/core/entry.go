@@ -71,8 +71,9 @@ type Entry struct {
 }
 
 // xaddArgs returns the command XADD key MAXLEN ~ size * <fields of e>, for
-// a stream whose entry codec is entryCodec.
-func (e *Entry) xaddArgs(key, size, entryCodec string) []any {
+// a stream whose entry codec is entryCodec; key and size are strings, boxed
+// by the caller.
+func (e *Entry) xaddArgs(key, size any, entryCodec string) []any {
 	vals := make([]any, 0, 12+2*len(e.Headers))
 	vals = append(vals, "XADD", key, "MAXLEN", "~", size, "*")
 	return e.appendFields(vals, entryCodec)
