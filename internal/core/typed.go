@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/leatdev/leat/internal/keys"
 )
@@ -23,6 +24,7 @@ type Spec struct {
 type Typed[T any] struct {
 	Core  *Core
 	keyOf func(*T) ([]byte, error)
+	plan  *msgpackPlan // T's msgpack decoding without reflection; nil: the library's
 }
 
 // Declare declares the stream called name, of records of type T, in cat
@@ -41,7 +43,7 @@ func Declare[T any](cat *Catalog, name string, spec Spec) (*Typed[T], error) {
 	if spec.Codec == nil {
 		spec.Codec = d.Codec
 	}
-	s := &Typed[T]{}
+	s := &Typed[T]{plan: newMsgpackPlan[T]()}
 	typeName := fmt.Sprintf("%T", *new(T))
 	switch {
 	case spec.KeyFunc != nil && spec.KeyField != "":
@@ -172,6 +174,13 @@ func (s *Typed[T]) DecodeInto(e *Entry, v *T) error {
 	c, err := s.Core.Decoder(e.Codec)
 	if err != nil {
 		return err
+	}
+	if s.plan != nil && c == MsgPack {
+		saved := *v
+		if s.plan.decode(e.Data, unsafe.Pointer(v)) {
+			return nil
+		}
+		*v = saved // as it was: the library decodes it, or says what is wrong
 	}
 	if err := c.Unmarshal(e.Data, v); err != nil {
 		return fmt.Errorf("decode %s entry %s: %w", e.Codec, e.ID, err)
