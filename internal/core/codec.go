@@ -86,19 +86,22 @@ type marshalBatch interface {
 }
 
 func (msgpackCodec) newBatch(n int) marshalBatch {
-	b := &msgpackBatch{enc: msgpack.GetEncoder(), chunk: min(maxBatchChunk, max(minBatchChunk, n*128))}
+	b := &msgpackBatch{enc: msgpack.GetEncoder(), chunk: batchChunk(n)}
 	b.enc.Reset(&b.buf)
 	b.enc.SetCustomStructTag("json")
 	b.enc.UseCompactInts(true)
 	return b
 }
 
-// The buffers of a msgpackBatch: 128 bytes per record of the batch, from 1 KB
-// to 64 KB.
+// The buffers of a msgpackBatch (and a planBatch): 128 bytes per record of
+// the batch, from 1 KB to 64 KB.
 const (
 	minBatchChunk = 1 << 10
 	maxBatchChunk = 64 << 10
 )
+
+// batchChunk is the size of the buffers of a batch of n records.
+func batchChunk(n int) int { return min(maxBatchChunk, max(minBatchChunk, n*128)) }
 
 // msgpackBatch encodes records one after the other into a buffer; each
 // result is a capacity-limited slice of it, so later records never write

@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -317,12 +318,7 @@ func TestDecodeIntoUsesPlan(t *testing.T) {
 // BenchmarkDecodeInto decodes a small record with the plan and with the
 // library: go test -run '^$' -bench DecodeInto ./internal/core
 func BenchmarkDecodeInto(b *testing.B) {
-	type order struct {
-		ID       int64   `msgpack:"id"`
-		Customer string  `msgpack:"customer"`
-		Amount   float64 `msgpack:"amount"`
-		Note     string  `msgpack:"note"`
-	}
+	type order = benchOrder
 	data, err := MsgPack.Marshal(&order{ID: 123456, Customer: "customer-17", Amount: 30.25, Note: strings.Repeat("x", 64)})
 	if err != nil {
 		b.Fatal(err)
@@ -346,4 +342,149 @@ func BenchmarkDecodeInto(b *testing.B) {
 			}
 		}
 	})
+}
+
+// planSparse leaves every empty field out.
+type planSparse struct {
+	S   string  `msgpack:"s,omitempty"`
+	B   bool    `msgpack:"b,omitempty"`
+	I   int     `msgpack:"i,omitempty"`
+	I8  int8    `msgpack:"i8,omitempty"`
+	U16 uint16  `msgpack:"u16,omitempty"`
+	U64 uint64  `msgpack:"u64,omitempty"`
+	F32 float32 `msgpack:"f32,omitempty"`
+	F64 float64 `json:"f64,omitempty"`
+}
+
+// planWide has more fields than a fixmap holds.
+type planWide struct {
+	A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P int64
+	Q                                              string
+}
+
+// encodeBoth encodes v with its type's plan (alone, and in batches of one
+// and of many) and with the codec, and fails t when the bytes differ or
+// one refuses what the other accepts.
+func encodeBoth[T any](t *testing.T, v *T) {
+	t.Helper()
+	plan := newMsgpackPlan[T]()
+	if plan == nil {
+		t.Fatalf("no plan for %T", v)
+	}
+	lib, libErr := MsgPack.Marshal(v)
+	size, ok := plan.size(unsafe.Pointer(v))
+	if ok != (libErr == nil) {
+		t.Fatalf("%+v: plan encodes %v, library error %v", *v, ok, libErr)
+	}
+	if !ok {
+		return
+	}
+	got := plan.appendEncoded([]byte{0xff}, unsafe.Pointer(v))
+	if string(got[1:]) != string(lib) {
+		t.Fatalf("%+v: plan encoded\n% x\nthe library\n% x", *v, got[1:], lib)
+	}
+	if size < len(lib) {
+		t.Fatalf("%+v: size %d, encoded in %d", *v, size, len(lib))
+	}
+	for _, n := range []int{1, 100} {
+		b := planBatch{plan: plan, chunk: batchChunk(n)}
+		one, _ := b.encode(unsafe.Pointer(v), n)
+		two, _ := b.encode(unsafe.Pointer(v), n)
+		if string(one) != string(lib) || string(two) != string(lib) || (len(one) > 0 && &one[:cap(one)][cap(one)-1] == &two[0]) {
+			t.Fatalf("%+v: batch of %d encoded % x and % x", *v, n, one, two)
+		}
+	}
+}
+
+// TestMsgpackPlanEncodes: what a plan encodes is, byte for byte, what the
+// codec encodes, and a string that is not UTF-8 is left to the codec.
+func TestMsgpackPlanEncodes(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 500 {
+		rec := randomPlanRecord(r)
+		switch {
+		case i == 0:
+			rec.S = strings.Repeat("é", 40000)
+		case i%50 == 1:
+			rec.S = strings.Repeat("é", 200+i)
+		}
+		encodeBoth(t, &rec)
+		sparse := planSparse{}
+		if r.IntN(2) == 0 {
+			sparse = planSparse{S: rec.S, B: rec.B, I: rec.I, I8: rec.I8, U16: rec.U16, U64: rec.U64, F32: rec.F32, F64: rec.F64}
+		}
+		if r.IntN(3) == 0 {
+			sparse.F64 = math.Copysign(0, -1) // empty too
+		}
+		encodeBoth(t, &sparse)
+		wide := planWide{A: rec.I64, H: int64(rec.I8), P: -1, Q: rec.S}
+		encodeBoth(t, &wide)
+	}
+	for _, s := range []string{"\xff", "ok\xc3", "a\xed\xa0\x80b"} { // not UTF-8, a lone surrogate
+		encodeBoth(t, &planRecord{S: s})
+		encodeBoth(t, &planSparse{S: s})
+	}
+}
+
+// TestEncodeAllUsesPlan: a stream of flat records sends, one or many at a
+// time, the bytes the codec writes; a record with a string that is not
+// UTF-8 fails with the codec's error.
+func TestEncodeAllUsesPlan(t *testing.T) {
+	cat := NewCatalog(nil, keys.New("test", "app"), Defaults{}, nil)
+	s, err := Declare[planRecord](cat, "plan", Spec{KeyField: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := []planRecord{{S: "a", I: 1}, {S: "b", F64: 2.5, U8: 200}, {S: strings.Repeat("c", 3000), I64: -70000}}
+	for _, n := range []int{1, len(recs)} {
+		entries, err := s.EncodeAll(n, func(i int) (*planRecord, Headers) { return &recs[i], nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range entries {
+			want, _ := MsgPack.Marshal(&recs[i])
+			if string(e.Data) != string(want) || e.Codec != "msgpack" || string(e.Key) != recs[i].S {
+				t.Fatalf("record %d of %d: entry %+v, want data % x", i, n, e, want)
+			}
+		}
+	}
+	bad := []planRecord{{S: "a"}, {S: "b", Skip: "\xff"}, {S: "k\xff"}}
+	_, err = s.EncodeAll(len(bad), func(i int) (*planRecord, Headers) { return &bad[i], nil })
+	_, libErr := MsgPack.Marshal(&bad[2])
+	if err == nil || !errors.Is(err, ErrEncode) || !strings.Contains(err.Error(), "record 2: "+libErr.Error()) {
+		t.Fatalf("a record that is not UTF-8: %v (the codec: %v)", err, libErr)
+	}
+}
+
+// BenchmarkEncode encodes a small record with the plan and with the
+// library: go test -run '^$' -bench 'Encode$' ./internal/core
+func BenchmarkEncode(b *testing.B) {
+	rec := benchOrder{ID: 123456, Customer: "customer-17", Amount: 30.25, Note: strings.Repeat("x", 64)}
+	plan := newMsgpackPlan[benchOrder]()
+	b.Run("plan", func(b *testing.B) {
+		b.ReportAllocs()
+		pb := planBatch{plan: plan, chunk: batchChunk(10000)}
+		for b.Loop() {
+			if _, ok := pb.encode(unsafe.Pointer(&rec), 10000); !ok {
+				b.Fatal("not encoded")
+			}
+		}
+	})
+	b.Run("library", func(b *testing.B) {
+		b.ReportAllocs()
+		mb := MsgPack.(batchCodec).newBatch(10000)
+		defer mb.close()
+		for b.Loop() {
+			if _, err := mb.marshal(&rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+type benchOrder struct {
+	ID       int64   `msgpack:"id"`
+	Customer string  `msgpack:"customer"`
+	Amount   float64 `msgpack:"amount"`
+	Note     string  `msgpack:"note"`
 }

@@ -85,7 +85,7 @@ func Declare[T any](cat *Catalog, name string, spec Spec) (*Typed[T], error) {
 		if err := readJSON(b, &v); err != nil {
 			return Entry{}, err
 		}
-		e, err := s.encodeOne(&v, nil, s.Core.codec.Marshal)
+		e, err := s.encodeOne(&v, nil, func(r *T) ([]byte, error) { return s.Core.codec.Marshal(r) })
 		if err != nil {
 			return Entry{}, err
 		}
@@ -133,14 +133,25 @@ func (s *Typed[T]) Partition(record *T) (int, error) {
 }
 
 // EncodeAll encodes n records given by at into entries, with one reused
-// encoder when the codec offers one. An error wraps ErrEncode.
+// encoder when the codec offers one, or the record type's plan (see
+// msgpackPlan). An error wraps ErrEncode.
 func (s *Typed[T]) EncodeAll(n int, at func(int) (*T, Headers)) ([]Entry, error) {
 	entries := make([]Entry, n)
-	marshal := s.Core.codec.Marshal
+	codecMarshal := s.Core.codec.Marshal
 	if bc, ok := s.Core.codec.(batchCodec); ok && n > 1 {
 		b := bc.newBatch(n)
 		defer b.close()
-		marshal = b.marshal
+		codecMarshal = b.marshal
+	}
+	marshal := func(r *T) ([]byte, error) { return codecMarshal(r) }
+	if s.plan != nil && s.Core.codec == MsgPack {
+		pb := planBatch{plan: s.plan, chunk: batchChunk(n)}
+		marshal = func(r *T) ([]byte, error) {
+			if data, ok := pb.encode(unsafe.Pointer(r), n); ok {
+				return data, nil
+			}
+			return codecMarshal(r) // not UTF-8: the codec says so
+		}
 	}
 	for i := range n {
 		r, h := at(i)
@@ -154,7 +165,7 @@ func (s *Typed[T]) EncodeAll(n int, at func(int) (*T, Headers)) ([]Entry, error)
 }
 
 // encodeOne keys and encodes one record with marshal.
-func (s *Typed[T]) encodeOne(r *T, h Headers, marshal func(any) ([]byte, error)) (Entry, error) {
+func (s *Typed[T]) encodeOne(r *T, h Headers, marshal func(*T) ([]byte, error)) (Entry, error) {
 	key, err := s.keyOf(r)
 	if err != nil {
 		return Entry{}, err
