@@ -2,6 +2,8 @@ package task_test
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -12,7 +14,7 @@ import (
 )
 
 // BenchmarkNoopTasks runs b.N no-op tasks, results stored, on one worker at
-// concurrency 50 and reports tasks/s and cpu-ns/task, the client's CPU time
+// concurrency 50 (LEAT_BENCH_CONCURRENCY sets another) and reports tasks/s and cpu-ns/task, the client's CPU time
 // per task (the worker's, which the machine's load moves less than the
 // rate). Enqueueing is not timed.
 //
@@ -26,7 +28,7 @@ func BenchmarkNoopTasks(b *testing.B) {
 	}
 	q, err := task.Handle(a, "noop", func(ctx context.Context, t *task.Task[job]) (out, error) {
 		return out{Double: t.Payload.N}, nil
-	}, task.Concurrency(50))
+	}, task.Concurrency(benchConcurrency))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,4 +72,14 @@ func clientCPU(b *testing.B) int64 {
 		b.Fatal(err)
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// benchConcurrency is BenchmarkNoopTasks's concurrency: 50, or
+// LEAT_BENCH_CONCURRENCY.
+var benchConcurrency = 50
+
+func init() {
+	if v := os.Getenv("LEAT_BENCH_CONCURRENCY"); v != "" {
+		benchConcurrency, _ = strconv.Atoi(v)
+	}
 }
