@@ -23,7 +23,10 @@ var (
 	// []byte (msgpack bin). Records that are structs whose fields are all
 	// strings, bools, integers or floats (predeclared types, no embedded
 	// structs) are encoded and decoded without reflection, two to three
-	// times as fast, into and from the same bytes.
+	// times as fast, into and from the same bytes; a record type that
+	// codes itself (msgpack.CustomEncoder, encoding.TextMarshaler and the
+	// like) or has an extension registered with msgpack.RegisterExt
+	// before the stream is declared is coded by the library, as any other.
 	MsgPack = core.MsgPack
 	// JSON encodes records with encoding/json. A record with a string that
 	// is not UTF-8 is refused (encoding/json would replace its bad bytes

@@ -1,12 +1,15 @@
 package core
 
 import (
+	"encoding"
 	"encoding/binary"
 	"math"
 	"reflect"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // A msgpackPlan encodes and decodes msgpack records of one flat struct type
@@ -56,15 +59,76 @@ func init() {
 	}
 }
 
-// newMsgpackPlan returns the plan of T's msgpack decoding, or nil when T is
-// not a struct that a plan decodes as the library does. Field names follow
-// the msgpack codec: the `msgpack` tag, else the `json` tag, else the Go
-// name.
+// ownCoding are the interfaces through which a type encodes or decodes
+// itself with the msgpack library: a record type with any of them (on the
+// type or its pointer) has no plan.
+var ownCoding = []reflect.Type{
+	reflect.TypeFor[msgpack.CustomEncoder](), reflect.TypeFor[msgpack.CustomDecoder](),
+	reflect.TypeFor[msgpack.Marshaler](), reflect.TypeFor[msgpack.Unmarshaler](),
+	reflect.TypeFor[encoding.BinaryMarshaler](), reflect.TypeFor[encoding.BinaryUnmarshaler](),
+	reflect.TypeFor[encoding.TextMarshaler](), reflect.TypeFor[encoding.TextUnmarshaler](),
+}
+
+// newMsgpackPlan returns the plan of T's msgpack coding, or nil when T is
+// not a struct that a plan encodes and decodes as the library does. Field
+// names follow the msgpack codec: the `msgpack` tag, else the `json` tag,
+// else the Go name. A type that codes itself (ownCoding), or for which an
+// extension was registered with the library by the time the stream is
+// declared (msgpack.RegisterExt: the plan's bytes for a sample record then
+// differ from the library's), has none.
 func newMsgpackPlan[T any]() *msgpackPlan {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Struct {
 		return nil
 	}
+	for _, i := range ownCoding {
+		if t.Implements(i) || reflect.PointerTo(t).Implements(i) {
+			return nil
+		}
+	}
+	p := structPlan(t)
+	if p == nil || !agrees[T](p) {
+		return nil
+	}
+	return p
+}
+
+// agrees reports whether p encodes a record of T with every field zero,
+// and one with every field set, as the library does, and decodes the
+// library's bytes back.
+func agrees[T any](p *msgpackPlan) bool {
+	var zero, full T
+	for i := range p.list {
+		f := &p.list[i]
+		ptr := unsafe.Add(unsafe.Pointer(&full), f.off)
+		switch f.kind {
+		case reflect.String:
+			*(*string)(ptr) = "x"
+		case reflect.Bool:
+			*(*bool)(ptr) = true
+		default:
+			setNumber(f.kind, ptr, 1)
+		}
+	}
+	for _, v := range []*T{&zero, &full} {
+		lib, err := MsgPack.Marshal(v)
+		if err != nil {
+			return false
+		}
+		if string(p.appendEncoded(nil, unsafe.Pointer(v))) != string(lib) {
+			return false
+		}
+		var back T
+		if !p.decode(lib, unsafe.Pointer(&back)) || string(p.appendEncoded(nil, unsafe.Pointer(&back))) != string(lib) {
+			return false
+		}
+	}
+	return true
+}
+
+// structPlan returns the plan of struct type t's fields, or nil when one
+// is of a kind or has a tag that a plan does not mirror.
+func structPlan(t reflect.Type) *msgpackPlan {
 	p := &msgpackPlan{fields: make(map[string]int, t.NumField())}
 	for i := range t.NumField() {
 		f := t.Field(i)

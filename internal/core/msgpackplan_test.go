@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // planRecord has a field of every type a plan decodes, named every way the
@@ -487,4 +489,60 @@ type benchOrder struct {
 	Customer string  `msgpack:"customer"`
 	Amount   float64 `msgpack:"amount"`
 	Note     string  `msgpack:"note"`
+}
+
+// selfMarshaled encodes itself as a msgpack string.
+type selfMarshaled struct{ A int }
+
+func (s selfMarshaled) MarshalMsgpack() ([]byte, error) {
+	return msgpack.Marshal(fmt.Sprint(s.A))
+}
+
+// selfDecoded decodes itself (through its pointer).
+type selfDecoded struct{ A int }
+
+func (s *selfDecoded) DecodeMsgpack(d *msgpack.Decoder) error {
+	n, err := d.DecodeInt()
+	s.A = n + 1
+	return err
+}
+
+// textual is a record that is text.
+type textual struct{ A int }
+
+func (t textual) MarshalText() ([]byte, error) { return []byte(fmt.Sprint(t.A)), nil }
+
+// extended gets a msgpack extension registered for it.
+type extended struct{ A int }
+
+// TestMsgpackPlanLeavesOwnCoding: a record type that encodes or decodes
+// itself, or has a registered extension, is coded by the library, as
+// before.
+func TestMsgpackPlanLeavesOwnCoding(t *testing.T) {
+	msgpack.RegisterExtEncoder(77, extended{}, func(e *msgpack.Encoder, v reflect.Value) ([]byte, error) {
+		return []byte{byte(v.Field(0).Int())}, nil
+	})
+	defer msgpack.UnregisterExt(77)
+	for name, plan := range map[string]*msgpackPlan{
+		"MarshalMsgpack":       newMsgpackPlan[selfMarshaled](),
+		"DecodeMsgpack":        newMsgpackPlan[selfDecoded](),
+		"MarshalText":          newMsgpackPlan[textual](),
+		"registered extension": newMsgpackPlan[extended](),
+	} {
+		if plan != nil {
+			t.Errorf("%s: a plan", name)
+		}
+	}
+	cat := NewCatalog(nil, keys.New("test", "app"), Defaults{}, nil)
+	s, err := Declare[selfMarshaled](cat, "self", Spec{KeyFunc: func(*selfMarshaled) ([]byte, error) { return []byte("k"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.EncodeAll(2, func(int) (*selfMarshaled, Headers) { return &selfMarshaled{A: 7}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := msgpack.Marshal("7"); string(entries[1].Data) != string(want) {
+		t.Fatalf("encoded % x, want its own % x", entries[1].Data, want)
+	}
 }
