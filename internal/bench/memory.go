@@ -173,8 +173,20 @@ func idleWorker(ctx context.Context, sp Space, cfg Config, observe func(ctx cont
 	}
 	wcfg := cfg
 	wcfg.Partitions = cfg.Wide
+	// The warm-up sends through an app of its own, on the benchmark's
+	// client: the worker's client holds what the worker opened, not the
+	// senders' connections.
+	sender, err := sp.NewApp(wcfg)
+	if err != nil {
+		return 0, err
+	}
+	defer sender.Close()
+	ss, err := stream.Declare[latRecord](sender, memStreamName, stream.KeyField("k"))
+	if err != nil {
+		return 0, err
+	}
 	if err := warmUp(ctx, wcfg, kp, lat, worker, func(ctx context.Context, k string) error {
-		_, err := s.Send(ctx, latRecord{Key: k})
+		_, err := ss.Send(ctx, latRecord{Key: k})
 		return err
 	}); err != nil {
 		return 0, err
