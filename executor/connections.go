@@ -138,7 +138,12 @@ func (b *blocker) id(ctx context.Context) (int64, error) {
 // saw. Its socket deadline is the client's ReadTimeout, not one stretched
 // for the block (go-redis does that for its own blocking commands only), so
 // the block is at most half of it.
-func (b *blocker) xread(ctx context.Context, keys, last []any, block time.Duration, got func(i int)) error {
+//
+// then, when not nil, queues a command right behind the blocking read on
+// the same connection, in the same write: Redis runs it as soon as the
+// blocking read returns, and its reply comes with the blocking read's (the
+// fetcher's fenced read of the idle partitions, fetch_idle.lua).
+func (b *blocker) xread(ctx context.Context, keys, last []any, block time.Duration, got func(i int), then func(p scripts.Processor)) error {
 	conn := b.c.get()
 	if rt := b.c.client.Options().ReadTimeout; rt > 0 {
 		block = max(min(block, rt/2), time.Millisecond)
@@ -149,7 +154,18 @@ func (b *blocker) xread(ctx context.Context, keys, last []any, block time.Durati
 		b.reply = scripts.ReplyBuffer{}
 	}
 	b.reply.Reset()
-	if err := conn.Process(ctx, redis.NewRawWriteToCmd(ctx, &b.reply, b.args...)); err != nil {
+	read := redis.NewRawWriteToCmd(ctx, &b.reply, b.args...)
+	var err error
+	if then == nil {
+		err = conn.Process(ctx, read)
+	} else {
+		_, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			_ = p.Process(ctx, read)
+			then(p)
+			return nil
+		})
+	}
+	if err != nil {
 		return err
 	}
 	next := 0 // the reply names the streams in the order asked

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"runtime"
@@ -72,11 +73,14 @@ type fetcher struct {
 
 // idleScratch is what waitIdle builds for each blocking read, kept for the
 // next: the idle partitions' keys, the IDs to read after, their states, and
-// the indexes of those the read saw entries in.
+// the indexes of those the read saw entries in; the fenced read queued
+// behind the blocking one: its partitions and its arguments.
 type idleScratch struct {
 	keys, last []any // strings, boxed once (fetchState.keyArg, lastArg)
 	states     []*fetchState
 	got        []int
+	parts      []scripts.IdlePartition
+	args       []any
 }
 
 type fetchState struct {
@@ -184,6 +188,12 @@ func newFetcher(e *Executor) *fetcher {
 // the transaction's) each time. The reads of the idle path, a few entries
 // each, stay below it.
 const busyRead = 16
+
+// maxIdleRead bounds the idle partitions whose fenced read goes behind a
+// blocking read (fetch_idle.lua takes four arguments per partition, which
+// its Lua unpacks); a fetcher idle on more reads those the blocking read
+// saw entries in once it returned.
+const maxIdleRead = 1000
 
 // maxWokeRead bounds the read of a partition the blocking read saw new
 // entries on, when the transaction serves the partitions with more: the
@@ -631,15 +641,45 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	}
 	f.blocking = true
 	f.blockID = id
+	// The fenced read of the idle partitions goes right behind the
+	// blocking read (see idleRead).
+	parts := f.idleBuf.parts[:0]
+	for _, s := range states {
+		parts = append(parts, scripts.IdlePartition{Lock: s.p.lockKey, Stream: s.p.key, Token: s.p.lock.Value(), Last: s.last})
+	}
+	f.idleBuf.parts = parts
+	defer clear(parts)
+	count := min(maxWokeRead, f.watermark())
 	f.mu.Unlock()
 	got := f.idleBuf.got[:0]
+	var fetch *scripts.RawFetch
+	var then func(p scripts.Processor)
+	if len(parts) <= maxIdleRead {
+		then = func(p scripts.Processor) {
+			fetch, f.idleBuf.args = scripts.FetchIdle(ctx, p, f.e.processor, f.e.id, count, parts, f.idleBuf.args)
+		}
+	}
 	err := idErr
 	if err == nil {
-		err = b.xread(ctx, keys, last, block, func(i int) { got = append(got, i) })
+		err = b.xread(ctx, keys, last, block, func(i int) { got = append(got, i) }, then)
 	}
 	f.idleBuf.got = got
 	f.mu.Lock()
 	f.blocking = false
+	if err != nil && fetch != nil {
+		// The fenced read may have run with its reply lost: what it took
+		// is pending with this executor, and recovery hands it out.
+		for _, s := range states {
+			if f.parts[s.p.n] == s {
+				s.recheck()
+			}
+		}
+	}
+	f.mu.Unlock()
+	if err == nil && fetch != nil && f.idleRead(ctx, fetch, states, count, got) {
+		return
+	}
+	f.mu.Lock()
 	for _, i := range got {
 		states[i].hasData, states[i].woke = true, true
 	}
@@ -661,6 +701,91 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 		b.reset()
 		sleepCtx(ctx, 50*time.Millisecond)
 	}
+}
+
+// idleRead hands over what the fenced read queued behind a blocking read
+// (fetch_idle.lua) read of the idle partitions states: the idle path's
+// entries reach their consumers with the blocking read's own round trip,
+// as a raw XREADGROUP's do, where a fenced read sent once the blocking read
+// returned took one more. A partition whose lock is no longer this
+// executor's is dropped, as by any fenced read; one with new entries the
+// read did not return (read full, or only the blocking read saw them) is
+// read again at once. It returns false when the read did not run (the
+// scripts were flushed, a stream or group is gone): the partitions the
+// blocking read saw entries in are then read on their own, as before.
+func (f *fetcher) idleRead(ctx context.Context, fetch *scripts.RawFetch, states []*fetchState, count int, got []int) bool {
+	type span struct{ i, from, to int }
+	var spans []span
+	var lost []int
+	ec := f.e.stream.EntryCodec()
+	all := f.parsed[:0]
+	defer func() {
+		clear(all)
+		if cap(all) <= maxParsed {
+			f.parsed = all[:0]
+		}
+	}()
+	ran, err := scripts.ParseRawFetchIdle(fetch, func(i int) { lost = append(lost, i) }, func(i int, id string, fields [][]byte) error {
+		if i < 0 || i >= len(states) {
+			return fmt.Errorf("fetch_idle: partition %d of %d", i+1, len(states))
+		}
+		if n := len(spans); n == 0 || spans[n-1].i != i {
+			spans = append(spans, span{i: i, from: len(all)})
+		}
+		all = append(all, rawDelivery(states[i].p.n, ec, id, fields))
+		spans[len(spans)-1].to = len(all)
+		return nil
+	})
+	if err != nil {
+		if scripts.IsNoScript(err) {
+			if lerr := scripts.Load(ctx, f.rounds); lerr != nil {
+				f.log.Debug("loading scripts failed", "error", lerr)
+			}
+		} else {
+			f.log.Debug("idle fenced read failed", "error", err)
+		}
+		if !ran {
+			return false
+		}
+		// It ran and its reply could not be read: what it took is pending
+		// with this executor, and recovery hands it out.
+		f.mu.Lock()
+		for _, s := range states {
+			if f.parts[s.p.n] == s {
+				s.recheck()
+			}
+		}
+		f.mu.Unlock()
+		return true
+	}
+	if !ran {
+		return false
+	}
+	for _, i := range lost {
+		if i >= 0 && i < len(states) {
+			f.lost(states[i])
+		}
+	}
+	read := make(map[int]bool, len(spans)+len(lost))
+	for _, i := range lost {
+		read[i] = true
+	}
+	for _, sp := range spans {
+		read[sp.i] = true
+		ds := all[sp.from:sp.to:sp.to]
+		f.put(fetchWork{s: states[sp.i], count: count}, scripts.FetchResult{Held: true}, ds, len(ds), ds[len(ds)-1].ID)
+	}
+	f.mu.Lock()
+	for _, i := range got {
+		if !read[i] {
+			states[i].hasData = true
+		}
+	}
+	f.mu.Unlock()
+	if len(spans) > 0 {
+		runtime.Gosched() // as after a wake-up's read (readScripted)
+	}
+	return true
 }
 
 // maxUninterruptible bounds a blocking read that CLIENT UNBLOCK cannot end,

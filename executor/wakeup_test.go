@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,4 +150,98 @@ func TestWakeUpReadLeavesBacklogToTransaction(t *testing.T) {
 		}
 	}
 	t.Logf("fetch script reads %v, transaction reads %d", scripted, tx)
+}
+
+// An idle fetcher's fenced read rides on its blocking read: it goes in the
+// same write, right behind it, and Redis runs it (fetch_idle.lua, whose
+// first command is an XREAD) as soon as the blocking read returns, so the
+// entries that woke the fetcher come back with the blocking read's own
+// round trip. No read of new entries goes through the per-partition fetch
+// script or the transaction after a wake-up.
+func TestIdleReadRidesOnBlockingRead(t *testing.T) {
+	r, s := privateRig(t, 4)
+	var got atomic.Int64
+	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
+	r.run(e)
+	owns(t, e, 0, 1, 2, 3)
+	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 4 })
+	var mu sync.Mutex
+	idleReads, otherReads, xreadInScript := 0, 0, false
+	stop := redistest.Monitor(t, s.Addr, func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		inScript := strings.Contains(line, " lua]")
+		switch {
+		case !inScript:
+			xreadInScript = false // a new command from a client
+		case strings.Contains(line, `"XREAD"`):
+			xreadInScript = true
+		case strings.Contains(line, `"XREADGROUP"`) && strings.Contains(line, `">"`) && xreadInScript:
+			idleReads++
+		}
+		if strings.Contains(line, `"XREADGROUP"`) && strings.Contains(line, `">"`) && !xreadInScript {
+			otherReads++ // fetch.lua's or the transaction's
+		}
+	})
+	const sends = 20
+	for i := range sends {
+		r.send(i%4, 1)
+		redistest.Eventually(t, 10*time.Second, "the entry processed", func() bool { return got.Load() == int64(i+1) })
+		redistest.Eventually(t, 10*time.Second, "the fetcher waiting again", func() bool { return e.fetch.idle() == 4 })
+	}
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if idleReads != sends || otherReads != 0 {
+		t.Fatalf("%d entries sent one at a time: %d reads behind the blocking read, %d others", sends, idleReads, otherReads)
+	}
+}
+
+// The read behind the blocking read is fenced: a partition whose lock was
+// taken by another acquisition while the fetcher waited has none of its
+// entries taken into this executor's pending list, and is dropped at once
+// (before the lock's next refresh would find it gone).
+func TestIdleReadFenced(t *testing.T) {
+	r, _ := privateRig(t, 2)
+	var got atomic.Int64
+	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
+	r.run(e)
+	owns(t, e, 0, 1)
+	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 2 })
+	ctx := context.Background()
+	lock := r.keys.Lock("s", "p", 1)
+	if err := r.client.SetArgs(ctx, lock, "another-acquisition", redis.SetArgs{KeepTTL: true}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.send(1, 3)
+	redistest.Eventually(t, 5*time.Second, "partition 1 dropped", func() bool { return fmt.Sprint(e.Owned()) == "[0]" })
+	pending, err := r.client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: r.keys.Partition("s", 1), Group: "p", Start: "-", End: "+", Count: 10}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 0 || got.Load() != 0 {
+		t.Fatalf("entries of a partition whose lock is another's: %d processed, pending %+v", got.Load(), pending)
+	}
+	// the partition it still holds reads on
+	r.send(0, 1)
+	redistest.Eventually(t, 10*time.Second, "partition 0's entry processed", func() bool { return got.Load() == 1 })
+}
+
+// When the read behind the blocking read cannot run (the server lost its
+// scripts), the partitions the blocking read saw entries in are read on
+// their own, as before, and the scripts are loaded again.
+func TestIdleReadAfterScriptFlush(t *testing.T) {
+	r, _ := privateRig(t, 2)
+	var got atomic.Int64
+	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
+	r.run(e)
+	owns(t, e, 0, 1)
+	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 2 })
+	if err := r.client.ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		r.send(i%2, 1)
+		redistest.Eventually(t, 10*time.Second, "the entry processed", func() bool { return got.Load() == int64(i+1) })
+	}
 }

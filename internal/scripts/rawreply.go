@@ -271,3 +271,81 @@ func ParseRawFetch(f *RawFetch, fn func(id string, fields [][]byte) error) (Fetc
 	res.Last, err = r.Text()
 	return res, err
 }
+
+// IdlePartition is one partition of an idle fetcher's fenced read
+// (FetchIdle).
+type IdlePartition struct {
+	Lock, Stream, Token, Last string
+}
+
+// FetchIdle queues on pipe the fenced read of the partitions of an idle
+// fetcher (fetch_idle.lua), to go right behind its blocking read on the
+// same connection, reading at most count new entries of each; args is
+// reused memory for the command's arguments (returned for the next call).
+// Parse the reply with ParseRawFetchIdle.
+func FetchIdle(ctx context.Context, pipe Processor, group, consumer string, count int, parts []IdlePartition, args []any) (*RawFetch, []any) {
+	n := len(parts)
+	args = append(args[:0], "EVALSHA", fetchIdle.Hash(), 2*n)
+	for _, p := range parts {
+		args = append(args, p.Lock)
+	}
+	for _, p := range parts {
+		args = append(args, p.Stream)
+	}
+	args = append(args, group, consumer, count)
+	for _, p := range parts {
+		args = append(args, p.Token)
+	}
+	for _, p := range parts {
+		args = append(args, p.Last)
+	}
+	cmd := NewOnceCmd(ctx, args...)
+	_ = pipe.Process(ctx, cmd)
+	return &RawFetch{cmd: cmd}, args
+}
+
+// ParseRawFetchIdle reads the reply of FetchIdle: lost is called with the
+// index in parts of each partition with new entries whose lock the caller
+// does not hold, fn with each entry read of partition i, in order (its
+// fields point into the reply, see EachRawEntry). ran is false when the
+// read failed in Redis and read nothing. An error reply (NOSCRIPT:
+// IsNoScript) comes back as err.
+func ParseRawFetchIdle(f *RawFetch, lost func(i int), fn func(i int, id string, fields [][]byte) error) (ran bool, err error) {
+	raw, err := f.cmd.Result()
+	if err != nil {
+		return false, err
+	}
+	r := resp.NewReader(raw)
+	n, err := r.Aggregate()
+	if err != nil {
+		return false, err
+	}
+	if n < 2 {
+		return false, fmt.Errorf("fetch_idle: short reply (%d elements)", n)
+	}
+	m, err := r.Aggregate()
+	if err != nil {
+		return false, err
+	}
+	for range max(m, 0) {
+		i, err := r.Integer()
+		if err != nil {
+			return false, err
+		}
+		lost(int(i) - 1)
+	}
+	read, err := r.Integer()
+	if err != nil || read == 0 {
+		return false, err
+	}
+	for k := 2; k+1 < n; k += 2 {
+		i, err := r.Integer()
+		if err != nil {
+			return true, err
+		}
+		if err := readEntries(&r, func(id string, fields [][]byte) error { return fn(int(i)-1, id, fields) }); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}

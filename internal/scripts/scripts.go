@@ -23,6 +23,10 @@ var (
 	fetchSrc string
 	fetch    = redis.NewScript(fetchSrc)
 
+	//go:embed fetch_idle.lua
+	fetchIdleSrc string
+	fetchIdle    = redis.NewScript(fetchIdleSrc)
+
 	//go:embed heartbeat.lua
 	heartbeatSrc string
 	heartbeat    = redis.NewScript(heartbeatSrc)
@@ -75,7 +79,7 @@ var (
 // Load loads the scripts that are run with EVALSHA inside pipelines, after
 // a NOSCRIPT error (a restarted or failed-over server).
 func Load(ctx context.Context, c redis.Scripter) error {
-	for _, s := range []*redis.Script{fetch, lockRefresh, groupCounters, setGroup, deleteConsumers, guardedAdd} {
+	for _, s := range []*redis.Script{fetch, fetchIdle, lockRefresh, groupCounters, setGroup, deleteConsumers, guardedAdd} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
