@@ -30,8 +30,12 @@ import (
 //     partitions (from the last ID each has seen) waits for new entries, up
 //     to ReadBlock. XREAD takes nothing into the pending list: only the
 //     fenced read does, and only for the lock holder.
-//   - the partitions the blocking XREAD saw new entries on are read next
-//     with the fenced fetch script, in one round trip (the transaction of
+//   - behind the blocking XREAD, in the same write, goes the fenced read of
+//     the idle partitions (fetch_idle.lua), which Redis runs as soon as the
+//     blocking read returns: the entries that woke the fetcher come back
+//     with the same round trip (idleRead). Where it cannot run, the
+//     partitions the blocking XREAD saw new entries on are read next with
+//     the fenced fetch script, in one round trip (the transaction of
 //     fetch_tx.go takes two; it serves partitions with a backlog, whose
 //     larger replies a script would cost Redis more to return).
 //
