@@ -21,11 +21,7 @@ import (
 // transaction (WATCH, MGET, then MULTI ... EXEC).
 func TestWakeUpReadIsOneScript(t *testing.T) {
 	r, s := privateRig(t, 4)
-	var got atomic.Int64
-	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
-	r.run(e)
-	owns(t, e, 0, 1, 2, 3)
-	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 4 })
+	e, got := idleExecutor(t, r)
 	cc := countCommands(t, s)
 	const sends = 20
 	for i := range sends {
@@ -67,11 +63,7 @@ func TestBlockingReadWithinReadTimeout(t *testing.T) {
 	c := redis.NewClient(&opt)
 	t.Cleanup(func() { _ = c.Close() })
 	r := rigOn(t, c, "idle", 2, 1000)
-	var got atomic.Int64
-	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
-	r.run(e)
-	owns(t, e, 0, 1)
-	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 2 })
+	_, got := idleExecutor(t, r)
 	cc := countCommands(t, s)
 	reads := func() int {
 		cc.mu.Lock()
@@ -160,11 +152,7 @@ func TestWakeUpReadLeavesBacklogToTransaction(t *testing.T) {
 // script or the transaction after a wake-up.
 func TestIdleReadRidesOnBlockingRead(t *testing.T) {
 	r, s := privateRig(t, 4)
-	var got atomic.Int64
-	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
-	r.run(e)
-	owns(t, e, 0, 1, 2, 3)
-	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 4 })
+	e, got := idleExecutor(t, r)
 	var mu sync.Mutex
 	idleReads, otherReads, xreadInScript := 0, 0, false
 	stop := redistest.Monitor(t, s.Addr, func(line string) {
@@ -203,11 +191,7 @@ func TestIdleReadRidesOnBlockingRead(t *testing.T) {
 // (before the lock's next refresh would find it gone).
 func TestIdleReadFenced(t *testing.T) {
 	r, _ := privateRig(t, 2)
-	var got atomic.Int64
-	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
-	r.run(e)
-	owns(t, e, 0, 1)
-	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 2 })
+	e, got := idleExecutor(t, r)
 	ctx := context.Background()
 	lock := r.keys.Lock("s", "p", 1)
 	if err := r.client.SetArgs(ctx, lock, "another-acquisition", redis.SetArgs{KeepTTL: true}).Err(); err != nil {
@@ -232,11 +216,7 @@ func TestIdleReadFenced(t *testing.T) {
 // their own, as before, and the scripts are loaded again.
 func TestIdleReadAfterScriptFlush(t *testing.T) {
 	r, _ := privateRig(t, 2)
-	var got atomic.Int64
-	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(&got))
-	r.run(e)
-	owns(t, e, 0, 1)
-	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == 2 })
+	_, got := idleExecutor(t, r)
 	if err := r.client.ScriptFlush(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -244,4 +224,22 @@ func TestIdleReadAfterScriptFlush(t *testing.T) {
 		r.send(i%2, 1)
 		redistest.Eventually(t, 10*time.Second, "the entry processed", func() bool { return got.Load() == int64(i+1) })
 	}
+}
+
+// idleExecutor runs an executor of processor "p" over every partition of r
+// (lock expiry 30s, reads blocking 5s) that counts what it processes, and
+// waits until it owns them all and its fetcher waits on each.
+func idleExecutor(t *testing.T, r *rig) (*Executor, *atomic.Int64) {
+	t.Helper()
+	got := new(atomic.Int64)
+	e := r.executor("p", Options{LockExpiry: 30 * time.Second, ReadBlock: 5 * time.Second}, counting(got))
+	r.run(e)
+	n := r.st.Definition().Partitions
+	ps := make([]int, n)
+	for i := range ps {
+		ps[i] = i
+	}
+	owns(t, e, ps...)
+	redistest.Eventually(t, 10*time.Second, "the fetcher waiting on every partition", func() bool { return e.fetch.idle() == n })
+	return e, got
 }
