@@ -33,11 +33,12 @@ import (
 //   - behind the blocking XREAD, in the same write, goes the fenced read of
 //     the idle partitions (fetch_idle.lua), which Redis runs as soon as the
 //     blocking read returns: the entries that woke the fetcher come back
-//     with the same round trip (idleRead). Where it cannot run, the
-//     partitions the blocking XREAD saw new entries on are read next with
-//     the fenced fetch script, in one round trip (the transaction of
-//     fetch_tx.go takes two; it serves partitions with a backlog, whose
-//     larger replies a script would cost Redis more to return).
+//     with the same round trip (idleRead). Where it cannot run, or the
+//     idle partitions are more than maxIdleRead, the partitions the
+//     blocking XREAD saw new entries on are read next with the fenced fetch
+//     script, in one round trip (the transaction of fetch_tx.go takes two;
+//     it serves partitions with a backlog, whose larger replies a script
+//     would cost Redis more to return).
 //
 // A consumer that drains its buffer below the watermark, or a new partition,
 // wakes the fetcher, interrupting the blocking XREAD with CLIENT UNBLOCK.
@@ -70,6 +71,8 @@ type fetcher struct {
 	every   []int           // the indexes of readScripted's work, reused
 	idleBuf idleScratch     // waitIdle's, reused
 
+	groupArg, consumerArg any // the processor's and executor's names, boxed once for FetchIdle
+
 	rounds  redis.UniversalClient // the client of scripted reads (roundClient)
 	probes  map[string]*probe     // Cluster: failing nodes' partitions, by node (fetch_nodes.go)
 	probeWG sync.WaitGroup
@@ -96,11 +99,12 @@ type fetchState struct {
 	last    string // last ID seen, for the blocking XREAD
 	noGroup bool   // the group is missing (stream deleted): create it again
 
-	// the partition's key and last as arguments of the blocking XREAD, and
-	// the fenced reads' arguments, boxed once rather than at every read
-	// (set by fetcher.add; lastArg follows last)
-	keyArg, lastArg any
-	fetchArgs       *scripts.FetchArgs
+	// the partition's key and last as arguments of the blocking XREAD, its
+	// lock's key and token as arguments of the read behind it, and the
+	// fenced reads' arguments, boxed once rather than at every read (set by
+	// fetcher.add; lastArg follows last, tokenArg the lock's token)
+	keyArg, lastArg, lockArg, tokenArg any
+	fetchArgs                          *scripts.FetchArgs
 
 	probing  bool // its node failed: a probe owns it until the node answers (fetch_nodes.go)
 	failures int  // reads failed in a row, for the probe's backoff
@@ -179,6 +183,7 @@ func newFetcher(e *Executor) *fetcher {
 	return &fetcher{
 		e: e, log: e.log, parts: map[int]*fetchState{}, probes: map[string]*probe{},
 		wake: make(chan struct{}, 1), unblock: make(chan struct{}, 1),
+		groupArg: e.processor, consumerArg: e.id,
 	}
 }
 
@@ -194,10 +199,16 @@ func newFetcher(e *Executor) *fetcher {
 const busyRead = 16
 
 // maxIdleRead bounds the idle partitions whose fenced read goes behind a
-// blocking read (fetch_idle.lua takes four arguments per partition, which
-// its Lua unpacks); a fetcher idle on more reads those the blocking read
-// saw entries in once it returned.
-const maxIdleRead = 1000
+// blocking read; a fetcher idle on more reads those the blocking read saw
+// entries in once it returned. The read behind looks at every idle
+// partition (four arguments each, which its Lua takes in, then an XREAD
+// over them all) where the read after the wake-up looks at the partitions
+// with entries only, so the round trip it saves is worth its cost to Redis
+// up to a few dozen partitions: at 5,000 events/s, one event per wake-up
+// or a few, the median latency was better with it at 16 partitions, the
+// same at 64, and worse from 128 (0.85 to 0.91 ms against 1.39 to 1.47 at
+// 128; 1.54 to 1.69 against 2.13 to 2.40 at 256).
+const maxIdleRead = 64
 
 // maxWokeRead bounds the read of a partition the blocking read saw new
 // entries on, when the transaction serves the partitions with more: the
@@ -214,7 +225,7 @@ func (f *fetcher) watermark() int { return max(1, f.e.opts.Prefetch/2) }
 func (f *fetcher) add(p *partition) {
 	f.mu.Lock()
 	f.parts[p.n] = &fetchState{
-		p: p, cursor: "0-0", keyArg: p.key,
+		p: p, cursor: "0-0", keyArg: p.key, lockArg: p.lockKey,
 		fetchArgs: &scripts.FetchArgs{Lock: p.lockKey, Partition: p.key, Group: f.e.processor, Consumer: f.e.id},
 	}
 	f.mu.Unlock()
@@ -649,7 +660,10 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	// blocking read (see idleRead).
 	parts := f.idleBuf.parts[:0]
 	for _, s := range states {
-		parts = append(parts, scripts.IdlePartition{Lock: s.p.lockKey, Stream: s.p.key, Token: s.p.lock.Value(), Last: s.last})
+		if token := s.p.lock.Value(); s.tokenArg == nil || s.tokenArg.(string) != token {
+			s.tokenArg = token
+		}
+		parts = append(parts, scripts.IdlePartition{Lock: s.lockArg, Stream: s.keyArg, Token: s.tokenArg, Last: s.lastArg})
 	}
 	f.idleBuf.parts = parts
 	defer clear(parts)
@@ -660,7 +674,7 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	var then func(p scripts.Processor)
 	if len(parts) <= maxIdleRead {
 		then = func(p scripts.Processor) {
-			fetch, f.idleBuf.args = scripts.FetchIdle(ctx, p, f.e.processor, f.e.id, count, parts, f.idleBuf.args)
+			fetch, f.idleBuf.args = scripts.FetchIdle(ctx, p, f.groupArg, f.consumerArg, count, parts, f.idleBuf.args)
 		}
 	}
 	err := idErr

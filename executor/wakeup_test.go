@@ -185,6 +185,39 @@ func TestIdleReadRidesOnBlockingRead(t *testing.T) {
 	}
 }
 
+// A fetcher idle on more than maxIdleRead partitions sends its blocking
+// read alone, and reads the partitions it saw entries in right after it
+// with the fenced fetch script: a read behind it would look at every idle
+// partition.
+func TestWideIdleReadAfterWakeUp(t *testing.T) {
+	r, s := privateRig(t, maxIdleRead+1)
+	e, got := idleExecutor(t, r)
+	var mu sync.Mutex
+	scripted, fetched := 0, 0
+	stop := redistest.Monitor(t, s.Addr, func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case strings.Contains(line, " lua]") && strings.Contains(line, `"XREAD"`):
+			scripted++ // fetch_idle.lua's first command
+		case strings.Contains(line, " lua]") && strings.Contains(line, `"XREADGROUP"`) && strings.Contains(line, `">"`):
+			fetched++ // fetch.lua's read of new entries
+		}
+	})
+	const sends = 5
+	for i := range sends {
+		r.send(i*7%(maxIdleRead+1), 1)
+		redistest.Eventually(t, 10*time.Second, "the entry processed", func() bool { return got.Load() == int64(i+1) })
+		redistest.Eventually(t, 10*time.Second, "the fetcher waiting again", func() bool { return e.fetch.idle() == maxIdleRead+1 })
+	}
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if scripted != 0 || fetched != sends {
+		t.Fatalf("%d entries sent one at a time to %d partitions: %d reads behind the blocking read, %d fenced reads after it", sends, maxIdleRead+1, scripted, fetched)
+	}
+}
+
 // The read behind the blocking read is fenced: a partition whose lock was
 // taken by another acquisition while the fetcher waited has none of its
 // entries taken into this executor's pending list, and is dropped at once

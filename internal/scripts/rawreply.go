@@ -273,17 +273,23 @@ func ParseRawFetch(f *RawFetch, fn func(id string, fields [][]byte) error) (Fetc
 }
 
 // IdlePartition is one partition of an idle fetcher's fenced read
-// (FetchIdle).
+// (FetchIdle): its lock's key, its stream's key, the caller's lock token and
+// the last entry ID the caller saw, each a string in an interface value.
+// The caller boxes each once and keeps it while it holds (a key for good, a
+// token as long as the lock, an ID until the partition is read), so that a
+// read goes without boxing four strings per partition: a wake-up of a
+// fetcher idle on 16 partitions made 70 allocations for its arguments.
 type IdlePartition struct {
-	Lock, Stream, Token, Last string
+	Lock, Stream, Token, Last any
 }
 
 // FetchIdle queues on pipe the fenced read of the partitions of an idle
 // fetcher (fetch_idle.lua), to go right behind its blocking read on the
-// same connection, reading at most count new entries of each; args is
-// reused memory for the command's arguments (returned for the next call).
-// Parse the reply with ParseRawFetchIdle.
-func FetchIdle(ctx context.Context, pipe Processor, group, consumer string, count int, parts []IdlePartition, args []any) (*RawFetch, []any) {
+// same connection, reading at most count new entries of each; group and
+// consumer are strings, boxed once by the caller as parts' fields are;
+// args is reused memory for the command's arguments (returned for the next
+// call). Parse the reply with ParseRawFetchIdle.
+func FetchIdle(ctx context.Context, pipe Processor, group, consumer any, count int, parts []IdlePartition, args []any) (*RawFetch, []any) {
 	n := len(parts)
 	args = append(args[:0], "EVALSHA", fetchIdle.Hash(), 2*n)
 	for _, p := range parts {
