@@ -201,13 +201,14 @@ const busyRead = 16
 // maxIdleRead bounds the idle partitions whose fenced read goes behind a
 // blocking read; a fetcher idle on more reads those the blocking read saw
 // entries in once it returned. The read behind looks at every idle
-// partition (four arguments each, which its Lua takes in, then an XREAD
-// over them all) where the read after the wake-up looks at the partitions
-// with entries only, so the round trip it saves is worth its cost to Redis
-// up to a few dozen partitions: at 5,000 events/s, one event per wake-up
-// or a few, the median latency was better with it at 16 partitions, the
-// same at 64, and worse from 128 (0.85 to 0.91 ms against 1.39 to 1.47 at
-// 128; 1.54 to 1.69 against 2.13 to 2.40 at 256).
+// partition (three arguments each, which its Lua takes in, then an MGET of
+// their locks and an XREADGROUP over them all) where the read after the
+// wake-up looks at the partitions with entries only, so the round trip it
+// saves is worth its cost to Redis up to a few dozen partitions: at 5,000
+// events/s, one event per wake-up or a few, the median latency was better
+// with it at 16 and 64 partitions and worse from 128 (0.92 and 0.93 ms
+// against 1.31 and 1.62 at 128; 1.21 and 1.28 against 1.86 and 1.95 at
+// 256).
 const maxIdleRead = 64
 
 // maxWokeRead bounds the read of a partition the blocking read saw new
@@ -663,7 +664,7 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 		if token := s.p.lock.Value(); s.tokenArg == nil || s.tokenArg.(string) != token {
 			s.tokenArg = token
 		}
-		parts = append(parts, scripts.IdlePartition{Lock: s.lockArg, Stream: s.keyArg, Token: s.tokenArg, Last: s.lastArg})
+		parts = append(parts, scripts.IdlePartition{Lock: s.lockArg, Stream: s.keyArg, Token: s.tokenArg})
 	}
 	f.idleBuf.parts = parts
 	defer clear(parts)

@@ -146,7 +146,7 @@ func TestWakeUpReadLeavesBacklogToTransaction(t *testing.T) {
 
 // An idle fetcher's fenced read rides on its blocking read: it goes in the
 // same write, right behind it, and Redis runs it (fetch_idle.lua, whose
-// first command is an XREAD) as soon as the blocking read returns, so the
+// first command is an MGET) as soon as the blocking read returns, so the
 // entries that woke the fetcher come back with the blocking read's own
 // round trip. No read of new entries goes through the per-partition fetch
 // script or the transaction after a wake-up.
@@ -154,20 +154,20 @@ func TestIdleReadRidesOnBlockingRead(t *testing.T) {
 	r, s := privateRig(t, 4)
 	e, got := idleExecutor(t, r)
 	var mu sync.Mutex
-	idleReads, otherReads, xreadInScript := 0, 0, false
+	idleReads, otherReads, idleScript := 0, 0, false
 	stop := redistest.Monitor(t, s.Addr, func(line string) {
 		mu.Lock()
 		defer mu.Unlock()
 		inScript := strings.Contains(line, " lua]")
 		switch {
 		case !inScript:
-			xreadInScript = false // a new command from a client
-		case strings.Contains(line, `"XREAD"`):
-			xreadInScript = true
-		case strings.Contains(line, `"XREADGROUP"`) && strings.Contains(line, `">"`) && xreadInScript:
+			idleScript = false // a new command from a client
+		case strings.Contains(line, `"MGET"`):
+			idleScript = true // fetch_idle.lua's first command
+		case strings.Contains(line, `"XREADGROUP"`) && strings.Contains(line, `">"`) && idleScript:
 			idleReads++
 		}
-		if strings.Contains(line, `"XREADGROUP"`) && strings.Contains(line, `">"`) && !xreadInScript {
+		if strings.Contains(line, `"XREADGROUP"`) && strings.Contains(line, `">"`) && !idleScript {
 			otherReads++ // fetch.lua's or the transaction's
 		}
 	})
@@ -198,7 +198,7 @@ func TestWideIdleReadAfterWakeUp(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
-		case strings.Contains(line, " lua]") && strings.Contains(line, `"XREAD"`):
+		case strings.Contains(line, " lua]") && strings.Contains(line, `"MGET"`):
 			scripted++ // fetch_idle.lua's first command
 		case strings.Contains(line, " lua]") && strings.Contains(line, `"XREADGROUP"`) && strings.Contains(line, `">"`):
 			fetched++ // fetch.lua's read of new entries
@@ -242,6 +242,23 @@ func TestIdleReadFenced(t *testing.T) {
 	// the partition it still holds reads on
 	r.send(0, 1)
 	redistest.Eventually(t, 10*time.Second, "partition 0's entry processed", func() bool { return got.Load() == 1 })
+}
+
+// The read behind the blocking read checks the lock of every idle
+// partition, not only of those with new entries: one whose lock another
+// acquisition took is dropped at the first wake-up, here for another
+// partition's entry, before the lock's next refresh would find it gone.
+func TestIdleReadDropsEveryLostPartition(t *testing.T) {
+	r, _ := privateRig(t, 2)
+	e, got := idleExecutor(t, r)
+	ctx := context.Background()
+	lock := r.keys.Lock("s", "p", 1)
+	if err := r.client.SetArgs(ctx, lock, "another-acquisition", redis.SetArgs{KeepTTL: true}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.send(0, 1)
+	redistest.Eventually(t, 5*time.Second, "partition 0's entry processed", func() bool { return got.Load() == 1 })
+	redistest.Eventually(t, 5*time.Second, "partition 1 dropped", func() bool { return fmt.Sprint(e.Owned()) == "[0]" })
 }
 
 // When the read behind the blocking read cannot run (the server lost its

@@ -10,39 +10,35 @@
 -- ARGV[1]  consumer group (the processor)
 -- ARGV[2]  consumer (the executor)
 -- ARGV[3]  count: most entries read per partition
--- ARGV[4..3+n]     the caller's lock token of each partition
--- ARGV[4+n..3+2n]  the last entry ID the caller saw in each partition
+-- ARGV[4..3+n]   the caller's lock token of each partition
+--
+-- The locks are read with one MGET and the partitions still held with one
+-- XREADGROUP, which returns the streams with new entries only: two
+-- commands whatever the number of partitions, with no entry taken through
+-- Lua but those returned.
 --
 -- Returns {lost, read, i, entries, i, entries, ...}:
---   lost     the indexes (from 1) of partitions with new entries whose lock
---            the caller does not hold: nothing of them was read
+--   lost     the indexes (from 1) of partitions whose lock the caller does
+--            not hold: nothing of them was read
 --   read     1, or 0 when the read failed (a stream or group gone): nothing
 --            was read, and the caller reads each partition on its own
 --   i, entries  each partition that had new entries, by index, and its
 --            entries {{id, {field, value, ...}}, ...} in ID order
 local n = #KEYS / 2
-local args = {'XREAD', 'COUNT', 1, 'STREAMS'}
+local locks = redis.call('MGET', unpack(KEYS, 1, n))
+local lost, index = {}, {}
+local read = {'XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS'}
 for i = 1, n do
-  args[4 + i] = KEYS[n + i]
-  args[4 + n + i] = ARGV[3 + n + i]
-end
-local seen = redis.call(unpack(args))
-if not seen then return {{}, 1} end
-local index = {}
-for i = 1, n do index[KEYS[n + i]] = i end
-local lost, streams = {}, {}
-for _, s in ipairs(seen) do
-  local i = index[s[1]]
-  if redis.call('GET', KEYS[i]) == ARGV[3 + i] then
-    streams[#streams + 1] = s[1]
+  if locks[i] == ARGV[3 + i] then
+    read[#read + 1] = KEYS[n + i]
+    index[KEYS[n + i]] = i
   else
     lost[#lost + 1] = i
   end
 end
-if #streams == 0 then return {lost, 1} end
-local read = {'XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS'}
-for _, s in ipairs(streams) do read[#read + 1] = s end
-for _ = 1, #streams do read[#read + 1] = '>' end
+local held = #read - 7
+if held == 0 then return {lost, 1} end
+for _ = 1, held do read[#read + 1] = '>' end
 local r = redis.pcall(unpack(read))
 if type(r) == 'table' and r.err then return {lost, 0} end
 local out = {lost, 1}

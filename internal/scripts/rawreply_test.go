@@ -258,7 +258,7 @@ func TestFetchIdleBoxesNothing(t *testing.T) {
 		for i := range parts {
 			parts[i] = scripts.IdlePartition{
 				Lock: fmt.Sprint("lock:", i), Stream: fmt.Sprint("stream:", i),
-				Token: fmt.Sprint("token-", i), Last: fmt.Sprint(i, "-0"),
+				Token: fmt.Sprint("token-", i),
 			}
 		}
 		var group, consumer any = "group", "consumer"
