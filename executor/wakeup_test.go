@@ -225,14 +225,10 @@ func TestWideIdleReadAfterWakeUp(t *testing.T) {
 func TestIdleReadFenced(t *testing.T) {
 	r, _ := privateRig(t, 2)
 	e, got := idleExecutor(t, r)
-	ctx := context.Background()
-	lock := r.keys.Lock("s", "p", 1)
-	if err := r.client.SetArgs(ctx, lock, "another-acquisition", redis.SetArgs{KeepTTL: true}).Err(); err != nil {
-		t.Fatal(err)
-	}
+	takeLock(t, r, 1)
 	r.send(1, 3)
 	redistest.Eventually(t, 5*time.Second, "partition 1 dropped", func() bool { return fmt.Sprint(e.Owned()) == "[0]" })
-	pending, err := r.client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: r.keys.Partition("s", 1), Group: "p", Start: "-", End: "+", Count: 10}).Result()
+	pending, err := r.client.XPendingExt(context.Background(), &redis.XPendingExtArgs{Stream: r.keys.Partition("s", 1), Group: "p", Start: "-", End: "+", Count: 10}).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,14 +247,20 @@ func TestIdleReadFenced(t *testing.T) {
 func TestIdleReadDropsEveryLostPartition(t *testing.T) {
 	r, _ := privateRig(t, 2)
 	e, got := idleExecutor(t, r)
-	ctx := context.Background()
-	lock := r.keys.Lock("s", "p", 1)
-	if err := r.client.SetArgs(ctx, lock, "another-acquisition", redis.SetArgs{KeepTTL: true}).Err(); err != nil {
-		t.Fatal(err)
-	}
+	takeLock(t, r, 1)
 	r.send(0, 1)
 	redistest.Eventually(t, 5*time.Second, "partition 0's entry processed", func() bool { return got.Load() == 1 })
 	redistest.Eventually(t, 5*time.Second, "partition 1 dropped", func() bool { return fmt.Sprint(e.Owned()) == "[0]" })
+}
+
+// takeLock makes partition's lock of processor "p" another acquisition's,
+// as a successor's after this executor's lock expired.
+func takeLock(t *testing.T, r *rig, partition int) {
+	t.Helper()
+	lock := r.keys.Lock("s", "p", partition)
+	if err := r.client.SetArgs(context.Background(), lock, "another-acquisition", redis.SetArgs{KeepTTL: true}).Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // When the read behind the blocking read cannot run (the server lost its
