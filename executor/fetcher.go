@@ -658,13 +658,15 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	f.blocking = true
 	f.blockID = id
 	// The fenced read of the idle partitions goes right behind the
-	// blocking read (see idleRead).
+	// blocking read (see idleRead), unless they are too many.
 	parts := f.idleBuf.parts[:0]
-	for _, s := range states {
-		if token := s.p.lock.Value(); s.tokenArg == nil || s.tokenArg.(string) != token {
-			s.tokenArg = token
+	if len(states) <= maxIdleRead {
+		for _, s := range states {
+			if token := s.p.lock.Value(); s.tokenArg == nil || s.tokenArg.(string) != token {
+				s.tokenArg = token
+			}
+			parts = append(parts, scripts.IdlePartition{Lock: s.lockArg, Stream: s.keyArg, Token: s.tokenArg})
 		}
-		parts = append(parts, scripts.IdlePartition{Lock: s.lockArg, Stream: s.keyArg, Token: s.tokenArg})
 	}
 	f.idleBuf.parts = parts
 	defer clear(parts)
@@ -673,7 +675,7 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	got := f.idleBuf.got[:0]
 	var fetch *scripts.RawFetch
 	var then func(p scripts.Processor)
-	if len(parts) <= maxIdleRead {
+	if len(parts) > 0 {
 		then = func(p scripts.Processor) {
 			fetch, f.idleBuf.args = scripts.FetchIdle(ctx, p, f.groupArg, f.consumerArg, count, parts, f.idleBuf.args)
 		}
