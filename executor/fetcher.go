@@ -697,8 +697,16 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 		}
 	}
 	f.mu.Unlock()
-	if err == nil && fetch != nil && f.idleRead(ctx, fetch, states, count, got) {
-		return
+	if err == nil && fetch != nil {
+		if f.idleRead(ctx, fetch, states, count, got) {
+			return
+		}
+		// The read behind did not run: the scripts were flushed, or a
+		// partition's stream is gone with its group (deleted, or evicted),
+		// which fails its XREADGROUP over every idle partition. Each idle
+		// partition is read on its own once, which creates a missing
+		// stream's group again (see read), so the next wake-ups do not fail.
+		f.markAll(states)
 	}
 	f.mu.Lock()
 	for _, i := range got {

@@ -253,6 +253,30 @@ func TestIdleReadDropsEveryLostPartition(t *testing.T) {
 	redistest.Eventually(t, 5*time.Second, "partition 1 dropped", func() bool { return fmt.Sprint(e.Owned()) == "[0]" })
 }
 
+// The read behind the blocking read reads every idle partition in one
+// XREADGROUP, which fails as a whole when one partition's stream is gone
+// (deleted, or evicted under maxmemory) with its group: the fetcher then
+// reads each idle partition on its own once, and that read of the missing
+// one creates its stream and group again, so that the next wake-ups ride
+// on the blocking read again instead of failing each time.
+func TestIdleReadRecreatesMissingStream(t *testing.T) {
+	r, _ := privateRig(t, 2)
+	_, got := idleExecutor(t, r)
+	ctx := context.Background()
+	gone := r.keys.Partition("s", 1)
+	if err := r.client.Del(ctx, gone).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.send(0, 1)
+	redistest.Eventually(t, 10*time.Second, "partition 0's entry processed", func() bool { return got.Load() == 1 })
+	redistest.Eventually(t, 5*time.Second, "partition 1's stream and group created again", func() bool {
+		groups, err := r.client.XInfoGroups(ctx, gone).Result()
+		return err == nil && len(groups) == 1 && groups[0].Name == "p"
+	})
+	r.send(1, 1)
+	redistest.Eventually(t, 10*time.Second, "partition 1's entry processed", func() bool { return got.Load() == 2 })
+}
+
 // takeLock makes partition's lock of processor "p" another acquisition's,
 // as a successor's after this executor's lock expired.
 func takeLock(t *testing.T, r *rig, partition int) {
