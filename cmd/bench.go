@@ -65,8 +65,9 @@ func benchCommand() *cli.Command {
 			"process: a worker with a no-op processor against an XREADGROUP/XACK loop, without\n" +
 			"and with decoding (raw, raw+decode). produce+consume: both at once, from an empty\n" +
 			"stream. latency: --rate events/s for --latency, one unpipelined Send each, to a\n" +
-			"processor, against XADD to a blocking XREADGROUP: p50, p99, p99.9. tasks: no-op\n" +
-			"tasks, results stored, at concurrency 10 and 50 against a raw loop. rebalance: the\n" +
+			"processor, against XADD to a blocking XREADGROUP: p50, p99, p99.9, over --partitions\n" +
+			"and again over --wide partitions (leat wide, raw wide). tasks: no-op tasks, results\n" +
+			"stored, at concurrency 10 and 50 against a raw loop. rebalance: the\n" +
 			"pause of moved and unmoved partitions when a worker joins and stops gracefully.\n" +
 			"memory: worker RSS idle and draining (--wide partitions) and Redis bytes per entry\n" +
 			"of a 100-byte payload, leat against raw XADD. idle: Redis calls/s and connections of\n" +
@@ -164,7 +165,7 @@ func benchFlags() []cli.Flag {
 		&cli.IntFlag{Name: flagRate, Usage: "`N` events/s the latency benchmark sends", Value: bench.DefaultRate},
 		&cli.DurationFlag{Name: flagLatency, Usage: "`DURATION` of sending per latency round", Value: bench.DefaultLatency},
 		&cli.DurationFlag{Name: flagIdle, Usage: "`DURATION` the idle benchmark watches an idle worker", Value: bench.DefaultIdle},
-		&cli.IntFlag{Name: flagWide, Usage: "`N` partitions of the memory and idle benchmarks", Value: bench.DefaultWide},
+		&cli.IntFlag{Name: flagWide, Usage: "`N` partitions of the memory and idle benchmarks and of the latency benchmark's wide variants", Value: bench.DefaultWide},
 		&cli.StringFlag{Name: flagOnly, Usage: "run only these benchmarks: `LIST` of " + benchNames(), DefaultText: "all"},
 		&cli.BoolFlag{Name: flagAOF, Usage: "start a redis-server (from PATH) with appendonly yes, appendfsync everysec, and run against it instead of --redis"},
 		&cli.BoolFlag{Name: flagJSON, Usage: "print every round's figures as JSON instead of the table"},

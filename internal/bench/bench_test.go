@@ -213,9 +213,11 @@ func TestLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkResult(t, r, bench.BenchmarkLatency, bench.VariantLeat, bench.VariantRaw)
+	// the wide variants run over tiny.Wide partitions (8, against 4)
+	checkResult(t, r, bench.BenchmarkLatency, bench.VariantLeat, bench.VariantRaw, bench.VariantLeatWide, bench.VariantRawWide)
 	for _, f := range []string{bench.FigureP50, bench.FigureP99, bench.FigureP999, bench.FigureSent} {
 		checkRatio(t, r, bench.VariantLeat, bench.VariantRaw, f)
+		checkRatio(t, r, bench.VariantLeatWide, bench.VariantRawWide, f)
 	}
 	for _, v := range r.Variants {
 		p50, p99, p999 := v.Figure(bench.FigureP50), v.Figure(bench.FigureP99), v.Figure(bench.FigureP999)

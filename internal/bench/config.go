@@ -41,7 +41,8 @@ type Config struct {
 	// Idle is how long the idle benchmark watches an idle worker.
 	// Default 10s.
 	Idle time.Duration `json:"idle"`
-	// Wide is the partition count of the memory and idle benchmarks.
+	// Wide is the partition count of the memory and idle benchmarks, and of
+	// the latency benchmark's wide variants.
 	// Default 256.
 	Wide int `json:"wide"`
 	// Logger receives the logs of the apps the benchmark runs.

@@ -39,20 +39,42 @@ type latRecord struct {
 	Sent int64  `msgpack:"t"` // Unix nanoseconds; 0 for a warm-up event
 }
 
+// The latency benchmark's variants over cfg.Wide partitions.
+const (
+	VariantLeatWide = "leat wide"
+	VariantRawWide  = "raw wide"
+)
+
 // Latency measures how long an event takes from the start of its Send to
 // its processor, for events sent at cfg.Rate events/s (over cfg.Latency)
 // over cfg.Partitions partitions, each by one unpipelined call from one of
 // 16 sending goroutines: leat's Send to a worker's processor against raw
-// XADD to a consumer blocked in XREADGROUP on all partitions. Each round
+// XADD to a consumer blocked in XREADGROUP on all partitions; then the same
+// over cfg.Wide partitions (when that differs), where a wake-up costs both
+// sides more (every blocking read covers every partition). Each round
 // reports p50, p99 and p99.9 in milliseconds and the rate achieved. Every
 // key it wrote is deleted before it returns.
 func Latency(ctx context.Context, client redis.UniversalClient, cfg Config) (Result, error) {
 	return run(ctx, client, cfg, BenchmarkLatency, func(cfg Config, sp Space) ([]Workload, []Pair, error) {
-		return []Workload{
-			{Name: VariantLeat, Figures: latFigures, Run: func(ctx context.Context) ([]float64, error) { return latencyLeat(ctx, sp, cfg) }},
-			{Name: VariantRaw, Figures: latFigures, Run: func(ctx context.Context) ([]float64, error) { return latencyRaw(ctx, sp, cfg) }},
-		}, []Pair{{VariantLeat, VariantRaw}}, nil
+		ws := latencyPair(sp, cfg, VariantLeat, VariantRaw)
+		pairs := []Pair{{VariantLeat, VariantRaw}}
+		if cfg.Wide != cfg.Partitions {
+			wide := cfg
+			wide.Partitions = cfg.Wide
+			ws = append(ws, latencyPair(sp, wide, VariantLeatWide, VariantRawWide)...)
+			pairs = append(pairs, Pair{VariantLeatWide, VariantRawWide})
+		}
+		return ws, pairs, nil
 	})
+}
+
+// latencyPair returns the leat and raw workloads of the latency benchmark
+// over cfg.Partitions partitions, named leat and raw.
+func latencyPair(sp Space, cfg Config, leat, raw string) []Workload {
+	return []Workload{
+		{Name: leat, Figures: latFigures, Run: func(ctx context.Context) ([]float64, error) { return latencyLeat(ctx, sp, cfg) }},
+		{Name: raw, Figures: latFigures, Run: func(ctx context.Context) ([]float64, error) { return latencyRaw(ctx, sp, cfg) }},
+	}
 }
 
 // latencies collects latencies from concurrent consumers.
