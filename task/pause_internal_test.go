@@ -1,7 +1,42 @@
 package task
 
-import "time"
+import (
+	"context"
+	"testing"
+	"time"
+)
 
 // A paused worker polls far slower in tests than it does for real, so that a
 // test whose worker resumes in time shows that the Resume message woke it.
 func init() { pausePoll = 30 * time.Second }
+
+// A wake-up that comes while a fetch call is under way (the queue resumed,
+// or its live rate lifted, before the call's refusal came back) ends the
+// wait after the refusal at once: the fetcher takes its wake channel before
+// the call, not after the refusal, when the wake-up has already replaced it.
+func TestWakeDuringCallIsNotMissed(t *testing.T) {
+	w := &worker{resumed: make(chan struct{})}
+	woken := w.wakeChan() // as fetchLoop does before its call
+	w.wake()              // the Resume message, while the call is under way
+	for _, await := range []func(){
+		func() { w.awaitWindow(context.Background(), time.Hour, woken) },
+		func() { w.awaitResume(context.Background(), woken) },
+	} {
+		done := make(chan struct{})
+		go func() { await(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a wake-up during the call was missed: the wait ran on")
+		}
+	}
+	// a wait on the channel of after the wake-up waits for the next one
+	next := w.wakeChan()
+	select {
+	case <-next:
+		t.Fatal("the next wake-up's channel is closed already")
+	default:
+	}
+	w.wake()
+	<-next
+}

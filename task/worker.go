@@ -463,18 +463,22 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 			continue
 		}
 		patient = true
+		// Taken before the call: a wake-up that comes while it is under way
+		// (the queue resumed, its live rate lifted) ends the wait after a
+		// refusal at once, instead of being missed for the window's length.
+		woken := w.wakeChan()
 		got, err := w.take(ctx, n, quota, idle)
 		idle = err == nil && len(got) == 0
 		if errors.Is(err, taskrdb.ErrPaused) {
 			w.unreserve(n)
 			w.setPaused(true)
-			w.awaitResume(ctx)
+			w.awaitResume(ctx, woken)
 			continue
 		}
 		var limited *taskrdb.RateLimitedError
 		if errors.As(err, &limited) {
 			w.unreserve(n)
-			w.awaitWindow(ctx, limited.Wait)
+			w.awaitWindow(ctx, limited.Wait, woken)
 			continue
 		}
 		if err != nil {
@@ -512,24 +516,43 @@ func (w *worker) setPaused(paused bool) {
 }
 
 // awaitResume waits, while the queue is paused, for the Resume message or
-// pausePoll, whichever comes first.
-func (w *worker) awaitResume(ctx context.Context) { w.awaitWake(ctx, pausePoll) }
+// pausePoll, whichever comes first; woken is wakeChan's channel from before
+// the call that found the queue paused.
+func (w *worker) awaitResume(ctx context.Context, woken <-chan struct{}) {
+	awaitWake(ctx, pausePoll, woken)
+}
 
 // awaitWindow waits, while the queue's rate budget is spent, for the end of
 // the window (d) or a change of the live rate (SetRate, ClearRate),
-// whichever comes first.
-func (w *worker) awaitWindow(ctx context.Context, d time.Duration) { w.awaitWake(ctx, d) }
+// whichever comes first; woken is wakeChan's channel from before the call
+// that found the budget spent.
+func (w *worker) awaitWindow(ctx context.Context, d time.Duration, woken <-chan struct{}) {
+	awaitWake(ctx, d, woken)
+}
 
-// awaitWake waits d, or until the queue's channel wakes the fetchers.
-func (w *worker) awaitWake(ctx context.Context, d time.Duration) {
+// wakeChan returns the channel that the next wake-up of the fetchers closes
+// (wake).
+func (w *worker) wakeChan() <-chan struct{} {
 	w.mu.Lock()
-	resumed := w.resumed
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	return w.resumed
+}
+
+// wake wakes every fetcher waiting on a channel wakeChan returned.
+func (w *worker) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.resumed)
+	w.resumed = make(chan struct{})
+}
+
+// awaitWake waits d, or until woken is closed.
+func awaitWake(ctx context.Context, d time.Duration, woken <-chan struct{}) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-resumed:
+	case <-woken:
 	case <-t.C:
 	}
 }
@@ -1008,10 +1031,7 @@ func (w *worker) listen(ctx context.Context) {
 	unsubscribe := w.share.hub.subscribe(ctx, w.q.ks.TaskCancel(w.q.name), func(payload string) {
 		if payload == taskrdb.ResumeMessage {
 			w.readRate(ctx) // a live rate changed, maybe: known before the fetchers wake
-			w.mu.Lock()
-			close(w.resumed) // wakes every fetcher
-			w.resumed = make(chan struct{})
-			w.mu.Unlock()
+			w.wake()
 			return
 		}
 		w.mu.Lock()
