@@ -161,6 +161,26 @@ func (f *fetcher) recheck(work []fetchWork) {
 	}
 }
 
+// recheckStates marks states, those still fetched, for recovery (see
+// fetchState.recheck): the read behind a blocking read of them may have run
+// with its reply lost. f.mu is held.
+func (f *fetcher) recheckStates(states []*fetchState) {
+	for _, s := range states {
+		if f.parts[s.p.n] == s {
+			s.recheck()
+		}
+	}
+}
+
+// keepParsed empties all, the entries of a read parsed into f.parsed, and
+// keeps its memory for the next read unless it grew beyond maxParsed.
+func (f *fetcher) keepParsed(all []core.Delivery) {
+	clear(all)
+	if cap(all) <= maxParsed {
+		f.parsed = all[:0]
+	}
+}
+
 // push puts ds, after any earlier overflow, into the partition's buffer
 // without blocking, and keeps what does not fit for later. The caller holds
 // f.mu.
@@ -458,12 +478,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 	// The reads' entries go one after the other in one reused slice, each
 	// read's a full slice of it (deliver appends to it); put copies them.
 	all := f.parsed[:0]
-	defer func() {
-		clear(all)
-		if cap(all) <= maxParsed {
-			f.parsed = all[:0]
-		}
-	}()
+	defer func() { f.keepParsed(all) }()
 	// parse parses the replies of work[i] for each i in idx, and returns
 	// those that failed with NOSCRIPT.
 	parse := func(idx []int) (noScript []int) {
@@ -690,11 +705,7 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	if err != nil && fetch != nil {
 		// The fenced read may have run with its reply lost: what it took
 		// is pending with this executor, and recovery hands it out.
-		for _, s := range states {
-			if f.parts[s.p.n] == s {
-				s.recheck()
-			}
-		}
+		f.recheckStates(states)
 	}
 	f.mu.Unlock()
 	if err == nil && fetch != nil {
@@ -748,12 +759,7 @@ func (f *fetcher) idleRead(ctx context.Context, fetch *scripts.RawFetch, states 
 	var lost []int
 	ec := f.e.stream.EntryCodec()
 	all := f.parsed[:0]
-	defer func() {
-		clear(all)
-		if cap(all) <= maxParsed {
-			f.parsed = all[:0]
-		}
-	}()
+	defer func() { f.keepParsed(all) }()
 	ran, err := scripts.ParseRawFetchIdle(fetch, func(i int) { lost = append(lost, i) }, func(i int, id string, fields [][]byte) error {
 		if i < 0 || i >= len(states) {
 			return fmt.Errorf("fetch_idle: partition %d of %d", i+1, len(states))
@@ -779,11 +785,7 @@ func (f *fetcher) idleRead(ctx context.Context, fetch *scripts.RawFetch, states 
 		// It ran and its reply could not be read: what it took is pending
 		// with this executor, and recovery hands it out.
 		f.mu.Lock()
-		for _, s := range states {
-			if f.parts[s.p.n] == s {
-				s.recheck()
-			}
-		}
+		f.recheckStates(states)
 		f.mu.Unlock()
 		return true
 	}

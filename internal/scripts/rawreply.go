@@ -220,14 +220,23 @@ func FetchRaw(ctx context.Context, pipe Processor, a *FetchArgs, token string, c
 	return &RawFetch{cmd: cmd}
 }
 
-func ParseRawFetch(f *RawFetch, fn func(id string, fields [][]byte) error) (FetchResult, error) {
-	var res FetchResult
+// reply returns a reader of f's reply, past the header of its top array,
+// and the array's length.
+func (f *RawFetch) reply() (resp.Reader, int, error) {
 	raw, err := f.cmd.Result()
 	if err != nil {
-		return res, err
+		return resp.Reader{}, 0, err
 	}
 	r := resp.NewReader(raw)
 	n, err := r.Aggregate()
+	return r, n, err
+}
+
+// ParseRawFetch reads the reply of FetchRaw, calling fn with each entry
+// read, in order (its fields point into the reply, see EachRawEntry).
+func ParseRawFetch(f *RawFetch, fn func(id string, fields [][]byte) error) (FetchResult, error) {
+	var res FetchResult
+	r, n, err := f.reply()
 	if err != nil {
 		return res, err
 	}
@@ -313,12 +322,7 @@ func FetchIdle(ctx context.Context, pipe Processor, group, consumer any, count i
 // read failed in Redis and read nothing. An error reply (NOSCRIPT:
 // IsNoScript) comes back as err.
 func ParseRawFetchIdle(f *RawFetch, lost func(i int), fn func(i int, id string, fields [][]byte) error) (ran bool, err error) {
-	raw, err := f.cmd.Result()
-	if err != nil {
-		return false, err
-	}
-	r := resp.NewReader(raw)
-	n, err := r.Aggregate()
+	r, n, err := f.reply()
 	if err != nil {
 		return false, err
 	}
