@@ -27,18 +27,7 @@ import (
 func TestFetchReplyLost(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	// The given-mode fetch call: "given" is its fourth argument.
-	lose := &redistest.ReplyLoser{Match: []byte("$5\r\ngiven\r\n")}
-	var arm atomic.Bool
-	lose.Armed = func() bool { return arm.Load() && lose.Lost() < 1 }
-	opt := *e.client.Options()
-	opt.Dialer, opt.ClientName = lose.Dial, "lost-"+e.prefix
-	c := redis.NewClient(&opt)
-	t.Cleanup(func() { _ = c.Close() })
-	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, lose, arm, name := givenLoser(t, e)
 	var ran atomic.Int32
 	q, err := task.Handle(a, "jobs", func(ctx context.Context, tk *task.Task[job]) (out, error) {
 		ran.Add(1)
@@ -55,7 +44,7 @@ func TestFetchReplyLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the first task", func() bool { return ran.Load() == 1 })
-	waitBlocked(t, e.client, opt.ClientName)
+	waitBlocked(t, e.client, name)
 	arm.Store(true)
 	id, err := q.Enqueue(ctx, job{N: 2})
 	if err != nil {
@@ -433,4 +422,59 @@ func (r *taskRuns) each(t *testing.T, ids []string) {
 			t.Errorf("task %s ran %d times, want 1", id, r.n[id])
 		}
 	}
+}
+
+// A given call whose reply was lost is sent again, and under a rate limit
+// that run too may start fewer of its entries than it was given: the rest
+// stay pending with the worker, and are taken when the next window opens,
+// as after a first run that started fewer. (The call sent again returned
+// its tasks without a word about the rest, which were left pending with
+// nobody to take them before the visibility timeout.)
+func TestLostGivenReplyUnderRate(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a, lose, arm, name := givenLoser(t, e)
+	var ran atomic.Int32
+	q, err := task.Handle(a, "rated", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		ran.Add(1)
+		return out{}, nil
+	}, task.Concurrency(4), task.Rate(1, 2*time.Second), task.Visibility(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	waitBlocked(t, e.client, name)
+	arm.Store(true)
+	if _, err := q.EnqueueMany(ctx, []job{{N: 1}, {N: 2}, {N: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the given call's reply lost, and a task run", func() bool {
+		return lose.Lost() == 1 && ran.Load() >= 1
+	})
+	eventually(t, 15*time.Second, "the other two run in the next windows", func() bool {
+		n, err := q.Counts(ctx)
+		return err == nil && n[task.Succeeded] == 3
+	})
+	if n := ran.Load(); n != 3 {
+		t.Fatalf("%d runs, want 3", n)
+	}
+}
+
+// givenLoser returns an App (worker w1) whose client, named name, loses the
+// reply of one given-mode fetch call ("given" is its fourth argument) once
+// arm is set.
+func givenLoser(t *testing.T, e *env) (a *app.App, lose *redistest.ReplyLoser, arm *atomic.Bool, name string) {
+	t.Helper()
+	lose = &redistest.ReplyLoser{Match: []byte("$5\r\ngiven\r\n")}
+	arm = new(atomic.Bool)
+	lose.Armed = func() bool { return arm.Load() && lose.Lost() < 1 }
+	opt := *e.client.Options()
+	opt.Dialer, opt.ClientName = lose.Dial, "lost-"+e.prefix
+	c := redis.NewClient(&opt)
+	t.Cleanup(func() { _ = c.Close() })
+	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, lose, arm, opt.ClientName
 }

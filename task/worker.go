@@ -697,19 +697,19 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 	var once sync.Once
 	var given fetchCall = func(ctx context.Context, _ int, _ []int) ([]taskrdb.Fetched, error) {
 		got, err := taskrdb.FetchGiven(ctx, q.rdb, q.keys, q.worker, q.set.limits(), entries)
+		if heldBack(err) || err == nil && len(got) < len(entries) && w.rated() {
+			// Paused since the read, or over the queue's rate (its
+			// program's, or one set live): entries stay pending here, taken
+			// first by the next call that may take them. So too when this
+			// is the call sent again after its reply was lost.
+			w.setRecover()
+		}
 		if !lostReply(err) {
 			once.Do(w.leaveGiven)
 		}
 		return got, err
 	}
-	got, err := w.sendCall(context.WithoutCancel(ctx), given, n, quota)
-	if heldBack(err) || err == nil && len(got) < len(entries) && w.rated() {
-		// Paused since the read, or over the queue's rate (its program's,
-		// or one set live): entries stay pending here, taken first by the
-		// next call that may take them.
-		w.setRecover()
-	}
-	return got, err
+	return w.sendCall(context.WithoutCancel(ctx), given, n, quota)
 }
 
 // quotas splits n fetches over the priority levels: all to the first
