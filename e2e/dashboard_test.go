@@ -255,6 +255,16 @@ func TestDashboard(t *testing.T) {
 	waitTrue(t, b, "the paused banner", `document.querySelector('#q-paused-banner') && document.querySelector('#q-paused-banner').innerText.includes('Paused since') && !document.querySelector('#q-paused-banner').innerText.includes('<span')`)
 	waitTrue(t, b, "paused in the nav", `document.querySelector('#nav').innerText.includes('paused')`)
 	screenshot(t, b, "LEAT_SCREENSHOT_PAUSED")
+	// A poll that changes nothing leaves the Resume button in place (a
+	// click pressed as a poll lands is not lost with the node it was
+	// pressed on), while the pause's age moves on in it.
+	if !eval[bool](t, b, `(() => { window.resumeButton = document.querySelector('button[data-queue-action="resume"]'); window.pollSeen = S.lastOK; return true })()`) {
+		t.Fatal("no Resume button")
+	}
+	waitTrue(t, b, "the paused banner after another poll", `S.lastOK > window.pollSeen && /Paused since \d\d:\d\d:\d\d \([^)]* ago\)/.test(document.querySelector('#q-paused-banner').innerText)`)
+	if !eval[bool](t, b, `window.resumeButton.isConnected`) {
+		t.Fatal("a poll that changed nothing replaced the Resume button")
+	}
 	run(t, b, "click Resume", chromedp.Click(chromedp.CSS(`button[data-queue-action="resume"]`)))
 	redistest.Eventually(t, 10*time.Second, "the queue resumed", func() bool {
 		paused, _, err := s.emails.Paused(ctx)

@@ -29,6 +29,7 @@ const S = {
   busy: false,
   timer: null,
   lastOK: 0,
+  drawn: 0,     // setHTML's generation (redraw)
 };
 
 // ---------- helpers ----------
@@ -68,15 +69,43 @@ function fmtAge(ms) {
   return Math.floor(h / 24) + ' d';
 }
 
+// fmtTime gives a time of day, and for a recent one a span that fillAges
+// fills with how long ago (or in how long) it is: the markup stays the same
+// from poll to poll while the age moves on.
 function fmtTime(iso) {
   if (!iso || iso.startsWith('0001')) return '–';
   const d = new Date(iso);
-  const now = S.overview ? Date.parse(S.overview.time) : Date.now();
-  const diff = now - d.getTime();
   const hhmmss = d.toLocaleTimeString('en-GB', { hour12: false });
-  if (Math.abs(diff) < 36e5 * 20) return `${hhmmss} <span class="muted">(${diff >= 0 ? fmtAge(diff) + ' ago' : 'in ' + fmtAge(-diff)})</span>`;
+  if (Math.abs(serverNow() - d.getTime()) < 36e5 * 20) return `${hhmmss} <span class="muted" data-at="${d.getTime()}"></span>`;
   return d.toISOString().slice(0, 10) + ' ' + hhmmss;
 }
+
+function serverNow() { return S.overview ? Date.parse(S.overview.time) : Date.now(); }
+
+// fillAges writes the ages of the times fmtTime gave, as of the last poll.
+function fillAges() {
+  const now = serverNow();
+  for (const el of document.querySelectorAll('[data-at]')) {
+    const diff = now - Number(el.dataset.at);
+    const text = `(${diff >= 0 ? fmtAge(diff) + ' ago' : 'in ' + fmtAge(-diff)})`;
+    if (el.textContent !== text) el.textContent = text;
+  }
+}
+
+// setHTML writes html into el only when it differs from what was written
+// there last (since redraw): a poll that changes nothing leaves the nodes
+// alone, so that a click on one of their buttons, pressed as the poll
+// lands, is not lost with the button it was pressed on.
+function setHTML(el, html) {
+  const key = S.drawn + '\u0000' + html;
+  if (el && el.leatHTML !== key) {
+    el.innerHTML = html;
+    el.leatHTML = key;
+  }
+}
+
+// redraw makes the next setHTML of every element write again.
+function redraw() { S.drawn++; }
 
 function short(id, n = 8) { return id && id.length > n ? id.slice(0, n) : id || ''; }
 
@@ -297,6 +326,7 @@ function render() {
   if (r.kind === 'stream') renderStream(r.name);
   else if (r.kind === 'queue') renderQueue(r.name);
   else renderOverview();
+  fillAges();
 }
 
 function renderNav() {
@@ -751,7 +781,7 @@ function renderQueue(name) {
     ? `<div class="banner warn" id="q-paused-banner">Paused since ${fmtTime(q.paused_at)}: workers start none of its tasks; running tasks finish, enqueueing goes on.
         <button class="btn" data-queue-action="resume"${dis}>Resume</button></div>`
     : `<div class="actions q-actions"><button class="btn" data-queue-action="pause"${dis}>Pause queue</button></div>`;
-  if ($('#q-paused').innerHTML !== paused) $('#q-paused').innerHTML = paused;
+  setHTML($('#q-paused'), paused);
   // The rate over all workers, set live (PUT .../rate) or cleared (DELETE):
   // drawn once per queue, so a poll never wipes what is being typed.
   const rateForm = `<span class="muted">rate limit</span>
@@ -801,7 +831,7 @@ function renderQueue(name) {
   const bulkBtn = (action, label, cls) => `<button class="btn ${cls}" data-bulk="${action}"${dis}>${armed === action ? `Click again to ${label.toLowerCase()}` : label}</button>`;
   const bulk = S.listState === 'dead' && tasks && tasks.length
     ? `<div class="actions bulk">${bulkBtn('requeue', 'Requeue all dead', '')}${bulkBtn('delete', 'Delete all dead', 'danger')}</div>` : '';
-  $('#task-list').innerHTML = bulk + (!tasks ? '<div class="empty">loading…</div>' : table(
+  setHTML($('#task-list'), bulk + (!tasks ? '<div class="empty">loading…</div>' : table(
     [['Task', ''], ['State', ''], ['Attempts', 'r'], ['Error', ''], ['Enqueued', ''], [when, ''], ['', 'r']],
     tasks.map((t) => {
       const canRequeue = t.state === 'dead' || t.state === 'failed';
@@ -818,7 +848,7 @@ function renderQueue(name) {
           ${!ended ? `<button class="btn danger" data-action="cancel" data-id="${esc(t.id)}"${dis}>Cancel</button>` : ''}
           ${ended ? `<button class="btn danger" data-action="delete" data-id="${esc(t.id)}"${dis}>Delete</button>` : ''}
         </div></td></tr>`;
-    }), `no ${S.listState} tasks`));
+    }), `no ${S.listState} tasks`)));
 }
 
 function levelsChart(name) {
@@ -888,13 +918,14 @@ async function onRateClear(e) {
 }
 
 // act runs call, an API request, for button b (null: none), disabled
-// meanwhile and again usable only when the request failed (the next poll
-// redraws it); a toast says ok (a text, or a function of the reply) or
+// meanwhile and usable again when the request failed, or once the next
+// poll redrew it; a toast says ok (a text, or a function of the reply) or
 // what failed and why; then it polls.
 async function act(b, call, ok, failed) {
   if (b) b.disabled = true;
   try {
     const r = await call();
+    redraw();
     toast(typeof ok === 'function' ? ok(r) : ok, 'ok');
   } catch (err) {
     toast(`${failed}: ${err.message}`, 'bad');
