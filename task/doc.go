@@ -143,7 +143,8 @@
 // takes at most what is left of the window's budget, and with none left the
 // workers sleep to the window's end. [Queue.SetRate] changes the limit live
 // for every running worker, in place of their programs' option (a
-// downstream that slows down, say), and wakes those sleeping out a window;
+// downstream that slows down, say), and wakes those sleeping out a window
+// (a worker that missed the message fetches again within a second);
 // [Queue.ClearRate] goes back to the option.
 //
 // # Priorities

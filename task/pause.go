@@ -51,6 +51,7 @@ func (q *core) Paused(ctx context.Context) (bool, time.Time, error) {
 	return true, time.UnixMilli(ms), nil
 }
 
-// pausePoll is how often a worker of a paused queue tries a fetch again, in
-// case it missed the Resume message.
+// pausePoll is how often a worker of a paused queue, or one waiting out a
+// rate window, tries a fetch again, in case it missed the message of a
+// Resume or a live rate change.
 var pausePoll = time.Second

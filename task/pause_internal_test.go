@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// A paused worker polls far slower in tests than it does for real, so that a
-// test whose worker resumes in time shows that the Resume message woke it.
+// A worker waiting for a Resume or the end of a rate window polls far
+// slower in tests than it does for real, so that a test whose worker
+// resumes in time shows that the message woke it.
 func init() { pausePoll = 30 * time.Second }
 
 // A wake-up that comes while a fetch call is under way (the queue resumed,
@@ -15,7 +16,7 @@ func init() { pausePoll = 30 * time.Second }
 // wait after the refusal at once: the fetcher takes its wake channel before
 // the call, not after the refusal, when the wake-up has already replaced it.
 func TestWakeDuringCallIsNotMissed(t *testing.T) {
-	w := &worker{resumed: make(chan struct{})}
+	w := &worker{resumed: make(chan struct{}), poll: time.Hour}
 	woken := w.wakeChan() // as fetchLoop does before its call
 	w.wake()              // the Resume message, while the call is under way
 	for _, await := range []func(){
@@ -39,4 +40,24 @@ func TestWakeDuringCallIsNotMissed(t *testing.T) {
 	}
 	w.wake()
 	<-next
+}
+
+// A fetcher that missed the message of a Resume or of a live rate change
+// (Pub/Sub delivers at most once) fetches again within its poll: a rate
+// window of an hour is not waited out after the limit was lifted.
+func TestMissedWakeWithinPoll(t *testing.T) {
+	w := &worker{resumed: make(chan struct{}), poll: 50 * time.Millisecond}
+	woken := w.wakeChan() // never woken: the message was lost
+	for name, await := range map[string]func(){
+		"a rate window of an hour": func() { w.awaitWindow(context.Background(), time.Hour, woken) },
+		"a pause":                  func() { w.awaitResume(context.Background(), woken) },
+	} {
+		done := make(chan struct{})
+		go func() { await(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("waiting out %s: no fetch again within the poll", name)
+		}
+	}
 }

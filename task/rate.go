@@ -13,8 +13,9 @@ import (
 // over all workers. n = 0 (and window 0) lifts the limit, whatever the
 // option says; ClearRate goes back to the option. The running workers
 // apply it at their next fetch; those waiting out a window fetch again at
-// once (a message on the queue's channel). The current window keeps its
-// count and its end: a new window lasts the new length.
+// once (a message on the queue's channel) or, if that is lost, within a
+// second. The current window keeps its count and its end: a new window
+// lasts the new length.
 func (q *core) SetRate(ctx context.Context, n int, window time.Duration) error {
 	if n < 0 || (n > 0 && window < time.Millisecond) || (n == 0 && window != 0) {
 		return fmt.Errorf("rate %d per %s: need n >= 1 and a window of at least 1ms, or 0 per 0 for no limit", n, window)

@@ -86,6 +86,10 @@ type worker struct {
 	s    *workerService
 	q    *core
 	done chan ended
+	// poll is how long a fetcher waiting for a Resume or the end of a rate
+	// window waits at most before it fetches again (pausePoll), in case it
+	// missed the message that would have woken it.
+	poll time.Duration
 	// share is what the App's task queue workers share: the blocking
 	// reads and the subscription (block.go, hub.go).
 	share *share
@@ -132,7 +136,7 @@ func (s *workerService) Run(ctx context.Context) error {
 		return err
 	}
 	w := &worker{
-		s: s, q: q, done: make(chan ended, 4096), limit: q.set.concurrency,
+		s: s, q: q, done: make(chan ended, 4096), poll: pausePoll, limit: q.set.concurrency,
 		active: map[string]*running{}, freed: make(chan struct{}, 1), resumed: make(chan struct{}),
 		gate: make(chan struct{}), share: sh,
 	}
@@ -516,18 +520,21 @@ func (w *worker) setPaused(paused bool) {
 }
 
 // awaitResume waits, while the queue is paused, for the Resume message or
-// pausePoll, whichever comes first; woken is wakeChan's channel from before
+// w.poll, whichever comes first; woken is wakeChan's channel from before
 // the call that found the queue paused.
 func (w *worker) awaitResume(ctx context.Context, woken <-chan struct{}) {
-	awaitWake(ctx, pausePoll, woken)
+	awaitWake(ctx, w.poll, woken)
 }
 
 // awaitWindow waits, while the queue's rate budget is spent, for the end of
-// the window (d) or a change of the live rate (SetRate, ClearRate),
-// whichever comes first; woken is wakeChan's channel from before the call
-// that found the budget spent.
+// the window (d) or a change of the live rate (SetRate, ClearRate), or
+// w.poll, whichever comes first: a worker that missed the message of the
+// change (Pub/Sub delivers at most once: a connection lost at that moment
+// loses it) learns of it within w.poll, not at the end of a window of an
+// hour. woken is wakeChan's channel from before the call that found the
+// budget spent.
 func (w *worker) awaitWindow(ctx context.Context, d time.Duration, woken <-chan struct{}) {
-	awaitWake(ctx, d, woken)
+	awaitWake(ctx, min(d, w.poll), woken)
 }
 
 // wakeChan returns the channel that the next wake-up of the fetchers closes
