@@ -136,15 +136,33 @@ end
 -- whole nodes. Every entry before the oldest one pending was delivered and
 -- acknowledged, so the stream is trimmed up to it; with nothing pending,
 -- up to the last entry delivered. A task running long holds trimming back:
--- while the oldest pending entry is older than TRIM_LAG ms, the entries
--- acknowledged are deleted as well, so what one long task holds back is at
--- most TRIM_LAG's worth of finished tasks' entries.
+-- while the oldest pending entry's task has run for more than TRIM_LAG ms
+-- (or is not running: held back by a pause or a rate limit, or left by a
+-- worker that died), the entries acknowledged are deleted as well, so what
+-- one long task holds back is at most TRIM_LAG's worth of finished tasks'
+-- entries. An entry added TRIM_LAG ago or less holds nothing back for that
+-- long yet, and is not looked at (the common case: the queue keeps up); an
+-- older one, at the head of a backlog, may well have just been taken.
 local TRIM_LAG = 5000
 
 -- id_after returns the smallest entry ID after id.
 local function id_after(id)
   local ms, seq = string.match(id, '^(%d+)-(%d+)$')
   return ms .. '-' .. string.format('%d', tonumber(seq) + 1)
+end
+
+-- held_long reports whether the pending entry eid of stream has held
+-- trimming back for more than TRIM_LAG ms as of now: its task has run that
+-- long, or is not running.
+local function held_long(stream, eid, now)
+  if now - tonumber(string.match(eid, '^(%d+)')) <= TRIM_LAG then return false end
+  local e = redis.call('XRANGE', stream, eid, eid)[1]
+  if not e then return true end
+  local id = e[2][2]
+  if e[2][1] == 'k' then id = redis.call('LINDEX', KEYS[8] .. id, 0) end
+  if not id then return true end
+  local v = redis.call('HMGET', KEYS[1] .. id, 's', 'x', 'st')
+  return v[1] ~= 'active' or v[2] ~= eid or not v[3] or now - tonumber(v[3]) > TRIM_LAG
 end
 
 -- trim removes from stream the entries acknowledged before its oldest
@@ -155,7 +173,7 @@ local function trim(stream, ids, now)
   if pending.err then return end
   local oldest = pending[1]
   if oldest then
-    if now - tonumber(string.match(oldest[1], '^(%d+)')) > TRIM_LAG then
+    if held_long(stream, oldest[1], now) then
       redis.call('XDEL', stream, unpack(ids))
     end
     redis.call('XTRIM', stream, 'MINID', oldest[1])

@@ -49,33 +49,69 @@ func TestTrimUpToOldestPending(t *testing.T) {
 	f.finishLast(got[0])
 }
 
-// A task running for long (its entry older than the trim lag) does not hold
-// back the entries of the tasks finished meanwhile: they are deleted.
-func TestTrimPastLongTask(t *testing.T) {
-	f := newFixture(t)
-	// A task whose entry was added long ago (entry IDs are server times).
+// takeOld adds a task whose ready entry was added long ago (entry IDs are
+// server times: the head of an old backlog), and takes it.
+func (f *fixture) takeOld() taskrdb.Fetched {
+	f.t.Helper()
 	stream := f.ks.TaskStream("q", 0)
 	if err := f.c.XAdd(f.ctx, &redis.XAddArgs{Stream: stream, ID: "1-0", Values: []any{"t", "old"}}).Err(); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	if err := f.c.HSet(f.ctx, f.ks.TaskPrefix("q")+"old", "s", "pending", "p", "1", "l", "0", "x", "1-0",
 		"a", "0", "r", "0", "to", "0", "ret", "3600000", "u", "", "k", "", "e", "1", "d", "1").Err(); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	long := f.fetch("w1", 1)
-	if len(long) != 1 || long[0].ID != "old" {
-		t.Fatalf("took %v", long)
+	got := f.fetch("w1", 1)
+	if len(got) != 1 || got[0].ID != "old" {
+		f.t.Fatalf("took %v", got)
 	}
+	return got[0]
+}
+
+// finishThree enqueues, takes and finishes three tasks.
+func (f *fixture) finishThree() {
+	f.t.Helper()
 	for _, id := range []string{"t1", "t2", "t3"} {
 		f.enqueue(taskrdb.NewTask{ID: id, Payload: []byte(`1`), Retention: time.Hour})
 	}
 	for _, g := range f.fetch("w1", 3) {
 		f.finish("w1", g, taskrdb.OK)
 	}
+}
+
+// A task running for long (longer than the trim lag) does not hold back the
+// entries of the tasks finished meanwhile: they are deleted.
+func TestTrimPastLongTask(t *testing.T) {
+	f := newFixture(t)
+	long := f.takeOld()
+	// it started 10s ago
+	now, err := f.c.Time(f.ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.HSet(f.ctx, f.ks.TaskPrefix("q")+"old", "st", now.Add(-10*time.Second).UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f.finishThree()
 	if n := f.streamLen(); n != 1 {
 		t.Fatalf("%d entries with the long task running, want 1 (its own)", n)
 	}
-	f.finishLast(long[0])
+	f.finishLast(long)
+}
+
+// The entry at the head of an old backlog is old, but its task was just
+// taken: it holds trimming back as any task's entry does (the entries
+// finished behind it leave the stream with it, by trimming), and no XDEL
+// is spent on them: a backlog drained after an outage pays no XDEL per
+// finish call.
+func TestTrimBehindOldBacklog(t *testing.T) {
+	f := newFixture(t)
+	first := f.takeOld()
+	f.finishThree()
+	if n := f.streamLen(); n != 4 {
+		t.Fatalf("%d entries behind a task of an old backlog just taken, want 4 (deleted one by one: 1)", n)
+	}
+	f.finishLast(first)
 }
 
 // An outcome is recorded when its ready stream, or the stream's group, was
