@@ -134,8 +134,12 @@ end
 -- one: XDEL finds an entry by walking its node of the stream from the
 -- start (about 1.7 µs an entry on a busy stream), while XTRIM MINID drops
 -- whole nodes. Every entry before the oldest one pending was delivered and
--- acknowledged, so the stream is trimmed up to it; with nothing pending,
--- up to the last entry delivered. A task running long holds trimming back:
+-- acknowledged, so the stream is trimmed up to it, by whole nodes (MINID
+-- ~: the node holding it keeps the entries before it, at most a node's
+-- worth, 100 by default; an exact trim would walk that node to mark them
+-- deleted, a fifth of a finish call's fixed cost); with nothing pending,
+-- exactly up to the last entry delivered, so that a queue that ran dry
+-- holds no entry. A task running long holds trimming back:
 -- while the oldest pending entry's task has run for more than TRIM_LAG ms
 -- (or is not running: held back by a pause or a rate limit, or left by a
 -- worker that died), the entries acknowledged are deleted as well, so what
@@ -176,7 +180,7 @@ local function trim(stream, ids, now)
     if held_long(stream, oldest[1], now) then
       redis.call('XDEL', stream, unpack(ids))
     end
-    redis.call('XTRIM', stream, 'MINID', oldest[1])
+    redis.call('XTRIM', stream, 'MINID', '~', oldest[1])
     return
   end
   local groups = redis.pcall('XINFO', 'GROUPS', stream)

@@ -1,6 +1,7 @@
 package taskrdb_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -142,4 +143,37 @@ func TestFinishWithoutStream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// While a task runs, the entries finished before its own leave the stream
+// by whole nodes: at most a node's worth of them stays (the node holding
+// the running task's entry), and the stream does not grow with the tasks
+// finished before it. Once nothing is pending, none stays.
+func TestTrimByNodes(t *testing.T) {
+	f := newFixture(t)
+	const n = 250
+	var tasks []taskrdb.NewTask
+	for i := range n {
+		tasks = append(tasks, taskrdb.NewTask{ID: fmt.Sprintf("t%03d", i), Payload: []byte(`1`), Retention: time.Hour})
+	}
+	f.enqueue(tasks...)
+	got := f.fetch("w1", n)
+	if len(got) != n {
+		t.Fatalf("took %d of %d", len(got), n)
+	}
+	const running = 150
+	for i, g := range got {
+		if i != running {
+			f.finish("w1", g, taskrdb.OK)
+		}
+	}
+	stream := f.ks.TaskStream("q", 0)
+	before := f.c.XRangeN(f.ctx, stream, "-", "("+got[running].Entry, streamNodeEntries).Val()
+	if len(before) >= streamNodeEntries {
+		t.Fatalf("%d entries or more left before the running task's, want fewer than a node's %d", len(before), streamNodeEntries)
+	}
+	if l := f.streamLen(); l != int64(len(before)+n-running) {
+		t.Fatalf("%d entries, want %d: %d before the running task's, its own and the %d after it", l, len(before)+n-running, len(before), n-running-1)
+	}
+	f.finishLast(got[running])
 }
