@@ -166,22 +166,48 @@ func (r *Reader) Integer() (int64, error) {
 	}
 	switch t {
 	case ':':
-		neg := len(rest) > 1 && rest[0] == '-'
-		digits := rest
-		if neg {
-			digits = rest[1:]
-		}
-		if n, err := atoi(digits); err == nil { // up to 18 digits, no allocation
-			if neg {
-				return -int64(n), nil
-			}
-			return int64(n), nil
-		}
-		return strconv.ParseInt(string(rest), 10, 64)
+		return parseInt(rest)
 	case '-', '!':
 		return 0, errors.New(string(rest))
 	}
 	return 0, fmt.Errorf("RESP: integer expected, got %q", t)
+}
+
+// Number reads an integer, or a string holding one in decimal (a Lua
+// script returns a number it read from Redis as such, without converting
+// it twice).
+func (r *Reader) Number() (int64, error) {
+	if r.Peek() == ':' {
+		return r.Integer()
+	}
+	from, to, null, err := r.Bulk()
+	if err != nil {
+		return 0, err
+	}
+	if null {
+		return 0, errors.New("RESP: number expected, got a null")
+	}
+	n, err := parseInt(r.b[from:to])
+	if err != nil {
+		return 0, fmt.Errorf("RESP: number expected, got %q", r.b[from:to])
+	}
+	return n, nil
+}
+
+// parseInt reads a decimal integer, without allocating up to 18 digits.
+func parseInt(b []byte) (int64, error) {
+	neg := len(b) > 1 && b[0] == '-'
+	digits := b
+	if neg {
+		digits = b[1:]
+	}
+	if n, err := atoi(digits); err == nil {
+		if neg {
+			return -int64(n), nil
+		}
+		return int64(n), nil
+	}
+	return strconv.ParseInt(string(b), 10, 64)
 }
 
 // Text reads a string ("" for a null) as a new string.

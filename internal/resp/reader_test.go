@@ -101,3 +101,20 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// Number reads an integer reply or a string holding a decimal integer, and
+// refuses anything else.
+func TestReaderNumber(t *testing.T) {
+	for in, want := range map[string]int64{":42\r\n": 42, "$2\r\n42\r\n": 42, "+-7\r\n": -7, "$19\r\n9223372036854775807\r\n": 9223372036854775807, "$1\r\n0\r\n": 0} {
+		r := resp.NewReader([]byte(in))
+		if v, err := r.Number(); v != want || err != nil {
+			t.Errorf("%q: %d %v, want %d", in, v, err, want)
+		}
+	}
+	for _, in := range []string{"$2\r\n4x\r\n", "$0\r\n\r\n", "$-1\r\n", "_\r\n", "*1\r\n:1\r\n", "-ERR no\r\n", "$20\r\n92233720368547758070\r\n"} {
+		r := resp.NewReader([]byte(in))
+		if v, err := r.Number(); err == nil {
+			t.Errorf("%q read as %d", in, v)
+		}
+	}
+}

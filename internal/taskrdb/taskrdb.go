@@ -421,15 +421,15 @@ func parseFetched(raw []byte) ([]Fetched, error) {
 		}
 		w := &rows[i]
 		var errs [10]error
-		w.level, errs[0] = r.Integer()
+		w.level, errs[0] = r.Number()
 		w.entry.from, w.entry.to, _, errs[1] = r.Bulk()
 		w.id.from, w.id.to, _, errs[2] = r.Bulk()
 		w.payload.from, w.payload.to, _, errs[3] = r.Bulk()
-		w.attempt, errs[4] = r.Integer()
-		w.maxRetry, errs[5] = r.Integer()
-		w.timeout, errs[6] = r.Integer()
+		w.attempt, errs[4] = r.Number()
+		w.maxRetry, errs[5] = r.Number()
+		w.timeout, errs[6] = r.Number()
 		w.key.from, w.key.to, _, errs[7] = r.Bulk()
-		w.enqueued, errs[8] = r.Integer()
+		w.enqueued, errs[8] = r.Number()
 		w.headers.from, w.headers.to, _, errs[9] = r.Bulk()
 		if err := errors.Join(errs[:]...); err != nil {
 			return nil, fmt.Errorf("fetch: bad reply: %w", err)
