@@ -102,15 +102,18 @@ local function take(level, eid, field, value)
     end
   end
   local h = KEYS[1] .. id
-  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c', 'x', 'l', 'w', 'h')
-  if v[1] == 'active' and v[8] == eid and v[9] == level and v[10] == consumer then
-    -- Taken by an earlier run of this very call, whose reply was lost (a
-    -- client sends a call again when its reply breaks off or times out):
-    -- handed out again as it was taken then. Nothing else hands this
-    -- consumer an entry its task is already active on.
-    table.insert(out, {level, eid, id, v[2], v[3], v[4], v[5], key or '', v[6], v[11] or ''})
-    table.insert(taken, {level, eid, field, value})
-    return
+  local v = redis.call('HMGET', h, 's', 'p', 'a', 'r', 'to', 'e', 'c', 'h')
+  if v[1] == 'active' then
+    local m = redis.call('HMGET', h, 'x', 'l', 'w')
+    if m[1] == eid and m[2] == level and m[3] == consumer then
+      -- Taken by an earlier run of this very call, whose reply was lost (a
+      -- client sends a call again when its reply breaks off or times out):
+      -- handed out again as it was taken then. Nothing else hands this
+      -- consumer an entry its task is already active on.
+      table.insert(out, {level, eid, id, v[2], v[3], v[4], v[5], key or '', v[6], v[8] or ''})
+      table.insert(taken, {level, eid, field, value})
+      return
+    end
   end
   if paused or (budget and spent >= budget and v[1] == 'pending') then
     kept = kept + 1 -- left pending with this consumer (see above)
@@ -136,15 +139,11 @@ local function take(level, eid, field, value)
   end
   local a = tonumber(v[3]) + 1
   local a_text = string.format('%d', a) -- not formatted with %.14g by redis.call
-  if v[8] == eid and v[9] == level then
-    redis.call('HSET', h, 's', 'active', 'a', a_text, 'st', now_text, 'w', consumer)
-  else
-    redis.call('HSET', h, 's', 'active', 'a', a_text, 'st', now_text, 'w', consumer, 'x', eid, 'l', level)
-  end
+  redis.call('HSET', h, 's', 'active', 'a', a_text, 'st', now_text, 'w', consumer, 'x', eid, 'l', level)
   if v[7] then redis.call('HDEL', h, 'c') end
   count('pending', 'active')
   spent = spent + 1
-  table.insert(out, {level, eid, id, v[2], a, v[4], v[5], key or '', v[6], v[11] or ''})
+  table.insert(out, {level, eid, id, v[2], a, v[4], v[5], key or '', v[6], v[8] or ''})
   table.insert(taken, {level, eid, field, value})
 end
 
