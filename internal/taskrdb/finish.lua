@@ -34,8 +34,10 @@ for i = 4, #ARGV, 6 do
   if not g then g = {}; gone[level] = g; table.insert(levels, level) end
   table.insert(g, eid)
   local h = KEYS[1] .. id
-  local v = redis.call('HMGET', h, 's', 'w', 'k', 'c', 'x', 'l', 'ret', 'u', 'err', 'pass', 'wh')
-  local wh = v[11] and true or false
+  -- the fields every outcome reads (cancel requested, the level and the
+  -- key's pass flag are read where needed, for fewer outcomes)
+  local v = redis.call('HMGET', h, 's', 'w', 'k', 'x', 'ret', 'u', 'err', 'wh')
+  local wh = v[8] and true or false
   local st, key = v[1], v[3]
   if key == '' then key = nil end
   -- this run is the task's current one: nobody reclaimed it meanwhile.
@@ -43,16 +45,16 @@ for i = 4, #ARGV, 6 do
   -- as it makes the task pending (or dead), and a task taken again holds
   -- the entry ID of that take, so a task active with this worker and this
   -- entry ID has its entry still pending with this worker.
-  local mine = st == 'active' and v[2] == consumer and v[5] == eid
+  local mine = st == 'active' and v[2] == consumer and v[4] == eid
   local applied = ''
   if outcome == 'ok' and (st == 'active' or st == 'pending') then
-    if st == 'pending' and not key and v[5] then
-      redis.call('XDEL', KEYS[2] .. v[6], v[5]) -- the reclaimed copy, not taken yet
+    if st == 'pending' and not key and v[4] then
+      redis.call('XDEL', KEYS[2] .. redis.call('HGET', h, 'l'), v[4]) -- the reclaimed copy, not taken yet
     end
     redis.call('HSET', h, 's', 'succeeded', 'f', now_text, 'res', data)
-    if v[9] then redis.call('HDEL', h, 'err') end
+    if v[7] then redis.call('HDEL', h, 'err') end
     count(st, 'succeeded')
-    finish(h, id, 'succeeded', 'S', now, v[7], v[8], wh)
+    finish(h, id, 'succeeded', 'S', now, v[5], v[6], wh)
     -- A keyed task's key moves on with whoever holds its token: this run;
     -- or the run of the reclaimed copy, which passes it on when it finishes
     -- (flag "pass", below); or the token waiting in the stream, which finds
@@ -63,7 +65,7 @@ for i = 4, #ARGV, 6 do
     end
     applied = 'succeeded'
   elseif outcome ~= 'ok' and mine then
-    if v[4] == '1' and outcome ~= 'handback' then outcome = 'cancel'; data = 'cancelled' end
+    if outcome ~= 'handback' and redis.call('HGET', h, 'c') == '1' then outcome = 'cancel'; data = 'cancelled' end
     if outcome == 'retry' then
       applied = 'retrying'
       redis.call('HSET', h, 's', 'retrying', 'err', data, 'd', now + delay)
@@ -81,12 +83,12 @@ for i = 4, #ARGV, 6 do
         applied = 'failed'
         redis.call('HSET', h, 's', 'failed', 'f', now_text, 'err', data)
         count('active', 'failed')
-        finish(h, id, 'failed', 'F', now, v[7], v[8], wh)
+        finish(h, id, 'failed', 'F', now, v[5], v[6], wh)
       else
         applied = 'cancelled'
         redis.call('HSET', h, 's', 'cancelled', 'f', now_text, 'err', data)
         count('active', 'cancelled')
-        finish(h, id, 'cancelled', 'C', now, v[7], v[8], wh)
+        finish(h, id, 'cancelled', 'C', now, v[5], v[6], wh)
       end
       if key then advance_key(key, id, true) end
     elseif outcome == 'snooze' then
@@ -103,7 +105,7 @@ for i = 4, #ARGV, 6 do
       count('active', 'pending')
       if key then token(key) else push_ready(id, level) end
     end
-  elseif key and v[10] == '1' and v[2] == consumer and v[5] == eid
+  elseif key and v[2] == consumer and v[4] == eid and redis.call('HGET', h, 'pass') == '1'
     and redis.call('XACK', KEYS[2] .. level, GROUP, eid) == 1 then
     -- A late success of an earlier run ended the task while this run held
     -- the key's token: pass the token on, unless the reclaimer took the
