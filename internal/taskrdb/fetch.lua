@@ -150,7 +150,7 @@ end
 local function read(level, n)
   if n <= 0 then return 0 end
   level = tostring(level) -- once, not per task
-  local r = redis.call('XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', n, 'STREAMS', KEYS[2] .. level, '>')
+  local r = redis.call('XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', string.format('%d', n), 'STREAMS', KEYS[2] .. level, '>')
   if not r then return 0 end
   local got = 0
   for _, e in ipairs(r[1][2]) do
