@@ -20,14 +20,10 @@ func TestWakeDuringCallIsNotMissed(t *testing.T) {
 	woken := w.wakeChan() // as fetchLoop does before its call
 	w.wake()              // the Resume message, while the call is under way
 	for _, await := range []func(){
-		func() { w.awaitWindow(context.Background(), time.Hour, woken) },
-		func() { w.awaitResume(context.Background(), woken) },
+		func() { w.awaitWake(context.Background(), time.Hour, woken) },
+		func() { w.awaitWake(context.Background(), w.poll, woken) },
 	} {
-		done := make(chan struct{})
-		go func() { await(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
+		if !returnsWithin(10*time.Second, await) {
 			t.Fatal("a wake-up during the call was missed: the wait ran on")
 		}
 	}
@@ -49,15 +45,23 @@ func TestMissedWakeWithinPoll(t *testing.T) {
 	w := &worker{resumed: make(chan struct{}), poll: 50 * time.Millisecond}
 	woken := w.wakeChan() // never woken: the message was lost
 	for name, await := range map[string]func(){
-		"a rate window of an hour": func() { w.awaitWindow(context.Background(), time.Hour, woken) },
-		"a pause":                  func() { w.awaitResume(context.Background(), woken) },
+		"a rate window of an hour": func() { w.awaitWake(context.Background(), time.Hour, woken) },
+		"a pause":                  func() { w.awaitWake(context.Background(), w.poll, woken) },
 	} {
-		done := make(chan struct{})
-		go func() { await(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
+		if !returnsWithin(10*time.Second, await) {
 			t.Fatalf("waiting out %s: no fetch again within the poll", name)
 		}
+	}
+}
+
+// returnsWithin reports whether fn returns within d.
+func returnsWithin(d time.Duration, fn func()) bool {
+	done := make(chan struct{})
+	go func() { fn(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }

@@ -476,13 +476,13 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 		if errors.Is(err, taskrdb.ErrPaused) {
 			w.unreserve(n)
 			w.setPaused(true)
-			w.awaitResume(ctx, woken)
+			w.awaitWake(ctx, w.poll, woken)
 			continue
 		}
 		var limited *taskrdb.RateLimitedError
 		if errors.As(err, &limited) {
 			w.unreserve(n)
-			w.awaitWindow(ctx, limited.Wait, woken)
+			w.awaitWake(ctx, limited.Wait, woken)
 			continue
 		}
 		if err != nil {
@@ -519,22 +519,21 @@ func (w *worker) setPaused(paused bool) {
 	}
 }
 
-// awaitResume waits, while the queue is paused, for the Resume message or
-// w.poll, whichever comes first; woken is wakeChan's channel from before
-// the call that found the queue paused.
-func (w *worker) awaitResume(ctx context.Context, woken <-chan struct{}) {
-	awaitWake(ctx, w.poll, woken)
-}
-
-// awaitWindow waits, while the queue's rate budget is spent, for the end of
-// the window (d) or a change of the live rate (SetRate, ClearRate), or
-// w.poll, whichever comes first: a worker that missed the message of the
-// change (Pub/Sub delivers at most once: a connection lost at that moment
-// loses it) learns of it within w.poll, not at the end of a window of an
-// hour. woken is wakeChan's channel from before the call that found the
-// budget spent.
-func (w *worker) awaitWindow(ctx context.Context, d time.Duration, woken <-chan struct{}) {
-	awaitWake(ctx, min(d, w.poll), woken)
+// awaitWake waits, after a fetch found the queue paused (d: w.poll) or its
+// rate budget spent (d: to the window's end), for woken to be closed (a
+// Resume, or a change of the live rate), or d, or w.poll, whichever comes
+// first: a worker that missed the message (Pub/Sub delivers at most once:
+// a connection lost at that moment loses it) fetches again within w.poll,
+// not at the end of a window of an hour. woken is wakeChan's channel from
+// before the call that was refused.
+func (w *worker) awaitWake(ctx context.Context, d time.Duration, woken <-chan struct{}) {
+	t := time.NewTimer(min(d, w.poll))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-woken:
+	case <-t.C:
+	}
 }
 
 // wakeChan returns the channel that the next wake-up of the fetchers closes
@@ -551,17 +550,6 @@ func (w *worker) wake() {
 	defer w.mu.Unlock()
 	close(w.resumed)
 	w.resumed = make(chan struct{})
-}
-
-// awaitWake waits d, or until woken is closed.
-func awaitWake(ctx context.Context, d time.Duration, woken <-chan struct{}) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-woken:
-	case <-t.C:
-	}
 }
 
 // heldBack reports whether err is a fetch's refusal to take tasks (the
