@@ -22,6 +22,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -41,8 +42,16 @@ const (
 // Options configure the handler.
 type Options struct {
 	// Token, when set, is required of every request as
-	// "Authorization: Bearer TOKEN".
+	// "Authorization: Bearer TOKEN" (the scheme in any case).
 	Token string
+	// AllowedHosts are host names (without a port), besides loopback ones,
+	// that a request's Host header may name. Without a Token only
+	// loopback names (localhost, *.localhost, 127.0.0.0/8, [::1]) and these
+	// are served, so that a page whose DNS name is rebound to 127.0.0.1
+	// cannot use the API (403 bad_host); with a Token every name is served
+	// unless AllowedHosts is set. Name here the host under which a proxy
+	// serves the API.
+	AllowedHosts []string
 	// ReadOnly refuses every request that writes (403).
 	ReadOnly bool
 	// MaxBody bounds a request's body in bytes (413 beyond); default
@@ -61,6 +70,8 @@ type handler struct {
 	opts Options
 	in   *inspect.Inspector
 	mux  *http.ServeMux
+	g    *guard
+	log  *slog.Logger
 
 	openMu sync.Mutex // serializes opening streams from the registry
 }
@@ -74,7 +85,8 @@ func NewHandler(a *app.App, opts Options) http.Handler {
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = DefaultMaxWait
 	}
-	h := &handler{a: a, opts: opts, in: inspect.New(a.Client(), a.Config().KeyPrefix, a.Name()), mux: http.NewServeMux()}
+	h := &handler{a: a, opts: opts, in: inspect.New(a.Client(), a.Config().KeyPrefix, a.Name()), mux: http.NewServeMux(),
+		g: newGuard(opts), log: a.Logger()}
 	for _, rt := range h.routes() {
 		var fn http.Handler = rt.fn
 		if rt.write {
@@ -121,37 +133,60 @@ func (h *handler) routes() []route {
 		write("DELETE /v1/queues/{queue}/dead", h.deleteDead),
 		write("POST /v1/queues/{queue}/tasks", h.enqueue),
 		read("GET /v1/queues/{queue}/tasks", h.listTasks),
-		write("POST /v1/queues/{queue}/runsync", h.runSync),
+		write("POST /v1/queues/{queue}/runsync", holdOpen(h.runSyncWait, h.runSync)),
 		read("GET /v1/queues/{queue}/tasks/{id}", h.taskInfo),
 		write("DELETE /v1/queues/{queue}/tasks/{id}", h.deleteTask),
-		read("GET /v1/queues/{queue}/tasks/{id}/events", h.taskEvents),
+		read("GET /v1/queues/{queue}/tasks/{id}/events", holdOpen(forever, h.taskEvents)),
 		write("POST /v1/queues/{queue}/tasks/{id}/cancel", h.cancel),
 		write("POST /v1/queues/{queue}/tasks/{id}/requeue", h.requeue),
 		read("GET /v1/tasks/{id}", h.taskInfo),
 		write("DELETE /v1/tasks/{id}", h.deleteTask),
-		read("GET /v1/tasks/{id}/events", h.taskEvents),
+		read("GET /v1/tasks/{id}/events", holdOpen(forever, h.taskEvents)),
 		write("POST /v1/tasks/{id}/cancel", h.cancel),
 		write("POST /v1/tasks/{id}/requeue", h.requeue),
 	}
 }
 
+// ServeHTTP checks a request in this order: its Host (bad_host), its
+// token (unauthorized), for a write its origin (cross_origin) and content
+// type (bad_content_type), its length (too_large); then the endpoint
+// answers. Every answer but the dashboard's files is marked nosniff and
+// no-store: it is JSON or events about live data, for no cache to keep.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, static := dashboardPaths[r.URL.Path]
 	static = static && (r.Method == http.MethodGet || r.Method == http.MethodHead)
-	if h.opts.Token != "" && !static {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.Token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="leat"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
-			return
-		}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !static {
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	if !h.g.check(w, r) {
+		return
+	}
+	if h.opts.Token != "" && !static && !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="leat"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
+		return
+	}
+	if !h.g.checkWrite(w, r) {
+		return
 	}
 	if r.ContentLength > h.opts.MaxBody {
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", tooLarge(h.opts.MaxBody))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
-	h.mux.ServeHTTP(&muxWriter{ResponseWriter: w, route: r.Method + " " + r.URL.Path}, r)
+	h.mux.ServeHTTP(&muxWriter{ResponseWriter: w, route: r.Method + " " + r.URL.Path, noStore: !static, log: h.log}, r)
+}
+
+// authorized reports whether the request carries the token:
+// "Authorization: Bearer TOKEN", the scheme in any case (RFC 7235).
+func (h *handler) authorized(r *http.Request) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.Token)) == 1
 }
 
 // writing wraps an endpoint that writes: refused in read-only mode.
@@ -168,13 +203,27 @@ func (h *handler) writing(fn http.HandlerFunc) http.Handler {
 // muxWriter turns the mux's plain-text 404 and 405 answers (no such
 // endpoint, or not with this method) into the API's JSON errors; the
 // endpoints themselves always answer JSON.
+//
+// It also keeps every answer of an endpoint no-store (the events' stream
+// included), and carries the logger of internal errors.
 type muxWriter struct {
 	http.ResponseWriter
 	route   string
+	noStore bool
+	log     *slog.Logger
+	wrote   bool
 	swallow bool
 }
 
 func (m *muxWriter) WriteHeader(code int) {
+	if m.wrote {
+		m.ResponseWriter.WriteHeader(code) // the server reports the superfluous call
+		return
+	}
+	m.wrote = true
+	if m.noStore {
+		m.Header().Set("Cache-Control", "no-store")
+	}
 	if (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) && m.Header().Get("Content-Type") == "text/plain; charset=utf-8" {
 		m.swallow = true
 		e := apiError{Error: "no endpoint " + m.route, Code: "no_endpoint"}
@@ -182,7 +231,6 @@ func (m *muxWriter) WriteHeader(code int) {
 			e = apiError{Error: "method not allowed: " + m.route + " (allowed: " + m.Header().Get("Allow") + ")", Code: "method_not_allowed"}
 		}
 		m.Header().Set("Content-Type", "application/json")
-		m.Header().Del("X-Content-Type-Options")
 		m.ResponseWriter.WriteHeader(code)
 		_ = json.NewEncoder(m.ResponseWriter).Encode(e)
 		return
@@ -194,11 +242,17 @@ func (m *muxWriter) Write(b []byte) (int, error) {
 	if m.swallow {
 		return len(b), nil
 	}
+	if !m.wrote {
+		m.WriteHeader(http.StatusOK)
+	}
 	return m.ResponseWriter.Write(b)
 }
 
 // Flush lets server-sent events through.
 func (m *muxWriter) Flush() {
+	if !m.wrote {
+		m.WriteHeader(http.StatusOK)
+	}
 	if f, ok := m.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -132,6 +132,7 @@ func newEnvOn(t *testing.T, c *redis.Client, prefix string, opts ...api.Options)
 
 type reply struct {
 	status int
+	header http.Header
 	body   map[string]any
 	raw    string
 }
@@ -146,7 +147,14 @@ func (e *env) do(t *testing.T, method, path, body string, hdr ...string) reply {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := e.srv.Client().Do(req)
@@ -155,7 +163,7 @@ func (e *env) do(t *testing.T, method, path, body string, hdr ...string) reply {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	r := reply{status: res.StatusCode, raw: string(b)}
+	r := reply{status: res.StatusCode, header: res.Header, raw: string(b)}
 	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("%s %s: content type %q: %s", method, path, ct, b)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 
 	"github.com/leatdev/leat/inspect"
@@ -194,7 +195,14 @@ func (h *handler) tableValues(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"values": out})
 }
 
-// internalError answers an error of the server or of Redis.
+// internalError answers an error of the server or of Redis. The answer
+// says only that: the error, which may name Redis's address or carry what
+// Redis said, goes to the app's log with the endpoint.
 func internalError(w http.ResponseWriter, err error) {
-	writeError(w, http.StatusInternalServerError, "internal", err.Error())
+	log, route := slog.Default(), ""
+	if m, ok := w.(*muxWriter); ok && m.log != nil {
+		log, route = m.log, m.route
+	}
+	log.Error("api: internal error", "route", route, "err", err)
+	writeError(w, http.StatusInternalServerError, "internal", "internal error: the server logged the details")
 }

@@ -58,6 +58,7 @@ func TestServe(t *testing.T) {
 
 	get := func(method, path, token string) (int, map[string]any) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(`{"payload":{"name":"ada"}}`))
+		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
