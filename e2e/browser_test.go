@@ -34,10 +34,10 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// browser starts headless Chromium for the test (1440 pixels wide) and
-// returns a context for chromedp actions; Chromium stops when the test
-// ends.
-func browser(t *testing.T) context.Context {
+// browser starts headless Chromium for the test (1440 pixels wide), with
+// extra options if any, and returns a context for chromedp actions;
+// Chromium stops when the test ends.
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
@@ -45,6 +45,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("force-device-scale-factor", "1"),
 	)
+	opts = append(opts, extra...)
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
 	}
