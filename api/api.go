@@ -13,6 +13,14 @@
 // in the tab's session storage. It polls every 2 seconds while the tab is
 // visible and draws its charts from its own polling history.
 //
+// # Browsers
+//
+// A browser on the machine can reach a handler on 127.0.0.1 from any page
+// it shows. The handler refuses writes from another origin (403
+// cross_origin), writes with a body not declared application/json (415
+// bad_content_type), and, without a token, Host names beyond loopback
+// and Options.AllowedHosts (403 bad_host, against DNS rebinding).
+//
 // NewHandler returns the http.Handler; "leat serve" runs it, and a program
 // can mount it in its own server. The endpoints are described in
 // openapi.yaml, next to this file.
