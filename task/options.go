@@ -50,6 +50,11 @@ type settings struct {
 	hookTries   int
 	hookBackoff time.Duration
 	mws         []middleware.TaskMiddleware // Use
+	// outcomes is how many outcomes a worker holds for its completer
+	// (0: outcomeBuffer); recordWait the first wait before recording a
+	// batch of outcomes again (0: recordWait). Tests set them.
+	outcomes   int
+	recordWait time.Duration
 }
 
 func defaultSettings() settings {

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,9 +84,12 @@ type running struct {
 
 // worker is one app worker's share of a queue.
 type worker struct {
-	s    *workerService
-	q    *core
+	s *workerService
+	q *core
+	// done takes the outcomes to the completer; quit is closed when the
+	// worker stops, after which it waits for no outcome (see report).
 	done chan ended
+	quit chan struct{}
 	// poll is how long a fetcher waiting for a Resume or the end of a rate
 	// window waits at most before it fetches again (pausePoll), in case it
 	// missed the message that would have woken it.
@@ -101,7 +105,6 @@ type worker struct {
 	freed    chan struct{}       // signalled when a slot frees or the limit grows
 	resumed  chan struct{}       // closed (and replaced) when the queue is resumed or its live rate changes
 	rr       []int               // weighted round robin state
-	closed   bool                // done is closed
 	lost     lost                // calls whose replies were lost
 	slots    uint64              // slots of read and own calls in use (claimSlot)
 	outs     []taskrdb.Outcome   // the completer's, reused
@@ -136,9 +139,9 @@ func (s *workerService) Run(ctx context.Context) error {
 		return err
 	}
 	w := &worker{
-		s: s, q: q, done: make(chan ended, 4096), poll: pausePoll, limit: q.set.concurrency,
+		s: s, q: q, done: make(chan ended, cmp.Or(q.set.outcomes, outcomeBuffer)), poll: pausePoll, limit: q.set.concurrency,
 		active: map[string]*running{}, freed: make(chan struct{}, 1), resumed: make(chan struct{}),
-		gate: make(chan struct{}), share: sh,
+		gate: make(chan struct{}), share: sh, quit: make(chan struct{}),
 	}
 	sh.join(ctx, q)
 	defer sh.leave(q)
@@ -148,7 +151,7 @@ func (s *workerService) Run(ctx context.Context) error {
 	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	var bg, completer sync.WaitGroup
 	completer.Add(1)
-	go func() { defer completer.Done(); w.complete() }()
+	go func() { defer completer.Done(); w.complete(ctx) }()
 	bg.Add(3)
 	go func() { defer bg.Done(); w.touch(bgCtx) }()
 	go func() { defer bg.Done(); w.deliver(bgCtx) }()
@@ -166,10 +169,7 @@ func (s *workerService) Run(ctx context.Context) error {
 			q.log.Error("task handlers did not return when their context ended: leaving them behind", "tasks", w.running())
 		}
 	}
-	w.mu.Lock()
-	w.closed = true // a handler returning later reports nothing
-	close(w.done)
-	w.mu.Unlock()
+	close(w.quit) // a handler returning later reports nothing
 	completer.Wait()
 	stopBg()
 	bg.Wait()
@@ -762,10 +762,16 @@ func (w *worker) start(runCtx context.Context, f *taskrdb.Fetched) {
 		cause := context.Cause(tctx)
 		cancelTimeout()
 		cancel(nil)
-		w.mu.Lock()
-		delete(w.active, f.ID)
-		w.mu.Unlock()
+		// Active, so touched, until the completer has its outcome: one that
+		// waits for room (the completer failing) is not reclaimed meanwhile,
+		// and its slot stays taken, so no more tasks are fetched than can
+		// be recorded.
 		w.report(ended{Outcome: w.outcome(f, res, err, cause), attempt: f.Attempt, took: took})
+		w.mu.Lock()
+		if w.active[f.ID] == r {
+			delete(w.active, f.ID)
+		}
+		w.mu.Unlock()
 		w.signal()
 	}()
 }
@@ -817,29 +823,45 @@ func (w *worker) outcome(f *taskrdb.Fetched, res []byte, err error, cause error)
 // completeBatch is how many outcomes one script call records.
 const completeBatch = 128
 
-// complete records outcomes until done is closed: whatever arrived while
-// the last round trip was under way goes in the next one. A batch that
-// fails with an error that passes (Redis unreachable, restarting, at
-// maxmemory) is tried again with a backoff until the queue's visibility
-// timeout has passed since its first failure: by then the leader reclaims
-// the tasks, which run again (recording them stays harmless: a late
-// success is kept). Any other failure, and any while the worker stops, is
-// tried six times (about 3s), so that neither a mistake nor an unreachable
-// Redis holds the outcomes after it, or the stop, up.
-func (w *worker) complete() {
+// outcomeBuffer is how many outcomes a worker holds for its completer;
+// recordWait is the first wait before a failed batch is recorded again.
+const (
+	outcomeBuffer = 4096
+	recordWait    = 200 * time.Millisecond
+)
+
+// complete records outcomes until quit is closed and done drained:
+// whatever arrived while the last round trip was under way goes in the
+// next one. A batch that fails with an error that passes (Redis
+// unreachable, restarting, at maxmemory) is tried again with a backoff
+// until the queue's visibility timeout has passed since its first failure:
+// by then the leader reclaims the tasks, which run again (recording them
+// stays harmless: a late success is kept). Any other failure, and any
+// while the worker stops (stop: Run's context ended), is tried six times,
+// so that neither a mistake nor an unreachable Redis holds the outcomes
+// after it, or the stop, up: the stop ends a wait under way, and the waits
+// after it are at most stopRecordWait (about 3s in all).
+//
+// The completer never takes w.mu: handlers wait for room on done holding
+// no lock (report), so a stretch of failures with done full stops nothing
+// but the handlers that finish meanwhile.
+func (w *worker) complete(stop context.Context) {
 	q := w.q
-	ctx := context.Background()
-	var batch []ended // reused: one completer
-	for o := range w.done {
+	ctx := context.WithoutCancel(stop)
+	base := cmp.Or(q.set.recordWait, recordWait)
+	var timer *time.Timer // the waits', made at the first
+	var batch []ended     // reused: one completer
+	for {
+		o, ok := w.nextOutcome()
+		if !ok {
+			return
+		}
 		clear(batch) // the last batch's results
 		batch = append(batch[:0], o)
 	drain:
 		for len(batch) < 16*completeBatch {
 			select {
-			case o, ok := <-w.done:
-				if !ok {
-					break drain
-				}
+			case o := <-w.done:
 				batch = append(batch, o)
 			default:
 				break drain
@@ -858,22 +880,53 @@ func (w *worker) complete() {
 			// maxmemory) is worth the wait; one that names a mistake (a
 			// permission the Redis user lacks) is not.
 			passing := streamcore.IsTransient(err) || strings.HasPrefix(err.Error(), "OOM ")
-			if try >= 5 && (!passing || w.stopping()) || time.Since(failed) >= q.set.visibility {
+			stopping := stop.Err() != nil
+			if try >= 5 && (!passing || stopping) || time.Since(failed) >= q.set.visibility {
 				q.log.Error("task outcomes lost: the tasks run again when reclaimed", "tasks", len(batch), "error", err)
 				break
 			}
-			wait := min(time.Duration(try+1)*200*time.Millisecond, 2*time.Second)
+			wait := min(time.Duration(try+1)*base, 10*base)
+			if stopping {
+				wait = min(wait, stopRecordWait)
+			}
 			q.log.Warn("recording task outcomes failed", "error", err, "retry_in", wait)
-			time.Sleep(wait)
+			if timer == nil {
+				timer = time.NewTimer(wait)
+				defer timer.Stop()
+			} else {
+				timer.Reset(wait)
+			}
+			var stopped <-chan struct{} // a stop during the wait ends it
+			if !stopping {
+				stopped = stop.Done()
+			}
+			select {
+			case <-timer.C:
+			case <-stopped:
+				timer.Stop()
+			}
 		}
 	}
 }
 
-// stopping reports whether the worker stops (done is closed).
-func (w *worker) stopping() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.closed
+// stopRecordWait bounds the waits between tries of a batch of outcomes
+// while the worker stops.
+const stopRecordWait = 500 * time.Millisecond
+
+// nextOutcome returns the next outcome for the completer; false once quit
+// is closed and done drained.
+func (w *worker) nextOutcome() (ended, bool) {
+	select {
+	case o := <-w.done:
+		return o, true
+	case <-w.quit:
+		select {
+		case o := <-w.done:
+			return o, true
+		default:
+			return ended{}, false
+		}
+	}
 }
 
 // ended is the outcome of a run, with what the hooks report of it.
@@ -1066,11 +1119,20 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 
 // report hands an outcome to the completer, unless the worker gave up on
 // its handlers and stopped.
+//
+// It holds no lock while it waits for room on done (the completer failing
+// to record, with done full): the fetchers, the toucher and the stop take
+// w.mu, and would all wait behind it. Run closes quit, not done, so a
+// handler that returns after the stop gave up on it never sends on a
+// closed channel: it reports nothing (what reaches done after the
+// completer drained it is dropped with the channel). Every report of a
+// worker that did not give up on its handlers comes before quit is closed
+// (Run waits for the handlers and the fetchers first), so the completer,
+// which drains done before it returns, records them all.
 func (w *worker) report(o ended) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.done <- o // buffered; the completer drains it without taking mu
+	select {
+	case w.done <- o:
+	case <-w.quit:
 	}
 }
 
