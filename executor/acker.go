@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ const ackInterval = 5 * time.Millisecond
 type acker struct {
 	client redis.UniversalClient
 	group  string
+	log    *slog.Logger
 
 	mu      sync.Mutex
 	pending map[string][]string // partition key -> IDs
@@ -27,8 +29,8 @@ type acker struct {
 	flushMu sync.Mutex // one flush at a time, so acks of a partition stay ordered
 }
 
-func newAcker(client redis.UniversalClient, group string) *acker {
-	return &acker{client: client, group: group, pending: map[string][]string{}, kick: make(chan struct{}, 1)}
+func newAcker(client redis.UniversalClient, group string, log *slog.Logger) *acker {
+	return &acker{client: client, group: group, log: log, pending: map[string][]string{}, kick: make(chan struct{}, 1)}
 }
 
 // add queues ids of partition key for acknowledgement.
@@ -67,7 +69,9 @@ const ackFlushTimeout = 5 * time.Second
 
 // flush sends every queued ack. IDs whose XACK failed with a connection
 // problem or a transient error reply are queued again, and sent again with
-// backoff until ctx ends (see ride).
+// backoff until ctx ends (see ride); it returns the last such failure.
+// Those Redis refused otherwise would be refused again: they are dropped,
+// with a warning (see drop).
 func (a *acker) flush(ctx context.Context) error {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
@@ -94,9 +98,13 @@ func (a *acker) flushOnce(ctx context.Context) error {
 		}
 	}
 
-	retry, err := rdb.Ack(ctx, a.client, a.group, batch)
+	retry, refused, err := rdb.Ack(ctx, a.client, a.group, batch)
+	for key, rerr := range refused {
+		a.drop(key, len(batch[key]), rerr)
+	}
 	if len(retry) > 0 {
-		// Only acks lost to a connection problem are queued again.
+		// Only acks lost to a connection problem or a transient error
+		// reply are queued again.
 		a.mu.Lock()
 		for _, key := range retry {
 			a.pending[key] = append(batch[key], a.pending[key]...)
@@ -113,6 +121,16 @@ func (a *acker) flushOnce(ctx context.Context) error {
 	a.spare = batch
 	a.mu.Unlock()
 	return err
+}
+
+// drop warns that n acks of partition key were dropped after Redis refused
+// them with err (WRONGTYPE: the key is no longer a stream; NOPERM: the
+// user may not XACK it): the same acks would be refused again. Their
+// entries, if any, stay pending in the group and are delivered again. A
+// group deleted under the acker is no refusal: XACK acknowledges nothing
+// (its pending entries went with it) and replies 0.
+func (a *acker) drop(key string, n int, err error) {
+	a.log.Warn("acks dropped: Redis refused them, and would again", "partition_key", key, "acks", n, "error", err)
 }
 
 // queued reports whether acks wait to be sent.
@@ -134,8 +152,9 @@ func (a *acker) queuedLocked() bool {
 }
 
 // run flushes acks shortly after they are queued until ctx is done. Acks
-// queued again after a failed flush are tried again after a backoff, even
-// when no new ack comes.
+// queued again after a failed flush (onError is called with its error) are
+// tried again after a backoff, even when no new ack comes; acks Redis
+// refused are dropped, not tried again (see flush).
 func (a *acker) run(ctx context.Context, onError func(error)) {
 	t := time.NewTicker(ackInterval)
 	defer t.Stop()

@@ -147,7 +147,7 @@ func New(cfg Config) (*Executor, error) {
 		ready:          map[int]bool{},
 	}
 	e.fetch = newFetcher(e)
-	e.acks = newAcker(cat.Client(), cfg.Processor)
+	e.acks = newAcker(cat.Client(), cfg.Processor, e.log)
 	return e, nil
 }
 

@@ -28,7 +28,7 @@ func testPartition(t *testing.T, n int) *partition {
 	}
 	e := &Executor{stream: s, opts: opts, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	e.fetch = newFetcher(e)
-	e.acks = newAcker(nil, "g")
+	e.acks = newAcker(nil, "g", e.log)
 	p := e.newPartition(context.Background(), 0)
 	t.Cleanup(func() { p.cancel(nil) })
 	p.trust = lease.NewTrust(p.life, lease.Now()+int64(time.Hour))

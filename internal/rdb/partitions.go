@@ -13,9 +13,12 @@ import (
 // Ack acknowledges ids of group, per partition key, in one pipelined round
 // trip (XACK). On failure it returns the keys whose acks were lost to a
 // connection problem or a transient error reply (core.IsTransient: LOADING,
-// READONLY, CLUSTERDOWN, ...) and may be sent again; another reply error (a
-// malformed ID) would fail again, and is not among them.
-func Ack(ctx context.Context, c redis.UniversalClient, group string, ids map[string][]string) (retry []string, err error) {
+// READONLY, CLUSTERDOWN, ...) and may be sent again, and, in refused, the
+// keys whose acks another reply error refused, with it: those would fail
+// again (WRONGTYPE, NOPERM, a malformed ID). err is the failure of the
+// acks to send again (nil when there are none). A group that does not
+// exist is no error: XACK acknowledges nothing.
+func Ack(ctx context.Context, c redis.UniversalClient, group string, ids map[string][]string) (retry []string, refused map[string]error, err error) {
 	pipe := c.Pipeline()
 	cmds := make(map[string]*redis.IntCmd, len(ids))
 	for key, list := range ids {
@@ -30,16 +33,24 @@ func Ack(ctx context.Context, c redis.UniversalClient, group string, ids map[str
 		cmds[key] = redis.NewIntCmd(ctx, args...)
 		_ = pipe.Process(ctx, cmds[key])
 	}
-	if _, err = pipe.Exec(ctx); err == nil {
-		return nil, nil
+	if _, err := pipe.Exec(ctx); err == nil {
+		return nil, nil, nil
 	}
 	for key, cmd := range cmds {
+		cerr := cmd.Err()
 		var reply redis.Error
-		if cerr := cmd.Err(); cerr != nil && (!errors.As(cerr, &reply) || core.IsTransient(cerr)) {
-			retry = append(retry, key)
+		switch {
+		case cerr == nil:
+		case !errors.As(cerr, &reply) || core.IsTransient(cerr):
+			retry, err = append(retry, key), cerr
+		default:
+			if refused == nil {
+				refused = map[string]error{}
+			}
+			refused[key] = cerr
 		}
 	}
-	return retry, err
+	return retry, refused, err
 }
 
 // Consumers lists the consumers of group on each key (XINFO CONSUMERS, one
