@@ -70,7 +70,9 @@ func (s Space) TaskRatePrefix(queue string) string { return s.key("trate", s.tas
 // slot took: PREFIX + worker + ":" + slot (string: the call's ID and its
 // entries; PX a minute, deleted by the slot's next call that takes
 // nothing). A call sent again after its reply was lost hands out those
-// tasks again.
+// tasks again. PREFIX + worker + ":own" is where the worker's last
+// recovery of its pending entries left off (string: an entry ID per
+// priority level; PX a minute).
 func (s Space) TaskFetchedPrefix(queue string) string { return s.key("tfetch", s.taskTag(queue)) + ":" }
 
 // TaskWake is the list the queue's leader blocks on to wake up before its

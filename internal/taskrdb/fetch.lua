@@ -20,7 +20,9 @@
 --          the worker read with a blocking XREADGROUP
 -- own:     ARGV[8] number of levels, ARGV[9] most tasks to take: the
 --          entries pending with this worker whose tasks it never took (a
---          blocking read whose reply was lost), from its pending history
+--          blocking read whose reply was lost), from its pending history,
+--          each level from where the worker's last own call left off
+--          (KEYS[14] .. consumer .. ':own', kept a minute; see own)
 --
 -- While the queue is paused (field "paused" of KEYS[15]) a call takes no
 -- task: it fails with an error starting "PAUSED", but for tasks it hands
@@ -160,30 +162,40 @@ local function read(level, n)
   return got
 end
 
--- own takes, from this consumer's pending entries of level, up to n tasks
--- still pending; entries of tasks active here (running, or taken by a call
--- whose reply was lost: that call is sent again) are left alone.
-local function own(level, n)
+-- own takes, from this consumer's pending entries of level after from, up
+-- to n tasks still pending; entries of tasks active here (running, or taken
+-- by a call whose reply was lost: that call is sent again) are left alone.
+-- It returns how many it took and the last entry it is done with: the next
+-- own call starts after it, so that a worker's pending entries (its
+-- running tasks: up to its concurrency) are walked once, not by every call
+-- of a recovery that a rate limit spreads over many calls. An entry before
+-- it needs no second look: its task was taken here, or was active, and
+-- leaves this pending list when it ends (finish.lua acknowledges it) or is
+-- reclaimed; the entries a recovery is for (a blocking read's) are newer
+-- than any entry walked before, so they come after it. An entry whose task
+-- is left pending (kept) ends the walk before it.
+local function own(level, n, from)
   level = tostring(level)
-  local got, from = 0, '0'
+  local got = 0
   while got < n do
     local r = redis.call('XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', 100, 'STREAMS', KEYS[2] .. level, from)
     local es = r and r[1][2] or {}
     if #es == 0 then break end
     for _, e in ipairs(es) do
-      from = e[1]
       local f, value = e[2][1], e[2][2]
       local id = value
       if f == 'k' then id = redis.call('LINDEX', KEYS[8] .. value, 0) end
       if not id or redis.call('HGET', KEYS[1] .. id, 's') ~= 'active' then
-        local before = #out
+        local before, held = #out, kept
         take(level, e[1], f, value)
+        if kept > held then return got, from end
         got = got + #out - before
-        if got >= n then break end
       end
+      from = e[1]
+      if got >= n then break end
     end
   end
-  return got
+  return got, from
 end
 
 if mode == 'read' or mode == 'own' then
@@ -217,12 +229,19 @@ if mode == 'read' or mode == 'own' then
       if not drained[l] then left = left - read(l, left) end
     end
   else
-    local left = tonumber(ARGV[9])
+    local levels, left = tonumber(ARGV[8]), tonumber(ARGV[9])
     if budget then left = math.min(left, budget) end
-    for l = 0, tonumber(ARGV[8]) - 1 do
+    -- where the last own call left off, per level ("0": the start)
+    local cursor, from = KEYS[14] .. consumer .. ':own', {}
+    for id in string.gmatch(redis.call('GET', cursor) or '', '%S+') do table.insert(from, id) end
+    for l = 1, levels do from[l] = from[l] or '0' end
+    for l = 0, levels - 1 do
       if left <= 0 then break end
-      left = left - own(l, left)
+      local got
+      got, from[l + 1] = own(l, left, from[l + 1])
+      left = left - got
     end
+    redis.call('SET', cursor, table.concat(from, ' ', 1, levels), 'PX', 60000)
   end
   if #taken > 0 then
     redis.call('SET', memo, call .. ' ' .. cjson.encode(taken), 'PX', 60000)

@@ -344,7 +344,9 @@ func FetchGiven(ctx context.Context, c Client, k []string, consumer string, lim 
 // FetchOwn takes up to n tasks of entries pending with consumer whose
 // tasks it never took, on levels 0 to levels-1 (fetch.lua, mode "own"):
 // those of a blocking XREADGROUP whose reply was lost, which nothing else
-// hands out before the visibility timeout. call identifies the call, as
+// hands out before the visibility timeout. Each call starts where the
+// consumer's last one left off, so the entries of its running tasks are
+// walked once, not by every call. call identifies the call, as
 // for Fetch: run again after an error, it hands out the tasks its first run
 // took (which are active with consumer now, so that no other call of
 // consumer takes them).
