@@ -85,14 +85,15 @@ func TestOutcomesAfterFailingStretchWithBufferFull(t *testing.T) {
 
 // A stop while the completer waits to record a failed batch again ends the
 // wait: the worker stops long before the wait would have ended (ten
-// minutes), after the few quick tries a stopping worker gives its outcomes.
+// minutes), after the quick tries a stopping worker gives its outcomes
+// within its grace period (a second).
 func TestStopDuringRecordBackoff(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	a, lose := outcomeLoser(t, e, nil, &messages{}) // every success's outcome call fails
 	q, err := task.Handle(a, "jobs", func(ctx context.Context, tk *task.Task[job]) (out, error) {
 		return out{}, nil
-	}, task.Concurrency(1), task.Visibility(5*time.Minute), task.RecordWait(10*time.Minute))
+	}, task.Concurrency(1), task.Visibility(5*time.Minute), task.Grace(time.Second), task.RecordWait(10*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

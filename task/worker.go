@@ -836,11 +836,13 @@ const (
 // unreachable, restarting, at maxmemory) is tried again with a backoff
 // until the queue's visibility timeout has passed since its first failure:
 // by then the leader reclaims the tasks, which run again (recording them
-// stays harmless: a late success is kept). Any other failure, and any
-// while the worker stops (stop: Run's context ended), is tried six times,
-// so that neither a mistake nor an unreachable Redis holds the outcomes
-// after it, or the stop, up: the stop ends a wait under way, and the waits
-// after it are at most stopRecordWait (about 3s in all).
+// stays harmless: a late success is kept). Any other failure is tried six
+// times, so that a mistake does not hold the outcomes after it up. While
+// the worker stops (stop: Run's context ended) a batch is tried six times
+// at least and until the grace period has passed since the stop (as the
+// handlers are waited for), at most stopRecordWait apart: the stop ends a
+// wait under way, and an unreachable Redis holds the stop up by a grace
+// period and about 3s at most.
 //
 // The completer never takes w.mu: handlers wait for room on done holding
 // no lock (report), so a stretch of failures with done full stops nothing
@@ -850,6 +852,7 @@ func (w *worker) complete(stop context.Context) {
 	ctx := context.WithoutCancel(stop)
 	base := cmp.Or(q.set.recordWait, recordWait)
 	var timer *time.Timer // the waits', made at the first
+	var stopAt time.Time  // when the completer saw the stop
 	var batch []ended     // reused: one completer
 	for {
 		o, ok := w.nextOutcome()
@@ -881,7 +884,11 @@ func (w *worker) complete(stop context.Context) {
 			// permission the Redis user lacks) is not.
 			passing := streamcore.IsTransient(err) || strings.HasPrefix(err.Error(), "OOM ")
 			stopping := stop.Err() != nil
-			if try >= 5 && (!passing || stopping) || time.Since(failed) >= q.set.visibility {
+			if stopping && stopAt.IsZero() {
+				stopAt = time.Now()
+			}
+			late := stopping && time.Since(stopAt) >= q.set.grace
+			if try >= 5 && (!passing || late) || time.Since(failed) >= q.set.visibility {
 				q.log.Error("task outcomes lost: the tasks run again when reclaimed", "tasks", len(batch), "error", err)
 				break
 			}
