@@ -841,8 +841,8 @@ const (
 // the worker stops (stop: Run's context ended) a batch is tried six times
 // at least and until the grace period has passed since the stop (as the
 // handlers are waited for), at most stopRecordWait apart: the stop ends a
-// wait under way, and an unreachable Redis holds the stop up by a grace
-// period and about 3s at most.
+// wait under way, and an unreachable Redis holds the stop up by the grace
+// period and about 3s a batch at most.
 //
 // The completer never takes w.mu: handlers wait for room on done holding
 // no lock (report), so a stretch of failures with done full stops nothing
