@@ -43,7 +43,7 @@ var minimalACL = []string{
 	"+eval", "+evalsha", "+script|load", "+multi", "+exec", "+watch", "+unwatch", "+time",
 	"+publish", "+subscribe",
 	"+get", "+mget", "+set", "+del", "+exists", "+incr", "+incrby", "+pexpire", "+pttl", "+persist",
-	"+hget", "+hmget", "+hgetall", "+hkeys", "+hexists", "+hset", "+hsetnx", "+hdel", "+hincrby",
+	"+hget", "+hmget", "+hgetall", "+hkeys", "+hexists", "+hset", "+hsetnx", "+hdel", "+hincrby", "+renamenx",
 	"+lpush", "+rpush", "+lpop", "+lindex", "+llen", "+lrem", "+sadd", "+srem", "+blpop",
 	"+zadd", "+zcard", "+zcount", "+zrange", "+zrangebyscore", "+zremrangebyscore", "+zremrangebyrank", "+zrem", "+zscore",
 	"+xadd", "+xdel", "+xlen", "+xrange", "+xrevrange", "+xread", "+xreadgroup", "+xack", "+xpending", "+xtrim",

@@ -85,7 +85,7 @@ func TestQueueFigures(t *testing.T) {
 	for i := range 5 {
 		tasks = append(tasks, taskrdb.NewTask{ID: "t" + strconv.Itoa(i), Payload: []byte(`1`), Retention: time.Hour})
 	}
-	if _, _, err := taskrdb.Enqueue(ctx, c, ks, tasks); err != nil {
+	if _, _, err := taskrdb.Enqueue(ctx, c, taskrdb.EnqueueTarget(k, "mail"), tasks); err != nil {
 		t.Fatal(err)
 	}
 	after := c.Time(ctx).Val()
@@ -198,7 +198,7 @@ func TestQueueWorkers(t *testing.T) {
 	for i := range 4 {
 		tasks = append(tasks, taskrdb.NewTask{ID: "t" + strconv.Itoa(i), Payload: []byte(`1`), Level: i % 2, Retention: time.Hour})
 	}
-	if _, _, err := taskrdb.Enqueue(ctx, c, ks, tasks); err != nil {
+	if _, _, err := taskrdb.Enqueue(ctx, c, taskrdb.EnqueueTarget(k, "mail"), tasks); err != nil {
 		t.Fatal(err)
 	}
 	// A runs two tasks, one per level; B ran one and is idle.

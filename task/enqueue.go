@@ -469,7 +469,7 @@ func (q *core) runRound(ctx context.Context, chunks [][]taskrdb.NewTask, todo []
 	_, cluster := q.rdb.(*redis.ClusterClient)
 	if len(todo) == 1 {
 		// EVALSHA, then EVAL when the server does not know the script.
-		created, ids, err := taskrdb.Enqueue(ctx, q.rdb, q.keys, chunks[todo[0]])
+		created, ids, err := taskrdb.Enqueue(ctx, q.rdb, q.enq, chunks[todo[0]])
 		if err != nil {
 			if cluster && retryable(err) {
 				return todo, false, err
@@ -486,7 +486,7 @@ func (q *core) runRound(ctx context.Context, chunks [][]taskrdb.NewTask, todo []
 	pipe := q.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(todo))
 	for i, c := range todo {
-		cmds[i] = taskrdb.EnqueueCmd(ctx, pipe, q.keys, chunks[c])
+		cmds[i] = taskrdb.EnqueueCmd(ctx, pipe, q.enq, chunks[c])
 	}
 	_, _ = pipe.Exec(ctx) // replies are read one by one
 	var again []int

@@ -15,6 +15,7 @@ import (
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rounds"
 	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/leatdev/leat/middleware"
 	"github.com/redis/go-redis/v9"
 )
@@ -38,7 +39,8 @@ type core struct {
 	set    settings
 	rdb    redis.UniversalClient
 	ks     keys.Space
-	keys   []string // KEYS of the task scripts
+	keys   []string       // KEYS of the task scripts
+	enq    taskrdb.Target // what enqueue.lua takes
 	log    *slog.Logger
 	worker string // this process's worker ID
 	cron   []*cronEntry
@@ -148,7 +150,7 @@ func newCore(a *app.App, name string, opts []Option) (*core, error) {
 	cfg := a.Config()
 	ks := keys.New(cfg.KeyPrefix, cfg.Name)
 	return &core{
-		app: a, name: name, set: s, rdb: a.Client(), ks: ks, keys: taskrdb.Keys(ks, name),
+		app: a, name: name, set: s, rdb: a.Client(), ks: ks, keys: taskrdb.Keys(ks, name), enq: taskrdb.EnqueueTarget(ks, name),
 		log: a.Logger().With("queue", name), worker: cfg.WorkerID, hooks: taskHooks(cfg.Hooks),
 	}, nil
 }
@@ -190,6 +192,8 @@ func (q *core) Definition() Definition {
 }
 
 // register writes the queue's definition to the registry once per process.
+// A Redis user that may only read the registry (a producer's ACL) goes on
+// when the queue is registered already, by its workers or an operator.
 func (q *core) register(ctx context.Context) error {
 	q.regOnce.Lock()
 	defer q.regOnce.Unlock()
@@ -201,7 +205,14 @@ func (q *core) register(ctx context.Context) error {
 		return err
 	}
 	if err := q.rdb.HSet(ctx, q.ks.TaskQueues(), q.name, b).Err(); err != nil {
-		return fmt.Errorf("task queue %q: register: %w", q.name, err)
+		if !topology.Denied(err) {
+			return fmt.Errorf("task queue %q: register: %w", q.name, err)
+		}
+		ok, rerr := q.rdb.HExists(ctx, q.ks.TaskQueues(), q.name).Result()
+		if rerr != nil || !ok {
+			return fmt.Errorf("task queue %q: register (the Redis user may not write the registry, "+
+				"and the queue is not registered yet: start one of its workers first): %w", q.name, err)
+		}
 	}
 	q.reg = true
 	return nil

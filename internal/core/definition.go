@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -70,6 +71,9 @@ func register(ctx context.Context, c redis.UniversalClient, registry string, d D
 		return "", err
 	}
 	entryCodec, conflict, ok, err := scripts.RegisterStream(ctx, c, registry, d.Name, string(b), d.Partitions, d.KeyField, d.Codec)
+	if topology.Denied(err) {
+		entryCodec, conflict, ok, err = registered(ctx, c, registry, d, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("register stream %q: %w", d.Name, err)
 	}
@@ -81,6 +85,33 @@ func register(ctx context.Context, c redis.UniversalClient, registry string, d D
 			ErrConflict, d.Name, old.Partitions, old.KeyField, d.Partitions, d.KeyField)
 	}
 	return entryCodec, nil
+}
+
+// registered is register_stream.lua's answer for d without a write, for a
+// Redis user that may only read the registry (a producer's ACL; denied is
+// the refusal of the write): the definition registered, by its workers or an
+// operator, is kept when its routing is d's, and its entry codec applies.
+// A stream not registered yet is the denied error.
+func registered(ctx context.Context, c redis.UniversalClient, registry string, d Definition, denied error) (entryCodec, conflict string, ok bool, err error) {
+	cur, err := c.HGet(ctx, registry, d.Name).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", "", false, fmt.Errorf("the Redis user may not write the registry, and the stream is not registered yet "+
+			"(start one of its workers first): %w", denied)
+	}
+	if err != nil {
+		return "", "", false, err
+	}
+	var old Definition
+	if json.Unmarshal([]byte(cur), &old) != nil {
+		return "", "", false, denied // register_stream.lua would replace it
+	}
+	switch {
+	case old.Partitions != d.Partitions:
+		return "", cur, false, nil
+	case old.KeyField != d.KeyField && old.KeyField != "":
+		return "", cur, false, nil
+	}
+	return old.EntryCodec, "", true, nil
 }
 
 // LoadDefinition reads the definition of stream name from the registry hash.

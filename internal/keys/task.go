@@ -21,6 +21,14 @@ func (s Space) TaskStream(queue string, level int) string {
 	return s.TaskStreamPrefix(queue) + strconv.Itoa(level)
 }
 
+// TaskStagePrefix starts the key a new task's hash is written to by
+// enqueue.lua before it is renamed into place (TaskPrefix + task ID) with
+// RENAMENX, in the same script: PREFIX + task ID (type hash; never outlives
+// the script). RENAMENX never replaces a key, so a Redis user allowed to
+// write staged hashes and to rename them onto task hashes (write-only) can
+// create tasks but never rewrite one.
+func (s Space) TaskStagePrefix(queue string) string { return s.key("tnew", s.taskTag(queue)) + ":" }
+
 // TaskStreamPrefix is TaskStream without its level.
 func (s Space) TaskStreamPrefix(queue string) string { return s.key("tq", s.taskTag(queue)) + ":" }
 

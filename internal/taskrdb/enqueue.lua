@@ -1,7 +1,19 @@
 -- enqueue: create tasks, ready now or scheduled for later.
 --
--- KEYS     the queue's keys (see common.lua)
--- ARGV[1]  number of tasks n, then 13 values per task:
+-- KEYS     only the keys an enqueue writes (Redis checks every key given to
+--          EVAL against the user's ACL for reading and writing, so a
+--          producer's ACL names these and no others):
+--   KEYS[1]  staging prefix (+ task ID): a new task's hash is written there
+--            and renamed into place with RENAMENX, which never replaces a key
+--   KEYS[2]  ready stream prefix (+ priority level)
+--   KEYS[3]  scheduled set
+--   KEYS[4]  counts per state
+--   KEYS[5]  unique lock prefix (+ unique key)
+--   KEYS[6]  key list prefix (+ task key)
+--   KEYS[7]  set of keys with tasks waiting or running
+--   KEYS[8]  wake list of the queue's leader
+-- ARGV[1]  task hash prefix (+ task ID): read, and written only by RENAMENX
+-- ARGV[2]  number of tasks n, then 13 values per task:
 --          id, payload, level, run-at ms (0 = now), max retries, timeout ms,
 --          retention ms, unique key ("" = none), unique TTL ms, task key
 --          ("" = unkeyed), webhook URL ("" = none), enqueue token ("" =
@@ -13,12 +25,19 @@
 -- 2 when the existing task is this very one, created by an earlier run of
 -- the same enqueue (same ID and same non-empty token) whose reply was lost:
 -- running a call again never creates a task twice.
-local n = tonumber(ARGV[1])
+
+-- The helpers of common.lua index KEYS by the common layout: the keys of
+-- this call go where they look for them (an enqueue never touches the
+-- others).
+local STAGE = KEYS[1]
+KEYS[10], KEYS[9], KEYS[8], KEYS[7], KEYS[6] = KEYS[8], KEYS[7], KEYS[6], KEYS[5], KEYS[4]
+KEYS[1], KEYS[4], KEYS[5] = ARGV[1], false, false
+local n = tonumber(ARGV[2])
 local now = now_ms()
 local now_text = tostring(now)
 local out = {}
 for i = 0, n - 1 do
-  local b = 2 + i * 13
+  local b = 3 + i * 13
   local id, payload, level, run_at = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
   local ukey, uttl, key, token = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9], ARGV[b + 11]
   local h = KEYS[1] .. id
@@ -38,16 +57,20 @@ for i = 0, n - 1 do
     -- HSET writes the hash with the entry's ID (x), as push_ready would.
     local x = nil
     if state == 'pending' and key == '' then x = redis.call('XADD', KEYS[2] .. level, '*', 't', id) end
+    local st = STAGE .. id
     if x then
-      redis.call('HSET', h, 's', state, 'p', payload, 'l', level, 'a', '0', 'r', ARGV[b + 4], 'to', ARGV[b + 5],
+      redis.call('HSET', st, 's', state, 'p', payload, 'l', level, 'a', '0', 'r', ARGV[b + 4], 'to', ARGV[b + 5],
         'ret', ARGV[b + 6], 'u', ukey, 'k', key, 'e', now_text, 'd', due, 'x', x)
     else
-      redis.call('HSET', h, 's', state, 'p', payload, 'l', level, 'a', '0', 'r', ARGV[b + 4], 'to', ARGV[b + 5],
+      redis.call('HSET', st, 's', state, 'p', payload, 'l', level, 'a', '0', 'r', ARGV[b + 4], 'to', ARGV[b + 5],
         'ret', ARGV[b + 6], 'u', ukey, 'k', key, 'e', now_text, 'd', due)
     end
-    if ARGV[b + 10] ~= '' then redis.call('HSET', h, 'wh', ARGV[b + 10]) end
-    if token ~= '' then redis.call('HSET', h, 'n', token) end
-    if ARGV[b + 12] ~= '' then redis.call('HSET', h, 'h', ARGV[b + 12]) end
+    if ARGV[b + 10] ~= '' then redis.call('HSET', st, 'wh', ARGV[b + 10]) end
+    if token ~= '' then redis.call('HSET', st, 'n', token) end
+    if ARGV[b + 12] ~= '' then redis.call('HSET', st, 'h', ARGV[b + 12]) end
+    -- h does not exist (checked above, in this same script): the rename
+    -- cannot fail
+    redis.call('RENAMENX', st, h)
     if state == 'scheduled' then
       redis.call('ZADD', KEYS[3], due, id)
       wake_if_first(id)

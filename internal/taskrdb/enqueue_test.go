@@ -32,7 +32,7 @@ func TestEnqueueRunAgain(t *testing.T) {
 		{"unique key and token of the task", task("c", "tok-c", "u"), true, "c"},
 		{"unique key, another ID with the token", task("d", "tok-c", "u"), false, "c"},
 	} {
-		created, ids, err := taskrdb.Enqueue(f.ctx, f.c, f.keys, []taskrdb.NewTask{tc.task})
+		created, ids, err := taskrdb.Enqueue(f.ctx, f.c, f.enq, []taskrdb.NewTask{tc.task})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestEnqueueWritesHashOnce(t *testing.T) {
 	p.enqueue(t, 1) // script cached
 	p.resetStats(t)
 	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
-	created, _, err := taskrdb.Enqueue(p.ctx, p.c, p.keys, []taskrdb.NewTask{
+	created, _, err := taskrdb.Enqueue(p.ctx, p.c, p.enq, []taskrdb.NewTask{
 		{ID: "ready", Payload: []byte(`1`), Retention: time.Hour},
 		{ID: "later", Payload: []byte(`2`), Retention: time.Hour, RunAt: at},
 	})

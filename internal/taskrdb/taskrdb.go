@@ -75,6 +75,28 @@ func Keys(s keys.Space, queue string) []string {
 	}
 }
 
+// Target is what enqueue.lua takes of a queue (EnqueueTarget).
+type Target struct {
+	// Keys are its KEYS: only the keys an enqueue writes, so that the ACL
+	// of a Redis user that only enqueues names those (Redis checks every
+	// key given to EVAL for reading and writing).
+	Keys []string
+	// Prefix starts the task hashes (keys.Space.TaskPrefix), which the
+	// script reads and writes only with RENAMENX; it goes in ARGV.
+	Prefix string
+}
+
+// EnqueueTarget returns what enqueue.lua takes of queue.
+func EnqueueTarget(s keys.Space, queue string) Target {
+	return Target{
+		Keys: []string{
+			s.TaskStagePrefix(queue), s.TaskStreamPrefix(queue), s.TaskScheduled(queue), s.TaskCounts(queue),
+			s.TaskUniquePrefix(queue), s.TaskKeyPrefix(queue), s.TaskKeys(queue), s.TaskWake(queue),
+		},
+		Prefix: s.TaskPrefix(queue),
+	}
+}
+
 // ErrPaused is the error of a fetch while its queue is paused (see
 // fetch.lua): it took no task.
 var ErrPaused = errors.New("task queue paused")
@@ -182,10 +204,11 @@ type NewTask struct {
 	Headers []byte
 }
 
-// EnqueueArgs returns the ARGV of enqueue.lua for tasks.
-func EnqueueArgs(tasks []NewTask) []any {
-	args := make([]any, 0, 1+13*len(tasks))
-	args = append(args, len(tasks))
+// EnqueueArgs returns the ARGV of enqueue.lua for tasks of the queue whose
+// task hashes start with prefix (keys.Space.TaskPrefix).
+func EnqueueArgs(prefix string, tasks []NewTask) []any {
+	args := make([]any, 0, 2+13*len(tasks))
+	args = append(args, prefix, len(tasks))
 	for _, t := range tasks {
 		var at int64
 		if !t.RunAt.IsZero() {
@@ -201,12 +224,12 @@ func EnqueueArgs(tasks []NewTask) []any {
 // created and its ID (the existing task's when not). Many calls can share a
 // pipeline: see EnqueueCmd.
 //
-// KEYS: Keys. ARGV: n, then id, payload, level, run-at ms, max retries,
+// KEYS: Target.Keys. ARGV: Target.Prefix, n, then id, payload, level, run-at ms, max retries,
 // timeout ms, retention ms, unique key, unique TTL ms, key, webhook, token,
 // headers per task. A task that exists with its ID and its non-empty Token (an
 // earlier run of the same call) counts as created.
-func Enqueue(ctx context.Context, c redis.Scripter, k []string, tasks []NewTask) (created []bool, ids []string, err error) {
-	v, err := enqueue.Run(ctx, c, k, EnqueueArgs(tasks)...).Slice()
+func Enqueue(ctx context.Context, c redis.Scripter, q Target, tasks []NewTask) (created []bool, ids []string, err error) {
+	v, err := enqueue.Run(ctx, c, q.Keys, EnqueueArgs(q.Prefix, tasks)...).Slice()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -215,8 +238,8 @@ func Enqueue(ctx context.Context, c redis.Scripter, k []string, tasks []NewTask)
 
 // EnqueueCmd queues enqueue.lua on a pipeline (EVALSHA: load it first with
 // Load, and rerun commands that failed with NOSCRIPT).
-func EnqueueCmd(ctx context.Context, p redis.Pipeliner, k []string, tasks []NewTask) *redis.Cmd {
-	return enqueue.EvalSha(ctx, p, k, EnqueueArgs(tasks)...)
+func EnqueueCmd(ctx context.Context, p redis.Pipeliner, q Target, tasks []NewTask) *redis.Cmd {
+	return enqueue.EvalSha(ctx, p, q.Keys, EnqueueArgs(q.Prefix, tasks)...)
 }
 
 // Load loads enqueue.lua and finish.lua, which run on pipelines.

@@ -18,6 +18,7 @@ type fixture struct {
 	c    *redis.Client
 	ks   keys.Space
 	keys []string
+	enq  taskrdb.Target
 	ctx  context.Context
 }
 
@@ -25,7 +26,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Parallel()
 	c, prefix := redistest.Client(t)
 	ks := keys.New(prefix, "app")
-	f := &fixture{t: t, c: c, ks: ks, keys: taskrdb.Keys(ks, "q"), ctx: context.Background()}
+	f := &fixture{t: t, c: c, ks: ks, keys: taskrdb.Keys(ks, "q"), enq: taskrdb.EnqueueTarget(ks, "q"), ctx: context.Background()}
 	if err := c.XGroupCreateMkStream(f.ctx, ks.TaskStream("q", 0), taskrdb.Group, "0").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) enqueue(tasks ...taskrdb.NewTask) {
 	f.t.Helper()
-	created, _, err := taskrdb.Enqueue(f.ctx, f.c, f.keys, tasks)
+	created, _, err := taskrdb.Enqueue(f.ctx, f.c, f.enq, tasks)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 type privateQueue struct {
 	c    *redis.Client
 	keys []string
+	enq  taskrdb.Target
 	ctx  context.Context
 	next int
 }
@@ -33,7 +34,7 @@ func newPrivateQueue(tb testing.TB) *privateQueue {
 	c := redis.NewClient(opt)
 	tb.Cleanup(func() { c.Close() })
 	ks := keys.New("w", "app")
-	p := &privateQueue{c: c, keys: taskrdb.Keys(ks, "q"), ctx: context.Background()}
+	p := &privateQueue{c: c, keys: taskrdb.Keys(ks, "q"), enq: taskrdb.EnqueueTarget(ks, "q"), ctx: context.Background()}
 	if err := c.XGroupCreateMkStream(p.ctx, ks.TaskStream("q", 0), taskrdb.Group, "0").Err(); err != nil {
 		tb.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func (p *privateQueue) enqueue(tb testing.TB, n int) {
 			p.next++
 			batch = append(batch, taskrdb.NewTask{ID: "t" + strconv.Itoa(p.next), Payload: []byte(`{"n":1}`), Retention: time.Hour})
 		}
-		if _, _, err := taskrdb.Enqueue(p.ctx, p.c, p.keys, batch); err != nil {
+		if _, _, err := taskrdb.Enqueue(p.ctx, p.c, p.enq, batch); err != nil {
 			tb.Fatal(err)
 		}
 		n -= len(batch)
