@@ -52,15 +52,15 @@ func (s shop) as(t *testing.T, user string) shop {
 	return s
 }
 
-// roleQueues is a program with full access running task queues "jobs"
-// (levels high and low, no retries) and "keyed": a task's result is "done:"
-// and its payload; payload "fail" fails, "block" runs until cancelled.
+// roleQueues is a program with full access running task queues "jobs" (no
+// retries, and opts) and "keyed": a task's result is "done:" and its
+// payload; payload "fail" fails, "block" runs until cancelled.
 type roleQueues struct {
 	jobs  *task.Queue[string, string]
 	keyed *task.Queue[string, string]
 }
 
-func startRoleQueues(t *testing.T, s shop) *roleQueues {
+func startRoleQueues(t *testing.T, s shop, opts ...task.Option) *roleQueues {
 	t.Helper()
 	a, err := app.New(app.Config{Name: "shop", RedisURL: s.global[1], KeyPrefix: s.global[3],
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -79,7 +79,7 @@ func startRoleQueues(t *testing.T, s shop) *roleQueues {
 		return "done:" + tk.Payload, nil
 	}
 	r := &roleQueues{}
-	r.jobs, err = task.Handle(a, "jobs", handler, task.Priorities("high", "low"), task.MaxRetries(0), task.Grace(time.Second))
+	r.jobs, err = task.Handle(a, "jobs", handler, append(opts, task.MaxRetries(0), task.Grace(time.Second))...)
 	if err == nil {
 		r.keyed, err = task.Handle(a, "keyed", handler, task.Keyed(), task.Grace(time.Second))
 	}
@@ -154,7 +154,7 @@ func TestProducerACL(t *testing.T) {
 		hooks <- string(b)
 	}))
 	defer srv.Close()
-	q := startRoleQueues(t, s)
+	q := startRoleQueues(t, s, task.Priorities("high", "low"))
 	// The stream is registered by a program that may write the registry.
 	if r := run(t, (&ticksApp{}).setup, "", s.args("send", "ticks", `{"key":"k0","n":0}`)...); r.status != 0 {
 		t.Fatalf("send by the app: %+v", r)
@@ -316,13 +316,6 @@ func TestOperatorACL(t *testing.T) {
 	if r := tasks("show", ok); !strings.Contains(r.stdout, "done:ok") {
 		t.Fatalf("show: %+v", r)
 	}
-	if r := tasks("cancel", blocked); !strings.Contains(r.stdout, "was active") {
-		t.Fatalf("cancel: %+v", r)
-	}
-	if in, err := q.jobs.Wait(ctx, blocked); err != nil || in.State != task.Cancelled {
-		t.Fatalf("cancelled task: %+v, %v", in, err)
-	}
-
 	tasks("pause", "jobs")
 	if paused, _, err := q.jobs.Paused(ctx); err != nil || !paused {
 		t.Fatalf("paused: %v, %v", paused, err)
@@ -337,6 +330,13 @@ func TestOperatorACL(t *testing.T) {
 	tasks("resume", "jobs")
 	if in, err := q.jobs.Wait(ctx, waiting); err != nil || in.State != task.Succeeded {
 		t.Fatalf("the task after the resume: %+v, %v", in, err)
+	}
+
+	if r := tasks("cancel", blocked); !strings.Contains(r.stdout, "was active") {
+		t.Fatalf("cancel: %+v", r)
+	}
+	if in, err := q.jobs.Wait(ctx, blocked); err != nil || in.State != task.Cancelled {
+		t.Fatalf("cancelled task: %+v, %v", in, err)
 	}
 
 	tasks("rate", "jobs", "100/1s")
