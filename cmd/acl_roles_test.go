@@ -17,6 +17,7 @@ import (
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
 )
@@ -167,9 +168,6 @@ func TestProducerACL(t *testing.T) {
 	if r := run(t, nil, ticks(20), p.args("sendmany", "ticks", "-")...); r.status != 0 || r.stderr != "" {
 		t.Fatalf("sendmany: %+v", r)
 	}
-	if n := s.total(t, "ticks", 4); n != 22 {
-		t.Fatalf("%d entries in the stream, want 22", n)
-	}
 
 	enqueue := func(args ...string) string {
 		t.Helper()
@@ -189,12 +187,63 @@ func TestProducerACL(t *testing.T) {
 	if r := run(t, nil, "", p.args("enqueue", "--unique", "1m", "--unique-key", "u1", "jobs", `"b2"`)...); strings.TrimSpace(r.stdout) != delayed || !strings.Contains(r.stderr, "duplicate") {
 		t.Fatalf("a duplicate unique key: %+v, want the existing task %s", r, delayed)
 	}
+	// A program declaring the stream and a queue itself, as a producer's
+	// would: its first send and enqueue find them registered.
+	pa, err := app.New(app.Config{Name: "shop", RedisURL: p.global[1], KeyPrefix: p.global[3],
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pa.Close()
+	st, err := stream.Declare[tick](pa, "ticks", stream.KeyField("key"), stream.Partitions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Send(ctx, tick{Key: "k2", N: 2}); err != nil {
+		t.Fatalf("a program's send: %v", err)
+	}
+	// Routing is still checked against the registered definition.
+	pa2, err := app.New(app.Config{Name: "shop", RedisURL: p.global[1], KeyPrefix: p.global[3],
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pa2.Close()
+	wide, err := stream.Declare[tick](pa2, "ticks", stream.KeyField("key"), stream.Partitions(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wide.Send(ctx, tick{Key: "k2", N: 3}); !errors.Is(err, stream.ErrConflict) {
+		t.Errorf("a send with other routing: %v, want ErrConflict", err)
+	}
+	pq, err := task.Declare[string, string](pa, "keyed", task.Keyed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byProgram, err := pq.Enqueue(ctx, "d", task.Key("k1"), task.WithRetention(time.Hour))
+	if err != nil {
+		t.Fatalf("a program's enqueue: %v", err)
+	}
+	if got, err := pq.Result(ctx, byProgram); err != nil || got != "done:d" {
+		t.Fatalf("a program's result: %q, %v", got, err)
+	}
+	other, err := task.Declare[string, string](pa, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Enqueue(ctx, "e"); err == nil || !strings.Contains(err.Error(), "not registered yet") {
+		t.Errorf("enqueue into a queue no worker registered: %v, want refused", err)
+	}
+
 	for id, want := range map[string]string{chosen: "done:a", delayed: "done:b", keyed: "done:c"} {
 		if r := run(t, nil, "", p.args("tasks", "wait", id)...); r.status != 0 || !strings.Contains(r.stdout, want) {
 			t.Fatalf("wait %s: %+v", id, r)
 		}
 		if r := run(t, nil, "", p.args("tasks", "show", id)...); r.status != 0 || !strings.Contains(r.stdout, "succeeded") {
 			t.Fatalf("show %s: %+v", id, r)
+		}
+		if r := run(t, nil, "", p.args("tasks", "follow", id)...); r.status != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("follow %s: %+v", id, r)
 		}
 	}
 	select {
@@ -204,6 +253,9 @@ func TestProducerACL(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("no webhook")
+	}
+	if n := s.total(t, "ticks", 4); n != 23 {
+		t.Errorf("%d entries in the stream, want 23", n)
 	}
 	if in, err := q.jobs.Info(ctx, chosen); err != nil || in.Priority != "low" || in.Headers["tenant"] != "a" || in.MaxRetries != 1 {
 		t.Fatalf("the chosen task as a program reads it: %+v, %v", in, err)
