@@ -257,6 +257,22 @@ func TestProducerACL(t *testing.T) {
 	if n := s.total(t, "ticks", 4); n != 23 {
 		t.Errorf("%d entries in the stream, want 23", n)
 	}
+	// The producer's entries are written as the app's are (the registered
+	// entry codec applies): their fields are the same.
+	fields := map[string]bool{}
+	for part := range 4 {
+		for _, e := range s.client.XRange(ctx, s.keys.Partition("ticks", part), "-", "+").Val() {
+			var names []string
+			for k := range e.Values {
+				names = append(names, k)
+			}
+			slices.Sort(names)
+			fields[strings.Join(names, ",")] = true
+		}
+	}
+	if len(fields) != 1 {
+		t.Errorf("entries with fields %v, want one layout", fields)
+	}
 	if in, err := q.jobs.Info(ctx, chosen); err != nil || in.Priority != "low" || in.Headers["tenant"] != "a" || in.MaxRetries != 1 {
 		t.Fatalf("the chosen task as a program reads it: %+v, %v", in, err)
 	}
