@@ -416,14 +416,28 @@ type sse struct {
 	sc  *bufio.Scanner
 }
 
-func (s *sse) next(t *testing.T) (string, task.Update) {
+// update is the data of an event: a task.Update whose info, as the API
+// answers a task, gives its durations as strings.
+type update struct {
+	Kind    string          `json:"kind"`
+	Data    json.RawMessage `json:"data"`
+	Attempt int             `json:"attempt"`
+	Info    *struct {
+		State     task.State      `json:"state"`
+		Result    json.RawMessage `json:"result"`
+		Timeout   string          `json:"timeout"`
+		Retention string          `json:"retention"`
+	} `json:"info"`
+}
+
+func (s *sse) next(t *testing.T) (string, update) {
 	t.Helper()
 	var event, data string
 	for s.sc.Scan() {
 		line := s.sc.Text()
 		switch {
 		case line == "" && event != "":
-			var u task.Update
+			var u update
 			if err := json.Unmarshal([]byte(data), &u); err != nil {
 				t.Fatalf("event %s: %v", data, err)
 			}
@@ -435,7 +449,7 @@ func (s *sse) next(t *testing.T) (string, task.Update) {
 		}
 	}
 	t.Fatalf("events ended: %v", s.sc.Err())
-	return "", task.Update{}
+	return "", update{}
 }
 
 func TestFollowEvents(t *testing.T) {
@@ -457,7 +471,7 @@ func TestFollowEvents(t *testing.T) {
 	}
 	s := &sse{res: res, sc: bufio.NewScanner(res.Body)}
 	var got []string
-	read := func() (string, task.Update) {
+	read := func() (string, update) {
 		kind, u := s.next(t)
 		if kind != u.Kind {
 			t.Fatalf("event %q carries kind %q", kind, u.Kind)
@@ -477,7 +491,7 @@ func TestFollowEvents(t *testing.T) {
 		t.Fatalf("task not running while its partials arrived: %s", info.raw)
 	}
 	close(e.gate)
-	var last task.Update
+	var last update
 	for {
 		kind, u := read()
 		if kind == task.KindDone {

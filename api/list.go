@@ -45,8 +45,9 @@ func (h *handler) listTasks(w http.ResponseWriter, r *http.Request) {
 		internalError(w, err)
 		return
 	}
-	if tasks == nil {
-		tasks = []*task.Info{}
+	views := make([]*infoView, len(tasks))
+	for i, in := range tasks {
+		views[i] = viewInfo(in)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queue": q.Name(), "state": which, "limit": limit, "tasks": tasks})
+	writeJSON(w, http.StatusOK, map[string]any{"queue": q.Name(), "state": which, "limit": limit, "tasks": views})
 }

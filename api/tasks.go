@@ -17,8 +17,15 @@ import (
 
 type rawQueue = task.Queue[json.RawMessage, json.RawMessage]
 
-// duration is a Go duration written as a string ("1m30s").
+// duration is a Go duration written as a string ("1m30s"), read and
+// answered alike.
 type duration time.Duration
+
+// MarshalJSON answers the duration as time.Duration.String writes it, which
+// UnmarshalJSON (and time.ParseDuration) reads back.
+func (d duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
 
 func (d *duration) UnmarshalJSON(b []byte) error {
 	var s string
@@ -241,18 +248,18 @@ func (h *handler) runSync(w http.ResponseWriter, r *http.Request) {
 	case err != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
 		writeJSON(w, http.StatusGatewayTimeout, apiError{
 			Error: fmt.Sprintf("task %s did not finish within %s; it goes on: follow it at GET /v1/queues/%s/tasks/%s", id, timeout, q.Name(), id),
-			Code:  "timeout", ID: id, Task: in,
+			Code:  "timeout", ID: id, Task: viewInfo(in),
 		})
 	case err != nil:
 		internalError(w, err)
 	case in.State == task.Succeeded:
-		writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": in.State, "result": in.Result, "task": in})
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": in.State, "result": in.Result, "task": viewInfo(in)})
 	default:
 		msg := fmt.Sprintf("task %s is %s", id, in.State)
 		if in.Error != "" {
 			msg += ": " + in.Error
 		}
-		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: msg, Code: "task_" + string(in.State), ID: id, Task: in})
+		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: msg, Code: "task_" + string(in.State), ID: id, Task: viewInfo(in)})
 	}
 }
 
@@ -299,7 +306,7 @@ func (h *handler) taskInfo(w http.ResponseWriter, r *http.Request) {
 		taskError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, in)
+	writeJSON(w, http.StatusOK, viewInfo(in))
 }
 
 func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
@@ -394,7 +401,7 @@ func (h *handler) taskEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		n++
-		b, _ := json.Marshal(u)
+		b, _ := json.Marshal(updateView{Update: u, Info: viewInfo(u.Info)})
 		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", n, u.Kind, b); err != nil {
 			return
 		}
@@ -408,7 +415,7 @@ func (h *handler) taskEvents(w http.ResponseWriter, r *http.Request) {
 type queueRow struct {
 	Queue       string               `json:"queue"`
 	Counts      map[task.State]int64 `json:"counts"`
-	Definition  task.Definition      `json:"definition"`
+	Definition  definitionView       `json:"definition"`
 	PausedAt    *time.Time           `json:"paused_at"` // null when not paused
 	Rate        rateRow              `json:"rate"`
 	Concurrency concurrencyRow       `json:"concurrency"`
@@ -432,7 +439,7 @@ type rateRow struct {
 
 // rowOf is the row of a queue's summary.
 func rowOf(sum task.Summary) queueRow {
-	r := queueRow{Queue: sum.Definition.Name, Counts: sum.Counts, Definition: sum.Definition,
+	r := queueRow{Queue: sum.Definition.Name, Counts: sum.Counts, Definition: viewDefinition(sum.Definition),
 		Rate:        rateRow{N: sum.Rate.N, Window: sum.Rate.Window.String(), Live: sum.LiveRate},
 		Concurrency: concurrencyRow{N: sum.Concurrency, Live: sum.LiveConcurrency}, Leader: sum.Leader}
 	if sum.Paused {

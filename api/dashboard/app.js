@@ -69,6 +69,21 @@ function fmtAge(ms) {
   return Math.floor(h / 24) + ' d';
 }
 
+// parseDuration reads a Go duration string as the API answers it ("1h30m0s",
+// "500ms") into milliseconds; null when it is not one.
+function parseDuration(d) {
+  if (typeof d !== 'string') return null;
+  const unit = { h: 36e5, m: 6e4, s: 1e3, ms: 1, us: 1e-3, 'µs': 1e-3, ns: 1e-6 };
+  let ms = 0, rest = d;
+  while (rest) {
+    const m = /^([0-9.]+)(h|ms|m|s|us|µs|ns)/.exec(rest);
+    if (!m) return null;
+    ms += parseFloat(m[1]) * unit[m[2]];
+    rest = rest.slice(m[0].length);
+  }
+  return Math.round(ms);
+}
+
 // fmtTime gives a time of day, and for a recent one a span that fillAges
 // fills with how long ago (or in how long) it is: the markup stays the same
 // from poll to poll while the age moves on.
@@ -774,7 +789,7 @@ function renderQueue(name) {
     return;
   }
   const d = q.definition;
-  const dur = (ns) => fmtAge(Math.round(ns / 1e6));
+  const dur = (d) => fmtAge(parseDuration(d));
   const ro = S.info?.read_only;
   const dis = ro ? ' disabled title="read-only: the API refuses writes"' : '';
   const paused = q.paused_at
