@@ -39,7 +39,7 @@ func TestListTasks(t *testing.T) {
 		t.Fatalf("dead: %s", r.raw)
 	}
 	task0 := r.body["tasks"].([]any)[0].(map[string]any)
-	if task0["state"] != "dead" || task0["error"] != "out of luck" || task0["payload"] == nil {
+	if task0["state"] != "dead" || task0["error"] != "out of luck" || task0["attempts"] != 1.0 || task0["finished_at"] == nil {
 		t.Errorf("dead task: %v", task0)
 	}
 	for _, id := range dead {
@@ -84,4 +84,40 @@ func TestListTasks(t *testing.T) {
 		}
 	}
 	e.do(t, "GET", "/v1/queues/nope/tasks?state=dead", "").want(t, 404, "unknown_queue")
+}
+
+// A listing answers the columns a list shows, not the tasks' payloads or
+// results: its size does not grow with theirs. The task's own route has
+// them.
+func TestListTasksLeavesOutPayloads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{MaxBody: 2 << 20})
+	pad := strings.Repeat("x", 1<<20)
+	var ids []string
+	for range 10 {
+		r := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"later","pad":"`+pad+`"},"delay":"1h"}`).want(t, 200, "")
+		ids = append(ids, r.body["id"].(string))
+	}
+	r := e.do(t, "GET", "/v1/queues/work/tasks?state=scheduled&limit=100", "").want(t, 200, "")
+	tasks, _ := r.body["tasks"].([]any)
+	if len(tasks) != len(ids) {
+		t.Fatalf("%d tasks listed, want %d", len(tasks), len(ids))
+	}
+	// About 400 bytes a task.
+	if len(r.raw) > 1000*len(ids) {
+		t.Errorf("a listing of %d tasks is %d bytes", len(ids), len(r.raw))
+	}
+	for _, x := range tasks {
+		tk := x.(map[string]any)
+		if _, ok := tk["payload"]; ok {
+			t.Errorf("listed task %v carries its payload", tk["id"])
+		}
+		if tk["state"] != "scheduled" || tk["enqueued_at"] == nil || tk["due_at"] == nil || tk["timeout"] == nil {
+			t.Errorf("listed task lacks its status: %v", tk)
+		}
+	}
+	one := e.do(t, "GET", "/v1/tasks/"+ids[0], "").want(t, 200, "")
+	if p, _ := one.body["payload"].(map[string]any); p == nil || p["pad"] != pad {
+		t.Errorf("GET /v1/tasks/{id}: no payload (%d bytes answered)", len(one.raw))
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/task"
@@ -84,7 +85,7 @@ func TestList(t *testing.T) {
 		}
 	}
 	got, _ := q.List(ctx, task.ListDead, 1)
-	if len(got) != 1 || got[0].Error != "negative" || string(got[0].Payload) != `{"n":-2}` {
+	if len(got) != 1 || got[0].Error != "negative" || got[0].Attempts != 1 || got[0].FinishedAt.IsZero() {
 		t.Errorf("dead task: %+v", got)
 	}
 
@@ -111,9 +112,68 @@ func TestList(t *testing.T) {
 	}
 }
 
+// A listing carries each task's status but not what can be large: no
+// payload, result or headers (Info has them), and an error cut to
+// ListErrorMax bytes at a UTF-8 boundary.
+func TestListLeavesOutPayloadsAndCutsErrors(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	long := strings.Repeat("é", task.ListErrorMax) // 2 bytes each: a cut at ListErrorMax+1 bytes splits one
+	q, err := task.Handle(a, "big", func(ctx context.Context, tk *task.Task[string]) (string, error) {
+		if tk.Payload[0] == 'd' {
+			return "", task.SkipRetry(errors.New(long))
+		}
+		return tk.Payload, nil
+	}, task.MaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	pad := strings.Repeat("x", 64<<10)
+	ok, _ := q.Enqueue(ctx, "ok"+pad, task.Headers(map[string]string{"tenant": "acme"}))
+	if _, err := q.Result(ctx, ok); err != nil {
+		t.Fatal(err)
+	}
+	nextMilli(t, ctx, q, ok)
+	failed, _ := q.Enqueue(ctx, "d"+pad)
+	if _, err := q.Result(ctx, failed); !errors.Is(err, task.ErrFailed) {
+		t.Fatal(err)
+	}
+	got, err := q.List(ctx, task.ListRecent, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != failed || got[1].ID != ok {
+		t.Fatalf("recent: %+v", got)
+	}
+	for _, in := range got {
+		if in.Payload != nil || in.Result != nil || in.Headers != nil || in.Progress != nil {
+			t.Errorf("listed task %s carries payload %d bytes, result %d bytes, headers %v", in.ID, len(in.Payload), len(in.Result), in.Headers)
+		}
+		if in.EnqueuedAt.IsZero() || in.FinishedAt.IsZero() || in.Attempts != 1 || in.Timeout != task.DefaultTimeout || in.Worker == "" {
+			t.Errorf("listed task %s lacks its status: %+v", in.ID, in)
+		}
+	}
+	if got[1].State != task.Succeeded || got[1].Error != "" {
+		t.Errorf("succeeded task listed: %+v", got[1])
+	}
+	full, err := q.Info(ctx, failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got[0].Error; len(e) > task.ListErrorMax+len("…") || len(e) < task.ListErrorMax-utf8.UTFMax ||
+		!strings.HasSuffix(e, "…") || !utf8.ValidString(e) || !strings.HasPrefix(full.Error, strings.TrimSuffix(e, "…")) {
+		t.Errorf("listed error: %d bytes, %q...", len(e), e[:min(len(e), 20)])
+	}
+	if !strings.Contains(full.Error, long) || len(full.Payload) < len(pad) {
+		t.Errorf("Info: error %d bytes, payload %d bytes", len(full.Error), len(full.Payload))
+	}
+}
+
 // nextMilli waits until the millisecond in which task id finished has
 // passed, so that the next task's score differs.
-func nextMilli(t *testing.T, ctx context.Context, q *task.Queue[job, out], id string) {
+func nextMilli[P, R any](t *testing.T, ctx context.Context, q *task.Queue[P, R], id string) {
 	t.Helper()
 	in, err := q.Info(ctx, id)
 	if err != nil {

@@ -25,16 +25,30 @@ const (
 type Listed struct {
 	ID     string
 	Score  int64             // the set's score: Unix milliseconds
-	Fields map[string]string // the task's hash (see common.lua)
+	Fields map[string]string // the fields of the task's hash read (see common.lua); absent ones are left out
 }
 
+// ListFields are the fields of a task's hash List reads: its status
+// without payload, progress, result, headers or webhook.
+var ListFields = []string{"s", "a", "r", "l", "k", "err", "w", "e", "d", "st", "f", "to", "ret", "c"}
+
 // List reads at most limit tasks of a set (SetDead, SetDone or
-// SetScheduled) with their hashes (list.lua): one ranged read of the set
-// and one HGETALL per task, never a scan.
+// SetScheduled) with the fields of their hashes (list.lua): one ranged
+// read of the set and one HMGET per task, never a scan. fields must start
+// with the state ("s"); the error ("err"), when asked, comes back cut to
+// errMax bytes (so a cut may end in the middle of a UTF-8 sequence).
 //
-// KEYS: Keys. ARGV: set, limit.
-func List(ctx context.Context, c redis.Scripter, k []string, set string, limit int) ([]Listed, error) {
-	v, err := list.Run(ctx, c, k, set, limit).Slice()
+// KEYS: Keys. ARGV: set, limit, errMax, fields...
+func List(ctx context.Context, c redis.Scripter, k []string, set string, limit, errMax int, fields []string) ([]Listed, error) {
+	if len(fields) == 0 || fields[0] != "s" {
+		return nil, fmt.Errorf("list: the fields read must start with the state, not %q", fields)
+	}
+	args := make([]any, 0, 3+len(fields))
+	args = append(args, set, limit, errMax)
+	for _, f := range fields {
+		args = append(args, f)
+	}
+	v, err := list.Run(ctx, c, k, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -47,10 +61,15 @@ func List(ctx context.Context, c redis.Scripter, k []string, set string, limit i
 		if err != nil {
 			return nil, fmt.Errorf("list: score of task %s: %w", toString(v[i]), err)
 		}
-		flat, _ := v[i+2].([]any)
-		m := make(map[string]string, len(flat)/2)
-		for j := 0; j+1 < len(flat); j += 2 {
-			m[toString(flat[j])] = toString(flat[j+1])
+		vals, _ := v[i+2].([]any)
+		if len(vals) != len(fields) {
+			return nil, fmt.Errorf("list: task %s: %d values for %d fields", toString(v[i]), len(vals), len(fields))
+		}
+		m := make(map[string]string, len(fields))
+		for j, f := range fields {
+			if vals[j] != nil {
+				m[f] = toString(vals[j])
+			}
 		}
 		out = append(out, Listed{ID: toString(v[i]), Score: int64(score), Fields: m})
 	}
