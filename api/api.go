@@ -70,6 +70,11 @@ type Options struct {
 	// Version is the version GET /v1/info reports ("leat serve" gives
 	// leat's); default "".
 	Version string
+	// MaxFollowers bounds the clients following task events at once
+	// (GET .../tasks/{id}/events), over all tasks: one more is answered
+	// 503 too_many_followers with a Retry-After; default
+	// DefaultMaxFollowers.
+	MaxFollowers int
 }
 
 // handler serves one app.
@@ -80,6 +85,8 @@ type handler struct {
 	mux  *http.ServeMux
 	g    *guard
 	log  *slog.Logger
+
+	follows *followers // the followers of task events
 
 	openMu sync.Mutex // serializes opening streams from the registry
 }
@@ -93,8 +100,11 @@ func NewHandler(a *app.App, opts Options) http.Handler {
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = DefaultMaxWait
 	}
+	if opts.MaxFollowers <= 0 {
+		opts.MaxFollowers = DefaultMaxFollowers
+	}
 	h := &handler{a: a, opts: opts, in: inspect.New(a.Client(), a.Config().KeyPrefix, a.Name()), mux: http.NewServeMux(),
-		g: newGuard(opts), log: a.Logger()}
+		g: newGuard(opts), log: a.Logger(), follows: newFollowers(opts.MaxFollowers)}
 	for _, rt := range h.routes() {
 		var fn http.Handler = rt.fn
 		if rt.write {

@@ -372,45 +372,6 @@ func (h *handler) requeue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": task.Pending})
 }
 
-// taskEvents streams the task's updates as server-sent events: "progress"
-// and "partial" events as the handler reports them, then one "done" event
-// with the task's final status (or one "error" event).
-func (h *handler) taskEvents(w http.ResponseWriter, r *http.Request) {
-	q, id := h.findTask(w, r)
-	if q == nil {
-		return
-	}
-	if _, err := q.Info(r.Context(), id); err != nil {
-		taskError(w, err)
-		return
-	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	_ = rc.Flush()
-	n := 0
-	for u, err := range q.Follow(r.Context(), id) {
-		if err != nil {
-			if r.Context().Err() == nil {
-				b, _ := json.Marshal(apiError{Error: err.Error(), Code: "follow_failed"})
-				fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
-				_ = rc.Flush()
-			}
-			return
-		}
-		n++
-		b, _ := json.Marshal(updateView{Update: u, Info: viewInfo(u.Info)})
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", n, u.Kind, b); err != nil {
-			return
-		}
-		if err := rc.Flush(); err != nil {
-			return
-		}
-	}
-}
-
 // queueRow is one queue of GET /v1/queues.
 type queueRow struct {
 	Queue       string               `json:"queue"`

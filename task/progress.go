@@ -149,13 +149,20 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 			}
 			return n, nil
 		}
+		hash := q.ks.TaskPrefix(q.name) + id
 		for {
-			in, err := q.Info(ctx, id)
-			if err != nil {
+			// The state alone between reads (HGET), not the whole hash with
+			// its payload; the whole status once, at the end.
+			s, err := q.rdb.HGet(ctx, hash, "s").Result()
+			switch {
+			case errors.Is(err, redis.Nil) || err == nil && s == "":
+				err = fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
+				fallthrough
+			case err != nil:
 				yield(Update{}, err)
 				return
 			}
-			if in.State.Final() {
+			if State(s).Final() {
 				// Drain what was recorded before the end.
 				for {
 					n, err := read(-1)
@@ -169,6 +176,11 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 					if n == 0 {
 						break
 					}
+				}
+				in, err := q.Info(ctx, id)
+				if err != nil {
+					yield(Update{}, err)
+					return
 				}
 				yield(Update{Kind: KindDone, Info: in}, nil)
 				return
