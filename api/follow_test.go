@@ -3,6 +3,8 @@ package api_test
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/api"
+	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -87,6 +90,7 @@ func follow(ctx context.Context, c *http.Client, url string) *follower {
 		f.status = res.StatusCode
 		f.mu.Unlock()
 		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(nil, 4<<20)
 		var ev []string
 		for sc.Scan() {
 			if sc.Text() != "" {
@@ -229,4 +233,71 @@ func TestFollowersCap(t *testing.T) {
 		return res.StatusCode == 200
 	})
 	e.do(t, "POST", "/v1/tasks/"+id+"/cancel", "").want(t, 200, "")
+}
+
+// A follower that reads nothing holds back neither the task's reader nor
+// its other followers; once it falls out of the events kept, it gets an
+// error event and is disconnected.
+func TestSlowFollowerFallsBehind(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{})
+	ctx := context.Background()
+	id := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"block"}}`).want(t, 200, "").body["id"].(string)
+	redistest.Eventually(t, 10*time.Second, "task running", func() bool {
+		return e.do(t, "GET", "/v1/tasks/"+id, "").body["state"] == "active"
+	})
+	url := e.srv.URL + "/v1/queues/work/tasks/" + id + "/events"
+	// The updates a handler would report, written as the worker writes
+	// them: more than the connection of a client that reads nothing holds,
+	// then more events than are kept.
+	updates := keys.New(e.prefix, "shop").TaskUpdatesPrefix("work") + id
+	partials := func(n, size int) {
+		t.Helper()
+		pipe := e.client.Pipeline()
+		for range n {
+			pipe.XAdd(ctx, &redis.XAddArgs{Stream: updates, Values: []any{"k", "partial", "d", `"` + strings.Repeat("x", size) + `"`, "a", "1"}})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sctx, leave := context.WithCancel(ctx)
+	defer leave()
+	req, _ := http.NewRequestWithContext(sctx, "GET", url, nil)
+	slow, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Body.Close()
+	fast := follow(ctx, e.srv.Client(), url)
+	want := 0
+	received := func() bool { return len(fast.got()) == want }
+	partials(20, 1<<20)
+	want += 20
+	redistest.Eventually(t, 20*time.Second, "the big events at the follower that reads", received)
+	for range 6 {
+		partials(200, 10)
+		want += 200
+		redistest.Eventually(t, 20*time.Second, fmt.Sprintf("%d events at the follower that reads", want), received)
+	}
+	e.do(t, "POST", "/v1/tasks/"+id+"/cancel", "").want(t, 200, "")
+	select {
+	case <-fast.ended:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the follower that reads did not get to the end: %d events", len(fast.got()))
+	}
+	got := fast.got()
+	if len(got) != want+1 || !strings.Contains(got[want], "event: done") || !strings.Contains(got[want], `"state":"cancelled"`) {
+		t.Fatalf("the follower that reads got %d events, the last %.200q", len(got), got[len(got)-1])
+	}
+	// The slow one reads at last: what its connection held, then the error.
+	b, err := io.ReadAll(slow.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(b), "\n\n") || !strings.Contains(string(b[max(0, len(b)-500):]), `event: error`) ||
+		!strings.Contains(string(b[max(0, len(b)-500):]), `"code":"follower_behind"`) || strings.Contains(string(b), "event: done") {
+		t.Fatalf("the slow follower read %d bytes ending %q", len(b), b[max(0, len(b)-300):])
+	}
 }
