@@ -194,6 +194,17 @@ func TestDashboard(t *testing.T) {
 	if n := counts(); n[task.Dead] != 1 || n[task.Succeeded] != 3 || n[task.Scheduled] != 1 {
 		t.Errorf("counts %v", n)
 	}
+	// A task's detail: listings carry no payload; a click on the task's ID
+	// loads it, with the whole error, and a second click closes it.
+	opener := fmt.Sprintf(`#task-list a[data-open="%s"]`, dead)
+	detail := fmt.Sprintf(`#task-list tr[data-detail="%s"]`, dead)
+	waitTrue(t, b, "the dead task listed", `!!document.querySelector('`+opener+`')`)
+	run(t, b, "open the dead task", chromedp.Click(chromedp.CSS(opener)))
+	waitTrue(t, b, "its payload and error", `(() => { const p = document.querySelector('`+detail+` pre[data-field="payload"]'), e = document.querySelector('`+detail+` pre[data-field="error"]');
+		return !!p && p.innerText.includes('dee@example.com') && !!e && e.innerText.length > 0; })()`)
+	run(t, b, "close the dead task", chromedp.Click(chromedp.CSS(opener)))
+	waitTrue(t, b, "its detail closed", `!document.querySelector('`+detail+`')`)
+
 	s.broken.Store(false)
 	waitTrue(t, b, "an enabled Requeue button", `document.querySelector('`+requeueBtn+`') && !document.querySelector('`+requeueBtn+`').disabled`)
 	run(t, b, "click Requeue", chromedp.Click(chromedp.CSS(requeueBtn)))

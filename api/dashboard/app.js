@@ -25,6 +25,7 @@ const S = {
   filter: '',
   onlyBusy: false,
   listState: 'dead',
+  open: null,    // the task whose detail shows: {queue, id, info, error}
   picked: null,  // partition picked on the heat map
   busy: false,
   timer: null,
@@ -202,6 +203,9 @@ async function poll() {
       const q = S.route.name;
       const l = await api(`v1/queues/${enc(q)}/tasks?state=${S.listState}&limit=${LIST_LIMIT}`).catch(() => null);
       if (l) S.lists[q + '/' + S.listState] = l.tasks;
+      // The open task's detail again once its listed state moved on.
+      const o = S.open, row = o && o.info && o.queue === q && (l?.tasks || []).find((t) => t.id === o.id);
+      if (row && (row.state !== o.info.state || row.attempts !== o.info.attempts)) await loadOpen(o);
     }
     record();
     S.lastOK = Date.now();
@@ -851,8 +855,9 @@ function renderQueue(name) {
     tasks.map((t) => {
       const canRequeue = t.state === 'dead' || t.state === 'failed';
       const ended = ['succeeded', 'failed', 'dead', 'cancelled'].includes(t.state);
-      return `<tr data-task="${esc(t.id)}">
-        <td class="mono" title="${esc(t.id)}">${esc(trim(t.id, 28))}${t.key ? ` <span class="muted">key ${esc(t.key)}</span>` : ''}</td>
+      const open = S.open && S.open.queue === name && S.open.id === t.id;
+      return `<tr data-task="${esc(t.id)}"${open ? ' class="picked"' : ''}>
+        <td class="mono" title="${esc(t.id)}"><a href="#" class="task-open" data-open="${esc(t.id)}" aria-expanded="${open}">${esc(trim(t.id, 28))}</a>${t.key ? ` <span class="muted">key ${esc(t.key)}</span>` : ''}</td>
         <td><span class="badge ${STATE_CLASS[t.state] || ''}">${esc(t.state)}</span></td>
         <td class="r num">${fmt(t.attempts)}<span class="muted">/${fmt(t.max_retries + 1)}</span></td>
         <td class="err" title="${esc(t.error)}">${esc(trim(t.error, 60)) || '<span class="muted">–</span>'}</td>
@@ -862,7 +867,7 @@ function renderQueue(name) {
           ${canRequeue ? `<button class="btn" data-action="requeue" data-id="${esc(t.id)}"${dis}>Requeue</button>` : ''}
           ${!ended ? `<button class="btn danger" data-action="cancel" data-id="${esc(t.id)}"${dis}>Cancel</button>` : ''}
           ${ended ? `<button class="btn danger" data-action="delete" data-id="${esc(t.id)}"${dis}>Delete</button>` : ''}
-        </div></td></tr>`;
+        </div></td></tr>${open ? `<tr class="task-detail" data-detail="${esc(t.id)}"><td colspan="7">${taskDetail(S.open)}</td></tr>` : ''}`;
     }), `no ${S.listState} tasks`)));
 }
 
@@ -875,7 +880,60 @@ function levelsChart(name) {
   ], { levels: true });
 }
 
+// A listing carries no payload, result or whole error: a task's detail
+// (GET .../tasks/{id}) is fetched when its ID is clicked, once, and shown
+// under its row until clicked again.
+async function openTask(id) {
+  const queue = S.route.name;
+  if (S.open && S.open.queue === queue && S.open.id === id) {
+    S.open = null;
+    render();
+    return;
+  }
+  S.open = { queue, id, info: null, error: '' };
+  render();
+  await loadOpen(S.open);
+}
+
+async function loadOpen(o) {
+  try {
+    o.info = await api(`v1/queues/${enc(o.queue)}/tasks/${enc(o.id)}`);
+    o.error = '';
+  } catch (e) {
+    o.error = e.message;
+  }
+  if (S.open === o) render();
+}
+
+// taskDetail shows a task's payload, result, progress, whole error and
+// headers; values over DETAIL_MAX characters are cut.
+const DETAIL_MAX = 64 * 1024;
+function taskDetail(o) {
+  if (o.error) return `<div class="banner error">Cannot read task ${esc(o.id)}: ${esc(o.error)}</div>`;
+  if (!o.info) return '<div class="empty">loading…</div>';
+  const t = o.info;
+  const json = (v) => {
+    const s = JSON.stringify(v, null, 2);
+    return s.length > DETAIL_MAX ? s.slice(0, DETAIL_MAX) + `\n… (${fmt(s.length)} characters)` : s;
+  };
+  const rows = [
+    ['payload', t.payload !== undefined ? json(t.payload) : null],
+    ['result', t.result !== undefined ? json(t.result) : null],
+    ['progress', t.progress !== undefined ? json(t.progress) : null],
+    ['error', t.error || null],
+    ['headers', t.headers ? json(t.headers) : null],
+    ['worker', t.worker || null],
+    ['timeout', t.timeout], ['retention', t.retention],
+  ].filter(([, v]) => v !== null && v !== undefined);
+  return `<dl class="detail">${rows.map(([k, v]) => `<dt>${k}</dt><dd><pre data-field="${k}">${esc(v)}</pre></dd>`).join('')}</dl>`;
+}
+
 async function onTaskAction(e) {
+  const opener = e.target.closest('a[data-open]');
+  if (opener) {
+    e.preventDefault();
+    return openTask(opener.dataset.open);
+  }
   const bulk = e.target.closest('button[data-bulk]');
   if (bulk) return onBulkAction(bulk);
   const b = e.target.closest('button[data-action]');
