@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -187,14 +188,15 @@ func (fs *followers) end(f *follow) {
 
 // since returns the events of f from number next on, the channel closed at
 // the next change, and whether the log is complete; behind when the events
-// from next on are no longer kept.
+// from next on are no longer kept. The events are a copy of the log's
+// slice, which add changes in place (the frames themselves never change).
 func (fs *followers) since(f *follow, next int) (frames [][]byte, wake <-chan struct{}, ended, behind bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if next < f.base {
-		return nil, nil, true, true
+		return nil, nil, false, true
 	}
-	return f.frames[next-f.base:], f.wake, f.ended, false
+	return slices.Clone(f.frames[next-f.base:]), f.wake, f.ended, false
 }
 
 // taskEvents streams the task's updates as server-sent events: "progress"
