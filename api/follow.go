@@ -37,9 +37,9 @@ const followKeep = task.UpdatesCap + 1
 // The reader appends each event, encoded once, to the task's log and wakes
 // the followers; it never waits for one. A follower writes the log from the
 // start (a late one gets every event kept, in order), then each new event.
-// One that falls more than followKeep events behind, or whose connection
-// accepts nothing for followWriteTimeout, is disconnected with an error
-// event; a client reconnects to start over.
+// One that falls more than followKeep events behind is disconnected with
+// an error event, one whose connection accepts nothing for
+// followWriteTimeout without; a client reconnects to start over.
 //
 // The first follower of a task starts its reader; the last to leave stops
 // it and waits for it to return, so that no reader outlives its followers.
