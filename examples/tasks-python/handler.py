@@ -1,25 +1,32 @@
 """An example leat task handler: counts the words of a text.
 
+    pip install ./sdk/python            # the leat package, once
     leat worker --queue words --exec 'python3 handler.py'
     python3 handler.py --once '{"text": "to be or not to be"}'
 """
 
+import os
 import sys
 import time
 
-from leat_handler import Fail, load, main, task
+try:
+    import leat
+except ImportError:
+    # Not installed with pip: take the SDK of this repository (sdk/python).
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "sdk", "python", "src"))
+    import leat
 
 
-@load
+@leat.load
 def setup():
     # Runs once per process, before it says it is ready: load models here.
     return {"started": time.time()}
 
 
-@task
+@leat.task
 def count_words(payload, ctx):
-    if not isinstance(payload, dict) or "text" not in payload:
-        raise Fail("payload needs a text")
+    if not isinstance(payload, dict) or not isinstance(payload.get("text"), str):
+        raise leat.Fail("payload needs a text")
     words = payload["text"].split()
     counts = {}
     for i, w in enumerate(words):
@@ -29,9 +36,9 @@ def count_words(payload, ctx):
             ctx.partial({"word": w})
     if payload.get("sleep"):
         time.sleep(payload["sleep"])
-    print("counted %d words" % len(words), file=sys.stderr)
+    ctx.log("counted %d words" % len(words))  # a line of the task's log
     return {"words": len(words), "counts": counts}
 
 
 if __name__ == "__main__":
-    main()
+    leat.main()  # run(), or run_once with --once JSON

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,8 @@ import (
 func TestMain(m *testing.M) { redistest.Main(m) }
 
 // TestTwoWorkerProcesses runs 1,000 tasks over two worker processes of the standalone leat binary at concurrency 4, each
-// running handler.py in child processes: every task succeeds.
+// running handler.py in child processes: every task succeeds. The handlers
+// import the leat package from sdk/python/src, as PYTHONPATH names it.
 func TestTwoWorkerProcesses(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed (scripts/test installs it)")
@@ -51,11 +53,16 @@ func TestTwoWorkerProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	sdk, err := filepath.Abs("../../sdk/python/src")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var workers []*exec.Cmd
 	var outs []*bytes.Buffer
 	for i := range 2 {
 		cmd := exec.Command(bin, "--redis", redistest.URL(t), "--prefix", prefix, "--app", "words",
 			"worker", "--queue", "count", "--exec", "python3 handler.py", "--worker-id", "py"+string(rune('1'+i)))
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+sdk)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
