@@ -264,7 +264,11 @@ class Client:
         are enqueue's."""
         path = "/v1/queues/%s/runsync" % _q(queue)
         try:
-            out = self._call("POST", path, _body(payload, options), {"timeout": duration(timeout)}, timeout=self.timeout + _seconds(timeout))
+            wait = _seconds(timeout)
+        except ValueError:
+            wait = 0  # the server answers 400 bad_timeout at once
+        try:
+            out = self._call("POST", path, _body(payload, options), {"timeout": duration(timeout)}, timeout=self.timeout + wait)
         except APIError as e:
             if e.status == 504 and e.code == "timeout":
                 raise WaitTimeout(e.body.get("id"), e.message, e.body.get("task")) from None

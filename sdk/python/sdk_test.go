@@ -1,0 +1,329 @@
+package leatpython
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/stream"
+	"github.com/leatdev/leat/task"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// needPython skips a test without python3 (scripts/test installs it) and
+// returns its path.
+func needPython(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed (scripts/test installs it)")
+	}
+	return py
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	binErr    error
+)
+
+// leatBinary builds the standalone leat binary once for the tests of this
+// package.
+func leatBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "leat-sdk-"); binErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "leat"), "github.com/leatdev/leat/cmd/leat").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("build leat: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return filepath.Join(binDir, "leat")
+}
+
+// proc is a process started by a test, its output kept.
+type proc struct {
+	cmd *exec.Cmd
+	out *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer that a process writes and a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start starts a process that is killed when the test ends, unless stop
+// stopped it.
+func start(t *testing.T, env []string, name string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &proc{cmd: cmd, out: &syncBuffer{}}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return p
+}
+
+// stop interrupts the process and waits for it, reporting a failing exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("%s: %v\n%s", strings.Join(p.cmd.Args, " "), err, p.out)
+		}
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+		t.Errorf("%s did not stop within 30s of SIGINT\n%s", strings.Join(p.cmd.Args, " "), p.out)
+	}
+}
+
+var servingRE = regexp.MustCompile(`serving app "[^"]+" on (http://[0-9.]+:[0-9]+)`)
+
+// waitFor polls cond every 20ms until it returns a non-empty string or
+// the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() string) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if s := cond(); s != "" {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type event struct {
+	User string `json:"user"`
+	N    int    `json:"n"`
+}
+
+// TestPythonSuite runs the unittest suite of sdk/python/tests against app
+// "sdk": the queues and the stream test_client.py names, declared here,
+// "leat serve" on a free loopback port, and one "leat worker --exec" per
+// queue running tests/sdk_handlers.py. It fails when the suite fails, ran
+// no test, or skipped one.
+func TestPythonSuite(t *testing.T) {
+	py := needPython(t)
+	bin := leatBinary(t)
+	c, prefix := redistest.Client(t)
+	url := redistest.URL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	a, err := app.New(app.Config{Name: "sdk", Client: c, KeyPrefix: prefix, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	backoff := task.Backoff(50*time.Millisecond, 200*time.Millisecond)
+	queues := []struct {
+		name  string
+		opts  []task.Option
+		first string // a payload whose task records the queue in Redis
+	}{
+		{"plain", []task.Option{task.Concurrency(4), task.MaxRetries(2), backoff}, `{"op":"echo"}`},
+		{"gen", nil, `{"n":0}`},
+		{"async", nil, `{"xs":[]}`},
+		{"agen", nil, `{"xs":[]}`},
+	}
+	firsts := map[*task.Queue[json.RawMessage, json.RawMessage]]string{}
+	for _, q := range queues {
+		dq, err := task.Declare[json.RawMessage, json.RawMessage](a, q.name, q.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first enqueue records the queue's definition, which the
+		// workers and the API read.
+		if firsts[dq], err = dq.Enqueue(ctx, json.RawMessage(q.first)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := stream.Declare[event](a, "events", stream.KeyField("user"), stream.Partitions(4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, tests := filepath.Join(here, "src"), filepath.Join(here, "tests")
+	pyEnv := []string{"PYTHONPATH=" + src + string(os.PathListSeparator) + tests, "PYTHONDONTWRITEBYTECODE=1"}
+	global := []string{"--redis", url, "--prefix", prefix, "--app", "sdk"}
+
+	serve := start(t, nil, bin, append(global, "serve", "--addr", "127.0.0.1:0")...)
+	api := waitFor(t, 30*time.Second, "leat serve's address", func() string {
+		if m := servingRE.FindStringSubmatch(serve.out.String()); m != nil {
+			return m[1]
+		}
+		return ""
+	})
+	var workers []*proc
+	for _, q := range queues {
+		args := append(global, "worker", "--queue", q.name, "--exec", py+" -m sdk_handlers "+q.name, "--grace", "1s", "--worker-id", "py-"+q.name)
+		workers = append(workers, start(t, pyEnv, bin, args...))
+	}
+	// Every worker runs its handler: the first tasks succeed.
+	for q, id := range firsts {
+		in, err := q.Wait(ctx, id)
+		if err != nil || in.State != task.Succeeded {
+			t.Fatalf("queue %s's first task: %+v, %v", q.Name(), in, err)
+		}
+	}
+
+	suite := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-s", tests, "-v")
+	suite.Dir = here
+	suite.Env = append(os.Environ(), append(pyEnv, "LEAT_API_URL="+api, "LEAT_TEST_DIR="+t.TempDir())...)
+	out, err := suite.CombinedOutput()
+	t.Logf("python3 -m unittest discover -s tests -v:\n%s", out)
+	if err != nil {
+		t.Fatalf("the Python suite failed: %v", err)
+	}
+	ran := regexp.MustCompile(`(?m)^Ran (\d+) tests? in `).FindSubmatch(out)
+	if ran == nil {
+		t.Fatal("the Python suite printed no \"Ran N tests\" line")
+	}
+	if n, _ := strconv.Atoi(string(ran[1])); n == 0 {
+		t.Fatal("the Python suite ran no test")
+	}
+	if bytes.Contains(out, []byte("skipped=")) {
+		t.Fatal("the Python suite skipped tests: they must all run here")
+	}
+	for _, w := range workers {
+		w.stop(t)
+	}
+	serve.stop(t)
+}
+
+// TestPipInstallOffline installs the package with pip into a fresh virtual
+// environment with no package index (PIP_NO_INDEX), imports it from there,
+// and runs examples/tasks-python/handler.py with that environment's
+// python under "leat worker --test-input".
+func TestPipInstallOffline(t *testing.T) {
+	py := needPython(t)
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	venv := filepath.Join(dir, "venv")
+	if out, err := exec.Command(py, "-m", "venv", venv).CombinedOutput(); err != nil {
+		if bytes.Contains(out, []byte("ensurepip")) && os.Getenv("CI") != "true" {
+			t.Skipf("python3 -m venv cannot install pip here (Debian: apt-get install python3-venv):\n%s", out)
+		}
+		t.Fatalf("python3 -m venv: %v\n%s", err, out)
+	}
+	vpy := filepath.Join(venv, "bin", "python")
+	// No index and no other source of packages: what pip needs must come
+	// from the package's directory.
+	env := append(os.Environ(), "PIP_NO_INDEX=1", "PIP_FIND_LINKS=", "PIP_DISABLE_PIP_VERSION_CHECK=1",
+		"PIP_CONFIG_FILE="+os.DevNull, "PYTHONPATH=", "PYTHONDONTWRITEBYTECODE=1")
+	pip := exec.Command(vpy, "-m", "pip", "install", here)
+	pip.Env, pip.Dir = env, dir
+	if out, err := pip.CombinedOutput(); err != nil {
+		t.Fatalf("pip install %s: %v\n%s", here, err, out)
+	}
+
+	check := exec.Command(vpy, "-c", "import json, leat; print(json.dumps({'file': leat.__file__, 'version': leat.__version__, 'client': callable(leat.Client)}))")
+	check.Env, check.Dir = env, dir
+	out, err := check.Output()
+	if err != nil {
+		t.Fatalf("import leat: %v", err)
+	}
+	var got struct {
+		File    string
+		Version string
+		Client  bool
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	version, err := os.ReadFile(filepath.Join(here, "src", "leat", "_version.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got.File, venv+string(filepath.Separator)) || !got.Client ||
+		!bytes.Contains(version, []byte(`__version__ = "`+got.Version+`"`)) {
+		t.Fatalf("import leat in the virtual environment: %+v (want a file under %s and the version of _version.py)", got, venv)
+	}
+
+	// The example handler, with leat from the virtual environment.
+	handler, err := filepath.Abs("../../examples/tasks-python/handler.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := exec.Command(leatBinary(t), "--redis", "redis://127.0.0.1:1", "worker", "--exec", vpy+" "+handler,
+		"--test-input", `{"text": "to be or not", "report": true}`)
+	run.Env, run.Dir = env, dir
+	var stderr bytes.Buffer
+	run.Stderr = &stderr
+	out, err = run.Output()
+	if err != nil {
+		t.Fatalf("leat worker --test-input: %v\n%s%s", err, out, stderr.String())
+	}
+	lines := bufio.NewScanner(bytes.NewReader(out))
+	var last string
+	partials := 0
+	for lines.Scan() {
+		last = lines.Text()
+		if strings.HasPrefix(last, "partial ") {
+			partials++
+		}
+	}
+	if partials != 4 || last != `result {"words":4,"counts":{"to":1,"be":1,"or":1,"not":1}}` {
+		t.Fatalf("leat worker --test-input printed:\n%s", out)
+	}
+}

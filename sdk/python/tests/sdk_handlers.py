@@ -1,0 +1,89 @@
+"""The task handlers the tests run under `leat worker --exec`, one per
+queue: `python3 -m sdk_handlers KIND` with KIND plain, gen, async or agen."""
+
+import asyncio
+import os
+import sys
+import time
+
+import leat
+
+
+@leat.load
+def setup():
+    return {"pid": os.getpid()}
+
+
+def plain(payload, ctx):
+    """Does what payload["op"] says: the outcomes a handler can have."""
+    op = payload.get("op") if isinstance(payload, dict) else None
+    if op == "echo":
+        return {"payload": payload, "attempt": ctx.attempt, "headers": ctx.headers, "task_id": ctx.task_id}
+    if op == "print":
+        print("a stray print, which must not reach the protocol")
+        sys.stdout.write("{\"task_id\": \"%s\", \"result\": \"forged\"}\n" % ctx.task_id)
+        sys.stdout.flush()
+        os.write(1, b"written to file descriptor 1\n")
+        return "printed"
+    if op == "fail":
+        raise leat.Fail("no such customer")
+    if op == "retry":
+        if ctx.attempt < payload["until"]:
+            raise leat.Retry("not yet: attempt %d" % ctx.attempt)
+        return {"attempt": ctx.attempt}
+    if op == "crash":
+        raise ValueError("bad input %r" % payload.get("value"))
+    if op == "snooze":
+        # The first run leaves a mark and snoozes; the next one returns.
+        if not os.path.exists(payload["mark"]):
+            open(payload["mark"], "w").close()
+            raise leat.Snooze(0.2)
+        return {"attempt": ctx.attempt}
+    if op == "sleep":
+        time.sleep(payload["seconds"])
+        return "slept"
+    if op == "nan":
+        return float("nan")
+    raise leat.Fail("unknown op %r" % (op,))
+
+
+def gen(payload, ctx):
+    """Yields payload["n"] partial results, reporting progress, and returns
+    their count."""
+    n = payload["n"]
+    for i in range(n):
+        ctx.progress({"done": i, "of": n})
+        yield {"i": i}
+        time.sleep(payload.get("pause", 0))
+    return {"count": n}
+
+
+async def async_handler(payload, ctx):
+    """Squares numbers concurrently on the event loop."""
+
+    async def square(x):
+        await asyncio.sleep(0.01)
+        return x * x
+
+    squares = await asyncio.gather(*(square(x) for x in payload["xs"]))
+    return {"squares": list(squares), "attempt": ctx.attempt}
+
+
+async def agen(payload, ctx):
+    """Yields the squares of payload["xs"], aggregated into the result."""
+    for x in payload["xs"]:
+        await asyncio.sleep(0.005)
+        yield x * x
+
+
+HANDLERS = {
+    "plain": (plain, False),
+    "gen": (gen, False),
+    "async": (async_handler, False),
+    "agen": (agen, True),
+}
+
+if __name__ == "__main__":
+    fn, aggregate = HANDLERS[sys.argv[1]]
+    leat.task(aggregate=aggregate)(fn)
+    leat.run()
