@@ -184,8 +184,8 @@
 // # Subprocess handlers
 //
 // An [Exec] runs tasks in supervised child processes written in any
-// language ("leat worker --queue Q --exec CMD"; examples/tasks-python has a
-// Python helper module). The protocol is JSON lines on the child's stdin
+// language ("leat worker --queue Q --exec CMD"; sdk/python is a Python
+// package for them). The protocol is JSON lines on the child's stdin
 // and stdout:
 //
 //	child:  {"status":"ready"}                                once started (after loading models...)

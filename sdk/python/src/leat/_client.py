@@ -112,6 +112,10 @@ def _body(payload, options):
     return body
 
 
+# The timeout of a request that names none: the Client's.
+_DEFAULT = object()
+
+
 def _q(s):
     return urllib.parse.quote(s, safe="")
 
@@ -124,8 +128,10 @@ class Client:
         receipt = client.wait(id, timeout=60)
 
     url is the API's base URL; token, when the server requires one, is sent
-    as "Authorization: Bearer TOKEN"; timeout (seconds) bounds each
-    request, besides the waits that say otherwise. Error answers raise
+    as "Authorization: Bearer TOKEN"; timeout (seconds, None for no
+    bound) bounds each request, besides the waits that say otherwise;
+    max_body is the server's limit on a request's body (leat serve
+    --max-body), which send_many keeps its requests under. Error answers raise
     APIError (NotFound, Conflict...) with the API's code and HTTP status;
     a server that cannot be reached raises urllib's URLError (an OSError).
     A Client holds no connection between calls and may be shared by
@@ -142,7 +148,7 @@ class Client:
 
     # Transport.
 
-    def _open(self, method, path, body=None, query=None, timeout=None, accept="application/json"):
+    def _open(self, method, path, body=None, query=None, timeout=_DEFAULT, accept="application/json"):
         url = self.url + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -156,7 +162,7 @@ class Client:
             headers["Authorization"] = "Bearer " + self.token
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
-            return urllib.request.urlopen(req, timeout=self.timeout if timeout is None else timeout)
+            return urllib.request.urlopen(req, timeout=self.timeout if timeout is _DEFAULT else timeout)
         except urllib.error.HTTPError as e:
             with e:
                 raw = e.read()
@@ -166,7 +172,7 @@ class Client:
                 decoded = None
             raise _api_error(e.code, decoded) from None
 
-    def _call(self, method, path, body=None, query=None, timeout=None):
+    def _call(self, method, path, body=None, query=None, timeout=_DEFAULT):
         with self._open(method, path, body, query, timeout) as resp:
             raw = resp.read()
         return json.loads(raw) if raw.strip() else None
@@ -240,8 +246,8 @@ class Client:
         status, and the iteration ends.
 
         timeout bounds, in seconds, the wait for each event (None: no
-        bound; socket.timeout, a TimeoutError, when it passes). A failure
-        of the server while following raises APIError ("follow_failed")."""
+        bound; socket.timeout is raised when it passes). A failure of the
+        server while following raises APIError ("follow_failed")."""
         resp = self._open("GET", self._task_path(task_id, queue, "/events"), timeout=timeout, accept="text/event-stream")
         with resp:
             for event, data in _sse(resp):
@@ -268,7 +274,7 @@ class Client:
         except ValueError:
             wait = 0  # the server answers 400 bad_timeout at once
         try:
-            out = self._call("POST", path, _body(payload, options), {"timeout": duration(timeout)}, timeout=self.timeout + wait)
+            out = self._call("POST", path, _body(payload, options), {"timeout": duration(timeout)}, timeout=None if self.timeout is None else self.timeout + wait)
         except APIError as e:
             if e.status == 504 and e.code == "timeout":
                 raise WaitTimeout(e.body.get("id"), e.message, e.body.get("task")) from None
