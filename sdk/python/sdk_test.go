@@ -178,10 +178,14 @@ func TestPythonSuite(t *testing.T) {
 		{"agen", nil, `{"xs":[]}`},
 	}
 	firsts := map[*task.Queue[json.RawMessage, json.RawMessage]]string{}
+	var plain *task.Queue[json.RawMessage, json.RawMessage]
 	for _, q := range queues {
 		dq, err := task.Declare[json.RawMessage, json.RawMessage](a, q.name, q.opts...)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if q.name == "plain" {
+			plain = dq
 		}
 		// The first enqueue records the queue's definition, which the
 		// workers and the API read.
@@ -226,7 +230,8 @@ func TestPythonSuite(t *testing.T) {
 
 	suite := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-s", tests, "-v")
 	suite.Dir = here
-	suite.Env = append(os.Environ(), append(pyEnv, "LEAT_API_URL="+api, "LEAT_TEST_DIR="+t.TempDir())...)
+	marks := t.TempDir()
+	suite.Env = append(os.Environ(), append(pyEnv, "LEAT_API_URL="+api, "LEAT_TEST_DIR="+marks)...)
 	out, err := suite.CombinedOutput()
 	t.Logf("python3 -m unittest discover -s tests -v:\n%s", out)
 	if err != nil {
@@ -242,6 +247,28 @@ func TestPythonSuite(t *testing.T) {
 	if bytes.Contains(out, []byte("skipped=")) {
 		t.Fatal("the Python suite skipped tests: they must all run here")
 	}
+
+	// What a handler printed, wrote to file descriptor 1 and logged with
+	// ctx.log is in its task's log.
+	id, err := os.ReadFile(filepath.Join(marks, "printed-task"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := plain.Logs(ctx, string(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range logs {
+		lines = append(lines, l.Line)
+	}
+	all := strings.Join(lines, "\n")
+	for _, want := range []string{"a line of the log of " + string(id), "a stray print, which must not reach the protocol", "written to file descriptor 1"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the log of task %s has no line %q:\n%s", id, want, all)
+		}
+	}
+
 	for _, w := range workers {
 		w.stop(t)
 	}

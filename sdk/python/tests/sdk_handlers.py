@@ -19,7 +19,10 @@ def plain(payload, ctx):
     op = payload.get("op") if isinstance(payload, dict) else None
     if op == "echo":
         return {"payload": payload, "attempt": ctx.attempt, "headers": ctx.headers, "task_id": ctx.task_id}
+    if op == "stdin":
+        return {"read": sys.stdin.read(), "fd0": os.read(0, 100).decode()}
     if op == "print":
+        ctx.log("a line of the log of", ctx.task_id)
         print("a stray print, which must not reach the protocol")
         sys.stdout.write("{\"task_id\": \"%s\", \"result\": \"forged\"}\n" % ctx.task_id)
         sys.stdout.flush()
@@ -55,6 +58,14 @@ def gen(payload, ctx):
         ctx.progress({"done": i, "of": n})
         yield {"i": i}
         time.sleep(payload.get("pause", 0))
+        if i == 0 and payload.get("gate"):
+            # The follower opens the gate once it got the first partial
+            # result: partial results reach it while the task runs.
+            deadline = time.monotonic() + 30
+            while not os.path.exists(payload["gate"]):
+                if time.monotonic() > deadline:
+                    raise leat.Fail("the gate did not open: no follower saw the first partial result")
+                time.sleep(0.01)
     return {"count": n}
 
 

@@ -90,6 +90,19 @@ class ClientTest(unittest.TestCase):
         # Following an ended task replays its updates.
         self.assertEqual([u.data for u in self.client.follow(task_id, queue="gen") if u.kind == "partial"], partials)
 
+    def test_follow_sees_partial_results_while_the_task_runs(self):
+        gate = self.mark()
+        task_id = self.client.enqueue("gen", {"n": 3, "gate": gate})
+        seen = []
+        for u in self.client.follow(task_id, timeout=60):
+            seen.append((u.kind, u.data))
+            if u.kind == "partial" and u.data == {"i": 0}:
+                self.assertEqual(self.client.get(task_id)["state"], "active")
+                open(gate, "w").close()
+        self.assertEqual([d for k, d in seen if k == "partial"], [{"i": 0}, {"i": 1}, {"i": 2}])
+        self.assertEqual(seen[-1][0], "done")
+        self.assertEqual(self.client.get(task_id)["result"], {"count": 3})
+
     def test_async_handlers(self):
         self.assertEqual(self.client.wait(self.client.enqueue("async", {"xs": [1, 2, 3]}), timeout=60), {"squares": [1, 4, 9], "attempt": 1})
         task_id = self.client.enqueue("agen", {"xs": [2, 3, 4]})
@@ -129,8 +142,12 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(c.wait(snoozed, timeout=60), {"attempt": 1})
         self.assertEqual(c.get(snoozed)["state"], "succeeded")
 
+        # What the handler printed and logged is in the task's log, which
+        # sdk_test.go reads once the suite passed.
         printed = c.enqueue("plain", {"op": "print"})
         self.assertEqual(c.wait(printed, timeout=60), "printed")
+        with open(os.path.join(os.environ["LEAT_TEST_DIR"], "printed-task"), "w") as f:
+            f.write(printed)
 
     def test_errors_carry_codes(self):
         c = self.client
@@ -180,14 +197,14 @@ class ClientTest(unittest.TestCase):
 
     def test_send_to_stream(self):
         c = self.client
-        before = c._call("GET", "/v1/streams/events")["length"]
+        before = c.stream("events")["length"]
         one = c.send("events", {"user": "ada", "n": 0})
         self.assertRegex(one, r"^\d+-\d+$")
         small = leat.Client(URL, max_body=4096)  # many requests
         records = [{"user": "u%d" % (i % 7), "n": i} for i in range(2500)]
         ids = small.send_many("events", records)
         self.assertEqual(len(ids), 2500)
-        self.assertEqual(c._call("GET", "/v1/streams/events")["length"], before + 2501)
+        self.assertEqual(c.stream("events")["length"], before + 2501)
         with self.assertRaises(leat.BadRequest) as cm:
             c.send("events", {"n": 1})  # no key field
         self.assertEqual(cm.exception.code, "bad_record")

@@ -141,6 +141,8 @@ class ProtocolTest(unittest.TestCase):
                 json.dumps({"task_id": "f", "payload": {"op": "snooze", "mark": os.devnull}, "attempt": 1}),
                 json.dumps({"task_id": "g", "payload": {"op": "print"}, "attempt": 1}),
                 json.dumps({"task_id": "h", "payload": {"op": "nan"}, "attempt": 1}),
+                json.dumps({"task_id": "i", "payload": {"op": "stdin"}, "attempt": 1}),
+                json.dumps({"task_id": "j", "payload": {"op": "echo"}, "attempt": 1}),
             ],
         )
         self.assertEqual(
@@ -155,6 +157,8 @@ class ProtocolTest(unittest.TestCase):
                 {"task_id": "f", "result": {"attempt": 1}},
                 {"task_id": "g", "result": "printed"},
                 {"task_id": "h", "error": "the result is not JSON: Out of range float values are not JSON compliant", "retry": False},
+                {"task_id": "i", "result": {"read": "", "fd0": ""}},
+                {"task_id": "j", "result": {"payload": {"op": "echo"}, "attempt": 1, "headers": {}, "task_id": "j"}},
             ],
         )
         self.assertIn("ignoring a request line that is not JSON", err)
@@ -163,6 +167,7 @@ class ProtocolTest(unittest.TestCase):
         self.assertIn("a stray print, which must not reach the protocol", err)
         self.assertIn('"result": "forged"', err)
         self.assertIn("written to file descriptor 1", err)
+        self.assertIn("a line of the log of g", err)
 
     def test_generator_lines_in_order(self):
         out, _ = self.exchange("gen", [json.dumps({"task_id": "a", "payload": {"n": 2}})])

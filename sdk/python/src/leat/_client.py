@@ -333,6 +333,11 @@ class Client:
         # is itself an array stays one record.
         return self._call("POST", path, _Raw("[" + ",".join(encoded) + "]"))["ids"]
 
+    def stream(self, stream):
+        """What the API reports of a stream (leat inspect stream): its
+        length, partitions, processors and their lag, warnings."""
+        return self._call("GET", "/v1/streams/%s" % _q(stream))
+
     # The server.
 
     def info(self):

@@ -241,11 +241,13 @@ def run():
     """Serves tasks on stdin and stdout until stdin closes: the process
     `leat worker --queue Q --exec CMD` starts.
 
-    Stdout belongs to the protocol. run() keeps a private copy of it and
-    points file descriptor 1 and sys.stdout at stderr, so that print(),
-    and anything else the process writes to stdout (a library, a child
-    process), lands in the task's log rather than corrupting the protocol.
-    Then it runs the @load function, says ready and answers each task.
+    Stdin and stdout belong to the protocol. run() keeps private copies of
+    them, points file descriptor 1 and sys.stdout at stderr, so that
+    print(), and anything else the process writes to stdout (a library, a
+    child process), lands in the task's log rather than corrupting the
+    protocol, and file descriptor 0 and sys.stdin at /dev/null, so that
+    nothing reads the requests but run(). Then it runs the @load
+    function, says ready and answers each task.
     An exception of @load ends the process with status 1 (the worker
     starts another one, with backoff)."""
     runner = _Runner()
@@ -253,6 +255,11 @@ def run():
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    requests = os.fdopen(os.dup(0), "rb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(os.devnull, encoding="utf-8")
     lock = threading.Lock()
 
     def send(line):
@@ -267,7 +274,7 @@ def run():
             traceback.print_exc(file=sys.stderr)
             sys.exit(1)
         send(_encode({"status": "ready"}))
-        for req in _requests(sys.stdin.buffer):
+        for req in _requests(requests):
             send(runner.handle(req, send))
     except KeyboardInterrupt:
         pass
