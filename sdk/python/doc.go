@@ -4,4 +4,6 @@
 // redis-server, and installs the package with pip, offline, in a fresh
 // virtual environment. It is a Go module of its own, in the repository's
 // workspace (go.work), so that "go test" runs these tests with the others.
+// LEAT_TEST_PYTHON names the Python interpreter to test with (default
+// python3).
 package leatpython

@@ -28,12 +28,17 @@ import (
 func TestMain(m *testing.M) { redistest.Main(m) }
 
 // needPython skips a test without python3 (scripts/test installs it) and
-// returns its path.
+// returns its path; LEAT_TEST_PYTHON names another interpreter (python3.9,
+// the oldest the package supports, say).
 func needPython(t *testing.T) string {
 	t.Helper()
-	py, err := exec.LookPath("python3")
+	name := "python3"
+	if v := os.Getenv("LEAT_TEST_PYTHON"); v != "" {
+		name = v
+	}
+	py, err := exec.LookPath(name)
 	if err != nil {
-		t.Skip("python3 is not installed (scripts/test installs it)")
+		t.Skipf("%s is not installed (scripts/test installs python3)", name)
 	}
 	return py
 }
@@ -102,6 +107,9 @@ func start(t *testing.T, env []string, name string, args ...string) *proc {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("%s:\n%s", strings.Join(cmd.Args, " "), p.out)
 		}
 	})
 	return p
@@ -233,7 +241,7 @@ func TestPythonSuite(t *testing.T) {
 	marks := t.TempDir()
 	suite.Env = append(os.Environ(), append(pyEnv, "LEAT_API_URL="+api, "LEAT_TEST_DIR="+marks)...)
 	out, err := suite.CombinedOutput()
-	t.Logf("python3 -m unittest discover -s tests -v:\n%s", out)
+	t.Logf("%s -m unittest discover -s tests -v:\n%s", filepath.Base(py), out)
 	if err != nil {
 		t.Fatalf("the Python suite failed: %v", err)
 	}
