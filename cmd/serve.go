@@ -21,6 +21,7 @@ const (
 	flagMaxBody  = "max-body"
 	flagMaxConns = "max-conns"
 	flagHosts    = "allowed-host"
+	flagFollow   = "max-followers"
 )
 
 // serveShutdown bounds the wait for requests in flight when serve stops;
@@ -47,6 +48,8 @@ func serveCommand(setup Setup) *cli.Command {
 			&cli.Int64Flag{Name: flagMaxBody, Value: api.DefaultMaxBody, Usage: "largest request body in `BYTES` (413 beyond)"},
 			&cli.IntFlag{Name: flagMaxConns, EnvVars: []string{"LEAT_SERVE_MAX_CONNS"}, Value: defaultLimits.maxConns,
 				Usage: "serve at most `N` connections at once; more wait to be accepted"},
+			&cli.IntFlag{Name: flagFollow, EnvVars: []string{"LEAT_SERVE_MAX_FOLLOWERS"}, Value: api.DefaultMaxFollowers,
+				Usage: "follow at most `N` task event streams at once, over all tasks (503 beyond)"},
 			&cli.StringSliceFlag{Name: flagHosts, EnvVars: []string{"LEAT_SERVE_ALLOWED_HOSTS"},
 				Usage: "also answer requests for host `NAME` (repeatable; the name a proxy serves the API under); " +
 					"with a token, answer only loopback names and these"},
@@ -69,6 +72,9 @@ func serveCommand(setup Setup) *cli.Command {
 			if limits.maxConns = c.Int(flagMaxConns); limits.maxConns <= 0 {
 				return usageErrorf("--%s %d must be positive", flagMaxConns, limits.maxConns)
 			}
+			if c.Int(flagFollow) <= 0 {
+				return usageErrorf("--%s %d must be positive", flagFollow, c.Int(flagFollow))
+			}
 			hosts, err := allowedHosts(c.StringSlice(flagHosts))
 			if err != nil {
 				return err
@@ -83,7 +89,7 @@ func serveCommand(setup Setup) *cli.Command {
 				return err
 			}
 			h := api.NewHandler(a, api.Options{Token: token, AllowedHosts: hosts, ReadOnly: c.Bool(flagReadOnly),
-				MaxBody: c.Int64(flagMaxBody), Version: version()})
+				MaxBody: c.Int64(flagMaxBody), MaxFollowers: c.Int(flagFollow), Version: version()})
 			srv, ln := newServer(c.Context, h, ln, limits)
 			mode := ""
 			if c.Bool(flagReadOnly) {

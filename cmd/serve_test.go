@@ -34,6 +34,10 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 	if r.status != 2 || !strings.Contains(r.stderr, "--max-body") {
 		t.Errorf("bad max body: %+v", r)
 	}
+	r = run(t, nil, "", s.args("serve", "--max-followers", "0")...)
+	if r.status != 2 || !strings.Contains(r.stderr, "--max-followers") {
+		t.Errorf("bad max followers: %+v", r)
+	}
 	r = run(t, nil, "", s.args("serve", "--max-conns", "0")...)
 	if r.status != 2 || !strings.Contains(r.stderr, "--max-conns") {
 		t.Errorf("bad max conns: %+v", r)
@@ -63,7 +67,8 @@ func TestServe(t *testing.T) {
 	var stdout, stderr redistest.Log
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, nil, append([]string{"leat"}, s.args("serve", "--addr", "127.0.0.1:0", "--token", "tok", "--read-only", "--allowed-host", "leat.test")...),
+		done <- Run(ctx, nil, append([]string{"leat"}, s.args("serve", "--addr", "127.0.0.1:0", "--token", "tok", "--read-only", "--allowed-host", "leat.test",
+			"--max-followers", "1")...),
 			strings.NewReader(""), &stdout, &stderr)
 	}()
 	addrRE := regexp.MustCompile(`on (http://\S+) \(read-only\)`)
@@ -116,6 +121,37 @@ func TestServe(t *testing.T) {
 	if st, m := get("GET", "/v1/info", "tok"); st != 403 || m["code"] != "bad_host" {
 		t.Fatalf("other host: %d %v", st, m)
 	}
+	host = ""
+	// --max-followers 1: a second follower of a task waiting an hour is
+	// answered 503 while the first one listens.
+	r := run(t, nil, "", s.args("enqueue", "--delay", "1h", "greet", `{"name":"later"}`)...)
+	if r.status != 0 {
+		t.Fatalf("enqueue: %+v", r)
+	}
+	follow := func() *http.Response {
+		req, _ := http.NewRequest("GET", base+"/v1/tasks/"+strings.TrimSpace(r.stdout)+"/events", nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := follow()
+	if first.StatusCode != 200 {
+		t.Fatalf("first follower: %d", first.StatusCode)
+	}
+	second := follow()
+	if second.StatusCode != 503 {
+		second.Body.Close()
+		t.Fatalf("second follower beyond --max-followers 1: %d", second.StatusCode)
+	}
+	b, _ := io.ReadAll(second.Body)
+	second.Body.Close()
+	if !strings.Contains(string(b), "too_many_followers") {
+		t.Fatalf("second follower beyond --max-followers 1: %d %s", second.StatusCode, b)
+	}
+	first.Body.Close()
 	cancel()
 	select {
 	case st := <-done:
