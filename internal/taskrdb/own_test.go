@@ -1,7 +1,6 @@
 package taskrdb_test
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
@@ -27,12 +25,8 @@ func TestOwnCallsWalkPendingOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t) // commandstats of these calls alone
 	c := srv.Client(t)
-	ks := keys.New("own", "app")
-	f := &fixture{t: t, c: c, ks: ks, keys: taskrdb.Keys(ks, "q"), ctx: context.Background()}
-	stream := ks.TaskStream("q", 0)
-	if err := c.XGroupCreateMkStream(f.ctx, stream, taskrdb.Group, "0").Err(); err != nil {
-		t.Fatal(err)
-	}
+	f := fixtureOn(t, c, "own")
+	ks, stream := f.ks, f.ks.TaskStream("q", 0)
 	const running = 10_000
 	for b := range running / 1000 {
 		tasks := make([]taskrdb.NewTask, 1000)

@@ -25,6 +25,12 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Parallel()
 	c, prefix := redistest.Client(t)
+	return fixtureOn(t, c, prefix)
+}
+
+// fixtureOn returns a fixture of queue q of app "app" under prefix, its
+// first level's stream and group created.
+func fixtureOn(t *testing.T, c *redis.Client, prefix string) *fixture {
 	ks := keys.New(prefix, "app")
 	f := &fixture{t: t, c: c, ks: ks, keys: taskrdb.Keys(ks, "q"), enq: taskrdb.EnqueueTarget(ks, "q"), ctx: context.Background()}
 	if err := c.XGroupCreateMkStream(f.ctx, ks.TaskStream("q", 0), taskrdb.Group, "0").Err(); err != nil {
