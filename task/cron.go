@@ -138,7 +138,7 @@ func (q *core) fireCron(ctx context.Context, term int64, now time.Time) (time.Ti
 		}
 		for !c.next.After(now) && ctx.Err() == nil {
 			tick := c.next
-			opts := append([]EnqueueOption{ID("cron:" + c.name + ":" + strconv.FormatInt(tick.UnixMilli(), 10))}, c.opts...)
+			opts := append([]EnqueueOption{scheduleID(ReservedIDPrefix + c.name + ":" + strconv.FormatInt(tick.UnixMilli(), 10))}, c.opts...)
 			if _, err := q.enqueueRaw(ctx, [][]byte{c.payload}, opts); err != nil && !errors.Is(err, ErrDuplicate) {
 				q.log.Warn("cron enqueue failed", "schedule", c.name, "error", err)
 				break // try again at the next wake

@@ -103,7 +103,8 @@
 // sleeping until the next due time; an enqueue or retry that becomes the
 // earliest due wakes it at once, so tasks start within milliseconds of
 // their due time. Cron schedules ([Queue.Cron]) run on the leader too: each
-// tick is a task with the ID cron:NAME:TICK, and the last tick enqueued is
+// tick is a task with the ID cron:NAME:TICK (an ID no enqueue can give:
+// [ReservedIDPrefix]), and the last tick enqueued is
 // recorded with the leader term (the queue's lease's, numbered by the
 // app's term counter), so a failover neither skips nor doubles a tick.
 //

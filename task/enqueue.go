@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,19 +50,38 @@ type enqueueSettings struct {
 	hasKey     bool
 	webhook    string
 	headers    map[string]string // merged Headers options
+	scheduled  bool              // the ID is a schedule's tick (scheduleID)
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
 
+// ReservedIDPrefix starts the IDs of the ticks of cron schedules
+// (Queue.Cron). They are the scheduler's alone: the ID option refuses them,
+// so no client can enqueue a schedule's tick before the schedule does.
+const ReservedIDPrefix = "cron:"
+
 // ID gives the task an ID of the caller's choice (1 to 200 letters, digits,
-// '_', '.', ':', '-'), instead of a generated one. Enqueueing a second task
-// with an ID that exists returns ErrDuplicate. Not for EnqueueMany.
+// '_', '.', ':', '-', not starting with ReservedIDPrefix), instead of a
+// generated one. Enqueueing a second task with an ID that exists returns
+// ErrDuplicate. Not for EnqueueMany.
 func ID(id string) EnqueueOption {
 	return enqueueFunc(func(s *enqueueSettings) error {
 		if !idRE.MatchString(id) {
 			return fmt.Errorf("task ID %q is invalid: use 1 to 200 letters, digits, '_', '.', ':' or '-'", id)
 		}
+		if strings.HasPrefix(id, ReservedIDPrefix) {
+			return fmt.Errorf("task ID %q is reserved: IDs starting with %q are the cron scheduler's", id, ReservedIDPrefix)
+		}
 		s.id = id
+		return nil
+	})
+}
+
+// scheduleID gives a schedule's tick its ID, in the reserved namespace.
+// Unexported: only the scheduler (cron.go) makes ticks.
+func scheduleID(id string) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		s.id, s.scheduled = id, true
 		return nil
 	})
 }
@@ -299,6 +319,9 @@ func newToken() string {
 func (q *core) checkEnqueue(s *enqueueSettings, n int) error {
 	if s.id != "" && n != 1 {
 		return errors.New("the ID option names one task: not for many")
+	}
+	if strings.HasPrefix(s.id, ReservedIDPrefix) && !s.scheduled {
+		return fmt.Errorf("task ID %q is reserved for the cron scheduler", s.id)
 	}
 	if !s.runAt.IsZero() && s.delay > 0 {
 		return errors.New("At and Delay are exclusive")
