@@ -64,6 +64,10 @@ func TestCronNextRuns(t *testing.T) {
 			time.Date(2025, 11, 2, 5, 30, 0, 0, utc), time.Date(2025, 11, 3, 6, 30, 0, 0, utc)}},
 		{"times repeated by the autumn change", "CRON_TZ=America/New_York 0 */30 1 * * *", time.Date(2025, 11, 2, 0, 0, 0, 0, ny), []time.Time{
 			time.Date(2025, 11, 2, 5, 0, 0, 0, utc), time.Date(2025, 11, 2, 5, 30, 0, 0, utc), time.Date(2025, 11, 3, 6, 0, 0, 0, utc)}},
+		// 1 November 2026, the same change a year later (the task queues'
+		// cron schedules step through times with the same code).
+		{"a time repeated by the autumn change of 2026", "CRON_TZ=America/New_York 30 1 * * *", time.Date(2026, 11, 1, 0, 0, 0, 0, ny), []time.Time{
+			time.Date(2026, 11, 1, 5, 30, 0, 0, utc), time.Date(2026, 11, 2, 6, 30, 0, 0, utc)}},
 		// Hourly runs follow real hours: both 01:30s run.
 		{"hourly over the autumn change", "CRON_TZ=America/New_York 0 30 * * * *", time.Date(2025, 11, 2, 0, 45, 0, 0, ny), []time.Time{
 			time.Date(2025, 11, 2, 5, 30, 0, 0, utc), time.Date(2025, 11, 2, 6, 30, 0, 0, utc), time.Date(2025, 11, 2, 7, 30, 0, 0, utc)}},
@@ -104,6 +108,8 @@ func TestCronRefused(t *testing.T) {
 		"0 0 30 2 *":                     "matches no time",
 		"TZ=Europe/Paris 0 0 31 4 *":     "matches no time",
 		"0 0 31 * * * *":                 "expected 5 to 6 fields",
+		"@every 0s":                      "at least 1s",
+		"@every -1s":                     "at least 1s",
 	} {
 		err := a.Background("t", func(context.Context) error { return nil }, Schedule{Cron: spec})
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `background task "t": cron`) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leatdev/leat/internal/clock"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/schedule"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 	"github.com/robfig/cron/v3"
@@ -18,8 +19,6 @@ import (
 // maxCatchUp bounds how many missed ticks of one schedule a new leader
 // enqueues (the most recent ones).
 const maxCatchUp = 100
-
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 type cronEntry struct {
 	name    string
@@ -46,7 +45,7 @@ func (q *Queue[P, R]) Cron(name, spec string, p P, opts ...EnqueueOption) error 
 	if err := keys.CheckName("cron schedule", name); err != nil {
 		return err
 	}
-	s, err := cronParser.Parse(spec)
+	s, err := schedule.Parse(spec)
 	if err != nil {
 		return fmt.Errorf("cron schedule %q: %q: %w", name, spec, err)
 	}
@@ -86,10 +85,10 @@ func (q *core) loadCron(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("task queue %q: load cron ticks: %w", q.name, err)
 	}
 	for _, c := range q.cron {
-		c.next = c.sched.Next(now)
+		c.next = schedule.After(c.sched, now)
 		if v, ok := m[c.name]; ok {
 			if ms, err := strconv.ParseInt(strings.SplitN(v, ":", 2)[0], 10, 64); err == nil {
-				c.next = c.sched.Next(time.UnixMilli(ms))
+				c.next = schedule.After(c.sched, time.UnixMilli(ms))
 			}
 		}
 	}
@@ -130,11 +129,11 @@ func (q *core) fireCron(ctx context.Context, term int64, now time.Time) (time.Ti
 	var next time.Time
 	for _, c := range q.cron {
 		due := 0
-		for t := c.next; !t.After(now) && due <= maxCatchUp; t = c.sched.Next(t) {
+		for t := c.next; !t.After(now) && due <= maxCatchUp; t = schedule.After(c.sched, t) {
 			due++
 		}
 		for skip := due - maxCatchUp; skip > 0; skip-- {
-			c.next = c.sched.Next(c.next)
+			c.next = schedule.After(c.sched, c.next)
 		}
 		for !c.next.After(now) && ctx.Err() == nil {
 			tick := c.next
@@ -151,7 +150,7 @@ func (q *core) fireCron(ctx context.Context, term int64, now time.Time) (time.Ti
 			if r < 0 {
 				return next, fmt.Errorf("task queue %q: %w", q.name, errDeposed)
 			}
-			c.next = c.sched.Next(tick)
+			c.next = schedule.After(c.sched, tick)
 		}
 		if next.IsZero() || c.next.Before(next) {
 			next = c.next
