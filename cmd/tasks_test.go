@@ -194,8 +194,9 @@ func TestTasksCLI(t *testing.T) {
 	if r := run(t, nil, "", s.args("enqueue", "greet", "--file", lossy)...); r.status != 2 || r.stderr != "line 2: invalid UTF-8 at byte 10\n" {
 		t.Fatalf("a line that is not UTF-8: %+v", r)
 	}
-	wantFailure(t, run(t, nil, "", s.args("enqueue", "--max-retries", "-1", "greet", `{}`)...), 2, "max retries -1 is negative")
-	wantFailure(t, run(t, nil, "", s.args("enqueue", "--timeout", "0s", "greet", `{}`)...), 2, "timeout 0s must be positive")
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "--max-retries", "-1", "greet", `{}`)...), 2, "max retries -1 out of range")
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "--timeout", "0s", "greet", `{}`)...), 2, "timeout 0s out of range")
+	wantFailure(t, run(t, nil, "", s.args("enqueue", "--retention", "2558000h", "greet", `{}`)...), 2, "retention 2558000h0m0s out of range")
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "--unique", "0s", "greet", `{}`)...), 2, "unique TTL 0s must be positive")
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "nosuch", `{}`)...), 2, `unknown queue "nosuch" in the registry of app "shop" (its queues: greet;`)
 	wantFailure(t, run(t, nil, "", s.args("enqueue", "--priority", "urgent", "greet", `{}`)...), 2, "unknown priority")

@@ -108,33 +108,35 @@ func At(t time.Time) EnqueueOption {
 	})
 }
 
-// WithMaxRetries overrides the queue's MaxRetries for the task.
+// WithMaxRetries overrides the queue's MaxRetries for the task (0 to
+// 10,000).
 func WithMaxRetries(n int) EnqueueOption {
 	return enqueueFunc(func(s *enqueueSettings) error {
-		if n < 0 {
-			return fmt.Errorf("max retries %d is negative", n)
+		if err := checkMaxRetries(n); err != nil {
+			return err
 		}
 		s.maxRetries = &n
 		return nil
 	})
 }
 
-// WithTimeout overrides the queue's Timeout for the task.
+// WithTimeout overrides the queue's Timeout for the task (at most 7 days).
 func WithTimeout(d time.Duration) EnqueueOption {
 	return enqueueFunc(func(s *enqueueSettings) error {
-		if d <= 0 {
-			return fmt.Errorf("timeout %s must be positive", d)
+		if err := checkTimeout(d); err != nil {
+			return err
 		}
 		s.timeout = d
 		return nil
 	})
 }
 
-// WithRetention overrides the queue's Retention for the task.
+// WithRetention overrides the queue's Retention for the task (at most 365
+// days).
 func WithRetention(d time.Duration) EnqueueOption {
 	return enqueueFunc(func(s *enqueueSettings) error {
-		if d <= 0 {
-			return fmt.Errorf("retention %s must be positive", d)
+		if err := checkRetention(d); err != nil {
+			return err
 		}
 		s.retention = d
 		return nil

@@ -22,6 +22,38 @@ const (
 	DefaultGrace       = 10 * time.Second
 )
 
+// Bounds of a queue's and a task's settings: values past them are refused
+// (they are mistakes, and a retention of centuries keeps every task's hash
+// in Redis for good).
+const (
+	MaxTimeoutLimit   = 7 * 24 * time.Hour   // Timeout, WithTimeout
+	MaxRetriesLimit   = 10_000               // MaxRetries, WithMaxRetries
+	MaxRetentionLimit = 365 * 24 * time.Hour // Retention, WithRetention
+)
+
+// checkTimeout, checkMaxRetries and checkRetention check a setting against
+// its bounds.
+func checkTimeout(d time.Duration) error {
+	if d <= 0 || d > MaxTimeoutLimit {
+		return fmt.Errorf("timeout %s out of range: want more than 0 and at most %s", d, MaxTimeoutLimit)
+	}
+	return nil
+}
+
+func checkMaxRetries(n int) error {
+	if n < 0 || n > MaxRetriesLimit {
+		return fmt.Errorf("max retries %d out of range 0..%d", n, MaxRetriesLimit)
+	}
+	return nil
+}
+
+func checkRetention(d time.Duration) error {
+	if d <= 0 || d > MaxRetentionLimit {
+		return fmt.Errorf("retention %s out of range: want more than 0 and at most %s (365 days)", d, MaxRetentionLimit)
+	}
+	return nil
+}
+
 // An Option tweaks the declaration of a queue (Handle, Declare).
 type Option interface{ apply(*settings) error }
 
@@ -108,13 +140,13 @@ func Concurrency(n int) Option {
 	})
 }
 
-// Timeout sets how long one attempt of a task may run (default 30 minutes):
-// then its context is cancelled and the attempt counts as failed. A task's
-// own Timeout (an EnqueueOption) overrides it.
+// Timeout sets how long one attempt of a task may run (default 30 minutes,
+// at most 7 days): then its context is cancelled and the attempt counts as
+// failed. A task's own Timeout (an EnqueueOption) overrides it.
 func Timeout(d time.Duration) Option {
 	return optionFunc(func(s *settings) error {
-		if d <= 0 {
-			return fmt.Errorf("timeout %s must be positive", d)
+		if err := checkTimeout(d); err != nil {
+			return err
 		}
 		s.timeout = d
 		return nil
@@ -122,11 +154,11 @@ func Timeout(d time.Duration) Option {
 }
 
 // MaxRetries sets how many times a failed task is retried before it is dead
-// (default 10; 0 makes the first failure final).
+// (default 10, at most 10,000; 0 makes the first failure final).
 func MaxRetries(n int) Option {
 	return optionFunc(func(s *settings) error {
-		if n < 0 {
-			return fmt.Errorf("max retries %d is negative", n)
+		if err := checkMaxRetries(n); err != nil {
+			return err
 		}
 		s.maxRetries = n
 		return nil
@@ -146,11 +178,12 @@ func Backoff(minDelay, maxDelay time.Duration) Option {
 }
 
 // Retention sets how long a finished task (succeeded, failed, cancelled),
-// with its result or error, is kept for Info and Wait (default 24h).
+// with its result or error, is kept for Info and Wait (default 24h, at most
+// 365 days).
 func Retention(d time.Duration) Option {
 	return optionFunc(func(s *settings) error {
-		if d <= 0 {
-			return fmt.Errorf("retention %s must be positive", d)
+		if err := checkRetention(d); err != nil {
+			return err
 		}
 		s.retention = d
 		return nil
