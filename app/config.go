@@ -21,6 +21,10 @@ import (
 // neither a URL nor a client.
 const DefaultRedisURL = "redis://127.0.0.1:6379"
 
+// DefaultMaxTaskConcurrency is the highest concurrency of one task queue on
+// one worker by default (Config.MaxTaskConcurrency).
+const DefaultMaxTaskConcurrency = 1000
+
 // DefaultLeaderLease is the leader lease TTL by default.
 const DefaultLeaderLease = 10 * time.Second
 
@@ -110,6 +114,14 @@ type Config struct {
 	// outermost. None by default. Set in code only.
 	TaskMiddleware []middleware.TaskMiddleware
 
+	// MaxTaskConcurrency bounds how many tasks of one queue a worker of the
+	// app runs at once: a concurrency set live above it is refused by the
+	// app's SetConcurrency, and a worker that reads one above it (set by a
+	// program with a higher bound) runs this many and logs it once. Default
+	// DefaultMaxTaskConcurrency (1,000). Flag --max-concurrency, env
+	// LEAT_MAX_CONCURRENCY.
+	MaxTaskConcurrency int
+
 	// WorkerID names this worker in leadership, logs and inspect.
 	// Default: host name, process ID and a random suffix.
 	// Flag --worker-id, env LEAT_WORKER_ID.
@@ -169,6 +181,12 @@ func (c Config) validate() (Config, error) {
 	}
 	if _, err := c.Processing.WithDefaults(); err != nil {
 		errs = append(errs, fmt.Errorf("processing: %w", err))
+	}
+	switch {
+	case c.MaxTaskConcurrency == 0:
+		c.MaxTaskConcurrency = DefaultMaxTaskConcurrency
+	case c.MaxTaskConcurrency < 0:
+		errs = append(errs, fmt.Errorf("max task concurrency %d must be positive", c.MaxTaskConcurrency))
 	}
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()

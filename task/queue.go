@@ -1,6 +1,7 @@
 package task
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -330,12 +331,22 @@ func definitionOptions(b []byte) ([]Option, error) {
 // SetConcurrency sets how many tasks of the queue each worker runs at once,
 // for the workers running now and later, until set again or cleared
 // (ClearConcurrency); it overrides the Concurrency option. Workers apply it
-// within a second.
+// within a second. It refuses more than the app's MaxTaskConcurrency
+// (app.Config), and a worker whose own maximum is lower runs that many.
 func (q *core) SetConcurrency(ctx context.Context, n int) error {
 	if n < 1 {
 		return fmt.Errorf("concurrency %d must be at least 1", n)
 	}
+	if m := q.maxConcurrency(); n > m {
+		return fmt.Errorf("concurrency %d is above the maximum of %d per worker (app.Config.MaxTaskConcurrency, --max-concurrency)", n, m)
+	}
 	return q.rdb.HSet(ctx, q.ks.TaskConfig(q.name), taskrdb.ConcurrencyField, n).Err()
+}
+
+// maxConcurrency returns the most tasks of the queue a worker of this app
+// runs at once.
+func (q *core) maxConcurrency() int {
+	return cmp.Or(q.app.Config().MaxTaskConcurrency, app.DefaultMaxTaskConcurrency)
 }
 
 // ClearConcurrency removes the concurrency SetConcurrency set: each worker

@@ -100,6 +100,7 @@ type worker struct {
 
 	mu       sync.Mutex
 	limit    int                 // concurrency
+	capped   bool                // the limit read was above the maximum, and logged
 	active   map[string]*running // by task ID
 	reserved int                 // slots held by fetches under way
 	freed    chan struct{}       // signalled when a slot frees or the limit grows
@@ -139,7 +140,7 @@ func (s *workerService) Run(ctx context.Context) error {
 		return err
 	}
 	w := &worker{
-		s: s, q: q, done: make(chan ended, cmp.Or(q.set.outcomes, outcomeBuffer)), poll: pausePoll, limit: q.set.concurrency,
+		s: s, q: q, done: make(chan ended, cmp.Or(q.set.outcomes, outcomeBuffer)), poll: pausePoll, limit: min(q.set.concurrency, q.maxConcurrency()),
 		active: map[string]*running{}, freed: make(chan struct{}, 1), resumed: make(chan struct{}),
 		gate: make(chan struct{}), share: sh, quit: make(chan struct{}),
 	}
@@ -1064,7 +1065,18 @@ func (w *worker) readLimit(ctx context.Context) {
 	if fn := w.q.set.concFn; fn != nil {
 		v = w.modified(fn, v)
 	}
+	m := w.q.maxConcurrency()
 	w.mu.Lock()
+	switch {
+	case v > m && !w.capped:
+		w.q.log.Warn("task concurrency above this worker's maximum: capped", "concurrency", v, "max", m)
+		w.capped = true
+		v = m
+	case v > m:
+		v = m
+	default:
+		w.capped = false
+	}
 	grew := v > w.limit
 	if v != w.limit {
 		w.q.log.Info("task concurrency changed", "from", w.limit, "to", v)
