@@ -12,6 +12,7 @@ import (
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/netguard"
 	"github.com/leatdev/leat/middleware"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -122,6 +123,15 @@ type Config struct {
 	// LEAT_MAX_CONCURRENCY.
 	MaxTaskConcurrency int
 
+	// WebhookAllow lets task webhooks reach internal addresses, which are
+	// refused otherwise (loopback, private, link-local such as a cloud's
+	// metadata service, unspecified, multicast): each entry an IP address,
+	// a CIDR prefix or a host name. Enqueues check a URL whose host is an
+	// IP address; workers check every address they dial. Default none.
+	// Flag --webhook-allow (repeatable), env LEAT_WEBHOOK_ALLOW
+	// (comma-separated).
+	WebhookAllow []string
+
 	// WorkerID names this worker in leadership, logs and inspect.
 	// Default: host name, process ID and a random suffix.
 	// Flag --worker-id, env LEAT_WORKER_ID.
@@ -187,6 +197,9 @@ func (c Config) validate() (Config, error) {
 		c.MaxTaskConcurrency = DefaultMaxTaskConcurrency
 	case c.MaxTaskConcurrency < 0:
 		errs = append(errs, fmt.Errorf("max task concurrency %d must be positive", c.MaxTaskConcurrency))
+	}
+	if _, err := netguard.New(c.WebhookAllow); err != nil {
+		errs = append(errs, fmt.Errorf("webhook allowlist: %w", err))
 	}
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()

@@ -285,12 +285,12 @@ func aclTaskScenario(t *testing.T, s shop, prefix string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := start(t, nil, s.quiet("worker", "--worker-id", "wt", "--queue", "jobs", "--exec", "sh "+script, "--grace", "1s")...)
+	w := start(t, nil, s.quiet("--webhook-allow", "127.0.0.1", "worker", "--worker-id", "wt", "--queue", "jobs", "--exec", "sh "+script, "--grace", "1s")...)
 	if r := run(t, nil, "", s.args("tasks", "follow", first)...); r.status != 0 ||
 		!strings.Contains(r.stdout, "half") || !strings.Contains(r.stdout, "whole") {
 		t.Fatalf("follow: %+v", r)
 	}
-	r := run(t, nil, "", s.args("enqueue", "--webhook", srv.URL, "jobs", `{"n":2}`)...)
+	r := run(t, nil, "", s.args("--webhook-allow", "127.0.0.1", "enqueue", "--webhook", srv.URL, "jobs", `{"n":2}`)...)
 	if r.status != 0 {
 		t.Fatalf("enqueue: %+v", r)
 	}

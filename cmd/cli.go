@@ -56,7 +56,7 @@ func New(setup Setup) *cli.App {
 	return &cli.App{
 		Name:  "leat",
 		Usage: "run workers of a leat app and send records to its partitioned streams in Redis",
-		Flags: withTLSFlags([]cli.Flag{
+		Flags: withTLSFlags(append([]cli.Flag{
 			&cli.StringFlag{
 				Name: flagRedis,
 				Usage: "Redis server: redis://[user:password@]host:port[/db], rediss:// for TLS, unix:///path; " +
@@ -92,7 +92,7 @@ func New(setup Setup) *cli.App {
 			},
 			helpFlag(),
 			&cli.BoolFlag{Name: flagVersion, Usage: "print the version and exit", DisableDefaultText: true},
-		}),
+		}, taskLimitFlags()...)),
 		Commands: []*cli.Command{
 			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), inspectCommand(setup), tableCommand(setup), benchCommand(),
 			enqueueCommand(setup), tasksCommand(setup), serveCommand(setup),
@@ -234,14 +234,15 @@ func config(c *cli.Context) (app.Config, error) {
 	if err := level.UnmarshalText([]byte(c.String(flagLogLevel))); err != nil {
 		return app.Config{}, usageErrorf("--log-level %q is invalid: use debug, info, warn or error", c.String(flagLogLevel))
 	}
-	return app.Config{
+	cfg := app.Config{
 		Name:      name,
 		RedisURL:  redisURL,
 		Cluster:   c.Bool(flagCluster),
 		TLS:       tlsCfg,
 		KeyPrefix: prefix,
 		Logger:    slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})),
-	}, nil
+	}
+	return cfg, taskLimits(c, &cfg)
 }
 
 // openApp builds the App from the global flags, with setup when the CLI is

@@ -1,11 +1,65 @@
 package cmd
 
 import (
+	"fmt"
 	"strings"
 
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/netguard"
 	"github.com/leatdev/leat/stream"
 	"github.com/urfave/cli/v2"
 )
+
+// Names of the global flags that bound task queues (app.Config
+// MaxTaskConcurrency and WebhookAllow).
+const (
+	flagMaxConcurrency = "max-concurrency"
+	flagWebhookAllow   = "webhook-allow"
+)
+
+// taskLimitFlags returns the global flags that bound task queues.
+func taskLimitFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{
+			Name: flagMaxConcurrency,
+			Usage: "most tasks of one queue a worker runs at once (`N`): a concurrency set live above it is " +
+				"refused, and a worker reading one caps it",
+			EnvVars:     []string{envName(flagMaxConcurrency)},
+			DefaultText: fmt.Sprint(app.DefaultMaxTaskConcurrency),
+		},
+		&cli.StringSliceFlag{
+			Name: flagWebhookAllow,
+			Usage: "let task webhooks reach this internal `TARGET` (an IP address, CIDR prefix or host name; " +
+				"repeatable; the environment variable takes a comma-separated list): loopback, private, " +
+				"link-local and other internal addresses are refused otherwise",
+			EnvVars: []string{envName(flagWebhookAllow)},
+		},
+	}
+}
+
+// taskLimits sets the fields of cfg that the task-limit flags map to.
+func taskLimits(c *cli.Context, cfg *app.Config) error {
+	if c.IsSet(flagMaxConcurrency) {
+		n := c.Int(flagMaxConcurrency)
+		if n < 1 {
+			return usageErrorf("--%s %d must be at least 1", flagMaxConcurrency, n)
+		}
+		cfg.MaxTaskConcurrency = n
+	}
+	var allow []string
+	for _, v := range c.StringSlice(flagWebhookAllow) {
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				allow = append(allow, e)
+			}
+		}
+	}
+	if _, err := netguard.New(allow); err != nil {
+		return usageErrorf("--%s: %w", flagWebhookAllow, err)
+	}
+	cfg.WebhookAllow = allow
+	return nil
+}
 
 // Names of the flags shared by send and sendmany (--header by enqueue too).
 const (

@@ -325,6 +325,11 @@ func (q *core) checkEnqueue(s *enqueueSettings, n int) error {
 	if strings.HasPrefix(s.id, ReservedIDPrefix) && !s.scheduled {
 		return fmt.Errorf("task ID %q is reserved for the cron scheduler", s.id)
 	}
+	if s.webhook != "" {
+		if err := q.checkWebhookTarget(s.webhook); err != nil {
+			return err
+		}
+	}
 	if !s.runAt.IsZero() && s.delay > 0 {
 		return errors.New("At and Delay are exclusive")
 	}

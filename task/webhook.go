@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/leatdev/leat/internal/netguard"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
@@ -81,10 +84,52 @@ func checkWebhook(rawURL string) error {
 	if err != nil {
 		return fmt.Errorf("webhook URL %q: %w", rawURL, err)
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return fmt.Errorf("webhook URL %q: want an http or https URL with a host", rawURL)
 	}
 	return nil
+}
+
+// webhookPolicy returns the internal addresses the app lets webhooks reach
+// (app.Config.WebhookAllow, checked by app.New).
+func (q *core) webhookPolicy() *netguard.Policy {
+	p, err := netguard.New(q.app.Config().WebhookAllow)
+	if err != nil {
+		return &netguard.Policy{}
+	}
+	return p
+}
+
+// checkWebhookTarget refuses a webhook URL whose host is an internal IP
+// address the app does not allow; a host name is checked when dialed.
+func (q *core) checkWebhookTarget(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("webhook URL %q: %w", rawURL, err)
+	}
+	if err := q.webhookPolicy().CheckHost(u.Hostname()); err != nil {
+		return fmt.Errorf("webhook URL %q: %w (allow it with app.Config.WebhookAllow, --webhook-allow)", rawURL, err)
+	}
+	return nil
+}
+
+// webhookClient returns the HTTP client of a worker's deliveries: it dials
+// only addresses policy allows, whatever a name resolves to, goes through
+// no proxy, and follows no redirect (a 3xx answer fails the delivery).
+func webhookClient(policy *netguard.Policy) *http.Client {
+	return &http.Client{
+		Timeout: webhookTimeout,
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           policy.DialContext(&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}),
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          16,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // WebhookRetry sets how webhook deliveries of the queue's tasks are
@@ -114,7 +159,8 @@ return {ids, next[2] or ''}
 // whose worker died while sending it is taken over when its lease ends.
 func (w *worker) deliver(ctx context.Context) {
 	q := w.q
-	client := &http.Client{Timeout: webhookTimeout}
+	client := webhookClient(q.webhookPolicy())
+	defer client.CloseIdleConnections()
 	sem := make(chan struct{}, webhookSenders)
 	var sending sync.WaitGroup
 	defer sending.Wait()
@@ -176,7 +222,7 @@ func (w *worker) send(ctx context.Context, client *http.Client, id string) {
 		pipe.HSet(ctx, h, "whs", WebhookDelivered, "wha", attempts, "whd", time.Now().UnixMilli())
 		pipe.HDel(ctx, h, "whe")
 		pipe.ZRem(ctx, set, id)
-	case attempts >= q.set.hookTries:
+	case postErr.final || attempts >= q.set.hookTries:
 		pipe.HSet(ctx, h, "whs", WebhookFailed, "wha", attempts, "whe", postErr.Error())
 		pipe.ZRem(ctx, set, id)
 		q.log.Warn("task webhook failed for good", "task", id, "attempts", attempts, "error", postErr)
@@ -190,22 +236,35 @@ func (w *worker) send(ctx context.Context, client *http.Client, id string) {
 	}
 }
 
-// post POSTs body to url; an answer other than 2xx is an error.
-func post(ctx context.Context, client *http.Client, url string, body []byte) error {
+// An attemptError is a delivery attempt that failed; final when trying
+// again would fail the same way.
+type attemptError struct {
+	err   error
+	final bool
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+
+// post POSTs body to url; an answer other than 2xx is an error. A target
+// the worker may not reach and a redirect (not followed) are final.
+func post(ctx context.Context, client *http.Client, url string, body []byte) *attemptError {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return &attemptError{err: err, final: true}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "leat-webhook")
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return &attemptError{err: err, final: errors.Is(err, netguard.ErrForbidden)}
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("POST %s: %s", url, resp.Status)
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode <= 399:
+		return &attemptError{err: fmt.Errorf("POST %s: %s: redirects are not followed (to %q)", url, resp.Status, resp.Header.Get("Location")), final: true}
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return &attemptError{err: fmt.Errorf("POST %s: %s", url, resp.Status)}
 	}
 	return nil
 }
