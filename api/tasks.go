@@ -57,6 +57,7 @@ type enqueueRequest struct {
 	Priority   string            `json:"priority"`
 	Key        *string           `json:"key"`
 	Webhook    string            `json:"webhook"`
+	HookSecret string            `json:"webhook_secret"`
 	Headers    map[string]string `json:"headers"`
 }
 
@@ -100,6 +101,9 @@ func (e *enqueueRequest) options() ([]task.EnqueueOption, error) {
 	}
 	if e.Webhook != "" {
 		opts = append(opts, task.Webhook(e.Webhook))
+	}
+	if e.HookSecret != "" {
+		opts = append(opts, task.WithWebhookSecret(e.HookSecret))
 	}
 	if len(e.Headers) > 0 {
 		opts = append(opts, task.Headers(e.Headers))

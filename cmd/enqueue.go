@@ -29,6 +29,7 @@ const (
 	flagPriority   = "priority"
 	flagTaskKey    = "key"
 	flagWebhook    = "webhook"
+	flagHookSecret = "webhook-secret"
 )
 
 // enqueueChunk is how many tasks one EnqueueMany call carries.
@@ -60,6 +61,11 @@ func enqueueCommand(setup Setup) *cli.Command {
 			&cli.StringFlag{Name: flagPriority, Usage: "priority `LEVEL` of the queue"},
 			&cli.StringFlag{Name: flagTaskKey, Usage: "task `KEY` (keyed queues)"},
 			&cli.StringFlag{Name: flagWebhook, Usage: "POST the task's outcome as JSON to `URL` (http or https) when it ends"},
+			&cli.StringFlag{
+				Name: flagHookSecret, EnvVars: []string{envName(flagHookSecret)},
+				Usage: "sign the webhook deliveries with `SECRET` (whsec_ and base64, Standard Webhooks); " +
+					"prefer the environment variable (flags show in ps)",
+			},
 			&cli.StringSliceFlag{Name: flagHeader, Usage: "task header `NAME=VALUE` (trace context, tenant...), repeatable"},
 			helpFlag(),
 		},
@@ -166,6 +172,9 @@ func enqueueOptions(c *cli.Context, many bool) ([]task.EnqueueOption, error) {
 	}
 	if c.IsSet(flagWebhook) {
 		opts = append(opts, task.Webhook(c.String(flagWebhook)))
+	}
+	if c.IsSet(flagHookSecret) {
+		opts = append(opts, task.WithWebhookSecret(c.String(flagHookSecret)))
 	}
 	return opts, nil
 }

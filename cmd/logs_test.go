@@ -106,6 +106,8 @@ func TestEnqueueWebhook(t *testing.T) {
 	// The endpoint listens on a loopback address: refused unless allowed.
 	r = run(t, nil, "", s.args("enqueue", "--webhook", srv.URL, "greet", `{"name":"ada"}`)...)
 	wantFailure(t, r, 2, "loopback")
+	r = run(t, nil, "", s.args("--webhook-allow", "127.0.0.1", "enqueue", "--webhook", srv.URL, "--webhook-secret", "hunter2", "greet", `{"name":"ada"}`)...)
+	wantFailure(t, r, 2, "webhook secret")
 	r = run(t, nil, "", s.args("--webhook-allow", "127.0.0.1", "enqueue", "--webhook", srv.URL, "greet", `{"name":"ada"}`)...)
 	if r.status != 0 {
 		t.Fatalf("%+v", r)

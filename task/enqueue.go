@@ -49,6 +49,7 @@ type enqueueSettings struct {
 	key        string
 	hasKey     bool
 	webhook    string
+	hookSecret string
 	headers    map[string]string // merged Headers options
 	scheduled  bool              // the ID is a schedule's tick (scheduleID)
 }
@@ -295,7 +296,7 @@ func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []Enqueue
 		t := taskrdb.NewTask{
 			ID: s.id, Payload: p, Level: level, RunAt: runAt, MaxRetries: maxRetries, Timeout: timeout,
 			Retention: retention, Key: s.key, UniqueKey: s.uniqueKey, UniqueTTL: s.uniqueTTL,
-			Webhook: s.webhook, Headers: headers,
+			Webhook: s.webhook, WebhookSecret: s.hookSecret, Headers: headers,
 		}
 		if t.ID == "" {
 			t.ID = uuid.Must(uuid.NewV7()).String()
@@ -329,6 +330,9 @@ func (q *core) checkEnqueue(s *enqueueSettings, n int) error {
 		if err := q.checkWebhookTarget(s.webhook); err != nil {
 			return err
 		}
+	}
+	if s.hookSecret != "" && s.webhook == "" {
+		return errors.New("a webhook secret goes with a webhook (the Webhook option)")
 	}
 	if !s.runAt.IsZero() && s.delay > 0 {
 		return errors.New("At and Delay are exclusive")

@@ -81,6 +81,7 @@ type settings struct {
 	qrate       taskrdb.Rate // over the queue
 	hookTries   int
 	hookBackoff time.Duration
+	hookSecret  string                      // WebhookSecret: signs deliveries of tasks without their own
 	mws         []middleware.TaskMiddleware // Use
 	// outcomes is how many outcomes a worker holds for its completer
 	// (0: outcomeBuffer); recordWait the first wait before recording a

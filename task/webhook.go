@@ -2,15 +2,22 @@ package task
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,9 +139,59 @@ func webhookClient(policy *netguard.Policy) *http.Client {
 	}
 }
 
+// WebhookSecret signs the webhook deliveries of the queue's tasks that
+// have no secret of their own (WithWebhookSecret), per the Standard
+// Webhooks specification: secret is "whsec_" and the base64 of 24 to 64
+// random bytes. It is known to the workers whose programs give it, and
+// never written to Redis.
+func WebhookSecret(secret string) Option {
+	return optionFunc(func(s *settings) error {
+		if _, err := webhookKey(secret); err != nil {
+			return err
+		}
+		s.hookSecret = secret
+		return nil
+	})
+}
+
+// WithWebhookSecret signs the task's webhook deliveries with secret
+// ("whsec_" and the base64 of 24 to 64 random bytes) instead of the queue's
+// WebhookSecret. The secret is kept in Redis with the task, so that any
+// worker of the queue can sign its delivery; it is never logged nor shown by
+// Info.
+func WithWebhookSecret(secret string) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if _, err := webhookKey(secret); err != nil {
+			return err
+		}
+		s.hookSecret = secret
+		return nil
+	})
+}
+
+// webhookKey returns the HMAC key of a whsec_ secret.
+func webhookKey(secret string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(secret, "whsec_")
+	if !ok {
+		return nil, errors.New(`webhook secret: want "whsec_" and base64`)
+	}
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, errors.New("webhook secret: the part after whsec_ is not base64")
+	}
+	if len(key) < 24 || len(key) > 64 {
+		return nil, fmt.Errorf("webhook secret: %d bytes, want 24 to 64", len(key))
+	}
+	return key, nil
+}
+
 // WebhookRetry sets how webhook deliveries of the queue's tasks are
-// retried: at most attempts POSTs, the first retry after backoff, doubling
-// each time (default 5 attempts from 4s: about a minute).
+// retried: at most attempts POSTs, the first retry after about backoff,
+// doubling each time, with jitter (default 5 attempts from 4s: about a
+// minute). An endpoint's Retry-After (seconds or an HTTP date, at most an
+// hour) delays the next attempt further. Answers that will not change
+// (400, 404, 405, 410, 413, 422), redirects and refused targets fail the
+// delivery at once.
 func WebhookRetry(attempts int, backoff time.Duration) Option {
 	return optionFunc(func(s *settings) error {
 		if attempts < 1 || backoff <= 0 {
@@ -210,7 +267,16 @@ func (w *worker) send(ctx context.Context, client *http.Client, id string) {
 		ID: in.ID, Queue: in.Queue, State: in.State, Result: in.Result, Error: in.Error, Attempts: in.Attempts,
 		EnqueuedAt: in.EnqueuedAt, StartedAt: in.StartedAt, FinishedAt: in.FinishedAt,
 	})
-	postErr := post(ctx, client, in.Webhook.URL, body)
+	secret, err := q.rdb.HGet(ctx, h, "whk").Result()
+	if err != nil && !isNil(err) {
+		return // Redis is away: the delivery is taken again when its lease ends
+	}
+	secret = cmp.Or(secret, q.set.hookSecret)
+	msg := webhookMessage{id: webhookID(q.name, in), body: body}
+	if secret != "" {
+		msg.key, _ = webhookKey(secret) // checked when given
+	}
+	postErr := post(ctx, client, in.Webhook.URL, msg)
 	if postErr != nil && ctx.Err() != nil {
 		return // the worker stops: the delivery is taken over when its lease ends
 	}
@@ -227,33 +293,89 @@ func (w *worker) send(ctx context.Context, client *http.Client, id string) {
 		pipe.ZRem(ctx, set, id)
 		q.log.Warn("task webhook failed for good", "task", id, "attempts", attempts, "error", postErr)
 	default:
-		d := q.set.hookBackoff << min(attempts-1, 20)
+		due := time.Now().Add(max(hookBackoff(q.set.hookBackoff, attempts), postErr.retryAfter))
 		pipe.HSet(ctx, h, "wha", attempts, "whe", postErr.Error())
-		pipe.ZAdd(ctx, set, redis.Z{Score: float64(time.Now().Add(d).UnixMilli()), Member: id})
+		// Rounded up: the next attempt never comes before the due time.
+		pipe.ZAdd(ctx, set, redis.Z{Score: float64(due.Add(time.Millisecond - 1).UnixMilli()), Member: id})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		q.log.Warn("recording a webhook delivery failed", "task", id, "error", err)
 	}
 }
 
+// hookBackoff returns the wait after failed attempt n (1, 2, ...): base
+// doubled at each attempt, with full jitter in its upper half, so that
+// deliveries failing together do not come back together.
+func hookBackoff(base time.Duration, n int) time.Duration {
+	d := base << min(n-1, 20)
+	if d <= 0 {
+		d = base
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// webhookRetryAfterMax bounds the wait an endpoint's Retry-After asks for.
+const webhookRetryAfterMax = time.Hour
+
+// finalStatus lists the answers that fail a delivery at once: sending the
+// same request again would get the same answer.
+var finalStatus = map[int]bool{
+	http.StatusBadRequest: true, http.StatusNotFound: true, http.StatusMethodNotAllowed: true,
+	http.StatusGone: true, http.StatusRequestEntityTooLarge: true, http.StatusUnprocessableEntity: true,
+}
+
+// webhookID returns the webhook-id of a task's delivery: the same for every
+// attempt of it (receivers deduplicate on it), another for the delivery of
+// a later end of the same task (requeued, it ran again).
+func webhookID(queue string, in *Info) string {
+	sum := sha256.Sum256([]byte(queue + "\x00" + in.ID + "\x00" + strconv.FormatInt(in.FinishedAt.UnixMilli(), 10)))
+	return "msg_" + hex.EncodeToString(sum[:16])
+}
+
+// A webhookMessage is what one delivery POSTs.
+type webhookMessage struct {
+	id   string // webhook-id
+	body []byte
+	key  []byte // HMAC key of the signature; nil: unsigned
+}
+
+// sign returns the webhook-signature of the message sent at ts (Unix
+// seconds), per Standard Webhooks: v1, and the base64 of the HMAC-SHA256
+// of "id.timestamp.body".
+func (m webhookMessage) sign(ts string) string {
+	mac := hmac.New(sha256.New, m.key)
+	mac.Write([]byte(m.id + "." + ts + "."))
+	mac.Write(m.body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
 // An attemptError is a delivery attempt that failed; final when trying
-// again would fail the same way.
+// again would fail the same way; retryAfter is what the endpoint asked to
+// wait (0: nothing).
 type attemptError struct {
-	err   error
-	final bool
+	err        error
+	final      bool
+	retryAfter time.Duration
 }
 
 func (e *attemptError) Error() string { return e.err.Error() }
 
-// post POSTs body to url; an answer other than 2xx is an error. A target
-// the worker may not reach and a redirect (not followed) are final.
-func post(ctx context.Context, client *http.Client, url string, body []byte) *attemptError {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// post POSTs the message to url, signed when it has a key; an answer other
+// than 2xx is an error. A target the worker may not reach, a redirect (not
+// followed) and an answer in finalStatus are final.
+func post(ctx context.Context, client *http.Client, url string, m webhookMessage) *attemptError {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(m.body))
 	if err != nil {
 		return &attemptError{err: err, final: true}
 	}
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "leat-webhook")
+	req.Header.Set("webhook-id", m.id)
+	req.Header.Set("webhook-timestamp", ts)
+	if m.key != nil {
+		req.Header.Set("webhook-signature", m.sign(ts))
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return &attemptError{err: err, final: errors.Is(err, netguard.ErrForbidden)}
@@ -261,10 +383,28 @@ func post(ctx context.Context, client *http.Client, url string, body []byte) *at
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+		return nil
 	case resp.StatusCode >= 300 && resp.StatusCode <= 399:
 		return &attemptError{err: fmt.Errorf("POST %s: %s: redirects are not followed (to %q)", url, resp.Status, resp.Header.Get("Location")), final: true}
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return &attemptError{err: fmt.Errorf("POST %s: %s", url, resp.Status)}
+	case finalStatus[resp.StatusCode]:
+		return &attemptError{err: fmt.Errorf("POST %s: %s: not retried", url, resp.Status), final: true}
 	}
-	return nil
+	return &attemptError{err: fmt.Errorf("POST %s: %s", url, resp.Status), retryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+}
+
+// retryAfter reads a Retry-After header, seconds or an HTTP date, as a wait
+// from now, at most webhookRetryAfterMax (0 when absent or unreadable).
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		d = time.Duration(min(max(n, 0), int64(webhookRetryAfterMax/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), webhookRetryAfterMax)
 }

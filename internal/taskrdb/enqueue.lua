@@ -13,12 +13,13 @@
 --   KEYS[7]  set of keys with tasks waiting or running
 --   KEYS[8]  wake list of the queue's leader
 -- ARGV[1]  task hash prefix (+ task ID): read, and written only by RENAMENX
--- ARGV[2]  number of tasks n, then 13 values per task:
+-- ARGV[2]  number of tasks n, then 14 values per task:
 --          id, payload, level, run-at ms (0 = now), max retries, timeout ms,
 --          retention ms, unique key ("" = none), unique TTL ms, task key
 --          ("" = unkeyed), webhook URL ("" = none), enqueue token ("" =
 --          none: a random value of the caller's enqueue, kept in field 'n'),
---          headers (a JSON object of strings, kept in field 'h'; "" = none)
+--          headers (a JSON object of strings, kept in field 'h'; "" = none),
+--          webhook signing secret (kept in field 'whk'; "" = none)
 --
 -- Returns {status, id, ...} per task: status 1 when created, 0 when a task
 -- with this ID or unique key exists (id is then the existing task's ID),
@@ -37,7 +38,7 @@ local now = now_ms()
 local now_text = tostring(now)
 local out = {}
 for i = 0, n - 1 do
-  local b = 3 + i * 13
+  local b = 3 + i * 14
   local id, payload, level, run_at = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
   local ukey, uttl, key, token = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9], ARGV[b + 11]
   local h = KEYS[1] .. id
@@ -66,6 +67,7 @@ for i = 0, n - 1 do
         'ret', ARGV[b + 6], 'u', ukey, 'k', key, 'e', now_text, 'd', due)
     end
     if ARGV[b + 10] ~= '' then redis.call('HSET', st, 'wh', ARGV[b + 10]) end
+    if ARGV[b + 13] ~= '' then redis.call('HSET', st, 'whk', ARGV[b + 13]) end
     if token ~= '' then redis.call('HSET', st, 'n', token) end
     if ARGV[b + 12] ~= '' then redis.call('HSET', st, 'h', ARGV[b + 12]) end
     -- h does not exist (checked above, in this same script): the rename

@@ -194,6 +194,9 @@ type NewTask struct {
 	UniqueTTL  time.Duration
 	Key        string
 	Webhook    string // URL POSTed the task's outcome when it ends ("" = none)
+	// WebhookSecret signs the task's webhook deliveries (whsec_..., "" =
+	// the delivering worker's queue's, if any). Kept in the task's hash.
+	WebhookSecret string
 	// Token is a random value of the enqueue that creates the task ("" =
 	// none), kept with it: when a call is run again after its reply was
 	// lost, a task that exists with this ID and this token is the one the
@@ -207,7 +210,7 @@ type NewTask struct {
 // EnqueueArgs returns the ARGV of enqueue.lua for tasks of the queue whose
 // task hashes start with prefix (keys.Space.TaskPrefix).
 func EnqueueArgs(prefix string, tasks []NewTask) []any {
-	args := make([]any, 0, 2+13*len(tasks))
+	args := make([]any, 0, 2+14*len(tasks))
 	args = append(args, prefix, len(tasks))
 	for _, t := range tasks {
 		var at int64
@@ -215,7 +218,8 @@ func EnqueueArgs(prefix string, tasks []NewTask) []any {
 			at = t.RunAt.UnixMilli()
 		}
 		args = append(args, t.ID, t.Payload, t.Level, at, t.MaxRetries, t.Timeout.Milliseconds(),
-			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook, t.Token, t.Headers)
+			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook, t.Token, t.Headers,
+			t.WebhookSecret)
 	}
 	return args
 }
@@ -226,7 +230,7 @@ func EnqueueArgs(prefix string, tasks []NewTask) []any {
 //
 // KEYS: Target.Keys. ARGV: Target.Prefix, n, then id, payload, level, run-at ms, max retries,
 // timeout ms, retention ms, unique key, unique TTL ms, key, webhook, token,
-// headers per task. A task that exists with its ID and its non-empty Token (an
+// headers, webhook secret per task. A task that exists with its ID and its non-empty Token (an
 // earlier run of the same call) counts as created.
 func Enqueue(ctx context.Context, c redis.Scripter, q Target, tasks []NewTask) (created []bool, ids []string, err error) {
 	v, err := enqueue.Run(ctx, c, q.Keys, EnqueueArgs(q.Prefix, tasks)...).Slice()
