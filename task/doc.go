@@ -172,8 +172,16 @@
 // queue takes due deliveries with a lease and POSTs them from a few sender
 // goroutines of its own, so handlers never wait on a webhook and a worker
 // that dies leaves its deliveries to the others. Failed POSTs are retried
-// with a doubling backoff, a bounded number of times ([WebhookRetry]); the
+// with a doubling backoff with jitter, at least the endpoint's Retry-After,
+// a bounded number of times ([WebhookRetry]); answers that will not change
+// (400, 404, 410, ...) and redirects fail the delivery at once. The
 // delivery's state is in the task's [Info].
+//
+// Workers dial no internal address (loopback, private, link-local, ...),
+// checked on the address dialed after name resolution, unless
+// app.Config.WebhookAllow names it. Deliveries carry the Standard Webhooks
+// headers, signed with the task's secret ([WithWebhookSecret], kept in
+// Redis with the task) or the queue's ([WebhookSecret]).
 //
 // # Logs
 //
