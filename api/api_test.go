@@ -390,6 +390,11 @@ func TestTasks(t *testing.T) {
 		{`{"payload":1,"id":"a b"}`, "bad_task", "invalid"},
 		{`{"payload":1,"unique_key":"k"}`, "bad_task", "unique"},
 		{`{"payload":1,"webhook":"ftp://x"}`, "bad_task", "ftp"},
+		{`{"payload":1,"webhook":"http://169.254.169.254/latest"}`, "bad_task", "link-local"},
+		{`{"payload":1,"webhook":"https://h/x","webhook_secret":"hunter2"}`, "bad_task", "webhook secret"},
+		{`{"payload":1,"id":"cron:nightly:1798761600000"}`, "bad_task", "reserved"},
+		{`{"payload":1,"retention":"2558000h"}`, "bad_task", "out of range"},
+		{`{"payload":1,"max_retries":9223372036854775807}`, "bad_task", "out of range"},
 		{`{"payload":1,"headers":{"n":1}}`, "bad_json", "headers"},
 		{`{"payload":1,"headers":{"":"x"}}`, "bad_task", "header name is empty"},
 		{`{"id":"t9"}`, "bad_json", "payload"},
@@ -630,6 +635,7 @@ func TestQueueConcurrency(t *testing.T) {
 		t.Fatalf("concurrency set: %v", got)
 	}
 	e.do(t, "PUT", "/v1/queues/work/concurrency", `{"n":0}`).want(t, 400, "bad_concurrency")
+	e.do(t, "PUT", "/v1/queues/work/concurrency", `{"n":1000000000}`).want(t, 400, "bad_concurrency")
 	e.do(t, "PUT", "/v1/queues/work/concurrency", `{}`).want(t, 400, "bad_json")
 	e.do(t, "PUT", "/v1/queues/work/concurrency", `{"n":"7"}`).want(t, 400, "bad_json")
 	if got := conc(e.do(t, "DELETE", "/v1/queues/work/concurrency", "").want(t, 200, "")); got["n"] != before["n"] || got["live"] != false {

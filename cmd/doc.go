@@ -73,6 +73,8 @@
 //	--app        LEAT_APP        Config.Name (required)
 //	--prefix     LEAT_PREFIX     Config.KeyPrefix (default "leat")
 //	--log-level  LEAT_LOG_LEVEL  Config.Logger, text logs on stderr (default warn)
+//	--max-concurrency LEAT_MAX_CONCURRENCY Config.MaxTaskConcurrency (default 1000)
+//	--webhook-allow LEAT_WEBHOOK_ALLOW Config.WebhookAllow: internal webhook targets allowed
 //
 // # Worker flags
 //
