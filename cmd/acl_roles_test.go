@@ -64,7 +64,8 @@ type roleQueues struct {
 func startRoleQueues(t *testing.T, s shop, opts ...task.Option) *roleQueues {
 	t.Helper()
 	a, err := app.New(app.Config{Name: "shop", RedisURL: s.global[1], KeyPrefix: s.global[3],
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		WebhookAllow: []string{"127.0.0.1"}}) // the tests' endpoints listen on loopback
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestProducerACL(t *testing.T) {
 
 	enqueue := func(args ...string) string {
 		t.Helper()
-		r := run(t, nil, "", p.args(append([]string{"enqueue"}, args...)...)...)
+		r := run(t, nil, "", p.args(append([]string{"--webhook-allow", "127.0.0.1", "enqueue"}, args...)...)...)
 		if r.status != 0 || r.stderr != "" {
 			t.Fatalf("enqueue %s: %+v", args, r)
 		}
