@@ -45,14 +45,16 @@ class ClientTest(unittest.TestCase):
             max_retries=0,
             timeout=90,
             retention="2h",
-            headers={"tenant": "t1", "n": 7},
+            headers={"tenant": "t1", "n": "7"},
         )
         self.assertEqual(got, task_id)
         info = self.client.get(task_id, queue="plain")
         self.assertEqual(info["state"], "scheduled")
         self.assertEqual(info["max_retries"], 0)
-        self.assertEqual(info["timeout"], 90 * 10**9)  # nanoseconds, as Go writes a Duration
-        self.assertEqual(info["retention"], 2 * 3600 * 10**9)
+        self.assertEqual(info["timeout"], "1m30s")  # durations are answered as Go writes them
+        self.assertEqual(info["retention"], "2h0m0s")
+        with self.assertRaises(TypeError):
+            self.client.enqueue("plain", {"op": "echo"}, headers={"n": 7})  # refused, not sent as "7"
         result = self.client.wait(task_id, timeout=60)
         self.assertEqual(result["headers"], {"tenant": "t1", "n": "7"})
         with self.assertRaises(leat.Conflict) as cm:

@@ -107,9 +107,20 @@ def _body(payload, options):
         elif name == "at":
             v = timestamp(v)
         elif name == "headers":
-            v = {str(k): str(x) for k, x in v.items()}
+            v = _string_headers(v)
         body[name] = v
     return body
+
+
+def _string_headers(v):
+    """Returns headers v as a dict of strings: a name or value that is not a
+    str is refused, never converted, as the API refuses it."""
+    if not isinstance(v, dict):
+        raise TypeError("headers must be a dict of strings, not %s" % type(v).__name__)
+    for k, x in v.items():
+        if not isinstance(k, str) or not isinstance(x, str):
+            raise TypeError("header %r: %r: names and values must be strings" % (k, x))
+    return dict(v)
 
 
 # The timeout of a request that names none: the Client's.
