@@ -216,6 +216,16 @@ type message struct {
 	Snooze   *float64        `json:"snooze"` // seconds
 }
 
+// dropNulls makes the fields given as JSON null absent: null means absent
+// in every line of the protocol (the pointer fields decode null as nil).
+func (m *message) dropNulls() {
+	for _, v := range []*json.RawMessage{&m.Result, &m.Progress, &m.Partial} {
+		if bytes.Equal(bytes.TrimSpace(*v), []byte("null")) {
+			*v = nil
+		}
+	}
+}
+
 // maxSnooze bounds a snooze a process asks for.
 const maxSnooze = 366 * 24 * time.Hour
 
@@ -485,7 +495,7 @@ func (c *child) readStdout(r io.Reader) {
 			var m message
 			if jerr := json.Unmarshal(line, &m); jerr != nil {
 				log.Warn("handler process wrote a line that is not JSON: ignored", "line", clip(line), "task", c.taskID())
-			} else if !isReady {
+			} else if m.dropNulls(); !isReady {
 				if m.Status == "ready" {
 					isReady = true
 					close(c.ready)

@@ -51,6 +51,8 @@ func FuzzExecProtocol(f *testing.F) {
 		`{"task_id":"t1","partial":[1, 2]}` + "\n" + `{"task_id":"t1","result":{"ok":true}}` + "\n"))
 	f.Add([]byte(`{"status":"ready"}` + "\n" + `{"task_id":"t1","error":"boom","retry":false}` + "\n"))
 	f.Add([]byte(`{"status":"ready"}` + "\n" + `{"task_id":"t1","error":""}` + "\n"))
+	f.Add([]byte(`{"status":"ready","task_id":null}` + "\n" +
+		`{"task_id":"t1","result":1,"progress":null,"partial":null,"error":null,"snooze":null,"retry":null}` + "\n"))
 	f.Add([]byte(`{"task_id":"t1","result":1}` + "\n" + `{"status":"ready"}` + "\n" + "not json\n" +
 		`{"task_id":"t2","result":2}` + "\n" + `{"task_id":"t1"}`))
 	f.Add([]byte(`{"status":"ready"}` + "\n" + `{"task_id":"t1","progress":"` + string(bytes.Repeat([]byte("x"), 80)) + `"}` + "\n"))

@@ -526,3 +526,18 @@ func TestExecSnooze(t *testing.T) {
 		t.Fatalf("a negative snooze: %+v %v, want the attempt failed (dead: no retries)", in, err)
 	}
 }
+
+// A JSON null in a line of the protocol is a field left out: a result line
+// whose other fields are null ends its task with the result.
+func TestExecNullFields(t *testing.T) {
+	ex := newExec(t, task.ExecConfig{})
+	ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second)
+	defer cancel()
+	var reports []string
+	res, err := ex.RunOnce(ctx, "t-1", json.RawMessage(`{"op":"nulls"}`), func(kind string, data json.RawMessage) {
+		reports = append(reports, kind+" "+string(data))
+	})
+	if err != nil || string(res) != `{"op":"nulls"}` || len(reports) != 0 {
+		t.Fatalf("result %s, error %v, reports %q: want the result alone", res, err, reports)
+	}
+}

@@ -62,6 +62,9 @@ for line in sys.stdin:
     if op == "badsnooze" and attempt == 1:
         out({"task_id": tid, "snooze": -1})
         continue
+    if op == "nulls":  # every field of the protocol given as null: absent
+        out({"task_id": tid, "result": {"op": op}, "progress": None, "partial": None, "error": None, "snooze": None, "retry": None})
+        continue
     if op == "fail":
         out({"task_id": tid, "error": "no way", "retry": False})
         continue
