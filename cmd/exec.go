@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/leatdev/leat/metrics"
 	"github.com/leatdev/leat/task"
@@ -84,7 +83,10 @@ func execWorker(c *cli.Context) error {
 		return usageErrorf("--%s: %w", flagExec, err)
 	}
 	defer ex.Close()
-	var opts []task.Option
+	// No task is fetched while no handler process is ready: the tasks stay
+	// with the queue for the other workers. The wait starts a process
+	// ahead of the first task, which makes the worker ready.
+	opts := []task.Option{task.FetchWhen(ex.Wait)}
 	if g := c.Duration(flagGrace); g > 0 {
 		opts = append(opts, task.Grace(g))
 	}
@@ -103,10 +105,6 @@ func execWorker(c *cli.Context) error {
 		}
 		defer srv.close()
 	}
-	// A process started ahead of the first task makes the worker ready.
-	warmCtx, stopWarm := context.WithCancel(c.Context)
-	defer stopWarm()
-	go func() { _ = ex.Warm(warmCtx) }()
 	id := a.Config().WorkerID
 	fmt.Fprintf(c.App.Writer, "worker %s running task queue %s with: %s\n", id, queue, line)
 	if err := a.Run(c.Context); err != nil && !(c.Context.Err() != nil && onlyCanceled(err)) {
@@ -118,7 +116,8 @@ func execWorker(c *cli.Context) error {
 
 // execOnce runs the handler once on input without Redis: it prints each
 // update as "progress JSON" or "partial JSON", then "result JSON", and
-// fails with the handler's error.
+// fails with the handler's error. A handler that does not become ready is
+// not restarted: the error says why, with its last stderr lines.
 func execOnce(c *cli.Context, line, input string) error {
 	if !json.Valid([]byte(input)) {
 		return usageErrorf("--%s is not JSON: %.80s", flagTestInput, input)
@@ -132,8 +131,6 @@ func execOnce(c *cli.Context, line, input string) error {
 	ex, err := task.NewExec(task.ExecConfig{
 		Command: execCommand(line), StartTimeout: c.Duration(flagStartTimeout),
 		Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})),
-		// One run: a process that fails to start is not retried forever.
-		BackoffMin: time.Second, BackoffMax: time.Second,
 	})
 	if err != nil {
 		return usageErrorf("--%s: %w", flagExec, err)

@@ -11,8 +11,11 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Defaults of an ExecConfig.
@@ -57,6 +60,25 @@ type ExecConfig struct {
 	Logger *slog.Logger
 }
 
+// fetchGate is what FetchWhen takes.
+type fetchGate = func(ctx context.Context) error
+
+// FetchWhen makes this worker fetch tasks of the queue only once wait
+// returned nil, called before each fetch: wait blocks until the handler can
+// run tasks, or ctx ends. It is for a handler that can run no task for a
+// while, an Exec with no ready process above all: declare its queue with
+// FetchWhen(ex.Wait), so that the tasks stay with the queue for the other
+// workers meanwhile. It applies to the workers whose program registers it.
+func FetchWhen(wait func(ctx context.Context) error) Option {
+	return optionFunc(func(s *settings) error {
+		if wait == nil {
+			return errors.New("fetch gate is nil")
+		}
+		s.fetchWhen = wait
+		return nil
+	})
+}
+
 // ExecStats are counters of an Exec, for tests and monitoring.
 type ExecStats struct {
 	Started int  // processes started
@@ -76,11 +98,15 @@ type Exec struct {
 	idle      []*child
 	all       map[*child]struct{}
 	fails     int       // failures in a row
+	lastErr   error     // the last failure's, as an *ExecStartError
 	nextStart time.Time // no start before (backoff)
 	started   int
 	healthy   bool
 	wasReady  bool // a process said ready once
 	closed    bool
+	warming   bool          // a Wait is starting a process
+	gated     bool          // Wait was called: a worker fetches through it (FetchWhen)
+	changed   chan struct{} // closed and replaced when what Wait waits for may have changed
 }
 
 // NewExec returns an Exec for cfg; it starts processes when tasks come.
@@ -104,7 +130,7 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Exec{cfg: cfg, log: log, all: map[*child]struct{}{}, healthy: true}, nil
+	return &Exec{cfg: cfg, log: log, all: map[*child]struct{}{}, healthy: true, changed: make(chan struct{})}, nil
 }
 
 // Stats returns the Exec's counters.
@@ -139,33 +165,96 @@ func (e *Exec) Ready() error {
 // Warm starts a process ahead of the first task, restarting it with the
 // backoff until it is ready or ctx ends, and keeps it idle for the next
 // task: a worker is then ready (see Ready) before it runs any task.
-func (e *Exec) Warm(ctx context.Context) error {
-	c, err := e.acquire(ctx)
-	if err != nil {
-		return err
+func (e *Exec) Warm(ctx context.Context) error { return e.wait(ctx) }
+
+// Wait returns once the Exec can run a task at once: a process is idle, or
+// one became ready and no start failed since. Until then it starts a
+// process (one Wait at a time does), restarting it with the backoff, and
+// keeps it idle for the next task. It returns an error when ctx ends or
+// the Exec is closed. Pass it to the queue with FetchWhen: a worker then
+// takes no task while its handler cannot run one, and the tasks stay with
+// the queue for the other workers.
+func (e *Exec) Wait(ctx context.Context) error {
+	e.mu.Lock()
+	e.gated = true
+	e.mu.Unlock()
+	return e.wait(ctx)
+}
+
+func (e *Exec) wait(ctx context.Context) error {
+	for {
+		e.mu.Lock()
+		switch {
+		case e.closed:
+			e.mu.Unlock()
+			return errors.New("task exec: closed")
+		case len(e.idle) > 0 || e.wasReady && e.healthy:
+			e.mu.Unlock()
+			return nil
+		case !e.warming:
+			e.warming = true
+			e.mu.Unlock()
+			c, err := e.acquire(ctx, true)
+			e.mu.Lock()
+			e.warming = false
+			e.notify()
+			e.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			e.answered(c)
+			return nil
+		}
+		changed := e.changed
+		e.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-changed:
+		}
 	}
-	e.answered(c)
-	return nil
+}
+
+// notify wakes the Waits; e.mu is held.
+func (e *Exec) notify() {
+	close(e.changed)
+	e.changed = make(chan struct{})
 }
 
 // Handle runs task t on a child process: it is a handler for a queue of
-// JSON payloads and results.
+// JSON payloads and results. When no process is idle and none can be
+// started now (a start fails, or the restart backoff runs), it returns an
+// error matching ErrExecNotReady, on which the worker hands the task back
+// to the queue, its attempt not counted; that is when the queue is
+// declared with FetchWhen(e.Wait), so that the worker takes no task
+// meanwhile. Without it the task waits for a process, restarting it with
+// the backoff, within its timeout.
 func (e *Exec) Handle(ctx context.Context, t *Task[json.RawMessage]) (json.RawMessage, error) {
-	return e.run(ctx, t.ID, t.Payload, t.Attempt, t.Headers, func(kind string, data json.RawMessage) {
+	e.mu.Lock()
+	gated := e.gated
+	e.mu.Unlock()
+	res, err := e.run(ctx, !gated, t.ID, t.Payload, t.Attempt, t.Headers, func(kind string, data json.RawMessage) {
 		if err := t.send(kind, data); err != nil {
 			e.log.Warn("task update lost", "task", t.ID, "error", err)
 		}
 	}, t.Log)
+	var se *ExecStartError
+	if errors.As(err, &se) && ctx.Err() == nil {
+		return nil, fmt.Errorf("%w: %w", ErrExecNotReady, err)
+	}
+	return res, err
 }
 
 // RunOnce runs one task with payload on a child process, without Redis (a
 // local test of a handler): report receives its progress reports and
-// partial results (KindProgress, KindPartial) as they come.
+// partial results (KindProgress, KindPartial) as they come. A process that
+// does not become ready is not restarted: RunOnce returns its
+// *ExecStartError.
 func (e *Exec) RunOnce(ctx context.Context, id string, payload json.RawMessage, report func(kind string, data json.RawMessage)) (json.RawMessage, error) {
 	if report == nil {
 		report = func(string, json.RawMessage) {}
 	}
-	return e.run(ctx, id, payload, 1, nil, report, nil)
+	return e.run(ctx, false, id, payload, 1, nil, report, nil)
 }
 
 // Close stops the processes: their stdin is closed, and those still alive
@@ -178,6 +267,7 @@ func (e *Exec) Close() error {
 		all = append(all, c)
 	}
 	e.idle = nil
+	e.notify()
 	e.mu.Unlock()
 	for _, c := range all {
 		_ = c.stdin.Close()
@@ -255,10 +345,62 @@ type child struct {
 
 	mu   sync.Mutex
 	cur  *call
-	last *call // the call started last: its task gets the stderr lines read after its end
+	last *call    // the call started last: its task gets the stderr lines read after its end
+	tail []string // its last stderr lines (startTail), for a start failure's error
 }
 
-func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, attempt int, headers map[string]string, report func(string, json.RawMessage), logLine func(string)) (json.RawMessage, error) {
+// Bounds of the stderr lines a start failure's error carries: the last
+// startTail lines, each cut to startTailLine bytes.
+const (
+	startTail     = 20
+	startTailLine = 512
+)
+
+// ExecStartError is the error of a handler process that did not become
+// ready: it exited before its ready line, or was killed after the start
+// timeout. Its message ends with the process's last stderr lines.
+type ExecStartError struct {
+	PID    int      // 0: no process started (a restart's backoff runs)
+	Reason string   // what happened, with a hint when there is one
+	Stderr []string // the last stderr lines (at most 20, each cut to 512 bytes)
+}
+
+func (e *ExecStartError) Error() string {
+	msg := "handler " + e.Reason
+	if e.PID > 0 {
+		msg = fmt.Sprintf("process %d %s", e.PID, e.Reason)
+	}
+	if len(e.Stderr) == 0 {
+		return msg + " (it wrote nothing to stderr)"
+	}
+	return msg + "; its last stderr lines:\n\t" + strings.Join(e.Stderr, "\n\t")
+}
+
+// startError returns the error of c's failed start.
+func (c *child) startError(reason string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &ExecStartError{PID: c.pid, Reason: reason, Stderr: slices.Clone(c.tail)}
+}
+
+// keepTail keeps line among c's last stderr lines.
+func (c *child) keepTail(line string) {
+	if len(line) > startTailLine {
+		cut := startTailLine
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line = line[:cut] + "…"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.tail) == startTail {
+		c.tail = append(c.tail[:0], c.tail[1:]...)
+	}
+	c.tail = append(c.tail, line)
+}
+
+func (e *Exec) run(ctx context.Context, retry bool, id string, payload json.RawMessage, attempt int, headers map[string]string, report func(string, json.RawMessage), logLine func(string)) (json.RawMessage, error) {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
@@ -266,7 +408,7 @@ func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, atte
 	if err != nil {
 		return nil, SkipRetry(fmt.Errorf("encode request: %w", err))
 	}
-	c, err := e.acquire(ctx)
+	c, err := e.acquire(ctx, retry)
 	if err != nil {
 		return nil, err
 	}
@@ -300,9 +442,11 @@ func (e *Exec) run(ctx context.Context, id string, payload json.RawMessage, atte
 	}
 }
 
-// acquire returns an idle process, or starts one, waiting out the backoff
-// and restarting until one is ready or ctx ends.
-func (e *Exec) acquire(ctx context.Context) (*child, error) {
+// acquire returns an idle process, or starts one. With retry it waits out
+// the backoff and restarts until one is ready or ctx ends; else a start
+// that fails ends it with the start's error, as does a backoff under way
+// (an *ExecStartError, then, of the last start).
+func (e *Exec) acquire(ctx context.Context, retry bool) (*child, error) {
 	for {
 		e.mu.Lock()
 		if e.closed {
@@ -320,8 +464,11 @@ func (e *Exec) acquire(ctx context.Context) (*child, error) {
 				return c, nil
 			}
 		}
-		wait := time.Until(e.nextStart)
+		wait, lastErr := time.Until(e.nextStart), e.lastErr
 		e.mu.Unlock()
+		if wait > 0 && !retry && lastErr != nil {
+			return nil, lastErr
+		}
 		if wait > 0 {
 			sleep(ctx, wait)
 			if ctx.Err() != nil {
@@ -336,6 +483,9 @@ func (e *Exec) acquire(ctx context.Context) (*child, error) {
 			return nil, context.Cause(ctx)
 		}
 		e.failed(err)
+		if !retry {
+			return nil, err
+		}
 	}
 }
 
@@ -349,6 +499,13 @@ func (e *Exec) failed(err error) {
 	}
 	e.nextStart = time.Now().Add(d)
 	e.healthy = false
+	var se *ExecStartError
+	if errors.As(err, &se) {
+		e.lastErr = se
+	} else {
+		e.lastErr = &ExecStartError{Reason: "processes restart after a failure: " + err.Error()}
+	}
+	e.notify()
 	fails, closed := e.fails, e.closed
 	e.mu.Unlock()
 	if closed {
@@ -364,7 +521,19 @@ func (e *Exec) answered(c *child) {
 	e.fails = 0
 	if !e.closed {
 		e.idle = append(e.idle, c)
+		e.notify()
 	}
+}
+
+// env returns the environment of a process: the worker's, with
+// PYTHONUNBUFFERED=1 unless it sets it (Python's print then writes each
+// line at once, as the protocol needs), then cfg.Env.
+func (e *Exec) env() []string {
+	env := os.Environ()
+	if _, ok := os.LookupEnv("PYTHONUNBUFFERED"); !ok {
+		env = append(env, "PYTHONUNBUFFERED=1")
+	}
+	return append(env, e.cfg.Env...)
 }
 
 // start starts a process and waits for its ready line.
@@ -381,7 +550,7 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 	}
 	cmd := exec.Command(e.cfg.Command[0], e.cfg.Command[1:]...)
 	cmd.Dir = e.cfg.Dir
-	cmd.Env = append(os.Environ(), e.cfg.Env...)
+	cmd.Env = e.env()
 	cmd.Stdout, cmd.Stderr = outW, errW
 	ownGroup(cmd)
 	stdin, err := cmd.StdinPipe()
@@ -441,14 +610,16 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 	case <-c.ready:
 		e.mu.Lock()
 		e.healthy, e.wasReady = true, true
+		e.notify()
 		e.mu.Unlock()
 		return c, nil
 	case <-c.exited:
-		return nil, fmt.Errorf("process %d exited before its ready line", c.pid)
+		return nil, c.startError(fmt.Sprintf("exited before its ready line (%v)", c.cmd.ProcessState))
 	case <-t.C:
 		c.kill()
 		<-c.exited
-		return nil, fmt.Errorf("process %d not ready after %s: killed", c.pid, e.cfg.StartTimeout)
+		return nil, c.startError(fmt.Sprintf("wrote no ready line within %s: killed. A handler must flush "+
+			"its stdout after each line (in Python: print(..., flush=True), python3 -u or PYTHONUNBUFFERED=1)", e.cfg.StartTimeout))
 	case <-ctx.Done():
 		c.kill()
 		<-c.exited
@@ -566,6 +737,7 @@ func (c *child) readStderr(r io.Reader) {
 		line, _, err := readLine(br, 64<<10)
 		if len(line) > 0 {
 			text := string(bytes.TrimRight(line, "\r"))
+			c.keepTail(text)
 			c.mu.Lock()
 			last := c.last
 			c.mu.Unlock()

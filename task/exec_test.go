@@ -57,7 +57,7 @@ type op struct {
 func execQueue(t *testing.T, e *env, ex *task.Exec, opts ...task.Option) *task.Queue[json.RawMessage, json.RawMessage] {
 	t.Helper()
 	a := e.app("w1")
-	opts = append([]task.Option{task.Backoff(10*time.Millisecond, 20*time.Millisecond), task.Concurrency(2)}, opts...)
+	opts = append([]task.Option{task.Backoff(10*time.Millisecond, 20*time.Millisecond), task.Concurrency(2), task.FetchWhen(ex.Wait)}, opts...)
 	q, err := task.Handle(a, "ex", ex.Handle, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestExecPythonExample(t *testing.T) {
 		execs = append(execs, ex)
 		a := e.app(id)
 		var err error
-		q, err = task.Handle(a, "words", ex.Handle, task.Concurrency(4))
+		q, err = task.Handle(a, "words", ex.Handle, task.Concurrency(4), task.FetchWhen(ex.Wait))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,8 +161,10 @@ func TestExecProcessDiesMidTask(t *testing.T) {
 	if r.Attempt != 2 {
 		t.Fatalf("result %+v, want a success at attempt 2", r)
 	}
-	if s := ex.Stats(); s.Started != 2 {
-		t.Fatalf("stats %+v, want 2 processes started", s)
+	// The retry may start its own process while Wait starts one for the
+	// fetches to come.
+	if s := ex.Stats(); s.Started < 2 || s.Started > 3 {
+		t.Fatalf("stats %+v, want 2 or 3 processes started", s)
 	}
 }
 
@@ -195,12 +197,14 @@ func TestExecKilledMidTask(t *testing.T) {
 
 // TestExecNeverReady: a process that does not say ready within the start
 // timeout is killed and restarted with backoff, the Exec unhealthy
-// meanwhile; the task runs once a process is ready.
+// meanwhile; the task runs once a process is ready. (The start timeout
+// leaves Python, started through a version manager's shim on a loaded
+// machine, the time to record its start.)
 func TestExecNeverReady(t *testing.T) {
 	e := newEnv(t)
 	starts := filepath.Join(t.TempDir(), "starts")
 	ex := newExec(t, task.ExecConfig{
-		StartTimeout: time.Second, BackoffMin: 100 * time.Millisecond,
+		StartTimeout: 4 * time.Second, BackoffMin: 100 * time.Millisecond,
 		Env: []string{"STARTS_FILE=" + starts, "READY_AT=3"},
 	})
 	q := execQueue(t, e, ex, task.Concurrency(1))
@@ -217,7 +221,7 @@ func TestExecNeverReady(t *testing.T) {
 		t.Fatalf("stats %+v, %d starts recorded", s, len(b))
 	}
 	// Two start timeouts and backoffs of 100ms and 200ms.
-	if took := time.Since(begin); took < 2300*time.Millisecond {
+	if took := time.Since(begin); took < 8300*time.Millisecond {
 		t.Fatalf("took %s: no backoff?", took)
 	}
 }
@@ -244,7 +248,7 @@ func TestExecHungTaskTimesOut(t *testing.T) {
 	ex := newExec(t, task.ExecConfig{})
 	// The timeout covers starting a handler process too: generous enough
 	// for a loaded machine, where the first echo must not time out.
-	q := execQueue(t, e, ex, task.Timeout(3*time.Second))
+	q := execQueue(t, e, ex, task.Timeout(6*time.Second))
 	first := resultOf(t, q, enqueueOp(t, q, op{Op: "echo"}))
 	id := enqueueOp(t, q, op{Op: "hang"})
 	r := resultOf(t, q, id)
@@ -539,5 +543,115 @@ func TestExecNullFields(t *testing.T) {
 	})
 	if err != nil || string(res) != `{"op":"nulls"}` || len(reports) != 0 {
 		t.Fatalf("result %s, error %v, reports %q: want the result alone", res, err, reports)
+	}
+}
+
+// A worker whose handler never says ready takes no task (FetchWhen with
+// Exec.Wait): the tasks go to a worker of the same queue whose handler is
+// ready, on their first attempt, though the first worker ran long before.
+func TestExecNotReadyTakesNoTask(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	stuck := newExec(t, task.ExecConfig{Command: []string{"sleep", "3600"}, StartTimeout: time.Minute})
+	opts := []task.Option{task.Concurrency(2), task.Timeout(10 * time.Second), task.FetchWhen(stuck.Wait)}
+	a1 := e.app("w1")
+	q, err := task.Handle(a1, "ex", stuck.Handle, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a1)
+	var ids []string
+	for range 4 {
+		ids = append(ids, enqueueOp(t, q, op{Op: "echo"}))
+	}
+	// The stuck worker has the tasks to itself until its handler started.
+	eventually(t, 10*time.Second, "the stuck handler started", func() bool { return stuck.Stats().Started > 0 })
+	if c, err := q.Counts(ctx); err != nil || c[task.Pending] != 4 {
+		t.Fatalf("counts %v (%v): want the 4 tasks pending", c, err)
+	}
+	healthy := newExec(t, task.ExecConfig{})
+	a2 := e.app("w2")
+	if _, err := task.Handle(a2, "ex", healthy.Handle, task.Concurrency(2), task.Timeout(10*time.Second), task.FetchWhen(healthy.Wait)); err != nil {
+		t.Fatal(err)
+	}
+	e.run(a2)
+	for _, id := range ids {
+		if r := resultOf(t, q, id); r.Attempt != 1 {
+			t.Fatalf("task %s ran at attempt %d, want 1", id, r.Attempt)
+		}
+		if in, err := q.Info(ctx, id); err != nil || in.Attempts != 1 {
+			t.Fatalf("task %s: %+v, %v: want 1 attempt", id, in, err)
+		}
+	}
+	if err := stuck.Ready(); !errors.Is(err, task.ErrExecNotReady) {
+		t.Fatalf("the stuck handler's readiness: %v", err)
+	}
+}
+
+// logBuffer is a slog.Logger at level warn writing to a buffer.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A handler that dies at start says why: the start failure's error, and
+// its log at warn or above, carry the process's last 20 stderr lines.
+func TestExecStartFailureStderr(t *testing.T) {
+	py := needPython(t)
+	var logs logBuffer
+	script := `import sys
+for i in range(30):
+    print("line %d" % i, file=sys.stderr)
+print("ModuleNotFoundError: No module named 'torch'", file=sys.stderr)
+sys.exit(1)`
+	ex := newExec(t, task.ExecConfig{Command: []string{py, "-c", script}, Logger: logs.logger()})
+	_, err := ex.RunOnce(ctxT(t), "t-1", json.RawMessage(`{}`), nil)
+	var se *task.ExecStartError
+	if !errors.As(err, &se) || len(se.Stderr) != 20 || se.Stderr[19] != "ModuleNotFoundError: No module named 'torch'" ||
+		se.Stderr[0] != "line 11" || !strings.Contains(err.Error(), "exited before its ready line") {
+		t.Fatalf("error %v (%#v): want the start failure with the last 20 stderr lines", err, se)
+	}
+	if l := logs.String(); !strings.Contains(l, "No module named") || !strings.Contains(l, "line 11") || strings.Contains(l, "line 10\\") {
+		t.Fatalf("logs at warn: %s", l)
+	}
+	if s := ex.Stats(); s.Started != 1 {
+		t.Fatalf("stats %+v: RunOnce restarted the handler", s)
+	}
+}
+
+// A Python handler that prints without flushing works: its processes run
+// with PYTHONUNBUFFERED=1, though the worker's environment has none. With
+// its stdout buffered all the same, its start failure says that stdout
+// must be flushed. (Not parallel: it changes the environment.)
+func TestExecUnflushedStdout(t *testing.T) {
+	py := needPython(t)
+	t.Setenv("PYTHONUNBUFFERED", "")
+	os.Unsetenv("PYTHONUNBUFFERED") // restored by Setenv's cleanup
+	script := `import json, sys
+print(json.dumps({"status": "ready"}))
+for line in sys.stdin:
+    print(json.dumps({"task_id": json.loads(line)["task_id"], "result": "printed"}))`
+	ex := newExec(t, task.ExecConfig{Command: []string{py, "-c", script}})
+	if res, err := ex.RunOnce(ctxT(t), "t-1", json.RawMessage(`{}`), nil); err != nil || string(res) != `"printed"` {
+		t.Fatalf("%s, %v", res, err)
+	}
+	buffered := newExec(t, task.ExecConfig{Command: []string{py, "-c", script}, Env: []string{"PYTHONUNBUFFERED="}, StartTimeout: 4 * time.Second})
+	_, err := buffered.RunOnce(ctxT(t), "t-1", json.RawMessage(`{}`), nil)
+	if err == nil || !strings.Contains(err.Error(), "no ready line within 4s") || !strings.Contains(err.Error(), "flush=True") {
+		t.Fatalf("error %v: want a hint about flushing stdout", err)
 	}
 }

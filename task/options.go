@@ -74,6 +74,7 @@ type settings struct {
 	deadMax     int
 	deadAge     time.Duration
 	grace       time.Duration
+	fetchWhen   fetchGate // FetchWhen
 	levels      []Level
 	strict      bool
 	keyed       bool

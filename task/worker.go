@@ -462,6 +462,9 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 	wait.Stop()
 	defer wait.Stop()
 	for ctx.Err() == nil {
+		if !w.handlerReady(ctx) {
+			continue
+		}
 		n, quota, short := w.reserve(patient)
 		if n <= 0 {
 			w.await(ctx, short, &patient, wait)
@@ -508,6 +511,23 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 		}
 		w.unreserve(n)
 	}
+}
+
+// handlerReady waits until the queue's handler can run tasks (FetchWhen):
+// false when ctx ended, or after a poll when the wait failed.
+func (w *worker) handlerReady(ctx context.Context) bool {
+	wait := w.q.set.fetchWhen
+	if wait == nil {
+		return true
+	}
+	if err := wait(ctx); err != nil {
+		if ctx.Err() == nil {
+			w.q.log.Warn("task handler not ready: fetching no tasks", "error", err)
+			sleep(ctx, w.poll)
+		}
+		return false
+	}
+	return true
 }
 
 // setPaused records whether the queue was found paused, logging changes.
@@ -799,6 +819,9 @@ func (w *worker) outcome(f *taskrdb.Fetched, res []byte, err error, cause error)
 		return o
 	case errors.Is(cause, ErrCancelled):
 		o.Kind, o.Data = taskrdb.Cancelled, []byte("cancelled")
+		return o
+	case errors.Is(err, ErrExecNotReady):
+		o.Kind = taskrdb.Handback // not run: the handler had no process for it
 		return o
 	}
 	if sz := (*SnoozeError)(nil); errors.As(err, &sz) {
