@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/leatdev/leat/metrics"
 	"github.com/leatdev/leat/task"
@@ -18,7 +19,24 @@ const (
 	flagExec         = "exec"
 	flagTestInput    = "test-input"
 	flagStartTimeout = "start-timeout"
+	flagEnv          = "env"
+	flagEnvAll       = "env-all"
 )
+
+// envList is the value of a repeatable --env: each value whole, commas
+// included.
+type envList []string
+
+func (l *envList) Set(v string) error { *l = append(*l, v); return nil }
+func (l *envList) String() string     { return strings.Join(*l, " ") }
+
+// execEnv returns the --env values of c.
+func execEnv(c *cli.Context) []string {
+	if l, ok := c.Generic(flagEnv).(*envList); ok {
+		return *l
+	}
+	return nil
+}
 
 func execFlags() []cli.Flag {
 	return []cli.Flag{
@@ -35,6 +53,17 @@ func execFlags() []cli.Flag {
 		&cli.StringFlag{
 			Name:  flagTestInput,
 			Usage: "with --exec, run the handler once on this `JSON` payload, without Redis, and print its updates and result",
+		},
+		&cli.GenericFlag{
+			Name: flagEnv,
+			Usage: "with --exec, pass the worker's variable `NAME` on to the handler, or set NAME=VALUE (repeatable); the handler " +
+				"inherits only PATH, HOME, USER, LANG, LC_*, TZ, TMPDIR, PYTHON*, VIRTUAL_ENV and a few more, never a LEAT_ variable",
+			Value: &envList{},
+		},
+		&cli.BoolFlag{
+			Name:    flagEnvAll,
+			Usage:   "with --exec, pass the worker's whole environment on to the handler but its LEAT_ variables (Redis URL, tokens, TLS)",
+			EnvVars: []string{envName(flagEnvAll)},
 		},
 		&cli.DurationFlag{
 			Name:        flagStartTimeout,
@@ -78,6 +107,7 @@ func execWorker(c *cli.Context) error {
 	defer a.Close()
 	ex, err := task.NewExec(task.ExecConfig{
 		Command: execCommand(line), StartTimeout: c.Duration(flagStartTimeout), Logger: a.Logger().With("queue", queue),
+		Env: execEnv(c), InheritEnv: c.Bool(flagEnvAll),
 	})
 	if err != nil {
 		return usageErrorf("--%s: %w", flagExec, err)
@@ -130,6 +160,7 @@ func execOnce(c *cli.Context, line, input string) error {
 	level = min(level, slog.LevelInfo)
 	ex, err := task.NewExec(task.ExecConfig{
 		Command: execCommand(line), StartTimeout: c.Duration(flagStartTimeout),
+		Env: execEnv(c), InheritEnv: c.Bool(flagEnvAll),
 		Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})),
 	})
 	if err != nil {

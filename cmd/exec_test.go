@@ -130,3 +130,47 @@ func TestWorkerExecTestInputStartFailure(t *testing.T) {
 		t.Fatalf("want exit status 1 after one start, its failure logged and returned with the handler's stderr: %+v", r)
 	}
 }
+
+// TestWorkerExecEnv: a handler gets none of leat's LEAT_ variables, nor the
+// worker's others but the allowed ones, and those --env passes on or sets
+// (a value with a comma whole); --env-all passes on all but LEAT_ ones.
+// (Not parallel: it changes the environment.)
+func TestWorkerExecEnv(t *testing.T) {
+	needPython(t)
+	t.Setenv("LEAT_SERVE_TOKEN", "s3cret")
+	t.Setenv("LEAT_REDIS_URL", "redis://:hunter2@127.0.0.1:1")
+	t.Setenv("DB_PASSWORD", "pw")
+	t.Setenv("OTHER", "o")
+	handler := `python3 -c 'import json, os, sys
+print(json.dumps({"status": "ready"}), flush=True)
+for line in sys.stdin:
+    print(json.dumps({"task_id": json.loads(line)["task_id"], "result": dict(os.environ)}), flush=True)'`
+	envOf := func(args ...string) map[string]string {
+		t.Helper()
+		r := run(t, nil, "", append([]string{"worker", "--exec", handler, "--test-input", "{}"}, args...)...)
+		var env map[string]string
+		if r.status != 0 || json.Unmarshal([]byte(strings.TrimPrefix(r.stdout, "result ")), &env) != nil {
+			t.Fatalf("%+v", r)
+		}
+		for k, v := range env {
+			if strings.HasPrefix(k, "LEAT_") && k != "LEAT_MODE" {
+				t.Errorf("%s=%s reached the handler", k, v)
+			}
+		}
+		return env
+	}
+	if env := envOf(); env["DB_PASSWORD"] != "" || env["OTHER"] != "" || env["PATH"] == "" {
+		t.Errorf("default environment %v", env)
+	}
+	if env := envOf("--env", "DB_PASSWORD", "--env", "MODES=a,b", "--env", "LEAT_MODE=x"); env["DB_PASSWORD"] != "pw" ||
+		env["MODES"] != "a,b" || env["LEAT_MODE"] != "x" || env["OTHER"] != "" {
+		t.Errorf("with --env: %v", env)
+	}
+	if env := envOf("--env-all"); env["DB_PASSWORD"] != "pw" || env["OTHER"] != "o" {
+		t.Errorf("with --env-all: %v", env)
+	}
+	r := run(t, nil, "", "worker", "--exec", handler, "--test-input", "{}", "--env", "LEAT_SERVE_TOKEN")
+	if r.status != 2 || !strings.Contains(r.stderr, "not passed on") {
+		t.Errorf("--env LEAT_SERVE_TOKEN: %+v", r)
+	}
+}

@@ -61,8 +61,8 @@ func workerCommand(setup Setup) *cli.Command {
 			if c.String(flagExec) != "" {
 				return execWorker(c)
 			}
-			if c.String(flagQueue) != "" || c.String(flagTestInput) != "" {
-				return usageErrorf("--%s and --%s go with --%s", flagQueue, flagTestInput, flagExec)
+			if c.String(flagQueue) != "" || c.String(flagTestInput) != "" || len(execEnv(c)) > 0 || c.Bool(flagEnvAll) {
+				return usageErrorf("--%s, --%s, --%s and --%s go with --%s", flagQueue, flagTestInput, flagEnv, flagEnvAll, flagExec)
 			}
 			if setup == nil {
 				return errNoProcessors

@@ -18,6 +18,31 @@ import (
 	"unicode/utf8"
 )
 
+// ExecEnvAllowed are the variables of the worker's environment that its
+// handler processes inherit by default (see ExecConfig.Env): those that
+// locate programs, libraries, the user, the locale and the temporary
+// directory. A name ending in * stands for every name it begins.
+var ExecEnvAllowed = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",
+	"PYTHON*", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYENV_*", "NODE_PATH",
+	"LD_LIBRARY_PATH", "SSL_CERT_FILE", "SSL_CERT_DIR", "CUDA_VISIBLE_DEVICES",
+}
+
+// envAllowed reports whether the worker's variable name goes to handler
+// processes without InheritEnv.
+func envAllowed(name string) bool {
+	for _, a := range ExecEnvAllowed {
+		if p, ok := strings.CutSuffix(a, "*"); ok && strings.HasPrefix(name, p) || name == a {
+			return true
+		}
+	}
+	return false
+}
+
+// leatEnv reports whether name is one of leat's own variables, never
+// passed on to handler processes.
+func leatEnv(name string) bool { return strings.HasPrefix(name, "LEAT_") }
+
 // Defaults of an ExecConfig.
 const (
 	DefaultExecStartTimeout = 30 * time.Second
@@ -42,8 +67,16 @@ type ExecConfig struct {
 	Command []string
 	// Dir is the working directory ("" : the worker's).
 	Dir string
-	// Env is added to the worker's environment.
+	// Env is the processes' environment besides what they inherit from
+	// the worker's (ExecEnvAllowed, or all with InheritEnv): an entry
+	// NAME=VALUE sets a variable, a bare NAME passes the worker's on when
+	// it is set. The worker's LEAT_ variables are never passed on (NewExec
+	// refuses a bare LEAT_ name): they hold leat's Redis URL with its
+	// password, its API token and its TLS settings.
 	Env []string
+	// InheritEnv gives the processes the worker's whole environment but
+	// its LEAT_ variables, instead of the allowed ones (ExecEnvAllowed).
+	InheritEnv bool
 	// StartTimeout bounds the wait for a new process's ready line
 	// (default 30s): a process silent for longer is killed and restarted.
 	StartTimeout time.Duration
@@ -113,6 +146,15 @@ type Exec struct {
 func NewExec(cfg ExecConfig) (*Exec, error) {
 	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
 		return nil, errors.New("task exec: no command")
+	}
+	for _, v := range cfg.Env {
+		name, _, set := strings.Cut(v, "=")
+		if name == "" || strings.ContainsAny(name, "\x00") {
+			return nil, fmt.Errorf("task exec: environment entry %q: want NAME or NAME=VALUE", v)
+		}
+		if !set && leatEnv(name) {
+			return nil, fmt.Errorf("task exec: environment entry %q: leat's own variables are not passed on to handlers (set a value with NAME=VALUE)", v)
+		}
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultExecStartTimeout
@@ -525,15 +567,32 @@ func (e *Exec) answered(c *child) {
 	}
 }
 
-// env returns the environment of a process: the worker's, with
-// PYTHONUNBUFFERED=1 unless it sets it (Python's print then writes each
-// line at once, as the protocol needs), then cfg.Env.
+// env returns the environment of a process: the worker's allowed
+// variables (all but leat's own with InheritEnv), PYTHONUNBUFFERED=1 unless
+// the worker sets it (Python's print then writes each line at once, as the
+// protocol needs), then cfg.Env.
 func (e *Exec) env() []string {
-	env := os.Environ()
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !leatEnv(name) && (e.cfg.InheritEnv || envAllowed(name)) {
+			env = append(env, kv)
+		}
+	}
 	if _, ok := os.LookupEnv("PYTHONUNBUFFERED"); !ok {
 		env = append(env, "PYTHONUNBUFFERED=1")
 	}
-	return append(env, e.cfg.Env...)
+	for _, v := range e.cfg.Env {
+		if !strings.Contains(v, "=") {
+			val, ok := os.LookupEnv(v)
+			if !ok {
+				continue
+			}
+			v += "=" + val
+		}
+		env = append(env, v)
+	}
+	return env
 }
 
 // start starts a process and waits for its ready line.

@@ -655,3 +655,69 @@ for line in sys.stdin:
 		t.Fatalf("error %v: want a hint about flushing stdout", err)
 	}
 }
+
+// envOf returns the environment a handler process of cfg sees.
+func envOf(t *testing.T, cfg task.ExecConfig) map[string]string {
+	t.Helper()
+	py := needPython(t)
+	cfg.Command = []string{py, "-c", `import json, os, sys
+print(json.dumps({"status": "ready"}), flush=True)
+for line in sys.stdin:
+    print(json.dumps({"task_id": json.loads(line)["task_id"], "result": dict(os.environ)}), flush=True)`}
+	raw, err := newExec(t, cfg).RunOnce(ctxT(t), "t-1", json.RawMessage(`{}`), nil)
+	var env map[string]string
+	if err != nil || json.Unmarshal(raw, &env) != nil {
+		t.Fatalf("%s, %v", raw, err)
+	}
+	return env
+}
+
+// Handler processes get none of leat's own variables (its Redis URL with
+// its password, its API token, its TLS settings), nor any other variable
+// of the worker's outside the allowed ones, but those the configuration
+// passes on or sets. (Not parallel: it changes the environment.)
+func TestExecEnvironment(t *testing.T) {
+	secrets := map[string]string{
+		"LEAT_REDIS_URL": "redis://:hunter2@db:6379", "LEAT_SERVE_TOKEN": "s3cret", "LEAT_TLS_KEY": "/etc/leat/key.pem",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("DB_PASSWORD", "pw")
+	t.Setenv("API_KEY", "k")
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("TZ", "Europe/Paris")
+	t.Setenv("PYTHONIOENCODING", "utf-8")
+	check := func(env map[string]string, present map[string]string, absent ...string) {
+		t.Helper()
+		for k := range secrets {
+			if v, ok := env[k]; ok {
+				t.Errorf("%s=%s reached the handler", k, v)
+			}
+		}
+		for _, k := range absent {
+			if v, ok := env[k]; ok {
+				t.Errorf("%s=%s reached the handler", k, v)
+			}
+		}
+		for k, v := range present {
+			if env[k] != v {
+				t.Errorf("%s=%q in the handler's environment, want %q", k, env[k], v)
+			}
+		}
+	}
+	allowed := map[string]string{"LANG": "C.UTF-8", "TZ": "Europe/Paris", "PYTHONIOENCODING": "utf-8", "HOME": os.Getenv("HOME")}
+	env := envOf(t, task.ExecConfig{})
+	check(env, allowed, "DB_PASSWORD", "API_KEY")
+	// (A version manager's shim may put its own directories first.)
+	if !strings.HasSuffix(env["PATH"], os.Getenv("PATH")) {
+		t.Errorf("PATH=%q in the handler's environment, want the worker's %q", env["PATH"], os.Getenv("PATH"))
+	}
+	check(envOf(t, task.ExecConfig{Env: []string{"DB_PASSWORD", "MODE=fast", "UNSET_HERE", "LEAT_QUEUE=set"}}),
+		map[string]string{"DB_PASSWORD": "pw", "MODE": "fast", "LANG": "C.UTF-8", "LEAT_QUEUE": "set"}, "API_KEY", "UNSET_HERE")
+	check(envOf(t, task.ExecConfig{InheritEnv: true, Env: []string{"TZ=UTC"}}),
+		map[string]string{"DB_PASSWORD": "pw", "API_KEY": "k", "TZ": "UTC", "LANG": "C.UTF-8"})
+	if _, err := task.NewExec(task.ExecConfig{Command: []string{"true"}, Env: []string{"LEAT_REDIS_URL"}}); err == nil {
+		t.Fatal("a bare LEAT_ name in Env was accepted")
+	}
+}
