@@ -190,12 +190,12 @@ func followTask(c *cli.Context, q *rawQueue, id string) error {
 				return err
 			}
 		} else if u.Kind != task.KindDone {
-			fmt.Fprintf(c.App.Writer, "%s %s\n", u.Kind, u.Data)
+			fmt.Fprintf(c.App.Writer, "%s %s\n", u.Kind, quoteTerm(string(u.Data)))
 		} else if u.Info.State == task.Succeeded {
-			fmt.Fprintf(c.App.Writer, "result %s\n", u.Info.Result)
+			fmt.Fprintf(c.App.Writer, "result %s\n", quoteTerm(string(u.Info.Result)))
 		}
 		if u.Kind == task.KindDone && u.Info.State != task.Succeeded {
-			return fmt.Errorf("task %s is %s: %s", id, u.Info.State, u.Info.Error)
+			return fmt.Errorf("task %s is %s: %s", id, u.Info.State, quoteTerm(u.Info.Error))
 		}
 	}
 	return nil

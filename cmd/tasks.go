@@ -108,10 +108,10 @@ func tasksCommand(setup Setup) *cli.Command {
 							return err
 						}
 					} else if in.State == task.Succeeded {
-						fmt.Fprintln(c.App.Writer, string(in.Result))
+						fmt.Fprintln(c.App.Writer, quoteTerm(string(in.Result)))
 					}
 					if in.State != task.Succeeded {
-						return fmt.Errorf("task %s is %s: %s", in.ID, in.State, in.Error)
+						return fmt.Errorf("task %s is %s: %s", in.ID, in.State, quoteTerm(in.Error))
 					}
 					return nil
 				})),
@@ -132,7 +132,7 @@ func tasksCommand(setup Setup) *cli.Command {
 						if c.Bool(flagJSON) {
 							err = enc.Encode(l)
 						} else {
-							_, err = fmt.Fprintf(c.App.Writer, "%s  #%d  %s\n", l.Time.Format(time.RFC3339Nano), l.Attempt, l.Line)
+							_, err = fmt.Fprintf(c.App.Writer, "%s  #%d  %s\n", l.Time.Format(time.RFC3339Nano), l.Attempt, quoteTerm(l.Line))
 						}
 						if err != nil {
 							return err
@@ -412,7 +412,7 @@ func printList(c *cli.Context, which task.Listing, tasks []*task.Info) error {
 	var rows [][]string
 	for _, in := range tasks {
 		rows = append(rows, []string{in.ID, string(in.State), fmt.Sprintf("%d/%d", in.Attempts, in.MaxRetries+1),
-			in.EnqueuedAt.Format(time.RFC3339), at(in).Format(time.RFC3339), orDash(clipLine(in.Error, 60))})
+			in.EnqueuedAt.Format(time.RFC3339), at(in).Format(time.RFC3339), orDash(quoteTerm(clipLine(in.Error, 60)))})
 	}
 	table(c.App.Writer, "ID\tSTATE\tATTEMPTS\tENQUEUED\t"+when+"\tERROR", rows)
 	return nil
@@ -438,38 +438,39 @@ func printInfo(c *cli.Context, in *task.Info) error {
 		}
 		return t.Format(time.RFC3339Nano)
 	}
-	fmt.Fprintf(tw, "id\t%s\nqueue\t%s\nstate\t%s\nattempts\t%d of %d\n", in.ID, in.Queue, in.State, in.Attempts, in.MaxRetries+1)
+	q := quoteTerm // text from handlers and producers
+	fmt.Fprintf(tw, "id\t%s\nqueue\t%s\nstate\t%s\nattempts\t%d of %d\n", q(in.ID), q(in.Queue), in.State, in.Attempts, in.MaxRetries+1)
 	if in.Priority != "" {
-		fmt.Fprintf(tw, "priority\t%s\n", in.Priority)
+		fmt.Fprintf(tw, "priority\t%s\n", q(in.Priority))
 	}
 	if in.Key != "" {
-		fmt.Fprintf(tw, "key\t%s\n", in.Key)
+		fmt.Fprintf(tw, "key\t%s\n", q(in.Key))
 	}
 	fmt.Fprintf(tw, "enqueued\t%s\ndue\t%s\nstarted\t%s\nfinished\t%s\n", at(in.EnqueuedAt), at(in.DueAt), at(in.StartedAt), at(in.FinishedAt))
 	if in.Worker != "" {
-		fmt.Fprintf(tw, "worker\t%s\n", in.Worker)
+		fmt.Fprintf(tw, "worker\t%s\n", q(in.Worker))
 	}
-	fmt.Fprintf(tw, "payload\t%s\n", in.Payload)
+	fmt.Fprintf(tw, "payload\t%s\n", q(string(in.Payload)))
 	for _, name := range slices.Sorted(maps.Keys(in.Headers)) {
-		fmt.Fprintf(tw, "header %s\t%s\n", name, in.Headers[name])
+		fmt.Fprintf(tw, "header %s\t%s\n", q(name), q(in.Headers[name]))
 	}
 	if len(in.Result) > 0 {
-		fmt.Fprintf(tw, "result\t%s\n", in.Result)
+		fmt.Fprintf(tw, "result\t%s\n", q(string(in.Result)))
 	}
 	if in.Error != "" {
-		fmt.Fprintf(tw, "error\t%s\n", in.Error)
+		fmt.Fprintf(tw, "error\t%s\n", q(in.Error))
 	}
 	if h := in.Webhook; h != nil {
 		state := h.State
 		if state == "" {
 			state = "waiting for the task to end"
 		}
-		fmt.Fprintf(tw, "webhook\t%s\nwebhook delivery\t%s, %d attempts\n", h.URL, state, h.Attempts)
+		fmt.Fprintf(tw, "webhook\t%s\nwebhook delivery\t%s, %d attempts\n", q(h.URL), q(state), h.Attempts)
 		if !h.DeliveredAt.IsZero() {
 			fmt.Fprintf(tw, "webhook delivered\t%s\n", at(h.DeliveredAt))
 		}
 		if h.LastError != "" {
-			fmt.Fprintf(tw, "webhook error\t%s\n", h.LastError)
+			fmt.Fprintf(tw, "webhook error\t%s\n", q(h.LastError))
 		}
 	}
 	return tw.Flush()
