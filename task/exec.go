@@ -279,7 +279,7 @@ func (e *Exec) Handle(ctx context.Context, t *Task[json.RawMessage]) (json.RawMe
 		if err := t.send(kind, data); err != nil {
 			e.log.Warn("task update lost", "task", t.ID, "error", err)
 		}
-	}, t.Log)
+	}, t.logLines)
 	var se *ExecStartError
 	if errors.As(err, &se) && ctx.Err() == nil {
 		return nil, fmt.Errorf("%w: %w", ErrExecNotReady, err)
@@ -372,8 +372,11 @@ type answer struct {
 type call struct {
 	id     string
 	report func(kind string, data json.RawMessage)
-	log    func(line string) // the task's log (nil: none)
-	done   chan answer       // buffered: one answer
+	log    func(lines []string) // appends to the task's log, in one Redis call (nil: none)
+	// Its stderr lines not yet in its log (the last LogCap: older ones
+	// would be trimmed at once), guarded by child.mu.
+	pending []string
+	done    chan answer // buffered: one answer
 }
 
 // child is one handler process.
@@ -385,10 +388,11 @@ type child struct {
 	ready  chan struct{} // closed at the ready line
 	exited chan struct{} // closed once the process is gone and its output read
 
-	mu   sync.Mutex
-	cur  *call
-	last *call    // the call started last: its task gets the stderr lines read after its end
-	tail []string // its last stderr lines (startTail), for a start failure's error
+	mu    sync.Mutex
+	cur   *call
+	last  *call    // the call started last: its task gets the stderr lines read after its end
+	tail  []string // its last stderr lines (startTail), for a start failure's error
+	dirty []*call  // calls with stderr lines pending (pend)
 }
 
 // Bounds of the stderr lines a start failure's error carries: the last
@@ -442,7 +446,7 @@ func (c *child) keepTail(line string) {
 	c.tail = append(c.tail, line)
 }
 
-func (e *Exec) run(ctx context.Context, retry bool, id string, payload json.RawMessage, attempt int, headers map[string]string, report func(string, json.RawMessage), logLine func(string)) (json.RawMessage, error) {
+func (e *Exec) run(ctx context.Context, retry bool, id string, payload json.RawMessage, attempt int, headers map[string]string, report func(string, json.RawMessage), logLines func([]string)) (json.RawMessage, error) {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
@@ -454,7 +458,7 @@ func (e *Exec) run(ctx context.Context, retry bool, id string, payload json.RawM
 	if err != nil {
 		return nil, err
 	}
-	cl := &call{id: id, report: report, log: logLine, done: make(chan answer, 1)}
+	cl := &call{id: id, report: report, log: logLines, done: make(chan answer, 1)}
 	c.mu.Lock()
 	c.cur, c.last = cl, cl
 	c.mu.Unlock()
@@ -634,9 +638,11 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 	e.log.Debug("task handler process started", "pid", c.pid)
 
 	var readers sync.WaitGroup
-	readers.Add(2)
+	readers.Add(3)
+	stderrRead := make(chan struct{})
 	go func() { defer readers.Done(); c.readStdout(outR) }()
-	go func() { defer readers.Done(); c.readStderr(errR) }()
+	go func() { defer readers.Done(); defer close(stderrRead); c.readStderr(errR) }()
+	go func() { defer readers.Done(); c.writeLogs(stderrRead) }()
 	go func() {
 		err := cmd.Wait()
 		killGroup(cmd) // its children too
@@ -806,12 +812,61 @@ func (c *child) readStderr(r io.Reader) {
 			}
 			log.Info("handler: "+text, "task", id) // the task whose log keeps the line
 			if last != nil && last.log != nil {
-				last.log(text)
+				c.pend(last, text)
 			}
 		}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// logEvery is how often a process's stderr lines go to their tasks' logs:
+// one Redis call per task with lines per period, however many lines.
+const logEvery = 100 * time.Millisecond
+
+// pend queues line for cl's log (writeLogs).
+func (c *child) pend(cl *call, line string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(cl.pending) == 0 {
+		c.dirty = append(c.dirty, cl)
+	}
+	cl.pending = append(cl.pending, line)
+	if len(cl.pending) >= 2*LogCap { // keep the last LogCap, amortised
+		cl.pending = append(cl.pending[:0], cl.pending[len(cl.pending)-LogCap:]...)
+	}
+}
+
+// writeLogs writes the queued stderr lines to their tasks' logs every
+// logEvery, and once more when the stderr reader ended (done).
+func (c *child) writeLogs(done <-chan struct{}) {
+	t := time.NewTicker(logEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			c.flushLogs()
+			return
+		case <-t.C:
+			c.flushLogs()
+		}
+	}
+}
+
+// flushLogs writes the queued stderr lines, a call per task.
+func (c *child) flushLogs() {
+	c.mu.Lock()
+	dirty := c.dirty
+	c.dirty = nil
+	batches := make([][]string, len(dirty))
+	for i, cl := range dirty {
+		batches[i] = cl.pending[max(0, len(cl.pending)-LogCap):]
+		cl.pending = nil
+	}
+	c.mu.Unlock()
+	for i, cl := range dirty {
+		cl.log(batches[i])
 	}
 }
 

@@ -12,12 +12,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
 )
 
 func needPython(t *testing.T) string {
@@ -719,5 +721,55 @@ func TestExecEnvironment(t *testing.T) {
 		map[string]string{"DB_PASSWORD": "pw", "API_KEY": "k", "TZ": "UTC", "LANG": "C.UTF-8"})
 	if _, err := task.NewExec(task.ExecConfig{Command: []string{"true"}, Env: []string{"LEAT_REDIS_URL"}}); err == nil {
 		t.Fatal("a bare LEAT_ name in Env was accepted")
+	}
+}
+
+// logCalls counts the Redis calls that touch a task log (its key holds
+// ":tlog:"), alone or in pipelines.
+type logCalls struct{ n atomic.Int64 }
+
+func (h *logCalls) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		for _, a := range c.Args() {
+			if s, ok := a.(string); ok && strings.Contains(s, ":tlog:") {
+				h.n.Add(1)
+				break
+			}
+		}
+	}
+}
+
+func (h *logCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *logCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.count(cmd); return next(ctx, cmd) }
+}
+func (h *logCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
+}
+
+// A handler writing 20,000 stderr lines at once costs Redis a few calls,
+// not one per line; its log keeps the last LogCap lines, in order.
+func TestExecStderrBatched(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	var calls logCalls
+	e.client.AddHook(&calls)
+	q := execQueue(t, e, newExec(t, task.ExecConfig{}), task.Concurrency(1))
+	n := 20000
+	id := enqueueOp(t, q, op{Op: "spam", N: n})
+	resultOf(t, q, id)
+	var lines []task.LogLine
+	eventually(t, 10*time.Second, "the last stderr line in the log", func() bool {
+		var err error
+		lines, err = q.Logs(ctx, id)
+		return err == nil && len(lines) > 0 && lines[len(lines)-1].Line == fmt.Sprintf("line %d", n-1)
+	})
+	if len(lines) != task.LogCap || lines[0].Line != fmt.Sprintf("line %d", n-task.LogCap) {
+		t.Fatalf("%d log lines, first %+v: want the last %d", len(lines), lines[0], task.LogCap)
+	}
+	// One call per task per logEvery (100ms) at most: the bound leaves a
+	// loaded machine 5s of writing.
+	if c := calls.n.Load(); c > 50 {
+		t.Fatalf("%d Redis calls for %d stderr lines", c, n+1)
 	}
 }

@@ -29,7 +29,7 @@ type LogLine struct {
 
 // logger records a running task's log lines.
 type logger interface {
-	logLine(ctx context.Context, line string) error
+	logLines(ctx context.Context, lines []string) error
 }
 
 // Log appends a line to the task's log (see Queue.Logs and "leat tasks
@@ -43,36 +43,55 @@ func (t *Task[P]) Log(line string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
-	_ = l.logLine(ctx, line)
+	_ = l.logLines(ctx, []string{line})
 }
 
-// logScript appends a line to the log of an existing task: KEYS task hash,
-// log stream; ARGV line, cap, default TTL ms, attempt. The log lives for
-// the task's own timeout plus retention, when its hash has them.
+// logLines appends lines to the task's log in one Redis call (see Log).
+func (t *Task[P]) logLines(lines []string) {
+	l, ok := t.rep.(logger)
+	if !ok || len(lines) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	defer cancel()
+	_ = l.logLines(ctx, lines)
+}
+
+// logScript appends lines to the log of an existing task: KEYS task hash,
+// log stream; ARGV cap, default TTL ms, attempt, then the lines (at most
+// cap: the older ones would be trimmed at once). The log lives for the
+// task's own timeout plus retention, when its hash has them.
 var logScript = redis.NewScript(scripts.Describe("task log", `
 local v = redis.call('HMGET', KEYS[1], 's', 'to', 'ret')
 if not v[1] then return 0 end
-local ttl = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[2])
 if v[2] and v[3] then ttl = tonumber(v[2]) + tonumber(v[3]) end
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], '*', 'a', ARGV[4], 'm', ARGV[1])
+for i = 4, #ARGV do
+  redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[1], '*', 'a', ARGV[3], 'm', ARGV[i])
+end
 redis.call('PEXPIRE', KEYS[2], ttl)
 return 1
 `))
 
-func (r *redisReporter) logLine(ctx context.Context, line string) error {
+func (r *redisReporter) logLines(ctx context.Context, lines []string) error {
 	q := r.q
-	line = strings.TrimRight(line, "\r\n")
-	if len(line) > LogLineMax {
-		cut := LogLineMax
-		for cut > 0 && !utf8.RuneStart(line[cut]) {
-			cut--
+	lines = lines[max(0, len(lines)-LogCap):]
+	args := make([]any, 0, 3+len(lines))
+	args = append(args, LogCap, r.ttl.Milliseconds(), r.attempt)
+	for _, line := range lines {
+		line = strings.TrimRight(line, "\r\n")
+		if len(line) > LogLineMax {
+			cut := LogLineMax
+			for cut > 0 && !utf8.RuneStart(line[cut]) {
+				cut--
+			}
+			line = line[:cut]
 		}
-		line = line[:cut]
+		args = append(args, line)
 	}
-	err := logScript.Run(ctx, q.rdb, []string{q.ks.TaskPrefix(q.name) + r.id, q.ks.TaskLogsPrefix(q.name) + r.id},
-		line, LogCap, r.ttl.Milliseconds(), r.attempt).Err()
+	err := logScript.Run(ctx, q.rdb, []string{q.ks.TaskPrefix(q.name) + r.id, q.ks.TaskLogsPrefix(q.name) + r.id}, args...).Err()
 	if err != nil {
-		return fmt.Errorf("task %s: record log line: %w", r.id, err)
+		return fmt.Errorf("task %s: record log lines: %w", r.id, err)
 	}
 	return nil
 }

@@ -65,6 +65,9 @@ for line in sys.stdin:
     if op == "nulls":  # every field of the protocol given as null: absent
         out({"task_id": tid, "result": {"op": op}, "progress": None, "partial": None, "error": None, "snooze": None, "retry": None})
         continue
+    if op == "spam":  # n stderr lines as fast as it can
+        sys.stderr.write("".join("line %d\n" % i for i in range(p["n"])))
+        sys.stderr.flush()
     if op == "fail":
         out({"task_id": tid, "error": "no way", "retry": False})
         continue
