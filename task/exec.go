@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -571,6 +572,14 @@ func (e *Exec) answered(c *child) {
 	}
 }
 
+// treeVar marks the environment of a handler process, inherited by its
+// descendants, with a token of its own: killTree finds them by it when the
+// process ends, though they left its process group.
+const treeVar = "LEAT_EXEC_PROCESS"
+
+// treeSeq numbers the processes of the worker, for their tokens.
+var treeSeq atomic.Uint64
+
 // env returns the environment of a process: the worker's allowed
 // variables (all but leat's own with InheritEnv), PYTHONUNBUFFERED=1 unless
 // the worker sets it (Python's print then writes each line at once, as the
@@ -613,7 +622,8 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 	}
 	cmd := exec.Command(e.cfg.Command[0], e.cfg.Command[1:]...)
 	cmd.Dir = e.cfg.Dir
-	cmd.Env = e.env()
+	token := fmt.Sprintf("%d.%d.%d", os.Getpid(), time.Now().UnixNano(), treeSeq.Add(1))
+	cmd.Env = append(e.env(), treeVar+"="+token)
 	cmd.Stdout, cmd.Stderr = outW, errW
 	ownGroup(cmd)
 	stdin, err := cmd.StdinPipe()
@@ -645,7 +655,8 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 	go func() { defer readers.Done(); c.writeLogs(stderrRead) }()
 	go func() {
 		err := cmd.Wait()
-		killGroup(cmd) // its children too
+		killGroup(cmd)  // its children too
+		killTree(token) // and those that left its group
 		// Let the readers take what it wrote before it ended.
 		done := make(chan struct{})
 		go func() { readers.Wait(); close(done) }()

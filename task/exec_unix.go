@@ -18,3 +18,7 @@ func killGroup(cmd *exec.Cmd) {
 		_ = cmd.Process.Kill()
 	}
 }
+
+// killTree does nothing: finding the processes that left a handler's
+// process group takes Linux's /proc.
+func killTree(string) {}
