@@ -205,6 +205,10 @@
 //	child:  {"task_id":"ID","error":"message","retry":false}  failure (retry absent or true: retried)
 //	child:  {"task_id":"ID","snooze":S}                       run again after S seconds, the attempt not counted (Snooze)
 //
+// A field given as null is absent, in every line. A child must flush its
+// stdout after each line (children run with PYTHONUNBUFFERED=1 unless the
+// worker sets it, so that Python's print does).
+//
 // A child runs one task at a time: the worker writes the next request after
 // the final line of the previous one. With a concurrency of N a worker runs
 // up to N children, started as tasks come and reused while they live. One
@@ -218,13 +222,22 @@
 // exponential backoff (reset by a task answered), the Exec reporting
 // itself unhealthy ([Exec.Stats]) and not ready ([Exec.Ready], for
 // /readyz) until a child is ready again; [Exec.Warm] starts a child ahead
-// of the first task. A task
-// whose child exited fails retryably (ErrExecExited). Lines that are not
+// of the first task. A start failure ([ExecStartError]) carries the
+// child's last 20 stderr lines. Declare the queue with
+// FetchWhen([Exec.Wait]): the worker then takes no task while no child is
+// ready, and a task that finds none all the same is handed back, its
+// attempt not counted ([ErrExecNotReady]). A task
+// whose child exited fails retryably (ErrExecExited). Children get the
+// worker's environment variables of [ExecEnvAllowed] only (never its
+// LEAT_ ones, which hold its secrets), plus ExecConfig.Env; when a child
+// ends, its process group is killed, and on Linux so are its descendants
+// that left the group, found by the LEAT_EXEC_PROCESS marker each child's
+// environment carries. Lines that are not
 // JSON, and lines naming a task the child is not running, are logged and
 // ignored. A line over the size limit (16 MiB by default) fails its task
 // for good (ErrExecLineTooLong); the child is kept. Anything written to
-// stderr is logged and kept in the task's log; stdout belongs to the
-// protocol.
+// stderr is logged and kept in the task's log (written in batches, every
+// 100ms at most); stdout belongs to the protocol.
 //
 // # Memory
 //
