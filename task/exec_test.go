@@ -773,3 +773,27 @@ func TestExecStderrBatched(t *testing.T) {
 		t.Fatalf("%d Redis calls for %d stderr lines", c, n+1)
 	}
 }
+
+// A task fetched while the handler was ready, whose process then fails to
+// start, is handed back to the queue, its attempt not counted; the worker
+// fetches no more tasks while its handler fails.
+func TestExecStartFailureHandsBack(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	ex := newExec(t, task.ExecConfig{
+		BackoffMin: time.Second, Env: []string{"STARTS_FILE=" + filepath.Join(t.TempDir(), "starts"), "EXIT_AFTER=1"},
+	})
+	q := execQueue(t, e, ex, task.Timeout(time.Minute))
+	hung := enqueueOp(t, q, op{Op: "hang"})
+	redistest.Eventually(t, 20*time.Second, "the first task running", func() bool {
+		in, err := q.Info(ctx, hung)
+		return err == nil && in.State == task.Active
+	})
+	id := enqueueOp(t, q, op{Op: "echo"})
+	// A second process starts for it only (the first is ready and busy).
+	redistest.Eventually(t, 20*time.Second, "the task handed back after a failed start", func() bool {
+		in, err := q.Info(ctx, id)
+		s := ex.Stats()
+		return err == nil && s.Started >= 2 && !s.Healthy && in.State == task.Pending && in.Attempts == 0
+	})
+}

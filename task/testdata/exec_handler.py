@@ -13,6 +13,9 @@ if starts:
         n = len(f.read())
     if n < int(os.environ.get("READY_AT", "1")):
         time.sleep(3600)  # never ready
+    if n > int(os.environ.get("EXIT_AFTER", n)):
+        print("failing start %d" % n, file=sys.stderr)
+        sys.exit(1)  # every start after the first EXIT_AFTER fails
 
 
 def out(msg):
