@@ -296,6 +296,12 @@ func noInterrupts(a *app.App, command string, err error) {
 // ended.
 func (w *worker) blockingRead(ctx context.Context, streams []string, n int) ([]redis.XStream, error) {
 	w.mu.Lock()
+	if w.owns > 0 {
+		// A recovery waits for this fetcher's given section to close (see
+		// enterOwn): a read now would hold it up until an entry came.
+		w.mu.Unlock()
+		return nil, redis.Nil
+	}
 	if w.reading != nil {
 		ended := w.reading
 		w.mu.Unlock()
@@ -307,14 +313,14 @@ func (w *worker) blockingRead(ctx context.Context, streams []string, n int) ([]r
 	}
 	ended := make(chan struct{})
 	w.reading = ended
-	// A concurrency lowered meanwhile ends the wait (shrink): the fetcher
-	// reserves again, for fewer.
-	ctx, w.shrink = context.WithCancel(ctx)
+	// A concurrency lowered meanwhile ends the wait (endRead): the fetcher
+	// reserves again, for fewer; so does a recovery waiting (enterOwn).
+	ctx, w.endRead = context.WithCancel(ctx)
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
-		w.shrink()
-		w.reading, w.shrink = nil, nil
+		w.endRead()
+		w.reading, w.endRead = nil, nil
 		w.mu.Unlock()
 		close(ended)
 	}()

@@ -10,7 +10,11 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
 )
 
 // messages is a slog handler that keeps the messages logged.
@@ -127,5 +131,94 @@ func TestPauseAndResume(t *testing.T) {
 	}
 	if logs.count("task queue resumed") != 1 {
 		t.Fatalf("logged %v", logs.got)
+	}
+}
+
+// A task whose entry a worker's blocking read gave while the queue was
+// paused (the worker leaves it pending with itself) runs at once after
+// Resume, on a queue of one level or of two, whatever the task's level: not
+// when the leader reclaims the entry after the visibility timeout. The
+// recovery that takes such entries waits for the worker's other fetcher's
+// blocking read, which, idle, lasted until another task came. (The
+// worker's poll is 30s in tests: the Resume message woke it.)
+func TestResumeRunsEntriesHeldWhilePaused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		levels []string // none: a queue of one level
+		level  int
+	}{
+		{"one level", nil, 0},
+		{"two levels, the first", []string{"high", "low"}, 0},
+		{"two levels, the second", []string{"high", "low"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := ctxT(t)
+			opt, err := redis.ParseURL(redistest.URL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt.ClientName = "resume-" + e.prefix
+			c := redis.NewClient(opt)
+			t.Cleanup(func() { _ = c.Close() })
+			a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var opts []task.Option
+			var enqOpts []task.EnqueueOption
+			if tc.levels != nil {
+				opts = append(opts, task.Priorities(tc.levels...))
+				enqOpts = append(enqOpts, task.Priority(tc.levels[tc.level]))
+			}
+			ran := make(chan string, 2)
+			q, err := task.Handle(a, "p", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+				ran <- tk.ID
+				return out{}, nil
+			}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.run(a)
+			// A first task run, then the worker's fetchers wait in a
+			// blocking read of every level.
+			if _, err := q.Enqueue(ctx, job{N: 1}); err != nil {
+				t.Fatal(err)
+			}
+			<-ran
+			waitBlocked(t, e.client, opt.ClientName)
+			if err := q.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			id, err := q.Enqueue(ctx, job{N: 2}, enqOpts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stream := keys.New(e.prefix, "shop").TaskStream("p", tc.level)
+			eventually(t, 10*time.Second, "the worker holding the task's entry", func() bool {
+				p, err := e.client.XPending(ctx, stream, taskrdb.Group).Result()
+				return err == nil && p.Count == 1
+			})
+			if in, err := q.Info(ctx, id); err != nil || in.State != task.Pending {
+				t.Fatalf("the task while paused: %+v, %v; want it pending", in, err)
+			}
+			if err := q.Resume(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// A bound of correctness, far below the visibility timeout
+			// (30s), after which the leader would reclaim the entry.
+			select {
+			case got := <-ran:
+				if got != id {
+					t.Fatalf("ran task %s, want %s", got, id)
+				}
+			case <-time.After(10 * time.Second):
+				in, err := q.Info(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Fatalf("the task held while paused did not run within 10s of Resume: %s, worker %q", in.State, in.Worker)
+			}
+		})
 	}
 }

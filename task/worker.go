@@ -124,7 +124,7 @@ type worker struct {
 	gate   chan struct{} // closed and replaced when either count falls
 
 	reading chan struct{}      // closed when the blocking read under way ends (nil: none)
-	shrink  context.CancelFunc // ends the wait of that read (a lowered concurrency)
+	endRead context.CancelFunc // ends the wait of that read (a lowered concurrency, a recovery waiting)
 }
 
 // Run runs the queue's share of an app worker until ctx is done.
@@ -403,10 +403,21 @@ func (w *worker) leaveGiven() {
 
 // enterOwn starts a recovery once no given section is open, keeping new
 // ones from opening meanwhile; false when ctx ended first.
+//
+// A given section is open while the worker's other fetcher waits in a
+// blocking read, which, idle, lasts until an entry comes (the App's reader
+// reads again while none does): the recovery ends that wait, as it would
+// otherwise wait for the next enqueue, or for the entries it is for to be
+// reclaimed after the visibility timeout. What the read gave, if anything,
+// goes to its given call first; a read not begun yet is not made
+// (blockingRead).
 func (w *worker) enterOwn(ctx context.Context) bool {
 	w.mu.Lock()
 	w.owns++
 	for w.givens > 0 {
+		if w.endRead != nil {
+			w.endRead()
+		}
 		if !w.waitGate(ctx) {
 			w.mu.Lock()
 			w.owns--
@@ -1104,8 +1115,8 @@ func (w *worker) readLimit(ctx context.Context) {
 	if v != w.limit {
 		w.q.log.Info("task concurrency changed", "from", w.limit, "to", v)
 	}
-	if v < w.limit && w.shrink != nil {
-		w.shrink() // a blocking read waits for the slots reserved before
+	if v < w.limit && w.endRead != nil {
+		w.endRead() // a blocking read waits for the slots reserved before
 	}
 	w.limit = v
 	w.mu.Unlock()
