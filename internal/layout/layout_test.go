@@ -10,61 +10,157 @@ import (
 	"go.uber.org/goleak"
 )
 
-const module = "github.com/leatdev/leat"
+const (
+	module = "github.com/leatdev/leat"
+	cli    = "github.com/urfave/cli/v2"
+)
 
-// deps returns the packages of this module (and the CLI library) that pkg
-// depends on, directly or not.
-func deps(t *testing.T, pkg string) []string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"/"+pkg).Output()
-	if err != nil {
-		t.Fatalf("go list %s: %v", pkg, err)
-	}
-	var ds []string
-	for _, d := range strings.Fields(string(out)) {
-		if d != module+"/"+pkg && (strings.HasPrefix(d, module+"/") || strings.HasPrefix(d, "github.com/urfave/cli")) {
-			ds = append(ds, strings.TrimPrefix(d, module+"/"))
-		}
-	}
-	return ds
+// What a package is, for the rules beyond the direction of its arrows.
+type kind int
+
+const (
+	library kind = iota // the public packages, the internal ones below them, leattest
+	tool                // test harness, benchmark, fault injection
+	edge                // the command and its main
+	top                 // examples, end-to-end tests, the Python SDK's tests
+)
+
+// layers are the packages of the workspace, low to high, each with the
+// packages (of this module, and the CLI library) it imports from its
+// non-test files. A row may name only rows above it.
+var layers = []struct {
+	pkg     string
+	kind    kind
+	imports []string
+}{
+	// Leaves: key names, the RESP codec, pure logic.
+	{"internal/keys", library, nil},
+	{"internal/resp", library, nil},
+	{"internal/topology", library, nil},
+	{"internal/rounds", library, nil},
+	{"internal/clock", library, nil},
+	{"internal/netguard", library, nil},
+	{"internal/schedule", library, nil},
+	{"internal/declared", library, nil},
+	{"internal/layout", library, nil},
+	{"internal/redistest", tool, nil},
+	// The Redis protocol: Lua scripts and their wrappers, leases.
+	{"internal/scripts", library, []string{"internal/resp"}},
+	{"internal/taskrdb", library, []string{"internal/keys", "internal/resp", "internal/scripts"}},
+	{"internal/lease", library, []string{"internal/scripts", "internal/topology"}},
+	{"internal/core", library, []string{"internal/keys", "internal/rounds", "internal/scripts", "internal/topology"}},
+	{"internal/rdb", library, []string{"internal/core", "internal/keys", "internal/scripts", "internal/taskrdb"}},
+	// The runtime.
+	{"stream", library, []string{"internal/core", "internal/keys"}},
+	{"middleware", library, []string{"internal/core", "internal/keys", "internal/scripts", "stream"}},
+	{"rebalance", library, nil},
+	{"executor", library, []string{"internal/core", "internal/keys", "internal/lease", "internal/rdb", "internal/scripts", "internal/topology", "rebalance"}},
+	{"inspect", library, []string{"internal/core", "internal/keys", "internal/lease", "internal/rdb", "internal/taskrdb"}},
+	{"app", library, []string{"executor", "internal/clock", "internal/core", "internal/declared", "internal/keys", "internal/lease", "internal/netguard", "internal/rdb", "internal/schedule", "internal/scripts", "internal/topology", "middleware", "stream"}},
+	{"task", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/declared", "internal/keys", "internal/lease", "internal/netguard", "internal/rounds", "internal/schedule", "internal/scripts", "internal/taskrdb", "internal/topology", "middleware"}},
+	// The edge: metrics and the HTTP API beside the runtime.
+	{"metrics", library, []string{"executor", "inspect"}},
+	{"api", library, []string{"app", "inspect", "internal/core", "internal/keys", "task"}},
+	// Tools that drive a whole app sit above the runtime they drive.
+	{"internal/bench", tool, []string{"app", "executor", "internal/core", "internal/keys", "stream", "task"}},
+	{"internal/chaos", tool, []string{"app", "executor", "stream", "task"}},
+	{"internal/chaos/chaosworker", tool, []string{"app", "internal/chaos", "stream", "task"}},
+	// The public tester package, a module of its own.
+	{"leattest", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/keys", "stream", "task"}},
+	// The command.
+	{"cmd", edge, []string{cli, "api", "app", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/keys", "internal/netguard", "internal/rdb", "metrics", "stream", "task"}},
+	{"cmd/leat", edge, []string{"cmd"}},
+	// The other modules of the workspace.
+	{"examples/quickstart", top, []string{"app", "stream"}},
+	{"examples/tasks", top, []string{"app", "task"}},
+	{"examples/tasks-python", top, nil},
+	{"examples/orders", top, []string{"app", "cmd", "stream"}},
+	{"e2e", top, nil},
+	{"sdk/python", top, nil},
 }
 
+// The patterns that list every package of the workspace, from its root.
+var workspace = []string{"./...", "./e2e/...", "./examples/...", "./leattest/...", "./sdk/python/..."}
+
+// imports returns, for every package of the workspace, the packages of this
+// module (without its path) and the CLI library its non-test files import.
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
+	args := append([]string{"list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}"}, workspace...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	got := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], module+"/")
+		got[pkg] = []string{}
+		for _, imp := range f[1:] {
+			if imp == cli || strings.HasPrefix(imp, cli+"/") {
+				got[pkg] = append(got[pkg], cli)
+			} else if p, ok := strings.CutPrefix(imp, module+"/"); ok {
+				got[pkg] = append(got[pkg], p)
+			}
+		}
+	}
+	return got
+}
+
+// The table itself flows one way: each row names only rows above it, so
+// an arrow back up, or a cycle, cannot be written into it.
+func TestLayersFlowOneWay(t *testing.T) {
+	kinds := map[string]kind{}
+	for _, l := range layers {
+		if _, dup := kinds[l.pkg]; dup {
+			t.Errorf("%s: two rows", l.pkg)
+		}
+		for _, imp := range l.imports {
+			k, above := kinds[imp]
+			switch {
+			case imp == cli:
+				if l.kind == library || l.kind == tool {
+					t.Errorf("%s: a library package or tool may not import the CLI library", l.pkg)
+				}
+			case !above:
+				t.Errorf("%s may import %s, which is not in a row above it", l.pkg, imp)
+			case k == tool && l.kind == library:
+				t.Errorf("library package %s may import tool %s", l.pkg, imp)
+			}
+		}
+		kinds[l.pkg] = l.kind
+	}
+}
+
+// Every package of the workspace is in the table, and imports only what
+// its row allows.
 func TestImportsFlowOneWay(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
 	}
-	// Each package may depend on the ones before it in this order (and on
-	// internal packages), never on the ones after it.
-	order := []string{"stream", "middleware", "rebalance", "executor", "app", "task", "api", "cmd"}
-	for i, pkg := range order {
-		ds := deps(t, pkg)
-		for _, later := range order[i+1:] {
-			if slices.Contains(ds, later) {
-				t.Errorf("%s depends on %s", pkg, later)
-			}
-		}
-		if pkg != "cmd" && slices.ContainsFunc(ds, func(d string) bool { return strings.HasPrefix(d, "github.com/urfave/cli") }) {
-			t.Errorf("library package %s depends on the CLI library", pkg)
+	got := imports(t)
+	rows := map[string][]string{}
+	for _, l := range layers {
+		rows[l.pkg] = l.imports
+		if _, ok := got[l.pkg]; !ok {
+			t.Errorf("%s: in the table, not in the workspace", l.pkg)
 		}
 	}
-	// inspect reads Redis below the runtime; metrics sits at the edge,
-	// beside app: neither depends on app, cmd or the CLI library.
-	for _, pkg := range []string{"inspect", "metrics"} {
-		for _, d := range deps(t, pkg) {
-			if d == "app" || d == "cmd" || strings.HasPrefix(d, "github.com/urfave/cli") || (pkg == "inspect" && d == "executor") {
-				t.Errorf("%s depends on %s", pkg, d)
-			}
+	for pkg, imps := range got {
+		allowed, ok := rows[pkg]
+		if !ok {
+			t.Errorf("%s: a package the table does not place; add its row", pkg)
+			continue
 		}
-	}
-	for _, pkg := range []string{"internal/keys", "internal/scripts", "internal/lease", "internal/rdb", "internal/core", "internal/redistest"} {
-		for _, d := range deps(t, pkg) {
-			if !strings.HasPrefix(d, "internal/") {
-				t.Errorf("%s depends on %s", pkg, d)
+		for _, imp := range imps {
+			if !slices.Contains(allowed, imp) {
+				t.Errorf("%s imports %s, an arrow its row does not allow", pkg, imp)
 			}
 		}
 	}
 }
-
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The library's module graph, which its users inherit, has no in-memory
