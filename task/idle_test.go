@@ -25,7 +25,11 @@ import (
 // interrupts the read (CLIENT UNBLOCK) rather than wait for its end.
 func TestIdleQueueCost(t *testing.T) {
 	e := newEnv(t)
-	a := e.app("w1")
+	c, name := namedClient(t, e.prefix)
+	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, WorkerID: "w1", Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	q, err := task.Handle(a, "idle", func(ctx context.Context, tk *task.Task[int]) (int, error) { return tk.Payload, nil })
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +43,8 @@ func TestIdleQueueCost(t *testing.T) {
 	if _, err := q.Result(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // idle: the fetchers' first blocking reads found nothing
+	blocked := func() bool { return blockedIn(t, e.client, name, "xreadgroup") > 0 }
+	eventually(t, 10*time.Second, "idle: a blocking read that found nothing", blocked)
 
 	var mu sync.Mutex
 	reads, fetches := 0, 0 // blocking reads, and fetch scripts taking ready tasks
@@ -60,6 +65,7 @@ func TestIdleQueueCost(t *testing.T) {
 			fetches++
 		}
 	})
+	// The subject: what 2.5s with nothing to do costs.
 	time.Sleep(2500 * time.Millisecond)
 	stop()
 	mu.Lock()
@@ -77,7 +83,7 @@ func TestIdleQueueCost(t *testing.T) {
 	if res, err := q.Result(ctx, id); err != nil || res != 2 {
 		t.Fatalf("a task enqueued while idle: %v %v", res, err)
 	}
-	time.Sleep(200 * time.Millisecond) // the fetchers block again
+	eventually(t, 10*time.Second, "a blocking read again", blocked)
 	stopsWithin(t, stopWorker, 2*time.Second, "its blocking reads (5s) were not interrupted")
 }
 
@@ -103,7 +109,9 @@ func stopsWithin(t *testing.T, stop func() error, d time.Duration, why string) {
 func TestIdleQueueWithoutClientUnblock(t *testing.T) {
 	t.Parallel()
 	prefix := redistest.Prefix(t)
-	url := redistest.User(t, "+@all", "-@dangerous", "~"+prefix+":*", "&*")
+	admin, _ := redistest.Client(t)
+	name := "idle-" + prefix
+	url := redistest.User(t, "+@all", "-@dangerous", "~"+prefix+":*", "&*") + "?client_name=" + name
 	var logs redistest.Log
 	a, err := app.New(app.Config{Name: "shop", RedisURL: url, KeyPrefix: prefix, WorkerID: "w1",
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
@@ -127,7 +135,7 @@ func TestIdleQueueWithoutClientUnblock(t *testing.T) {
 		if res, err := q.Result(ctxT(t), id); err != nil || res != n {
 			t.Fatalf("task %d: %v %v", n, res, err)
 		}
-		time.Sleep(time.Second) // idle: the fetchers block
+		eventually(t, 10*time.Second, "idle: a blocking read", func() bool { return blockedIn(t, admin, name, "xreadgroup") > 0 })
 	}
 	stopsWithin(t, stopWorker, 2*time.Second, "its blocking reads could not be interrupted but should last 500ms")
 	if n := strings.Count(logs.String(), "may not run a command that interrupts blocking reads"); n != 1 ||
@@ -235,6 +243,7 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 			mu.Unlock()
 		}
 	})
+	// The subject: what 2.5s with nothing to do costs.
 	time.Sleep(2500 * time.Millisecond)
 	stop()
 	mu.Lock()
@@ -269,7 +278,10 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 	for i := range qs {
 		within(i, "a task enqueued while every queue waited")
 	}
-	time.Sleep(200 * time.Millisecond) // waiting again
+	eventually(t, 10*time.Second, "the queues waiting again in one read, and the leaders in one wait", func() bool {
+		b, w, _, _ := clients()
+		return b == 1 && w == 1
+	})
 	stopsWithin(t, stopWorker, 2*time.Second, "the shared read (5s) was not interrupted")
 }
 
@@ -292,7 +304,8 @@ func TestLoweredConcurrencyWhileIdle(t *testing.T) {
 		running++
 		most = max(most, running)
 		mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // work that lasts: tasks run at once overlap
+
 		mu.Lock()
 		running--
 		mu.Unlock()
@@ -343,12 +356,16 @@ func TestIdleQueuesAfterRedisRestart(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartPersistent(t)
 	e := &env{t: t, client: srv.Client(t), prefix: "restart"}
-	a := e.app("w1")
+	var logs redistest.Log
+	a, err := app.New(app.Config{Name: "shop", Client: e.client, KeyPrefix: e.prefix, WorkerID: "w1", LeaderLease: time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	started := make(chan string, 10)
 	const queues = 3
 	qs := make([]*task.Queue[int, int], queues)
 	for i := range qs {
-		var err error
 		if qs[i], err = task.Handle(a, fmt.Sprintf("q%d", i), func(ctx context.Context, tk *task.Task[int]) (int, error) {
 			if tk.Payload < 0 {
 				started <- tk.ID
@@ -375,7 +392,9 @@ func TestIdleQueuesAfterRedisRestart(t *testing.T) {
 		return redistest.Blocked(t, e.client, "xreadgroup") == 1 && redistest.Blocked(t, e.client, "blpop") == 1
 	})
 	srv.Shutdown(t)
-	time.Sleep(500 * time.Millisecond) // the worker sees the server gone
+	eventually(t, 10*time.Second, "the worker seeing the server gone (a read, wait or subscription failed)", func() bool {
+		return strings.Contains(logs.String(), " failed")
+	})
 	srv.Relaunch(t)
 	eventually(t, 20*time.Second, "the queues waiting in one read again, and the leaders in one wait", func() bool {
 		return redistest.Blocked(t, e.client, "xreadgroup") == 1 && redistest.Blocked(t, e.client, "blpop") == 1
@@ -405,4 +424,35 @@ func TestIdleQueuesAfterRedisRestart(t *testing.T) {
 	if err != nil || in.State != task.Cancelled {
 		t.Fatalf("the cancelled task: %+v %v", in, err)
 	}
+}
+
+// namedClient returns a client of the shared server whose connections carry
+// a name of their own, derived from prefix, and that name.
+func namedClient(t *testing.T, prefix string) (*redis.Client, string) {
+	t.Helper()
+	opt, err := redis.ParseURL(redistest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.ClientName = "idle-" + prefix
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	return c, opt.ClientName
+}
+
+// blockedIn returns how many connections named name are blocked in cmd (in
+// lower case), as c's server lists them.
+func blockedIn(t *testing.T, c *redis.Client, name, cmd string) int {
+	t.Helper()
+	list, err := c.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(list, "\n") {
+		if strings.Contains(l, " name="+name+" ") && strings.Contains(l, " cmd="+cmd+" ") && strings.Contains(l, " flags=b ") {
+			n++
+		}
+	}
+	return n
 }
