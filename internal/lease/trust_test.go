@@ -114,27 +114,32 @@ func TestTrustTimerOnAFakeClock(t *testing.T) {
 	})
 }
 
+// On a fake clock: an extension outlives the first deadline, and an ended
+// trust is not extended.
 func TestTrustExtend(t *testing.T) {
 	t.Parallel()
-	tr := NewTrust(context.Background(), Now()+int64(30*time.Millisecond))
-	defer tr.Cancel(nil)
-	if !tr.Extend(Now() + int64(time.Hour)) {
-		t.Fatal("extend refused")
-	}
-	if tr.Extend(Now()) != true || tr.Remaining() < 59*time.Minute {
-		t.Fatal("an earlier deadline moved trust back")
-	}
-	time.Sleep(60 * time.Millisecond) // past the first deadline: the timer re-arms
-	if tr.Err() != nil {
-		t.Fatal("extended trust ended at its first deadline")
-	}
-	tr.Cancel(errors.New("released"))
-	if tr.Extend(Now()+int64(time.Hour)) || tr.Remaining() != 0 {
-		t.Fatal("an ended trust was extended")
-	}
-	if context.Cause(tr).Error() != "released" {
-		t.Fatalf("cause %v", context.Cause(tr))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		tr := NewTrust(context.Background(), Now()+int64(30*time.Millisecond))
+		defer tr.Cancel(nil)
+		if !tr.Extend(Now() + int64(time.Hour)) {
+			t.Fatal("extend refused")
+		}
+		if tr.Extend(Now()) != true || tr.Remaining() < 59*time.Minute {
+			t.Fatal("an earlier deadline moved trust back")
+		}
+		time.Sleep(60 * time.Millisecond) // past the first deadline: the timer re-arms
+		synctest.Wait()
+		if tr.Err() != nil {
+			t.Fatal("extended trust ended at its first deadline")
+		}
+		tr.Cancel(errors.New("released"))
+		if tr.Extend(Now()+int64(time.Hour)) || tr.Remaining() != 0 {
+			t.Fatal("an ended trust was extended")
+		}
+		if context.Cause(tr).Error() != "released" {
+			t.Fatalf("cause %v", context.Cause(tr))
+		}
+	})
 }
 
 func TestTrustFollowsItsParent(t *testing.T) {
