@@ -50,13 +50,9 @@ func runTaskWorker(t *testing.T, s shop) {
 	go func() { defer close(done); _ = a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	// The worker registers the queue's definition.
-	deadline := time.Now().Add(10 * time.Second)
-	for s.client.HExists(context.Background(), s.keys.TaskQueues(), "greet").Val() == false {
-		if time.Now().After(deadline) {
-			t.Fatal("queue not registered")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, 10*time.Second, "the queue registered", func() bool {
+		return s.client.HExists(context.Background(), s.keys.TaskQueues(), "greet").Val()
+	})
 }
 
 func TestTasksCLI(t *testing.T) {
@@ -140,13 +136,9 @@ func TestTasksCLI(t *testing.T) {
 	// Cancel a running task and a scheduled one.
 	r = run(t, nil, "", s.args("enqueue", "greet", `{"name":"block"}`)...)
 	blocked := strings.TrimSpace(r.stdout)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(run(t, nil, "", s.args("tasks", "show", blocked)...).stdout, "active") {
-		if time.Now().After(deadline) {
-			t.Fatal("not active")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, 10*time.Second, "the task active", func() bool {
+		return strings.Contains(run(t, nil, "", s.args("tasks", "show", blocked)...).stdout, "active")
+	})
 	r = run(t, nil, "", s.args("tasks", "cancel", blocked)...)
 	if r.status != 0 || !strings.Contains(r.stdout, "was active") {
 		t.Fatalf("cancel: %+v", r)
