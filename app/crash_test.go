@@ -100,7 +100,7 @@ func workerProcessMain() int {
 				}
 			}
 			if delay > 0 {
-				time.Sleep(delay)
+				time.Sleep(delay) // work in progress when the process is stopped or killed
 			}
 			c.RPush(bg, processedKey(prefix), fmt.Sprintf("%s/%d/%s/%d/%d", e.Record.Key, e.Record.Seq, id, e.Partition, time.Now().UnixMilli()))
 			if held {

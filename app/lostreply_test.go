@@ -92,7 +92,7 @@ func TestLostRepliesUnderLoad(t *testing.T) {
 	proxy.CutEvery(20)
 	for i := 1; i < 300; i++ {
 		sent = append(sent, sendEvents(t, direct, keys, 1, i)...)
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the load's shape: sends spread while replies are cut
 	}
 	proxy.CutEvery(0)
 	redistest.Eventually(t, 20*time.Second, "every event", func() bool { return r.count() == len(sent) })

@@ -89,7 +89,7 @@ func ownerProcessMain() int {
 				record("cancelled/%s/%s/%d/%d", what, id, time.Now().UnixMilli(), dl.UnixMilli())
 				return
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the work: a write per millisecond until the context ends
 		}
 	}
 	err = app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {

@@ -51,7 +51,7 @@ func workerProcessMain() int {
 	}
 	_, err = task.Handle(a, "load", func(ctx context.Context, t *task.Task[job]) (out, error) {
 		if delay > 0 {
-			time.Sleep(delay)
+			time.Sleep(delay) // work in progress when the process is stopped or killed
 		}
 		err := c.HIncrBy(context.WithoutCancel(ctx), runsKey(prefix), strconv.Itoa(t.Payload.N), 1).Err()
 		return out{Double: 2 * t.Payload.N}, err

@@ -36,7 +36,7 @@ func (l *keyLog) handler(d time.Duration) func(ctx context.Context, t *task.Task
 		}
 		l.inflight[t.Key] = true
 		l.mu.Unlock()
-		time.Sleep(d)
+		time.Sleep(d) // the task's work: another of its key starting now would overlap
 		l.mu.Lock()
 		l.inflight[t.Key] = false
 		l.seqs[t.Key] = append(l.seqs[t.Key], t.Payload.Seq)

@@ -316,7 +316,7 @@ func lostRepliesUnderLoad(t *testing.T, keyed bool) {
 		}
 		ids = append(ids, got...)
 		if burst%4 != 0 {
-			time.Sleep(60 * time.Millisecond) // idle: blocking reads
+			time.Sleep(60 * time.Millisecond) // the load's shape: a gap, idle fetchers block in reads
 		}
 		if burst == 10 || burst == 25 { // paused a while: fetches refused, given entries left pending
 			for _, q := range runs.qs {
@@ -324,7 +324,7 @@ func lostRepliesUnderLoad(t *testing.T, keyed bool) {
 					t.Fatal(err)
 				}
 			}
-			time.Sleep(150 * time.Millisecond)
+			time.Sleep(150 * time.Millisecond) // the load's shape: paused a while
 			for _, q := range runs.qs {
 				if err := q.Resume(ctx); err != nil {
 					t.Fatal(err)
@@ -376,7 +376,7 @@ func runLossy(t *testing.T, e *env, lose *redistest.ReplyLoser, c int, sleep fun
 				runs.byKey[k] = append(runs.byKey[k], tk.Payload.N)
 			}
 			runs.mu.Unlock()
-			time.Sleep(sleep(tk.Payload))
+			time.Sleep(sleep(tk.Payload)) // the task's work
 			return out{Double: 2 * tk.Payload.N}, nil
 		}
 	}

@@ -398,6 +398,7 @@ func TestBusyWorkerStaysSeen(t *testing.T) {
 	}
 	stream := keys.New(e.prefix, "shop").TaskStream("busy", 0)
 	in := inspect.New(e.client, e.prefix, "shop")
+	// The subject is time passing: w1 stays seen for 3s while its task runs.
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		cs, err := e.client.XInfoConsumers(ctx, stream, taskrdb.Group).Result()
 		if err != nil || len(cs) != 1 || cs[0].Name != "w1" || cs[0].Pending != 1 {
@@ -449,6 +450,7 @@ func TestIdleWorkerStaysAlive(t *testing.T) {
 		return r.Workers
 	}
 	eventually(t, 10*time.Second, "w2 running", func() bool { return len(workers()) == 2 })
+	// The subject is time passing: idle workers stay alive past TaskWorkerAlive.
 	for end := time.Now().Add(inspect.TaskWorkerAlive + 2*time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
 		ws := workers()
 		if len(ws) != 2 || ws[0].Worker != "w1" || ws[1].Worker != "w2" || !ws[0].Alive || !ws[1].Alive {
