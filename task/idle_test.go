@@ -391,9 +391,10 @@ func TestIdleQueuesAfterRedisRestart(t *testing.T) {
 	eventually(t, 10*time.Second, "the queues waiting in one read, and the leaders in one wait", func() bool {
 		return redistest.Blocked(t, e.client, "xreadgroup") == 1 && redistest.Blocked(t, e.client, "blpop") == 1
 	})
+	logged := len(logs.String())
 	srv.Shutdown(t)
 	eventually(t, 10*time.Second, "the worker seeing the server gone (a read, wait or subscription failed)", func() bool {
-		return strings.Contains(logs.String(), " failed")
+		return strings.Contains(logs.String()[logged:], " failed")
 	})
 	srv.Relaunch(t)
 	eventually(t, 20*time.Second, "the queues waiting in one read again, and the leaders in one wait", func() bool {
