@@ -1,3 +1,8 @@
+// Pausing a queue: Pause, Resume and Paused, and how its workers wait
+// while it is paused or over its rate (setPaused, awaitWake): until a
+// message on the queue's channel wakes them (wake), or within their poll
+// if that message was lost.
+
 package task
 
 import (
@@ -55,3 +60,46 @@ func (q *core) Paused(ctx context.Context) (bool, time.Time, error) {
 // rate window, tries a fetch again, in case it missed the message of a
 // Resume or a live rate change.
 var pausePoll = time.Second
+
+// setPaused records whether the queue was found paused, logging changes.
+func (w *worker) setPaused(paused bool) {
+	changed := w.paused.Swap(paused) != paused
+	if changed && paused {
+		w.q.log.Info("task queue paused: starting no tasks until it is resumed")
+	} else if changed {
+		w.q.log.Info("task queue resumed")
+	}
+}
+
+// awaitWake waits, after a fetch found the queue paused (d: w.poll) or its
+// rate budget spent (d: to the window's end), for woken to be closed (a
+// Resume, or a change of the live rate), or d, or w.poll, whichever comes
+// first: a worker that missed the message (Pub/Sub delivers at most once:
+// a connection lost at that moment loses it) fetches again within w.poll,
+// not at the end of a window of an hour. woken is wakeChan's channel from
+// before the call that was refused.
+func (w *worker) awaitWake(ctx context.Context, d time.Duration, woken <-chan struct{}) {
+	t := time.NewTimer(min(d, w.poll))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-woken:
+	case <-t.C:
+	}
+}
+
+// wakeChan returns the channel that the next wake-up of the fetchers closes
+// (wake).
+func (w *worker) wakeChan() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.resumed
+}
+
+// wake wakes every fetcher waiting on a channel wakeChan returned.
+func (w *worker) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.resumed)
+	w.resumed = make(chan struct{})
+}
