@@ -9,9 +9,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Per-node isolation of fetch failures on Redis Cluster. The partitions of
-// an executor live on several masters, and the fetcher reads them all in one
-// pipeline (go-redis sends one round trip to each master, in parallel).
+// Per-node isolation of fetch failures on Redis Cluster, the fetcher's
+// Cluster mode (every read there is scripted: fetch_script.go). The
+// partitions of an executor live on several masters, and the fetcher reads
+// them all in one pipeline (go-redis sends one round trip to each master,
+// in parallel).
 // When a master dies, the reads of its partitions fail (connection refused,
 // then CLUSTERDOWN until a replica took over, or MOVED) while the others
 // succeed. The partitions whose read failed are handed to a probe of their
@@ -19,17 +21,18 @@ import (
 //
 //	round:  read every partition not probing -> deliver what was read;
 //	        failed partitions -> probe of their node (by the slot map now)
-//	probe:  wait (50ms doubling to 1s, by the partitions' failures in a row),
+//	probe:  wait (probeMin doubling to probeMax, by the failures in a row),
 //	        EXISTS each partition's lock key through the cluster client;
 //	        partitions whose node answered -> back into the rounds
 //
 // The rounds on Cluster use a client of their own (roundClient), so that a
-// dead node fails its reads at once. A probe is one goroutine per failing node, owned by the fetcher, so a
-// node that hangs holds up its own partitions only, and its backoff never
-// delays the rounds of healthy nodes. A partition stays assigned to this
-// executor while it is probed: its lock and trust are the lock refresher's
-// (lock.go). Standalone and Sentinel clients have a single node: a failed
-// round backs off as a whole (fetcher.run).
+// dead node fails its reads at once. A probe is one goroutine per failing
+// node, owned by the fetcher, so a node that hangs holds up its own
+// partitions only, and its backoff never delays the rounds of healthy
+// nodes. A partition stays assigned to this executor while it is probed:
+// its lock and trust are the lock refresher's (lock.go). What it costs: an
+// EXISTS per waiting partition per probe. Standalone and Sentinel clients
+// have a single node: a failed round backs off as a whole (fetcher.run).
 
 // probe is the partitions of one failing node, guarded by fetcher.mu.
 type probe struct {
@@ -44,9 +47,8 @@ const (
 // roundClient returns the cluster client of the fetcher's reads on Cluster,
 // and a function that closes it: a copy of the app's client's settings that
 // gives up on an unreachable node at once (one dial, no redirect) instead
-// of retrying its dial for about 1.6s (go-redis's 5 dials 100ms apart, 4
-// times), which would hold every partition's read of the round, not only
-// the dead node's. Its slot map is reloaded on failover errors like the
+// of retrying its dial as go-redis does by default, which would hold every
+// partition's read of the round, not only the dead node's. Its slot map is reloaded on failover errors like the
 // app's (topology.Attach). Other clients are returned as they are.
 func roundClient(c redis.UniversalClient) (redis.UniversalClient, func()) {
 	cc, ok := c.(*redis.ClusterClient)

@@ -5,15 +5,12 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
-// Fenced reads without scripts. A script returning entries costs the server
-// about three times what the XREADGROUP in it costs (its reply is converted
-// to Lua and back), so new entries are read with an optimistic transaction
-// on the fetcher's own connection instead, in two round trips:
+// The transaction read: fenced reads of new entries without a script, as an
+// optimistic transaction on the fetcher's own connection:
 //
 //	WATCH lock...; MGET lock...          which locks are still ours?
 //	MULTI; XREADGROUP ... >; ...; EXEC   read the partitions whose lock is ours
@@ -21,8 +18,15 @@ import (
 // If any watched lock changed (taken over, expired, or refreshed by us)
 // between the two, EXEC does nothing and the read is tried again, so entries
 // only ever enter the pending list of the executor that holds the lock, as
-// with the script. Keys of different partitions live in different Cluster
-// slots, so Cluster clients use the script instead.
+// with the script.
+//
+// When it is used: for new entries of partitions with a backlog, on a
+// single server or Sentinel. Keys of different partitions live in different
+// Cluster slots, so Cluster clients use the script instead.
+//
+// What it costs: two round trips where the script takes one, but a plain
+// XREADGROUP reply, which costs Redis much less per entry than a script's
+// (converted to Lua and back).
 
 // isExecAbort reports whether err is Redis's EXECABORT reply.
 func isExecAbort(err error) bool {
@@ -138,20 +142,4 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		f.scratch = ds[:0]
 	}
 	return nil
-}
-
-// rawDelivery is the delivery of a new entry of partition p, of a stream
-// whose entry codec is entryCodec, read raw (fields point into the reply;
-// see scripts.EachRawEntry).
-func rawDelivery(p int, entryCodec, id string, fields [][]byte) core.Delivery {
-	if len(fields) == 0 {
-		return core.Delivery{Entry: core.Entry{ID: id, Partition: p}, Deliveries: 1, Err: core.ErrTrimmed}
-	}
-	e, err := core.ParseFieldBytes(id, p, entryCodec, fields)
-	return core.Delivery{Entry: e, Deliveries: 1, Err: err}
-}
-
-// lost drops a partition whose lock is no longer this executor's.
-func (f *fetcher) lost(s *fetchState) {
-	f.put(fetchWork{s: s}, scripts.FetchResult{Held: false}, nil, 0, "")
 }

@@ -1,14 +1,9 @@
 package executor
 
 import (
-	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"math"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,40 +11,27 @@ import (
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/scripts"
-	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
 // fetcher reads the partitions of one executor into their buffers. One
-// goroutine does all reads:
+// goroutine (run) does all reads, a round at a time:
 //
 //   - a partition whose buffer is at most half full and that may have data
-//     (recovering, or its last read was full) is read with the fenced fetch
-//     script; the reads of all such partitions share one pipelined round trip;
+//     (recovering, or its last read was full or busy) is read at once: new
+//     entries with the transaction of fetch_tx.go on a single server;
+//     recovery, a wake-up's read and every read on Cluster with the fetch
+//     script of fetch_script.go;
 //   - when no partition may have data, one blocking XREAD over the idle
-//     partitions (from the last ID each has seen) waits for new entries, up
-//     to ReadBlock. XREAD takes nothing into the pending list: only the
-//     fenced read does, and only for the lock holder.
-//   - behind the blocking XREAD, in the same write, goes the fenced read of
-//     the idle partitions (fetch_idle.lua), which Redis runs as soon as the
-//     blocking read returns: the entries that woke the fetcher come back
-//     with the same round trip (idleRead). Where it cannot run, or the
-//     idle partitions are more than maxIdleRead, the partitions the
-//     blocking XREAD saw new entries on are read next with the fenced fetch
-//     script, in one round trip (the transaction of fetch_tx.go takes two;
-//     it serves partitions with a backlog, whose larger replies a script
-//     would cost Redis more to return).
+//     partitions waits for new entries, with their fenced read queued
+//     behind it (fetch_idle.go).
 //
-// A consumer that drains its buffer below the watermark, or a new partition,
-// wakes the fetcher, interrupting the blocking XREAD with CLIENT UNBLOCK.
-//
-// A Redis user that may not run CLIENT UNBLOCK (the common ACL
-// "+@all -@dangerous") would leave a full partition waiting for the blocking
-// read over the idle ones to time out, each time its buffer drains. So when
-// CLIENT UNBLOCK is denied (logged once), the fetcher blocks only while
-// every buffer has room (no consumer will wake it), and for at most
-// maxUninterruptible; while some consumer works through a fuller buffer, it
-// waits for that consumer's wake-up instead and polls the idle partitions.
+// Only fenced reads take entries into the pending list, and only for the
+// lock holder. A consumer that drains its buffer below the watermark, or a
+// new partition, wakes the fetcher and interrupts its blocking read
+// (fetch_unblock.go, which also covers a Redis user denied CLIENT UNBLOCK).
+// On Cluster, the partitions of a failing node wait for it apart from the
+// others (fetch_nodes.go).
 type fetcher struct {
 	e   *Executor
 	log *slog.Logger
@@ -59,7 +41,7 @@ type fetcher struct {
 	blocking bool
 	blockID  int64 // CLIENT ID of the blocking connection
 
-	noUnblock  bool      // CLIENT UNBLOCK is denied: see above
+	noUnblock  bool      // CLIENT UNBLOCK is denied (fetch_unblock.go)
 	deniedOnce sync.Once // the warning about it
 
 	wake    chan struct{}
@@ -78,18 +60,8 @@ type fetcher struct {
 	probeWG sync.WaitGroup
 }
 
-// idleScratch is what waitIdle builds for each blocking read, kept for the
-// next: the idle partitions' keys, the IDs to read after, their states, and
-// the indexes of those the read saw entries in; the fenced read queued
-// behind the blocking one: its partitions and its arguments.
-type idleScratch struct {
-	keys, last []any // strings, boxed once (fetchState.keyArg, lastArg)
-	states     []*fetchState
-	got        []int
-	parts      []scripts.IdlePartition
-	args       []any
-}
-
+// fetchState is what the fetcher knows of one partition it reads; its
+// fields are guarded by fetcher.mu.
 type fetchState struct {
 	p       *partition
 	cursor  string // XAUTOCLAIM cursor while recovering; "" once reading new entries
@@ -161,26 +133,6 @@ func (f *fetcher) recheck(work []fetchWork) {
 	}
 }
 
-// recheckStates marks states, those still fetched, for recovery (see
-// fetchState.recheck): the read behind a blocking read of them may have run
-// with its reply lost. f.mu is held.
-func (f *fetcher) recheckStates(states []*fetchState) {
-	for _, s := range states {
-		if f.parts[s.p.n] == s {
-			s.recheck()
-		}
-	}
-}
-
-// keepParsed empties all, the entries of a read parsed into f.parsed, and
-// keeps its memory for the next read unless it grew beyond maxParsed.
-func (f *fetcher) keepParsed(all []core.Delivery) {
-	clear(all)
-	if cap(all) <= maxParsed {
-		f.parsed = all[:0]
-	}
-}
-
 // push puts ds, after any earlier overflow, into the partition's buffer
 // without blocking, and keeps what does not fit for later. The caller holds
 // f.mu.
@@ -217,26 +169,6 @@ func newFetcher(e *Executor) *fetcher {
 // the transaction's) each time. The reads of the idle path, a few entries
 // each, stay below it.
 const busyRead = 16
-
-// maxIdleRead bounds the idle partitions whose fenced read goes behind a
-// blocking read; a fetcher idle on more reads those the blocking read saw
-// entries in once it returned. The read behind looks at every idle
-// partition (three arguments each, which its Lua takes in, then an MGET of
-// their locks and an XREADGROUP over them all) where the read after the
-// wake-up looks at the partitions with entries only, so the round trip it
-// saves is worth its cost to Redis up to a few dozen partitions: at 5,000
-// events/s, one event per wake-up or a few, the median latency was better
-// with it at 16 and 64 partitions and worse from 128 (0.92 and 0.93 ms
-// against 1.31 and 1.62 at 128; 1.21 and 1.28 against 1.86 and 1.95 at
-// 256).
-const maxIdleRead = 64
-
-// maxWokeRead bounds the read of a partition the blocking read saw new
-// entries on, when the transaction serves the partitions with more: the
-// fetch script returns its entries through Lua, which costs Redis more than
-// the transaction per entry, so a wake-up that found a partition with many
-// entries takes the first ones at once and the rest in the next read.
-const maxWokeRead = 100
 
 // watermark is the free buffer space that makes a partition worth a read.
 func (f *fetcher) watermark() int { return max(1, f.e.opts.Prefetch/2) }
@@ -423,152 +355,7 @@ func (f *fetcher) read(ctx context.Context, work []fetchWork) error {
 	return err
 }
 
-// maxParsed bounds the entries readScripted keeps room for between reads.
-const maxParsed = 1024
-
-// readScripted runs the fenced fetch script of every partition in work in
-// one pipeline (a single partition's read goes without one). It returns the
-// reads that failed, and the first error.
-//
-// A read that fails with NOSCRIPT did not run: after the scripts are loaded,
-// those reads alone are sent again. The others of the round ran (on Cluster,
-// only a master that lost its scripts answers NOSCRIPT), and their entries
-// are now in this executor's pending list: sent again, they would read past
-// them, and nothing would hand them out while it holds the partition.
-func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWork, error) {
-	// exec sends the reads of work[i] for each i in idx.
-	exec := func(idx []int) error {
-		var c interface {
-			scripts.Processor
-			Pipeline() redis.Pipeliner
-		} = f.rounds
-		if f.tx.ok() {
-			c = f.tx.get() // never sends a command twice (connections.go)
-		}
-		queue := func(c scripts.Processor, w *fetchWork) {
-			w.fetch = scripts.FetchRaw(ctx, c, w.s.fetchArgs, w.s.p.lock.Value(), w.count, w.cursor)
-		}
-		var err error
-		if len(idx) == 1 { // a wake-up's read: no pipeline to build
-			w := &work[idx[0]]
-			queue(c, w)
-			err = w.fetch.Err()
-		} else {
-			pipe := c.Pipeline()
-			for _, i := range idx {
-				queue(pipe, &work[i])
-			}
-			_, err = pipe.Exec(ctx)
-		}
-		var rerr redis.Error
-		if err != nil && !errors.As(err, &rerr) {
-			f.tx.reset() // broken off: the next read opens another connection
-		}
-		return err
-	}
-	// Replies are read raw (see scripts.EachRawEntry): an error reply such
-	// as NOSCRIPT comes out of the parse, not Exec.
-	type parsed struct {
-		res scripts.FetchResult
-		ds  []core.Delivery
-		err error
-	}
-	results := make([]parsed, len(work))
-	ec := f.e.stream.EntryCodec()
-	// The reads' entries go one after the other in one reused slice, each
-	// read's a full slice of it (deliver appends to it); put copies them.
-	all := f.parsed[:0]
-	defer func() { f.keepParsed(all) }()
-	// parse parses the replies of work[i] for each i in idx, and returns
-	// those that failed with NOSCRIPT.
-	parse := func(idx []int) (noScript []int) {
-		for _, i := range idx {
-			w := work[i]
-			from := len(all)
-			res, err := scripts.ParseRawFetch(w.fetch, func(id string, fields [][]byte) error {
-				all = append(all, rawDelivery(w.s.p.n, ec, id, fields))
-				return nil
-			})
-			results[i] = parsed{res, nil, err}
-			if scripts.IsNoScript(err) {
-				noScript = append(noScript, i)
-			}
-			results[i].ds = all[from:len(all):len(all)]
-		}
-		return noScript
-	}
-	every := f.every[:0]
-	for i := range work {
-		every = append(every, i)
-	}
-	f.every = every
-	err := exec(every)
-	if again := parse(every); len(again) > 0 {
-		// On Cluster, SCRIPT LOAD fails while a master is gone: the reads
-		// of the nodes without the scripts then fail alone (see isolate).
-		if lerr := scripts.Load(ctx, f.rounds); lerr == nil {
-			err = exec(again)
-			parse(again)
-		} else if !f.perNode() {
-			return nil, lerr
-		}
-	}
-	var firstErr error
-	var failed []fetchWork
-	woken := false // entries of a wake-up's read were handed over
-	for i, w := range work {
-		res, ds, err := results[i].res, results[i].ds, results[i].err
-		if err != nil {
-			if isNoGroup(err) {
-				w.s.noGroup = true
-				continue
-			}
-			firstErr = cmp.Or(firstErr, err)
-			failed = append(failed, w)
-			continue
-		}
-		f.deliver(w, res, ds)
-		woken = woken || (w.woke && len(ds) > 0)
-	}
-	if firstErr == nil && err != nil && !isNoGroup(err) {
-		firstErr = err
-	}
-	f.recheck(failed)
-	if woken {
-		// The idle path's latency: the consumers just handed events run on
-		// this P at once, rather than when an idle one is woken to take
-		// them (a parked thread's wake-up, tens of µs on a VM); the fetcher
-		// goes on when they block, or on another P.
-		runtime.Gosched()
-	}
-	return failed, firstErr
-}
-
 func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error(), "NOGROUP") }
-
-// deliver puts the entries of one scripted read (ds, in the order read) in
-// the partition's buffer, with their delivery counts and the pending entries
-// found deleted.
-func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult, ds []core.Delivery) {
-	s := w.s
-	read := len(ds)
-	for i := range ds {
-		if i < len(res.Counts) && res.Counts[i] > 0 {
-			ds[i].Deliveries = res.Counts[i]
-		}
-	}
-	for _, id := range res.Deleted {
-		ds = append(ds, core.Delivery{Entry: core.Entry{ID: id, Partition: s.p.n}, Deliveries: 2, Err: core.ErrTrimmed})
-	}
-	if len(res.Deleted) > 0 {
-		slices.SortFunc(ds, func(a, b core.Delivery) int { return core.CompareIDs(a.ID, b.ID) })
-	}
-	last := res.Last
-	if read > 0 {
-		last = ds[read-1].ID // before the deleted ones were sorted in: recovery does not use it
-	}
-	f.put(w, res, ds, read, last)
-}
 
 // put puts ds, from one read of read new or pending entries, in the
 // partition's buffer; last is the ID of the last entry read, or the stream's
@@ -613,247 +400,7 @@ func (f *fetcher) put(w fetchWork, res scripts.FetchResult, ds []core.Delivery, 
 	}
 }
 
-// waitIdle blocks until an idle partition gets new entries, a consumer or a
-// new partition wakes the fetcher, or ReadBlock passes.
-func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
-	var id int64
-	var idErr error
-	if b.ok() {
-		id, idErr = b.id(ctx) // a round trip only on a new connection
-	}
-	f.mu.Lock()
-	keys, last, states := f.idleBuf.keys[:0], f.idleBuf.last[:0], f.idleBuf.states[:0]
-	for _, s := range f.parts {
-		if s.cursor == "" && !s.hasData && s.last != "" && cap(s.p.buf)-len(s.p.buf) >= f.watermark() {
-			if s.lastArg == nil || s.lastArg.(string) != s.last {
-				s.lastArg = s.last
-			}
-			keys = append(keys, s.keyArg)
-			last = append(last, s.lastArg)
-			states = append(states, s)
-		}
-	}
-	f.idleBuf.keys, f.idleBuf.last, f.idleBuf.states = keys, last, states
-	defer clear(states) // hold no partition after it is gone
-	select {
-	case <-f.wake: // something changed since collect: look again
-		f.mu.Unlock()
-		return
-	default:
-	}
-	block := f.e.opts.ReadBlock
-	poll := !b.ok()
-	if f.noUnblock {
-		block = min(block, maxUninterruptible)
-		for _, s := range f.parts {
-			if len(s.overflow) > 0 || cap(s.p.buf)-len(s.p.buf) < f.watermark() {
-				poll = true // its consumer will wake the fetcher: do not block
-				break
-			}
-		}
-	}
-	if len(keys) == 0 || poll {
-		f.mu.Unlock()
-		wait := f.e.opts.ReadBlock
-		if len(keys) > 0 {
-			wait = min(wait, 50*time.Millisecond) // no blocking connection: poll
-		}
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-f.wake:
-		case <-t.C:
-			if len(keys) > 0 {
-				f.markAll(states)
-			}
-		}
-		return
-	}
-	f.blocking = true
-	f.blockID = id
-	// The fenced read of the idle partitions goes right behind the
-	// blocking read (see idleRead), unless they are too many.
-	parts := f.idleBuf.parts[:0]
-	if len(states) <= maxIdleRead {
-		for _, s := range states {
-			if token := s.p.lock.Value(); s.tokenArg == nil || s.tokenArg.(string) != token {
-				s.tokenArg = token
-			}
-			parts = append(parts, scripts.IdlePartition{Lock: s.lockArg, Stream: s.keyArg, Token: s.tokenArg})
-		}
-	}
-	f.idleBuf.parts = parts
-	defer clear(parts)
-	count := min(maxWokeRead, f.watermark())
-	f.mu.Unlock()
-	got := f.idleBuf.got[:0]
-	var fetch *scripts.RawFetch
-	var then func(p scripts.Processor)
-	if len(parts) > 0 {
-		then = func(p scripts.Processor) {
-			fetch, f.idleBuf.args = scripts.FetchIdle(ctx, p, f.groupArg, f.consumerArg, count, parts, f.idleBuf.args)
-		}
-	}
-	err := idErr
-	if err == nil {
-		err = b.xread(ctx, keys, last, block, func(i int) { got = append(got, i) }, then)
-	}
-	f.idleBuf.got = got
-	f.mu.Lock()
-	f.blocking = false
-	if err != nil && fetch != nil {
-		// The fenced read may have run with its reply lost: what it took
-		// is pending with this executor, and recovery hands it out.
-		f.recheckStates(states)
-	}
-	f.mu.Unlock()
-	if err == nil && fetch != nil {
-		if f.idleRead(ctx, fetch, states, count, got) {
-			return
-		}
-		// The read behind did not run: the scripts were flushed, or a
-		// partition's stream is gone with its group (deleted, or evicted),
-		// which fails its XREADGROUP over every idle partition. Each idle
-		// partition is read on its own once, which creates a missing
-		// stream's group again (see read), so the next wake-ups do not fail.
-		f.markAll(states)
-	}
-	f.mu.Lock()
-	for _, i := range got {
-		states[i].hasData, states[i].woke = true, true
-	}
-	f.mu.Unlock()
-	if err != nil && ctx.Err() == nil {
-		// Read the idle partitions rather than trust a wait that failed.
-		f.markAll(states)
-		if topology.Unsupported(err) {
-			f.log.Info("server cannot interrupt blocking reads (CLIENT ID/UNBLOCK); polling idle partitions instead", "error", err)
-			b.disable()
-			return
-		}
-		if topology.Denied(err) { // CLIENT ID
-			f.denied("CLIENT ID", err)
-			b.disable()
-			return
-		}
-		f.log.Debug("blocking read failed", "error", err)
-		b.reset()
-		sleepCtx(ctx, 50*time.Millisecond)
-	}
-}
-
-// idleRead hands over what the fenced read queued behind a blocking read
-// (fetch_idle.lua) read of the idle partitions states: the idle path's
-// entries reach their consumers with the blocking read's own round trip,
-// as a raw XREADGROUP's do, where a fenced read sent once the blocking read
-// returned took one more. A partition whose lock is no longer this
-// executor's is dropped, as by any fenced read; one with new entries the
-// read did not return (read full, or only the blocking read saw them) is
-// read again at once. It returns false when the read did not run (the
-// scripts were flushed, a stream or group is gone): the partitions the
-// blocking read saw entries in are then read on their own, as before.
-func (f *fetcher) idleRead(ctx context.Context, fetch *scripts.RawFetch, states []*fetchState, count int, got []int) bool {
-	type span struct{ i, from, to int }
-	var spans []span
-	var lost []int
-	ec := f.e.stream.EntryCodec()
-	all := f.parsed[:0]
-	defer func() { f.keepParsed(all) }()
-	ran, err := scripts.ParseRawFetchIdle(fetch, func(i int) { lost = append(lost, i) }, func(i int, id string, fields [][]byte) error {
-		if i < 0 || i >= len(states) {
-			return fmt.Errorf("fetch_idle: partition %d of %d", i+1, len(states))
-		}
-		if n := len(spans); n == 0 || spans[n-1].i != i {
-			spans = append(spans, span{i: i, from: len(all)})
-		}
-		all = append(all, rawDelivery(states[i].p.n, ec, id, fields))
-		spans[len(spans)-1].to = len(all)
-		return nil
-	})
-	if err != nil {
-		if scripts.IsNoScript(err) {
-			if lerr := scripts.Load(ctx, f.rounds); lerr != nil {
-				f.log.Debug("loading scripts failed", "error", lerr)
-			}
-		} else {
-			f.log.Debug("idle fenced read failed", "error", err)
-		}
-		if !ran {
-			return false
-		}
-		// It ran and its reply could not be read: what it took is pending
-		// with this executor, and recovery hands it out.
-		f.mu.Lock()
-		f.recheckStates(states)
-		f.mu.Unlock()
-		return true
-	}
-	if !ran {
-		return false
-	}
-	for _, i := range lost {
-		if i >= 0 && i < len(states) {
-			f.lost(states[i])
-		}
-	}
-	read := make(map[int]bool, len(spans)+len(lost))
-	for _, i := range lost {
-		read[i] = true
-	}
-	for _, sp := range spans {
-		read[sp.i] = true
-		ds := all[sp.from:sp.to:sp.to]
-		f.put(fetchWork{s: states[sp.i], count: count}, scripts.FetchResult{Held: true}, ds, len(ds), ds[len(ds)-1].ID)
-	}
-	f.mu.Lock()
-	for _, i := range got {
-		if !read[i] {
-			states[i].hasData = true
-		}
-	}
-	f.mu.Unlock()
-	if len(spans) > 0 {
-		runtime.Gosched() // as after a wake-up's read (readScripted)
-	}
-	return true
-}
-
-// maxUninterruptible bounds a blocking read that CLIENT UNBLOCK cannot end,
-// so that a new partition or a shutdown waits at most this long.
-const maxUninterruptible = 250 * time.Millisecond
-
-// probeUnblock finds out, before the first blocking read, whether the Redis
-// user may run CLIENT UNBLOCK (of client 0, which does not exist: the
-// answer is 0, or NOPERM).
-func (f *fetcher) probeUnblock(ctx context.Context, b *blocker) {
-	if !b.ok() {
-		return
-	}
-	err := f.e.client.ClientUnblock(ctx, 0).Err()
-	switch {
-	case topology.Denied(err):
-		f.denied("CLIENT UNBLOCK", err)
-	case err != nil && topology.Unsupported(err):
-		b.disable()
-	}
-}
-
-// denied switches to reads that need no CLIENT UNBLOCK (or, for CLIENT ID,
-// no blocking connection) and says so, once per fetcher.
-func (f *fetcher) denied(command string, err error) {
-	f.mu.Lock()
-	f.noUnblock = true
-	f.mu.Unlock()
-	f.deniedOnce.Do(func() {
-		f.log.Warn("the Redis user may not run a command that interrupts blocking reads: polling idle partitions while others have events",
-			"command", command,
-			"cost", "a read of each idle partition every 50ms instead of one blocking read",
-			"grant", topology.Grant(command),
-			"error", err)
-	})
-}
-
+// markAll makes states due for a read in the next round.
 func (f *fetcher) markAll(states []*fetchState) {
 	f.mu.Lock()
 	for _, s := range states {
@@ -862,43 +409,20 @@ func (f *fetcher) markAll(states []*fetchState) {
 	f.mu.Unlock()
 }
 
-// unblocker interrupts the blocking XREAD when the fetcher is woken. A
-// CLIENT UNBLOCK sent before the XREAD reached the server finds nothing to
-// unblock, so it is repeated while the same wait is still on.
-func (f *fetcher) unblocker(ctx context.Context, b *blocker) {
-	for {
-		select {
-		case <-ctx.Done():
-			// Shutdown: end a blocking read at once rather than after ReadBlock.
-			uctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			f.interrupt(uctx)
-			cancel()
-			return
-		case <-f.unblock:
-		}
-		f.interrupt(ctx)
+// rawDelivery is the delivery of a new entry of partition p, of a stream
+// whose entry codec is entryCodec, read raw (fields point into the reply;
+// see scripts.EachRawEntry).
+func rawDelivery(p int, entryCodec, id string, fields [][]byte) core.Delivery {
+	if len(fields) == 0 {
+		return core.Delivery{Entry: core.Entry{ID: id, Partition: p}, Deliveries: 1, Err: core.ErrTrimmed}
 	}
+	e, err := core.ParseFieldBytes(id, p, entryCodec, fields)
+	return core.Delivery{Entry: e, Deliveries: 1, Err: err}
 }
 
-func (f *fetcher) interrupt(ctx context.Context) {
-	{
-		for range 50 {
-			f.mu.Lock()
-			blocking, id := f.blocking, f.blockID
-			f.mu.Unlock()
-			if !blocking || id == 0 {
-				break
-			}
-			n, err := f.e.client.ClientUnblock(ctx, id).Result()
-			if topology.Denied(err) {
-				f.denied("CLIENT UNBLOCK", err)
-			}
-			if err != nil || n == 1 {
-				break
-			}
-			sleepCtx(ctx, 2*time.Millisecond)
-		}
-	}
+// lost drops a partition whose lock is no longer this executor's.
+func (f *fetcher) lost(s *fetchState) {
+	f.put(fetchWork{s: s}, scripts.FetchResult{Held: false}, nil, 0, "")
 }
 
 // sleepCtx waits for d or until ctx is done.
