@@ -347,19 +347,3 @@ func (e *Executor) apply(ctx context.Context, a assignment, wg *sync.WaitGroup) 
 	e.obs.Rebalanced(e.stream.Name(), e.processor, mine)
 	e.log.Info("assignment applied", "version", a.Version, "partitions", fmt.Sprint(mine))
 }
-
-func (e *Executor) newPartition(ctx context.Context, n int) *partition {
-	life, cancel := context.WithCancelCause(ctx)
-	return &partition{
-		e:       e,
-		n:       n,
-		key:     e.stream.PartitionKey(n),
-		lockKey: e.keys.Lock(e.stream.Name(), e.processor, n),
-		log:     e.log.With("partition", n),
-		buf:     make(chan core.Delivery, e.opts.Prefetch),
-		life:    life,
-		cancel:  cancel,
-		stop:    make(chan struct{}),
-		freed:   make(chan struct{}, 1),
-	}
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
@@ -76,24 +75,4 @@ func cleanPartitions(ctx context.Context, client redis.UniversalClient, space ke
 		}
 	}
 	return rdb.DeleteConsumers(ctx, client, processor, dead)
-}
-
-// settle runs when p's consumer stops, before the lock is released: unless
-// the lock was lost, it stops fetching, sets the delivery counters of what
-// stays pending (see uncount), sends the acknowledgements and deletes e's
-// consumer on p if it has nothing pending.
-func (p *partition) settle() {
-	if p.lost() {
-		return
-	}
-	e := p.e
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx()), 5*time.Second)
-	defer cancel()
-	p.uncount(ctx, e.fetch.unhanded(p))
-	if err := e.acks.flush(ctx); err != nil {
-		return // runPartition tries again; the janitor deletes the consumer later
-	}
-	if err := scripts.DeleteConsumers(ctx, e.client, p.key, e.processor, e.id).Err(); err != nil {
-		p.log.Debug("consumer not deleted; the leader's janitor will", "error", err)
-	}
 }

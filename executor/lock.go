@@ -13,12 +13,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Partition locks (see the package doc for the arithmetic). Each acquisition
-// takes the lock with a fresh random value and gets a fencing token; one
-// refresher per executor extends every lock it holds in one pipelined round
-// trip every LockExpiry/3, and each partition's work runs in a lease.Trust
-// that ends at the exact moment the lock can no longer be trusted, whatever
-// the network does.
+// Partition locks, in the order of their life: acquire, refresh, fence the
+// processor's writes, release (see the package doc for the arithmetic).
+// Each acquisition takes the lock with a fresh random value and gets a
+// fencing token; one refresher per executor extends every lock it holds in
+// one pipelined round trip every LockExpiry/3, and each partition's work
+// runs in a lease.Trust that ends at the exact moment the lock can no
+// longer be trusted, whatever the network does.
 
 // acquire takes p's lock, retrying until it is free or expired, and prepares
 // the consumer group. It returns false when p was released meanwhile. On
@@ -86,61 +87,6 @@ func (e *Executor) acquire(p *partition) bool {
 // acquireRetry is the wait after an attempt that failed for another reason
 // than a holder (a connection problem).
 const acquireRetry = 50 * time.Millisecond
-
-// release deletes p's lock if this acquisition still holds it, returning
-// lease.ErrNotHeld when it did not. On Redis Cluster, a try that a failover
-// refused or cut off (topology.Classify: not run, or its connection broke
-// after it was written) is made again after a reload of the slot map, with
-// backoff from releaseRetryMin to releaseRetryMax, until the lock's trust
-// ends (ctx's deadline does not apply there: a failover outlasts a
-// shutdown's few seconds); from then on the lock expires by itself about as
-// soon as a release could free it. After a try that may have run, a lock found
-// gone counts as released by it. So a partition handed over while its
-// master dies is freed when a replica took over, and its next owner, woken
-// by the release notice, does not wait for the lock to expire.
-func (e *Executor) release(ctx context.Context, p *partition) error {
-	_, cluster := e.lockc.(*redis.ClusterClient)
-	if cluster {
-		ctx = context.WithoutCancel(ctx)
-	}
-	wait := releaseRetryMin
-	mayHaveRun := false
-	for {
-		left := time.Duration(p.trust.Until() - lease.Now())
-		rctx, cancel := context.WithTimeout(ctx, max(left, time.Millisecond))
-		err := p.lock.Release(rctx, e.lockc)
-		cancel()
-		outcome := topology.Classify(err)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, lease.ErrNotHeld) && mayHaveRun:
-			return nil
-		case !cluster || outcome == topology.Final:
-			return err
-		case outcome == topology.Unknown:
-			mayHaveRun = true
-		}
-		if time.Duration(p.trust.Until()-lease.Now()) <= wait {
-			return err
-		}
-		topology.Reload(e.lockc)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		wait = min(2*wait, releaseRetryMax)
-	}
-}
-
-// Release retries on Cluster (see release).
-const (
-	releaseRetryMin = 20 * time.Millisecond
-	releaseRetryMax = 500 * time.Millisecond
-)
 
 // freed wakes the acquisition of partition n, whose holder announced that
 // it released the lock.
@@ -257,7 +203,57 @@ func (p *partition) Token() int64 {
 	return p.lock.Token()
 }
 
-// LocalKey implements core.Feed.
-func (p *partition) LocalKey(name string) string {
-	return p.e.keys.Local(name, p.e.stream.Name(), p.n)
+// release deletes p's lock if this acquisition still holds it, returning
+// lease.ErrNotHeld when it did not. On Redis Cluster, a try that a failover
+// refused or cut off (topology.Classify: not run, or its connection broke
+// after it was written) is made again after a reload of the slot map, with
+// backoff from releaseRetryMin to releaseRetryMax, until the lock's trust
+// ends (ctx's deadline does not apply there: a failover outlasts a
+// shutdown's few seconds); from then on the lock expires by itself about as
+// soon as a release could free it. After a try that may have run, a lock found
+// gone counts as released by it. So a partition handed over while its
+// master dies is freed when a replica took over, and its next owner, woken
+// by the release notice, does not wait for the lock to expire.
+func (e *Executor) release(ctx context.Context, p *partition) error {
+	_, cluster := e.lockc.(*redis.ClusterClient)
+	if cluster {
+		ctx = context.WithoutCancel(ctx)
+	}
+	wait := releaseRetryMin
+	mayHaveRun := false
+	for {
+		left := time.Duration(p.trust.Until() - lease.Now())
+		rctx, cancel := context.WithTimeout(ctx, max(left, time.Millisecond))
+		err := p.lock.Release(rctx, e.lockc)
+		cancel()
+		outcome := topology.Classify(err)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, lease.ErrNotHeld) && mayHaveRun:
+			return nil
+		case !cluster || outcome == topology.Final:
+			return err
+		case outcome == topology.Unknown:
+			mayHaveRun = true
+		}
+		if time.Duration(p.trust.Until()-lease.Now()) <= wait {
+			return err
+		}
+		topology.Reload(e.lockc)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, releaseRetryMax)
+	}
 }
+
+// Release retries on Cluster (see release).
+const (
+	releaseRetryMin = 20 * time.Millisecond
+	releaseRetryMax = 500 * time.Millisecond
+)

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,19 +21,20 @@ var errLockLost = errors.New("executor: partition lock lost")
 // a release ran out.
 var errReleased = errors.New("executor: partition released")
 
-// partition is one partition owned (or being acquired) by an executor. Its
-// goroutine, run by the executor, acquires the lock, runs the refresher and
-// the consumer, and on release drains, acks and unlocks.
-//
-// The consumer goroutine is the only user of the fields marked "consumer".
+// partition is one partition owned (or being acquired) by an executor.
+// Its goroutine (runPartition) acquires the lock, starts the consumer and
+// the fetcher's reads of it, and shuts it down in the order written above
+// runPartition. Three goroutines use it: its own, the consumer's and the
+// fetcher's; the comments say whose each field is.
 type partition struct {
+	// Set by newPartition, read-only after.
 	e       *Executor
 	n       int
 	key     string // partition stream
 	lockKey string
 	log     *slog.Logger
 
-	buf chan core.Delivery // filled by the fetcher only
+	buf chan core.Delivery // filled by the fetcher only, emptied by the consumer
 
 	// life ends on a hard stop: lock lost, grace exceeded, worker gone.
 	life   context.Context
@@ -51,28 +53,195 @@ type partition struct {
 	held     bool            // halted by another worker: owned, not processed (see prepare)
 	leftover []core.Delivery // read but never buffered when fetching stopped; guarded by the fetcher's mu
 
-	// consumer
+	// The consumer's (consumer.go): only the consumer goroutine uses them.
 	pending   []core.Delivery // handed out (or taken from buf) and not done
 	handed    int             // pending[:handed] were given to the processor, with their Deliveries
 	pendBuf   []core.Delivery // the start of pending's memory
 	out       []core.Delivery // what Next returned last; reused
 	handedAt  time.Time       // when Next returned it, read only with processed hooks
-	rejected  []core.Delivery
-	rejectErr error
-	halted    bool // a rejection ends the current processor call
-	consumed  int  // deliveries handed out during the current call
-	attempts  int  // failed attempts at the head of pending
-	attemptID string
-	transient transient // transient failures at the head of pending
+	rejected  []core.Delivery // what Reject was given during the current call
+	rejectErr error           // and why
+	halted    bool            // a rejection ends the current processor call
+	consumed  int             // deliveries handed out during the current call
+	attempts  int             // failed attempts at the head of pending
+	attemptID string          // the entry those attempts were made on
+	transient transient       // transient failures at the head of pending
 
-	// consumer: tables (see tables.go)
+	// The tables' (tables.go): the consumer goroutine's too.
 	staged      []core.TableWrite            // staged by the loop body, sealed by its Done
 	stagedAt    map[tableKey]int             // index in staged of each table's key
 	sealed      []sealedDone                 // the Done calls of pending[:sealedN], in order
 	sealedLast  map[tableKey]core.TableWrite // the last sealed write of each key
 	sealedN     int                          // pending[:sealedN] are done, their writes sealed, awaiting the commit
 	sealedSince time.Time                    // when the first of them was done
-	tableCache  map[tableKey]tableValue
+	tableCache  map[tableKey]tableValue      // values read or committed while the lock is held
+}
+
+func (e *Executor) newPartition(ctx context.Context, n int) *partition {
+	life, cancel := context.WithCancelCause(ctx)
+	return &partition{
+		e:       e,
+		n:       n,
+		key:     e.stream.PartitionKey(n),
+		lockKey: e.keys.Lock(e.stream.Name(), e.processor, n),
+		log:     e.log.With("partition", n),
+		buf:     make(chan core.Delivery, e.opts.Prefetch),
+		life:    life,
+		cancel:  cancel,
+		stop:    make(chan struct{}),
+		freed:   make(chan struct{}, 1),
+	}
+}
+
+// runPartition acquires p, processes it until it is released or lost, and
+// then shuts it down, in this order:
+//
+//  1. stop fetching (fetcher.remove): nothing more enters p's buffer;
+//  2. drain the consumer (drain): its call in flight ends, within Grace;
+//     on its way out, unless the lock was lost, it takes back what was
+//     never handed out, sets the delivery counters of what stays pending
+//     and acknowledges what is done (settle);
+//  3. ack: the refreshes stop and the acknowledgements are flushed;
+//  4. release the lock, unless it was lost, and announce it, so the next
+//     owner takes the partition without waiting for the lock to expire.
+//
+// A processor that ignores its cancelled context is abandoned at step 2:
+// the shutdown ends there, and the lock expires by itself.
+func (e *Executor) runPartition(p *partition) {
+	defer func() {
+		e.mu.Lock()
+		if e.owned[p.n] == p {
+			delete(e.owned, p.n)
+		}
+		delete(e.ready, p.n)
+		e.mu.Unlock()
+		p.cancel(errReleased)
+		e.poke() // the assignment may want it again (lost lock, quick re-assignment)
+	}()
+	if !e.acquire(p) {
+		return
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); p.consume() }()
+	if !p.held {
+		e.fetch.add(p)
+	}
+	e.mu.Lock()
+	e.ready[p.n] = true
+	e.mu.Unlock()
+	p.log.Info("partition acquired", "token", p.lock.Token())
+
+	// Wait for a release (soft stop) or a loss (hard stop).
+	select {
+	case <-p.stop:
+	case <-p.trust.Done():
+	}
+	e.fetch.remove(p) // 1. stop fetching
+	lost := p.lost()
+	if lost {
+		p.log.Warn("partition lock lost", "cause", context.Cause(p.trust))
+		e.obs.LockLost(e.stream.Name(), e.processor, p.n)
+	}
+	if !e.drain(p, done, lost) { // 2. drain the consumer
+		return // abandoned: the lock expires by itself
+	}
+	e.mu.Lock()
+	delete(e.ready, p.n) // 3. ack, with no more refreshes
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.acks.flush(ctx); err != nil {
+		p.log.Warn("ack before release failed", "error", err)
+	}
+	if lost {
+		return
+	}
+	err := e.release(ctx, p) // 4. release the lock
+	switch {
+	case err == nil:
+		e.stats.released.Add(1)
+		// The next owner, if it already tried, waits for this notice (sent
+		// in time of its own: a release on Cluster may have waited for a
+		// failover).
+		actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer acancel()
+		if err := e.announce(actx, noticeReleased, e.id, int64(p.n)); err != nil {
+			p.log.Warn("release notice failed; the next owner takes the partition at its next attempt", "error", err)
+		}
+	case !errors.Is(err, lease.ErrNotHeld):
+		p.log.Warn("lock release failed; it expires by itself", "error", err)
+	}
+	p.log.Info("partition released")
+}
+
+// drain waits for p's consumer (done) to finish its event or batch in
+// flight: Grace at most, then its context is cancelled and it gets up to
+// abandonAfter more. A processor still running then ignores its context: the
+// executor halts with an error naming it, and drain returns false; its
+// unacknowledged entries stay pending for the next owner.
+func (e *Executor) drain(p *partition, done <-chan struct{}, lost bool) bool {
+	grace := time.NewTimer(e.opts.Grace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return true
+	case <-grace.C:
+	}
+	if lost {
+		// Another executor may own the partition by now: a processor
+		// still running ignores its context and may overlap with it.
+		p.log.Error("processor still running after its partition lock was lost: it must return when its context is cancelled")
+	} else {
+		p.log.Warn("grace period over; cancelling the processor")
+		p.cancel(errReleased)
+	}
+	extra := time.NewTimer(e.opts.abandonAfter())
+	defer extra.Stop()
+	select {
+	case <-done:
+		return true
+	case <-extra.C:
+	}
+	err := fmt.Errorf("%w: processor %q, partition %d, still running %s after its context was cancelled",
+		ErrProcessorStuck, e.processor, p.n, e.opts.Grace+e.opts.abandonAfter())
+	p.log.Error("processor abandoned: it ignores its context", "error", err)
+	e.halt(p.n, err)
+	return false
+}
+
+// prepare creates the consumer group if needed and clears an old quarantine
+// report: the new owner tries the partition again.
+//
+// A partition halted by another worker is different: a worker that was
+// already running when the halt happened runs the same code, and would fail
+// and halt in turn, and so on across the fleet. Such a worker holds the
+// partition without processing it (it is reported, like a quarantine); a
+// worker started after the halt (a fix deployed) tries it again.
+func (e *Executor) prepare(p *partition) error {
+	ctx, cancel := context.WithTimeout(p.ctx(), 5*time.Second)
+	defer cancel()
+	if err := e.ensureGroup(ctx, p.key); err != nil {
+		return err
+	}
+	b, err := e.group.Report(ctx, p.n)
+	if b == nil || err != nil {
+		return err
+	}
+	var r stopReport
+	if json.Unmarshal(b, &r) != nil || r.Policy != Halt.String() {
+		return e.group.ClearReport(ctx, p.n)
+	}
+	started, err := e.startedOnServer(ctx)
+	if err != nil {
+		return err
+	}
+	if r.Time.After(started) {
+		p.held = true
+		p.log.Error("partition halted by a worker running the same code; holding it without processing until a worker started later takes it",
+			"halted_by", r.Worker, "id", r.ID, "error", r.Error)
+		return nil
+	}
+	return e.group.ClearReport(ctx, p.n)
 }
 
 func (p *partition) softStop() { p.stopOnce.Do(func() { close(p.stop) }) }
@@ -121,162 +290,13 @@ func (p *partition) lost() bool {
 	return errors.Is(cause, errLockLost) || errors.Is(cause, lease.ErrTrustExpired)
 }
 
-// Next implements core.Feed.
-func (p *partition) Next(n int, within time.Duration) []core.Delivery {
-	if p.halted || p.stopped() {
-		return nil
-	}
-	if rest := p.pending[p.sealedN:]; len(rest) > 0 {
-		// Left over from an interrupted or failed call: offered again, in
-		// place, so order holds.
-		return p.handOut(rest[:min(n, len(rest))])
-	}
-	if p.sealedN > 0 && len(p.buf) == 0 && !p.flush() {
-		return nil // nothing to go on with at once: the done ones are committed first
-	}
-	var first core.Delivery
-	select {
-	case first = <-p.buf: // buffered: no wait, so no select over the stops
-	default:
-		select {
-		case first = <-p.buf:
-		case <-p.stop:
-			return nil
-		case <-p.ctx().Done():
-			return nil
-		}
-	}
-	before := len(p.buf) + 1
-	p.pending = append(p.pending, first)
-	if n > 1 {
-		p.gather(n, within)
-	}
-	if p.sealedN == 0 {
-		p.pendBuf = p.pending[:0]
-	}
-	p.e.fetch.drained(p, before, len(p.buf))
-	if p.halted {
-		return nil // the done ones were rejected while the batch gathered (gather)
-	}
-	return p.handOut(p.pending[p.sealedN:])
-}
+// Partition implements core.Feed.
+func (p *partition) Partition() int { return p.n }
 
-// gather adds deliveries to pending until it holds n, taking what is
-// buffered at once and waiting at most within for more.
-func (p *partition) gather(n int, within time.Duration) {
-	var timeout <-chan time.Time
-	for len(p.pending)-p.sealedN < n {
-		select {
-		case d := <-p.buf:
-			p.pending = append(p.pending, d)
-			continue
-		default:
-		}
-		if within <= 0 {
-			return
-		}
-		if p.sealedN > 0 && !p.flush() {
-			return // the batch waits: the done ones are committed first
-		}
-		if timeout == nil {
-			t := time.NewTimer(within)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case d := <-p.buf:
-			p.pending = append(p.pending, d)
-		case <-timeout:
-			return
-		case <-p.stop:
-			return
-		case <-p.ctx().Done():
-			return
-		}
-	}
-}
+// Processor implements core.Feed.
+func (p *partition) Processor() string { return p.e.processor }
 
-// handOut returns a copy of ds for the processor, or nil when the lock can
-// no longer be trusted (the deliveries stay pending). The copy's memory is
-// reused by the next call: Events is done with a result before it asks for
-// the next one.
-//
-// ds is the head of pending. Deliveries counts the times the processor was
-// given an entry: those given before (pending[:handed]) count one more, the
-// others were counted when they were read.
-func (p *partition) handOut(ds []core.Delivery) []core.Delivery {
-	if p.stopping() { // reads the clock: exact even right after a freeze
-		return nil
-	}
-	// ds starts after the sealed deliveries, which were handed out
-	for i := range min(max(p.handed-p.sealedN, 0), len(ds)) {
-		ds[i].Deliveries++
-	}
-	p.handed = max(p.handed, p.sealedN+len(ds))
-	p.consumed += len(ds)
-	if len(p.e.obs.processed) > 0 { // only the hooks read the time
-		p.handedAt = time.Now()
-	}
-	p.out = append(p.out[:0], ds...)
-	return p.out
-}
-
-// take removes ds, which must be the head of pending, from pending.
-func (p *partition) take(ds []core.Delivery) {
-	if len(ds) > len(p.pending) || (len(ds) > 0 && p.pending[0].ID != ds[0].ID) {
-		panic(fmt.Sprintf("executor: deliveries %v are not the head of pending", ids(ds)))
-	}
-	clear(p.pending[:len(ds)])
-	p.pending = p.pending[len(ds):]
-	p.handed = max(p.handed-len(ds), 0)
-	if len(p.pending) == 0 {
-		p.pending = p.pendBuf[:0] // reuse the memory from its start
-	}
-}
-
-// Done implements core.Feed: the deliveries are acknowledged. With table
-// writes staged, or deliveries done before them awaiting their commit, they
-// are sealed and committed with those (see seal).
-func (p *partition) Done(ds []core.Delivery) {
-	if len(p.staged) > 0 || p.sealedN > 0 {
-		if !p.seal(ds) {
-			return
-		}
-	} else {
-		p.take(ds)
-		p.ack(ds)
-	}
-	if len(p.e.obs.processed) > 0 {
-		p.e.obs.Processed(p.e.stream.Name(), p.e.processor, p.n, len(ds), time.Since(p.handedAt))
-	}
-}
-
-func (p *partition) ack(ds []core.Delivery) {
-	if len(ds) == 0 {
-		return
-	}
-	p.e.acks.addDeliveries(p.key, ds)
-}
-
-// Reject implements core.Feed.
-//
-// The events handed out after ds were not given to the processor: the call
-// ends at the rejection.
-func (p *partition) Reject(ds []core.Delivery, err error) {
-	if p.sealedN > 0 && !p.flush() {
-		return // the partition's work ends, or the done ones were rejected
-	}
-	p.take(ds)
-	p.handed = 0
-	p.rejected = append(p.rejected[:0], ds...)
-	p.rejectErr = err
-	p.halted = true
-}
-
-func ids(ds []core.Delivery) []string {
-	out := make([]string, len(ds))
-	for i := range ds {
-		out[i] = ds[i].ID
-	}
-	return out
+// LocalKey implements core.Feed.
+func (p *partition) LocalKey(name string) string {
+	return p.e.keys.Local(name, p.e.stream.Name(), p.n)
 }

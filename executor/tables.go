@@ -16,10 +16,9 @@ import (
 // are applied with the acknowledgement of the deliveries Done marks, in one
 // script that checks the partition's lock, writes the tables' hashes and
 // acknowledges, so a table holds exactly the writes of the events
-// acknowledged. The values
-// read or committed are kept (tableCache), so reading a key costs Redis a
-// round trip once per acquisition of the partition: while the lock is
-// held, nobody else writes its tables.
+// acknowledged. The values read or committed are kept (tableCache), so
+// reading a key costs Redis a round trip once per acquisition of the
+// partition: while the lock is held, nobody else writes its tables.
 
 // A partition keeps at most tableCacheTotal / its stream's partitions
 // values (tableCacheMin at least): about a quarter of a million for all of
@@ -34,12 +33,6 @@ type tableValue struct {
 	v  []byte
 	ok bool
 }
-
-// Partition implements core.Feed.
-func (p *partition) Partition() int { return p.n }
-
-// Processor implements core.Feed.
-func (p *partition) Processor() string { return p.e.processor }
 
 // Stage implements core.Feed.
 func (p *partition) Stage(w core.TableWrite) {
