@@ -179,15 +179,13 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 }
 
 // idleRead hands over what the fenced read queued behind a blocking read
-// (fetch_idle.lua) read of the idle partitions states: the idle path's
-// entries reach their consumers with the blocking read's own round trip,
-// as a raw XREADGROUP's do, where a fenced read sent once the blocking read
-// returned took one more. A partition whose lock is no longer this
-// executor's is dropped, as by any fenced read; one with new entries the
-// read did not return (read full, or only the blocking read saw them) is
-// read again at once. It returns false when the read did not run (the
-// scripts were flushed, a stream or group is gone): the partitions the
-// blocking read saw entries in are then read on their own, as before.
+// (fetch_idle.lua) read of the idle partitions states, so their entries
+// reach the consumers with the blocking read's own round trip. A partition
+// whose lock is no longer this executor's is dropped, as by any fenced
+// read; one with new entries the read did not return (read full, or only
+// the blocking read saw them) is read again at once. It returns false when
+// the read did not run (the scripts were flushed, a stream or group is
+// gone): waitIdle then has each idle partition read on its own.
 func (f *fetcher) idleRead(ctx context.Context, fetch *scripts.RawFetch, states []*fetchState, count int, got []int) bool {
 	type span struct{ i, from, to int }
 	var spans []span

@@ -161,13 +161,11 @@ func newFetcher(e *Executor) *fetcher {
 
 // busyRead is how many entries a read of new entries must return, when
 // not as many as it asked for, for the partition to be read again as soon
-// as its buffer has room rather than once the blocking read sees new
-// entries: a partition that receives entries all the time, read by a
-// fetcher that keeps up, returns what came during the last round trip,
-// rarely a full buffer, and waiting on the blocking read would cost it a
-// round trip and the fetch script (whose large replies cost Redis more than
-// the transaction's) each time. The reads of the idle path, a few entries
-// each, stay below it.
+// as its buffer has room: a partition that receives entries all the time
+// returns, to a fetcher that keeps up, what came during the last round
+// trip, and waiting on the blocking read would cost it a round trip and a
+// scripted read each time. The idle path's reads, a few entries each, stay
+// below it.
 const busyRead = 16
 
 // watermark is the free buffer space that makes a partition worth a read.
@@ -374,9 +372,8 @@ func (f *fetcher) put(w fetchWork, res scripts.FetchResult, ds []core.Delivery, 
 		return
 	}
 	// A trim report goes before the entries of the next read of new ones,
-	// empty or full (what does not fit waits in the overflow): it once
-	// waited for a read with room to spare, and a backlog whose last read
-	// filled the buffer left it waiting for the next event.
+	// empty or full (what does not fit waits in the overflow), so a backlog
+	// whose reads fill the buffer does not hold it back.
 	if s.trimNotice != nil && w.cursor == "" {
 		ds = append([]core.Delivery{*s.trimNotice}, ds...)
 		s.trimNotice = nil

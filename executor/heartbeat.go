@@ -9,9 +9,9 @@ import (
 )
 
 // heartbeat refreshes e's membership every heartbeatEvery (LockExpiry/3, at
-// most 1s). It finds members
-// whose heartbeat expired (then it rebalances them away) and notices when e
-// itself was reaped after a stall (then it joins again instead of failing).
+// most 1s). It finds members whose heartbeat expired (then it rebalances
+// them away) and notices when e itself was reaped after a stall (then it
+// joins again instead of failing).
 func (e *Executor) heartbeat(ctx context.Context) {
 	t := time.NewTicker(e.opts.heartbeatEvery())
 	defer t.Stop()

@@ -158,11 +158,9 @@ const (
 // partition is read again once its buffer is half empty, the reads of all
 // the partitions due sharing one round trip: the buffers set how much a
 // round trip carries and how often the fetcher makes one, and so the rate
-// of a backlog (with 16 partitions, 512 each reads about five times fewer
-// round trips than 100 each), while what they hold in memory (one to two
-// kilobytes per buffered event, with the reply it came in) stays within the
-// budget, but for the floor of 100 per partition that streams of many
-// partitions keep.
+// of a backlog, while the budget bounds what they hold in memory, but for
+// the floor of 100 per partition that streams of many partitions keep (see
+// docs/benchmarks.md).
 func PrefetchFor(n int) int {
 	return min(MaxDefaultPrefetch, max(MinDefaultPrefetch, PrefetchBudget/max(n, 1)))
 }
