@@ -434,19 +434,19 @@ func TestExecLossyResult(t *testing.T) {
 }
 
 // A task's headers reach its process in the request line ("headers"),
-// which has none for a task enqueued without; the Python helper module
-// gives them to the handler as ctx.headers.
+// which has none for a task enqueued without; the Python SDK gives them to
+// the handler as ctx.headers.
 func TestExecHeaders(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	py := needPython(t)
-	helper, err := filepath.Abs("../examples/tasks-python")
+	sdk, err := filepath.Abs("../sdk/python/src")
 	if err != nil {
 		t.Fatal(err)
 	}
 	script := filepath.Join(t.TempDir(), "echo.py")
 	src := `import os
-from leat_handler import Snooze, task, main
+from leat import Snooze, task, main
 
 
 @task
@@ -464,7 +464,7 @@ main()
 	}
 	byHand := execQueue(t, e, newExec(t, task.ExecConfig{}))
 	a := e.app("w2")
-	helped, err := task.Handle(a, "helped", newExec(t, task.ExecConfig{Command: []string{py, script}, Env: []string{"PYTHONPATH=" + helper}}).Handle)
+	helped, err := task.Handle(a, "helped", newExec(t, task.ExecConfig{Command: []string{py, script}, Env: []string{"PYTHONPATH=" + sdk}}).Handle)
 	if err != nil {
 		t.Fatal(err)
 	}
