@@ -8,6 +8,7 @@ import (
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/middleware"
+	"github.com/leatdev/leat/stream"
 )
 
 // Use adds middleware around the processor's handling of each event (or
@@ -71,7 +72,7 @@ func (a *App) withMiddleware(h core.Handler, streamName, processor string, mws [
 		}
 		for i := range ds {
 			d := &ds[i]
-			m.Entries[i] = middleware.Entry{ID: d.ID, Key: d.Key, Headers: d.Headers, Codec: d.Codec, Data: d.Data,
+			m.Entries[i] = middleware.Entry{ID: d.ID, Key: d.Key, Headers: stream.Headers(d.Headers), Codec: d.Codec, Data: d.Data,
 				Deliveries: d.Deliveries, Record: records[i]}
 		}
 		return chain(context.WithValue(ctx, bodyKey{}, &bodyRun{ds: ds, body: body}), m)

@@ -189,9 +189,13 @@ type ProcessorDefinition struct {
 }
 
 func (a *App) recordProcessor(ctx context.Context, p *Processor, o executor.Options) error {
+	var tables []stream.TableDefinition
+	for _, t := range p.stream.Tables(p.Name) {
+		tables = append(tables, stream.TableDefinition(t))
+	}
 	b, err := json.Marshal(ProcessorDefinition{
 		Stream: p.stream.Name(), Processor: p.Name, LockExpiry: o.LockExpiry, Prefetch: o.Prefetch,
-		Grace: o.Grace, OnError: o.OnError.String(), Retries: o.Retry.Attempts, Tables: p.stream.Tables(p.Name),
+		Grace: o.Grace, OnError: o.OnError.String(), Retries: o.Retry.Attempts, Tables: tables,
 	})
 	if err != nil {
 		return err

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/netguard"
-	"github.com/leatdev/leat/stream"
 	"github.com/urfave/cli/v2"
 )
 
@@ -91,7 +91,7 @@ func sendFlags() []cli.Flag {
 // sendOptions are the parsed flags of a sending command.
 type sendOptions struct {
 	routing routing
-	headers stream.Headers // nil when none
+	headers core.Headers // nil when none
 }
 
 // routing is what the --partitions and --key flags say about a stream; zero
@@ -122,8 +122,8 @@ func sendOptionsFrom(c *cli.Context) (sendOptions, error) {
 }
 
 // headerFlags returns the headers the --header flags give (nil when none).
-func headerFlags(c *cli.Context) (stream.Headers, error) {
-	var hs stream.Headers
+func headerFlags(c *cli.Context) (core.Headers, error) {
+	var hs core.Headers
 	for _, h := range c.StringSlice(flagHeader) {
 		name, value, ok := strings.Cut(h, "=")
 		if !ok || name == "" {
@@ -133,7 +133,7 @@ func headerFlags(c *cli.Context) (stream.Headers, error) {
 			return nil, usageErrorf("--header %q: header %q is given twice", h, name)
 		}
 		if hs == nil {
-			hs = stream.Headers{}
+			hs = core.Headers{}
 		}
 		hs[name] = value
 	}

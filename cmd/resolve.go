@@ -63,7 +63,7 @@ func resolveStream(ctx context.Context, a *app.App, name string, r routing) (*co
 			return nil, usageErrorf("unknown stream %q: it is not in the registry of app %q; "+
 				"pass --key FIELD (and --partitions N, default %d) to define it", name, a.Name(), d.Partitions)
 		}
-		def = stream.Definition{
+		def = core.Definition{
 			Name:       name,
 			Partitions: cmp.Or(r.partitions, d.Partitions),
 			KeyField:   r.keyField,
@@ -96,7 +96,7 @@ func resolveStream(ctx context.Context, a *app.App, name string, r routing) (*co
 
 // checkPartitions fails when --partitions was given and differs from def;
 // where says where def comes from.
-func (r routing) checkPartitions(def stream.Definition, where string) error {
+func (r routing) checkPartitions(def core.Definition, where string) error {
 	if r.partitions == 0 || r.partitions == def.Partitions {
 		return nil
 	}
@@ -106,7 +106,7 @@ func (r routing) checkPartitions(def stream.Definition, where string) error {
 }
 
 // checkKey fails when --key was given and differs from def's key field.
-func (r routing) checkKey(def stream.Definition, where string) error {
+func (r routing) checkKey(def core.Definition, where string) error {
 	switch {
 	case r.keyField == "" || r.keyField == def.KeyField:
 		return nil

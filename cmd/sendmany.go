@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/stream"
 	"github.com/urfave/cli/v2"
 )
 
@@ -145,7 +144,7 @@ type (
 )
 
 // sendMany checks every line of in, then sends them to core.
-func sendMany(c *cli.Context, st *core.Core, in *input, h stream.Headers) error {
+func sendMany(c *cli.Context, st *core.Core, in *input, h core.Headers) error {
 	ctx := c.Context
 	checkStart := time.Now()
 	count, kept, err := checkLines(ctx, c, st, in, h)
@@ -180,7 +179,7 @@ func sendMany(c *cli.Context, st *core.Core, in *input, h stream.Headers) error 
 // bad line with a lineError (lines numbered from 1, blank lines included).
 // It returns the entries too while they take less than keepLimit bytes, else
 // nil; a stream is copied to a temporary file as it is read.
-func checkLines(ctx context.Context, c *cli.Context, st *core.Core, in *input, h stream.Headers) (int, []core.Entry, error) {
+func checkLines(ctx context.Context, c *cli.Context, st *core.Core, in *input, h core.Headers) (int, []core.Entry, error) {
 	r, spool, err := in.reader("sendmany")
 	if err != nil {
 		return 0, nil, err
@@ -276,7 +275,7 @@ func (s *sender) sendKept(entries []core.Entry) error {
 }
 
 // sendAgain reads and encodes in again, sending it a chunk at a time.
-func (s *sender) sendAgain(in *input, h stream.Headers) error {
+func (s *sender) sendAgain(in *input, h core.Headers) error {
 	r, err := in.rewind()
 	if err != nil {
 		return s.failed(err)

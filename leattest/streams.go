@@ -70,7 +70,7 @@ func Records[T any](k *Kit, s *stream.Stream[T]) []Event[T] {
 			if err := decode(c, &e, &v); err != nil {
 				k.t.Fatalf("leattest: %s entry %s: %v", s.Name(), m.ID, err)
 			}
-			out = append(out, Event[T]{Record: v, ID: e.ID, Partition: p, Key: string(e.Key), Headers: e.Headers})
+			out = append(out, Event[T]{Record: v, ID: e.ID, Partition: p, Key: string(e.Key), Headers: stream.Headers(e.Headers)})
 		}
 	}
 	return out

@@ -6,11 +6,27 @@ import "github.com/leatdev/leat/internal/core"
 // safe for concurrent use. Name is recorded in the stream's registry
 // definition (its entry codec), or on an entry of another codec (field
 // "codec"), so a reader, in Go or another language, knows how to decode it.
-type Codec = core.Codec
+type Codec interface {
+	// Name is the name entries and definitions record the codec by,
+	// e.g. "msgpack" or "msgpack+zstd".
+	Name() string
+	// Marshal encodes v, a record or a pointer to one, into a payload.
+	Marshal(v any) ([]byte, error)
+	// Unmarshal decodes a payload into v, a pointer to a record.
+	Unmarshal(data []byte, v any) error
+}
 
 // A Compressor compresses entry payloads. Implementations must be safe for
 // concurrent use.
-type Compressor = core.Compressor
+type Compressor interface {
+	// Name is the compressor's name, appended to its codec's name after
+	// a '+' (e.g. "zstd").
+	Name() string
+	// Compress returns src compressed.
+	Compress(src []byte) ([]byte, error)
+	// Decompress returns the payload src was compressed from.
+	Decompress(src []byte) ([]byte, error)
+}
 
 // Codecs and compressors.
 var (
@@ -27,16 +43,16 @@ var (
 	// codes itself (msgpack.CustomEncoder, encoding.TextMarshaler and the
 	// like) or has an extension registered with msgpack.RegisterExt
 	// before the stream is declared is coded by the library, as any other.
-	MsgPack = core.MsgPack
+	MsgPack Codec = core.MsgPack
 	// JSON encodes records with encoding/json. A record with a string that
 	// is not UTF-8 is refused (encoding/json would replace its bad bytes
 	// with U+FFFD, so readers would get other text): its send fails with
 	// ErrEncode and sends nothing.
-	JSON = core.JSON
+	JSON Codec = core.JSON
 	// Gzip compresses with compress/gzip at the default level.
-	Gzip = core.Gzip
+	Gzip Compressor = core.Gzip
 	// Zstd compresses with Zstandard at the default level.
-	Zstd = core.Zstd
+	Zstd Compressor = core.Zstd
 )
 
 // Compressed returns c with its payloads compressed by z; its name is
@@ -45,12 +61,40 @@ func Compressed(c Codec, z Compressor) Codec { return core.Compressed(c, z) }
 
 // Headers are string key/value pairs carried beside a record: trace context,
 // content type, attempt counts. Names are case-sensitive.
-type Headers = core.Headers
+type Headers map[string]string
 
 // Definition is what the registry in Redis records about a stream, so that
 // tools without the app's Go code (the leat CLI, programs in other languages)
-// can route and decode its entries.
-type Definition = core.Definition
+// can route and decode its entries. It is recorded as JSON, with the
+// field names of its tags.
+type Definition struct {
+	Name       string `json:"name"`
+	Partitions int    `json:"partitions"`
+	// KeyField is the encoded name of the record field holding the partition
+	// key. It is empty when the key is computed by a Go function.
+	KeyField string `json:"key_field,omitempty"`
+	// Size is the approximate maximum length of each partition (XADD MAXLEN ~).
+	Size int64 `json:"size"`
+	// Codec is the name of the codec the stream's latest declaration
+	// encodes records with, e.g. "msgpack+zstd".
+	Codec string `json:"codec"`
+	// EntryCodec is the codec of the stream's entries that carry no codec
+	// field. The stream's first registration sets it to its codec and later
+	// ones keep it: after a codec change, new entries carry their codec and
+	// the entries written before still decode.
+	EntryCodec string `json:"entry_codec,omitempty"`
+	// WhenFull is what a send does when retention would trim entries a
+	// processor has not processed (see WhenFull).
+	WhenFull Full `json:"when_full,omitempty"`
+}
+
+// definitionOf returns the stream package's copy of d.
+func definitionOf(d core.Definition) Definition {
+	return Definition{
+		Name: d.Name, Partitions: d.Partitions, KeyField: d.KeyField, Size: d.Size,
+		Codec: d.Codec, EntryCodec: d.EntryCodec, WhenFull: Full(d.WhenFull),
+	}
+}
 
 // PartitionOf returns the partition of a key: xxhash64(key) mod partitions.
 // The function is stable across versions and languages (XXH64 with seed 0),

@@ -82,7 +82,7 @@ func (ev *Events[T]) decode(d *core.Delivery) (*Event[T], error) {
 	if d.Err != nil {
 		return nil, d.Err
 	}
-	e := &Event[T]{ID: d.ID, Partition: d.Partition, Key: d.Key, Headers: d.Headers, Deliveries: d.Deliveries, ctx: ev.ctx}
+	e := &Event[T]{ID: d.ID, Partition: d.Partition, Key: d.Key, Headers: Headers(d.Headers), Deliveries: d.Deliveries, ctx: ev.ctx}
 	if err := ev.stream.t.DecodeInto(&d.Entry, &e.Record); err != nil {
 		return nil, err
 	}

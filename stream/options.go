@@ -85,8 +85,9 @@ func KeyFunc[T any, K KeyType](fn func(T) K) Option {
 
 // Full is what a send does when a partition of the stream has no room left
 // for new entries without trimming entries a processor has not processed
-// yet: Trim (the default), Refuse or Wait. See WhenFull.
-type Full = core.Full
+// yet: Trim (the default), Refuse or Wait. See WhenFull. Its value is the
+// one recorded in the stream's definition (Definition.WhenFull).
+type Full string
 
 // Full-partition policies.
 const (
@@ -94,13 +95,13 @@ const (
 	// an entry trimmed before it was processed is reported to their
 	// failure policy (ErrTrimmed), a log line and a metric. Sends never
 	// wait.
-	Trim = core.FullTrim
+	Trim Full = ""
 	// Refuse fails a send with ErrFull, for the partitions without room;
 	// nothing of those partitions is sent (the others are).
-	Refuse = core.FullRefuse
+	Refuse Full = "refuse"
 	// Wait makes a send wait, with backoff, until the processors made
 	// room, or its context ends.
-	Wait = core.FullWait
+	Wait Full = "wait"
 )
 
 // WhenFull sets what a send does when retention would otherwise trim
@@ -118,7 +119,7 @@ func WhenFull(f Full) Option {
 	return optionFunc(func(c *core.Spec) error {
 		switch f {
 		case Trim, Refuse, Wait:
-			c.WhenFull = f
+			c.WhenFull = core.Full(f)
 			return nil
 		}
 		return fmt.Errorf("unknown full-partition policy %q (want stream.Trim, stream.Refuse or stream.Wait)", f)

@@ -270,7 +270,7 @@ func TestRegistryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != s.Definition() || got.Codec != "msgpack+zstd" || got.Partitions != 8 || got.Size != 1234 {
+	if definitionOf(got) != s.Definition() || got.Codec != "msgpack+zstd" || got.Partitions != 8 || got.Size != 1234 {
 		t.Fatalf("registry holds %+v, declared %+v", got, s.Definition())
 	}
 	all, err := core.ListDefinitions(ctx, c, cat.c.Keys().Registry())
@@ -328,7 +328,7 @@ func TestRegistryRoundTrip(t *testing.T) {
 func TestEncodeJSONErrors(t *testing.T) {
 	t.Parallel()
 	cat, _ := newCatalog(t, core.Defaults{})
-	raw, err := core.Open(cat.c, Definition{Name: "x", Partitions: 4, KeyField: "k", Size: 10, Codec: "msgpack"})
+	raw, err := core.Open(cat.c, core.Definition{Name: "x", Partitions: 4, KeyField: "k", Size: 10, Codec: "msgpack"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,10 +337,10 @@ func TestEncodeJSONErrors(t *testing.T) {
 			t.Errorf("EncodeJSON(%q) succeeded", in)
 		}
 	}
-	if _, err := core.Open(cat.c, Definition{Name: "y", Partitions: 4, Size: 10, Codec: "msgpack"}); err == nil {
+	if _, err := core.Open(cat.c, core.Definition{Name: "y", Partitions: 4, Size: 10, Codec: "msgpack"}); err == nil {
 		t.Error("Open without a key field succeeded")
 	}
-	if _, err := core.Open(cat.c, Definition{Name: "z", Partitions: 4, KeyField: "k", Size: 10, Codec: "avro"}); err == nil {
+	if _, err := core.Open(cat.c, core.Definition{Name: "z", Partitions: 4, KeyField: "k", Size: 10, Codec: "avro"}); err == nil {
 		t.Error("Open with an unknown codec succeeded")
 	}
 }

@@ -75,7 +75,7 @@ func Lookup[T any](h Host, name string) (*Stream[T], error) {
 func (s *Stream[T]) Name() string { return s.t.Core.Name() }
 
 // Definition returns the stream's definition.
-func (s *Stream[T]) Definition() Definition { return s.t.Core.Definition() }
+func (s *Stream[T]) Definition() Definition { return definitionOf(s.t.Core.Definition()) }
 
 // Partition returns the partition record is routed to.
 func (s *Stream[T]) Partition(record T) (int, error) { return s.t.Partition(&record) }
@@ -89,7 +89,7 @@ func (s *Stream[T]) Send(ctx context.Context, records ...T) ([]string, error) {
 // SendMany sends records, each to its partition, and returns their entry IDs
 // in order. See SendMessages.
 func (s *Stream[T]) SendMany(ctx context.Context, records []T) ([]string, error) {
-	entries, err := s.t.EncodeAll(len(records), func(i int) (*T, Headers) { return &records[i], nil })
+	entries, err := s.t.EncodeAll(len(records), func(i int) (*T, core.Headers) { return &records[i], nil })
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,9 @@ func (s *Stream[T]) SendMany(ctx context.Context, records []T) ([]string, error)
 // own IDs and errors, as alone. A send whose ctx ends while it waits
 // returns ctx's error and sends nothing.
 func (s *Stream[T]) SendMessages(ctx context.Context, msgs []Message[T]) ([]string, error) {
-	entries, err := s.t.EncodeAll(len(msgs), func(i int) (*T, Headers) { return &msgs[i].Record, msgs[i].Headers })
+	entries, err := s.t.EncodeAll(len(msgs), func(i int) (*T, core.Headers) {
+		return &msgs[i].Record, core.Headers(msgs[i].Headers)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TableDefinition is what the processor registry records of a table.
-type TableDefinition = core.TableDef
+// TableDefinition is what the processor registry records of a table, as
+// JSON with the field names of its tags.
+type TableDefinition struct {
+	// Name is the table's name.
+	Name string `json:"name"`
+	// Codec is the name of the codec its values are stored with.
+	Codec string `json:"codec"`
+}
 
 // Errors of tables.
 var (
