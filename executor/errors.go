@@ -2,6 +2,7 @@ package executor
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
@@ -24,10 +25,28 @@ func SkipRetry(err error) error { return core.SkipRetry(err) }
 // applies.
 func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{After: d, Err: err} }
 
-// RetryAfterError is returned by RetryAfter. Decided is set by
-// middleware.Retry, whose own maximum then replaces the processor's retry
-// limit.
-type RetryAfterError = core.RetryAfterError
+// RetryAfterError is returned by RetryAfter (and app.RetryAfter,
+// task.RetryAfter): it asks for the next retry after After instead of the
+// backoff. Match it with errors.As.
+type RetryAfterError struct {
+	// After is the wait before the next retry.
+	After time.Duration
+	// Err is the error of the attempt.
+	Err error
+	// Decided is set by middleware.Retry, which counts attempts itself:
+	// its own maximum then replaces the processor's retry limit.
+	Decided bool
+}
+
+func (e *RetryAfterError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("retry after %s", e.After)
+	}
+	return fmt.Sprintf("retry after %s: %v", e.After, e.Err)
+}
+
+// Unwrap returns the error of the attempt.
+func (e *RetryAfterError) Unwrap() error { return e.Err }
 
 // retryDelay returns the wait asked for by a RetryAfter in err's chain, and
 // whether a retry middleware decided on it.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/core"
 )
 
@@ -67,10 +68,10 @@ func Retry(o RetryOptions) Middleware {
 			if attempt > int64(o.Max) {
 				return core.SkipRetry(err)
 			}
-			if ra := (*core.RetryAfterError)(nil); errors.As(err, &ra) {
-				return &core.RetryAfterError{After: ra.After, Err: err, Decided: true}
+			if ra := (*executor.RetryAfterError)(nil); errors.As(err, &ra) {
+				return &executor.RetryAfterError{After: ra.After, Err: err, Decided: true}
 			}
-			return &core.RetryAfterError{After: o.backoff(attempt), Err: err, Decided: true}
+			return &executor.RetryAfterError{After: o.backoff(attempt), Err: err, Decided: true}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/leatdev/leat/executor"
 	streamcore "github.com/leatdev/leat/internal/core"
 )
 
@@ -26,7 +27,7 @@ func SkipRetry(err error) error {
 // RetryAfterError asks for the next attempt after a given delay (After)
 // instead of the queue's backoff (a rate-limited API's Retry-After, say).
 // It is the type app.RetryAfter returns too.
-type RetryAfterError = streamcore.RetryAfterError
+type RetryAfterError = executor.RetryAfterError
 
 // RetryAfter returns an error that fails the attempt and asks for the next
 // one after d (when retries remain).

@@ -4,7 +4,7 @@
 //
 //	leaves     internal/keys, internal/resp, internal/topology, ... (import nothing of leat)
 //	protocol   internal/scripts, internal/taskrdb, internal/lease, internal/core, internal/rdb
-//	runtime    stream, middleware, rebalance, executor, inspect, app, task
+//	runtime    stream, rebalance, executor, middleware, inspect, app, task
 //	edge       metrics, api
 //	tools      internal/bench, internal/chaos (they drive a whole app)
 //	tester     leattest

@@ -52,9 +52,9 @@ var layers = []struct {
 	{"internal/rdb", library, []string{"internal/core", "internal/keys", "internal/scripts", "internal/taskrdb"}},
 	// The runtime.
 	{"stream", library, []string{"internal/core", "internal/keys"}},
-	{"middleware", library, []string{"internal/core", "internal/keys", "internal/scripts", "stream"}},
 	{"rebalance", library, nil},
 	{"executor", library, []string{"internal/core", "internal/keys", "internal/lease", "internal/rdb", "internal/scripts", "internal/topology", "rebalance"}},
+	{"middleware", library, []string{"executor", "internal/core", "internal/keys", "internal/scripts", "stream"}},
 	{"inspect", library, []string{"internal/core", "internal/keys", "internal/lease", "internal/rdb", "internal/taskrdb"}},
 	{"app", library, []string{"executor", "internal/clock", "internal/core", "internal/declared", "internal/keys", "internal/lease", "internal/netguard", "internal/rdb", "internal/schedule", "internal/scripts", "internal/topology", "middleware", "stream"}},
 	{"task", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/declared", "internal/keys", "internal/lease", "internal/netguard", "internal/rounds", "internal/schedule", "internal/scripts", "internal/taskrdb", "internal/topology", "middleware"}},
