@@ -54,7 +54,7 @@ func (a *App) runProcessors(ctx context.Context, names []string) error {
 		e, err := executor.New(executor.Config{
 			Stream:    p.stream,
 			Processor: p.Name,
-			Handler:   p.handler,
+			Handler:   executor.Handler(p.handler),
 			Options:   opts,
 			Worker:    a.cfg.WorkerID,
 			Logger:    a.logger,

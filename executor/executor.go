@@ -23,9 +23,10 @@ import (
 // within Grace plus a bounded extra wait after its context was cancelled.
 var ErrProcessorStuck = errors.New("executor: processor ignores its context")
 
-// Handler runs a processor over the events of one partition. The app wraps
-// typed processors (func(ctx, *core.Events[T]) error) into a Handler.
-type Handler = core.Handler
+// Handler runs a processor over the events of one partition, fed by feed.
+// The app wraps typed processors (func(ctx, *stream.Events[T]) error) into
+// a Handler.
+type Handler func(ctx context.Context, feed core.Feed) error
 
 // Config configures one Executor.
 type Config struct {
