@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
-	"github.com/redis/go-redis/v9"
 )
 
 // A partition's tables: the writes its loop body stages (core.Feed.Stage)
@@ -88,16 +88,12 @@ func (p *partition) ReadTable(ctx context.Context, table, key string) ([]byte, b
 	if v, ok := p.tableCache[tableKey{table, key}]; ok {
 		return v.v, v.ok, nil
 	}
-	v, err := p.e.app.HGet(ctx, p.tableHash(table), key).Bytes()
-	if errors.Is(err, redis.Nil) {
-		p.cacheTable(table, key, tableValue{})
-		return nil, false, nil
-	}
+	v, ok, err := rdb.TableGet(ctx, p.e.app, p.tableHash(table), key)
 	if err != nil {
 		return nil, false, fmt.Errorf("table %q: %w", table, err)
 	}
-	p.cacheTable(table, key, tableValue{v: v, ok: true})
-	return v, true, nil
+	p.cacheTable(table, key, tableValue{v: v, ok: ok})
+	return v, ok, nil
 }
 
 func (p *partition) tableHash(table string) string {

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/redis/go-redis/v9"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // ErrUnknownTable is returned by TableValues when the registry records no
@@ -37,23 +37,19 @@ func (i *Inspector) TableValues(ctx context.Context, stream, processor, table st
 	if err != nil {
 		return nil, err
 	}
-	pipe := i.c.Pipeline()
-	cmds := make([]*redis.StringCmd, len(keys))
+	hashes := make([]string, len(keys))
 	for j, k := range keys {
-		cmds[j] = pipe.HGet(ctx, i.k.Table(stream, processor, table, core.PartitionOf([]byte(k), partitions)), k)
+		hashes[j] = i.k.Table(stream, processor, table, core.PartitionOf([]byte(k), partitions))
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	values, ok, err := rdb.TableGets(ctx, i.c, hashes, keys)
+	if err != nil {
 		return nil, fmt.Errorf("read table %q: %w", table, err)
 	}
 	out := make([]json.RawMessage, len(keys))
-	for j, cmd := range cmds {
-		data, err := cmd.Bytes()
-		if errors.Is(err, redis.Nil) {
+	for j, data := range values {
+		if !ok[j] {
 			out[j] = json.RawMessage("null")
 			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read table %q: %w", table, err)
 		}
 		if out[j], err = valueJSON(codec, data); err != nil {
 			return nil, fmt.Errorf("table %q: key %q: %w", table, keys[j], err)
@@ -89,7 +85,7 @@ func (i *Inspector) TableScan(ctx context.Context, stream, processor, table stri
 		hash := i.k.Table(stream, processor, table, p)
 		var cursor uint64
 		for {
-			kv, next, err := i.c.HScan(ctx, hash, cursor, "", 100).Result()
+			kv, next, err := rdb.TableScan(ctx, i.c, hash, cursor, 100)
 			if err != nil {
 				return nil, false, fmt.Errorf("read table %q: %w", table, err)
 			}
@@ -122,12 +118,12 @@ func (i *Inspector) table(ctx context.Context, stream, processor, table string) 
 		return 0, nil, err
 	}
 	full := stream + "/" + processor
-	raw, err := i.c.HGet(ctx, i.k.Processors(), full).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil, fmt.Errorf("%w: processor %s is not in the registry of app %q (its workers record it when they start)", ErrUnknownTable, full, i.app)
-	}
+	raw, ok, err := rdb.ProcessorDefinition(ctx, i.c, i.k, full)
 	if err != nil {
 		return 0, nil, fmt.Errorf("read the processor registry: %w", err)
+	}
+	if !ok {
+		return 0, nil, fmt.Errorf("%w: processor %s is not in the registry of app %q (its workers record it when they start)", ErrUnknownTable, full, i.app)
 	}
 	var pd processorDef
 	if err := json.Unmarshal(raw, &pd); err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/keys"
-	"github.com/redis/go-redis/v9"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // TableDefinition is what the processor registry records of a table, as
@@ -95,12 +95,12 @@ func (t *Table[V]) Get(ctx context.Context, key string) (V, bool, error) {
 	var v V
 	cat := t.stream.Catalog()
 	hash := cat.Keys().Table(t.stream.Name(), t.processor, t.name, t.stream.PartitionOf([]byte(key)))
-	data, err := cat.Client().HGet(ctx, hash, key).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return v, false, nil
-	}
+	data, ok, err := rdb.TableGet(ctx, cat.Client(), hash, key)
 	if err != nil {
 		return v, false, fmt.Errorf("table %q: %w", t.name, err)
+	}
+	if !ok {
+		return v, false, nil
 	}
 	return t.decode(key, data)
 }
@@ -220,7 +220,7 @@ func (t *Table[V]) Scan(ctx context.Context, fn func(key string, v V) error) err
 		hash := cat.Keys().Table(t.stream.Name(), t.processor, t.name, p)
 		var cursor uint64
 		for {
-			kv, next, err := cat.Client().HScan(ctx, hash, cursor, "", 500).Result()
+			kv, next, err := rdb.TableScan(ctx, cat.Client(), hash, cursor, 500)
 			if err != nil {
 				return fmt.Errorf("table %q: %w", t.name, err)
 			}

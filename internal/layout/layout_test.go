@@ -51,7 +51,7 @@ var layers = []struct {
 	{"internal/core", library, []string{"internal/keys", "internal/rounds", "internal/scripts", "internal/topology"}},
 	{"internal/rdb", library, []string{"internal/core", "internal/keys", "internal/scripts", "internal/taskrdb"}},
 	// The runtime.
-	{"stream", library, []string{"internal/core", "internal/keys"}},
+	{"stream", library, []string{"internal/core", "internal/keys", "internal/rdb"}},
 	{"rebalance", library, nil},
 	{"executor", library, []string{"internal/core", "internal/keys", "internal/lease", "internal/rdb", "internal/scripts", "internal/topology", "rebalance"}},
 	{"middleware", library, []string{"executor", "internal/core", "internal/keys", "internal/scripts", "stream"}},

@@ -190,15 +190,26 @@ func RecordProcessor(ctx context.Context, c redis.UniversalClient, k keys.Space,
 	return c.HSet(ctx, k.Processors(), fullName, def).Err()
 }
 
+// ProcessorDefinition returns the definition the registry records for the
+// processor called fullName ("stream/processor") (HGET), and whether it
+// records one.
+func ProcessorDefinition(ctx context.Context, c redis.UniversalClient, k keys.Space, fullName string) ([]byte, bool, error) {
+	raw, err := c.HGet(ctx, k.Processors(), fullName).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return raw, true, nil
+}
+
 // RecordedTables returns the names of the tables the registry records for
 // the processor called fullName ("stream/processor"), as its workers wrote
 // them (app.ProcessorDefinition): none when it records no such processor.
 func RecordedTables(ctx context.Context, c redis.UniversalClient, k keys.Space, fullName string) ([]string, error) {
-	raw, err := c.HGet(ctx, k.Processors(), fullName).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
+	raw, ok, err := ProcessorDefinition(ctx, c, k, fullName)
+	if err != nil || !ok {
 		return nil, err
 	}
 	var def struct {
