@@ -21,6 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/internal/topology"
 )
@@ -106,13 +107,11 @@ func (c *fetchConn) close() {
 }
 
 // blocker makes the fetcher's blocking reads on its connection; once
-// disabled, the fetcher polls instead. It reuses its command's arguments and
-// reply buffer from one read to the next: an idle fetcher wakes often.
+// disabled, the fetcher polls instead.
 type blocker struct {
-	c     *fetchConn
-	off   bool
-	args  []any
-	reply scripts.ReplyBuffer
+	c    *fetchConn
+	off  bool
+	read rdb.BlockingRead
 }
 
 func newBlocker(c *fetchConn) *blocker { return &blocker{c: c} }
@@ -122,7 +121,7 @@ func (b *blocker) ok() bool { return b.c.ok() && !b.off }
 func (b *blocker) id(ctx context.Context) (int64, error) {
 	conn := b.c.get()
 	if b.c.cid == 0 {
-		id, err := conn.ClientID(ctx).Result()
+		id, err := rdb.ClientID(ctx, conn)
 		if err != nil {
 			b.reset()
 			return 0, err
@@ -133,11 +132,10 @@ func (b *blocker) id(ctx context.Context) (int64, error) {
 }
 
 // xread waits up to block for entries after last in any of keys (strings)
-// and calls got with the index in keys of each that has some. The reply is
-// read raw (scripts.EachRawStream): a wake-up does not parse the entries it
-// saw. Its socket deadline is the client's ReadTimeout, not one stretched
-// for the block (go-redis does that for its own blocking commands only), so
-// the block is at most half of it.
+// and calls got with the index in keys of each that has some
+// (rdb.BlockingRead). Its socket deadline is the client's ReadTimeout, not
+// one stretched for the block (go-redis does that for its own blocking
+// commands only), so the block is at most half of it.
 //
 // then, when not nil, queues a command right behind the blocking read on
 // the same connection, in the same write: Redis runs it as soon as the
@@ -148,40 +146,8 @@ func (b *blocker) xread(ctx context.Context, keys, last []any, block time.Durati
 	if rt := b.c.client.Options().ReadTimeout; rt > 0 {
 		block = max(min(block, rt/2), time.Millisecond)
 	}
-	b.args = append(b.args[:0], "XREAD", "COUNT", 1, "BLOCK", block.Milliseconds(), "STREAMS")
-	b.args = append(append(b.args, keys...), last...)
-	if b.reply.Cap() > maxBlockReply {
-		b.reply = scripts.ReplyBuffer{}
-	}
-	b.reply.Reset()
-	read := redis.NewRawWriteToCmd(ctx, &b.reply, b.args...)
-	var err error
-	if then == nil {
-		err = conn.Process(ctx, read)
-	} else {
-		_, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-			_ = p.Process(ctx, read)
-			then(p)
-			return nil
-		})
-	}
-	if err != nil {
-		return err
-	}
-	next := 0 // the reply names the streams in the order asked
-	return scripts.EachRawStream(b.reply.Bytes(), func(key []byte) {
-		for n := range keys {
-			if i := (next + n) % len(keys); keys[i].(string) == string(key) {
-				got(i)
-				next = i + 1
-				return
-			}
-		}
-	})
+	return b.read.Wait(ctx, conn, keys, last, block, got, then)
 }
-
-// maxBlockReply bounds the reply buffer a blocker keeps between reads.
-const maxBlockReply = 1 << 20
 
 // disable makes the fetcher poll from now on.
 func (b *blocker) disable() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/topology"
 )
 
@@ -34,7 +35,7 @@ func (f *fetcher) probeUnblock(ctx context.Context, b *blocker) {
 	if !b.ok() {
 		return
 	}
-	err := f.e.client.ClientUnblock(ctx, 0).Err()
+	_, err := rdb.Unblock(ctx, f.e.client, 0)
 	switch {
 	case topology.Denied(err):
 		f.denied("CLIENT UNBLOCK", err)
@@ -85,7 +86,7 @@ func (f *fetcher) interrupt(ctx context.Context) {
 			if !blocking || id == 0 {
 				break
 			}
-			n, err := f.e.client.ClientUnblock(ctx, id).Result()
+			n, err := rdb.Unblock(ctx, f.e.client, id)
 			if topology.Denied(err) {
 				f.denied("CLIENT UNBLOCK", err)
 			}
