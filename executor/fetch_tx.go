@@ -3,8 +3,8 @@ package executor
 import (
 	"context"
 	"errors"
-	"strings"
 
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
@@ -28,11 +28,6 @@ import (
 // XREADGROUP reply, which costs Redis much less per entry than a script's
 // (converted to Lua and back).
 
-// isExecAbort reports whether err is Redis's EXECABORT reply.
-func isExecAbort(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "EXECABORT")
-}
-
 // readTx reads new entries of every partition in work (none recovering).
 func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 	if len(work) == 0 {
@@ -41,24 +36,16 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 	e := f.e
 	conn := f.tx.get()
 	locks := make([]string, len(work))
-	watch := make([]any, 0, len(work)+1)
-	watch = append(watch, "WATCH")
 	for i, w := range work {
 		locks[i] = w.s.p.lockKey
-		watch = append(watch, w.s.p.lockKey)
 	}
-	var owners *redis.SliceCmd
-	_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Do(ctx, watch...)
-		owners = p.MGet(ctx, locks...)
-		return nil
-	})
+	owners, err := rdb.WatchLocks(ctx, conn, locks)
 	if err != nil {
 		f.tx.reset()
 		return err
 	}
 	held := work[:0:0]
-	for i, v := range owners.Val() {
+	for i, v := range owners {
 		w := work[i]
 		if tok, _ := v.(string); tok != w.s.p.lock.Value() {
 			f.lost(w.s)
@@ -67,7 +54,7 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		held = append(held, w)
 	}
 	if len(held) == 0 {
-		err := conn.Do(ctx, "UNWATCH").Err()
+		err := rdb.Unwatch(ctx, conn)
 		if err != nil {
 			f.tx.reset()
 		}
@@ -75,23 +62,18 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 	}
 	reads := make([]scripts.OnceCmd, len(held))
 	tails := make([]*redis.XMessageSliceCmd, len(held))
-	_, err = conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	err = rdb.ExecWatched(ctx, conn, func(p redis.Pipeliner) {
 		for i, w := range held {
 			// Raw: parsed in place (scripts.EachRawEntry), without a
 			// tree of interfaces, from one slice that the entries' IDs
 			// and fields then point into.
-			reads[i] = scripts.NewOnceCmd(ctx, "XREADGROUP", "GROUP", e.processor, e.id, "COUNT", w.count, "STREAMS", w.s.p.key, ">")
-			_ = p.Process(ctx, reads[i])
-			if w.s.last == "" {
-				tails[i] = p.XRevRangeN(ctx, w.s.p.key, "+", "-", 1)
-			}
+			reads[i], tails[i] = rdb.QueueReadNew(ctx, p, e.processor, e.id, w.s.p.key, w.count, w.s.last == "")
 		}
-		return nil
 	})
 	switch {
 	case errors.Is(err, redis.TxFailedErr):
 		return nil // a lock changed meanwhile: look again
-	case isExecAbort(err):
+	case rdb.IsExecAbort(err):
 		// Redis refused one of the reads as it was queued (at maxmemory,
 		// XREADGROUP is refused with OOM) and ran none: go-redis reports
 		// only the abort, so the fetch script reads the same partitions,
