@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
@@ -153,22 +154,17 @@ func (f *fetcher) runProbe(ctx context.Context, cc *redis.ClusterClient, addr st
 		if ctx.Err() != nil {
 			return
 		}
-		cmds := make([]*redis.IntCmd, len(keys))
-		pipe := cc.Pipeline()
-		for i, k := range keys {
-			cmds[i] = pipe.Exists(ctx, k)
-		}
-		_, _ = pipe.Exec(ctx) // per command below
+		errs := rdb.Probe(ctx, cc, keys)
 		f.mu.Lock()
 		back := false
 		still := pr.states[:0]
 		for i, s := range pr.states {
-			if i < len(cmds) && cmds[i].Err() == nil {
+			if i < len(errs) && errs[i] == nil {
 				s.probing = false // read by the next round
 				back = true
 				continue
 			}
-			if i < len(cmds) {
+			if i < len(errs) {
 				s.failures++
 			}
 			still = append(still, s)

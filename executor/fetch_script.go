@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
@@ -48,28 +49,16 @@ const maxParsed = 1024
 func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWork, error) {
 	// exec sends the reads of work[i] for each i in idx.
 	exec := func(idx []int) error {
-		var c interface {
-			scripts.Processor
-			Pipeline() redis.Pipeliner
-		} = f.rounds
+		var c rdb.Runner = f.rounds
 		if f.tx.ok() {
 			c = f.tx.get() // never sends a command twice (connections.go)
 		}
-		queue := func(c scripts.Processor, w *fetchWork) {
-			w.fetch = scripts.FetchRaw(ctx, c, w.s.fetchArgs, w.s.p.lock.Value(), w.count, w.cursor)
-		}
-		var err error
-		if len(idx) == 1 { // a wake-up's read: no pipeline to build
-			w := &work[idx[0]]
-			queue(c, w)
-			err = w.fetch.Err()
-		} else {
-			pipe := c.Pipeline()
-			for _, i := range idx {
-				queue(pipe, &work[i])
-			}
-			_, err = pipe.Exec(ctx)
-		}
+		// A wake-up's read goes alone, without a pipeline.
+		err := rdb.Fetch(ctx, c, len(idx), func(p scripts.Processor, j int) *scripts.RawFetch {
+			w := &work[idx[j]]
+			w.fetch = scripts.FetchRaw(ctx, p, w.s.fetchArgs, w.s.p.lock.Value(), w.count, w.cursor)
+			return w.fetch
+		})
 		var rerr redis.Error
 		if err != nil && !errors.As(err, &rerr) {
 			f.tx.reset() // broken off: the next read opens another connection
