@@ -12,6 +12,7 @@ import (
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/declared"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -92,7 +93,7 @@ func (a *App) Logger() *slog.Logger { return a.logger }
 // Cluster node, and returns ErrClusterNode if it is: so nothing is written
 // before the mistake is found.
 func (a *App) Ping(ctx context.Context) error {
-	if err := a.client.Ping(ctx).Err(); err != nil {
+	if err := rdb.Ping(ctx, a.client); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
 	if c, ok := a.client.(*redis.Client); ok && a.ownsClient {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -108,21 +109,11 @@ func newClient(cfg Config) (*redis.Client, error) {
 }
 
 // checkNotClusterNode returns ErrClusterNode when the single server c talks
-// to is a Redis Cluster node. It asks CLUSTER INFO (in @slow, not
-// @dangerous), which a server without cluster support refuses ("ERR This
-// instance has cluster support disabled"), or INFO cluster when the user may
-// not run CLUSTER INFO; a user allowed neither is not checked (the first
-// MOVED reply then names the fix, see deniedHook).
+// to is a Redis Cluster node (rdb.IsClusterNode); a user allowed neither
+// CLUSTER INFO nor INFO is not checked (the first MOVED reply then names
+// the fix, see deniedHook).
 func checkNotClusterNode(ctx context.Context, c *redis.Client) error {
-	_, err := c.ClusterInfo(ctx).Result()
-	switch {
-	case err == nil:
-		return ErrClusterNode
-	case !redis.IsPermissionError(err):
-		return nil
-	}
-	info, err := c.Info(ctx, "cluster").Result()
-	if err == nil && strings.Contains(info, "cluster_enabled:1") {
+	if rdb.IsClusterNode(ctx, c) {
 		return ErrClusterNode
 	}
 	return nil
