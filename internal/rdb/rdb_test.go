@@ -113,3 +113,84 @@ func TestGroupCounters(t *testing.T) {
 		t.Errorf("entries-read known across a deleted entry: %+v", got[2])
 	}
 }
+
+// A table's values read one at a time, several in one pipeline, and by
+// pages, each telling a key without a value.
+func TestTableReads(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	hash := prefix + ":table:{0}"
+	c.HSet(ctx, hash, "a", "1", "b", "2")
+	if v, ok, err := rdb.TableGet(ctx, c, hash, "a"); string(v) != "1" || !ok || err != nil {
+		t.Fatalf("TableGet a: %q, %v, %v", v, ok, err)
+	}
+	if v, ok, err := rdb.TableGet(ctx, c, hash, "z"); v != nil || ok || err != nil {
+		t.Fatalf("TableGet z: %q, %v, %v", v, ok, err)
+	}
+	vs, ok, err := rdb.TableGets(ctx, c, []string{hash, hash, hash}, []string{"b", "z", "a"})
+	if err != nil || string(vs[0]) != "2" || vs[1] != nil || string(vs[2]) != "1" || !ok[0] || ok[1] || !ok[2] {
+		t.Fatalf("TableGets: %q, %v, %v", vs, ok, err)
+	}
+	seen := map[string]string{}
+	var cursor uint64
+	for {
+		kv, next, err := rdb.TableScan(ctx, c, hash, cursor, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			seen[kv[i]] = kv[i+1]
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	if len(seen) != 2 || seen["a"] != "1" || seen["b"] != "2" {
+		t.Fatalf("TableScan: %v", seen)
+	}
+}
+
+// The transaction read runs only while no watched lock changed.
+func TestWatchedRead(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	lock, key := prefix+":lock:{x}", prefix+":stream:{x}"
+	c.Set(ctx, lock, "mine", time.Minute)
+	c.XGroupCreateMkStream(ctx, key, "g", "0")
+	c.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: "1-1", Values: []any{"f", "v"}})
+	conn := c.Conn()
+	defer conn.Close()
+	owners, err := rdb.WatchLocks(ctx, conn, []string{lock})
+	if err != nil || len(owners) != 1 || owners[0] != "mine" {
+		t.Fatalf("WatchLocks: %v, %v", owners, err)
+	}
+	c.Set(ctx, lock, "mine", time.Minute) // refreshed from another connection
+	err = rdb.ExecWatched(ctx, conn, func(p redis.Pipeliner) { rdb.QueueReadNew(ctx, p, "g", "c", key, 10, false) })
+	if !errors.Is(err, redis.TxFailedErr) {
+		t.Fatalf("after the lock changed: %v, want redis.TxFailedErr", err)
+	}
+	owners, err = rdb.WatchLocks(ctx, conn, []string{lock})
+	if err != nil || owners[0] != "mine" {
+		t.Fatalf("WatchLocks: %v, %v", owners, err)
+	}
+	var tail *redis.XMessageSliceCmd
+	if err := rdb.ExecWatched(ctx, conn, func(p redis.Pipeliner) {
+		_, tail = rdb.QueueReadNew(ctx, p, "g", "c", key, 10, true)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tail.Val(); len(got) != 1 || got[0].ID != "1-1" {
+		t.Fatalf("tail %v", got)
+	}
+	if n := c.XPending(ctx, key, "g").Val().Count; n != 1 {
+		t.Fatalf("%d pending, want the entry read", n)
+	}
+	if _, err := rdb.WatchLocks(ctx, conn, []string{lock}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Unwatch(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+}
