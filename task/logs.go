@@ -8,8 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/leatdev/leat/internal/scripts"
-	"github.com/redis/go-redis/v9"
+	"github.com/leatdev/leat/internal/taskrdb"
 )
 
 // Bounds of a task's log: at most LogCap lines of at most LogLineMax bytes
@@ -57,27 +56,10 @@ func (t *Task[P]) logLines(lines []string) {
 	_ = l.logLines(ctx, lines)
 }
 
-// logScript appends lines to the log of an existing task: KEYS task hash,
-// log stream; ARGV cap, default TTL ms, attempt, then the lines (at most
-// cap: the older ones would be trimmed at once). The log lives for the
-// task's own timeout plus retention, when its hash has them.
-var logScript = redis.NewScript(scripts.Describe("task log", `
-local v = redis.call('HMGET', KEYS[1], 's', 'to', 'ret')
-if not v[1] then return 0 end
-local ttl = tonumber(ARGV[2])
-if v[2] and v[3] then ttl = tonumber(v[2]) + tonumber(v[3]) end
-for i = 4, #ARGV do
-  redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[1], '*', 'a', ARGV[3], 'm', ARGV[i])
-end
-redis.call('PEXPIRE', KEYS[2], ttl)
-return 1
-`))
-
 func (r *redisReporter) logLines(ctx context.Context, lines []string) error {
 	q := r.q
 	lines = lines[max(0, len(lines)-LogCap):]
-	args := make([]any, 0, 3+len(lines))
-	args = append(args, LogCap, r.ttl.Milliseconds(), r.attempt)
+	out := make([]string, 0, len(lines))
 	for _, line := range lines {
 		line = strings.TrimRight(line, "\r\n")
 		if len(line) > LogLineMax {
@@ -87,9 +69,9 @@ func (r *redisReporter) logLines(ctx context.Context, lines []string) error {
 			}
 			line = line[:cut]
 		}
-		args = append(args, line)
+		out = append(out, line)
 	}
-	err := logScript.Run(ctx, q.rdb, []string{q.ks.TaskPrefix(q.name) + r.id, q.ks.TaskLogsPrefix(q.name) + r.id}, args...).Err()
+	err := taskrdb.AppendLog(ctx, q.rdb, q.ks.TaskPrefix(q.name)+r.id, q.ks.TaskLogsPrefix(q.name)+r.id, LogCap, r.ttl, r.attempt, out)
 	if err != nil {
 		return fmt.Errorf("task %s: record log lines: %w", r.id, err)
 	}
@@ -100,7 +82,7 @@ func (r *redisReporter) logLines(ctx context.Context, lines []string) error {
 // lines of subprocess handlers), or ErrNotFound for a task the queue does
 // not know.
 func (q *core) Logs(ctx context.Context, id string) ([]LogLine, error) {
-	msgs, err := q.rdb.XRange(ctx, q.ks.TaskLogsPrefix(q.name)+id, "-", "+").Result()
+	msgs, err := taskrdb.ReadLog(ctx, q.rdb, q.ks.TaskLogsPrefix(q.name)+id)
 	if err != nil {
 		return nil, err
 	}
