@@ -22,8 +22,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/netguard"
-	"github.com/leatdev/leat/internal/scripts"
-	"github.com/redis/go-redis/v9"
+	"github.com/leatdev/leat/internal/taskrdb"
 )
 
 // Defaults of webhook delivery (see WebhookRetry): 5 attempts, 4s after
@@ -35,9 +34,9 @@ const (
 
 // States of a webhook delivery (WebhookStatus.State).
 const (
-	WebhookPending   = "pending"   // the task ended; not delivered yet
-	WebhookDelivered = "delivered" // the endpoint answered 2xx
-	WebhookFailed    = "failed"    // out of attempts
+	WebhookPending   = taskrdb.HookPending   // the task ended; not delivered yet
+	WebhookDelivered = taskrdb.HookDelivered // the endpoint answered 2xx
+	WebhookFailed    = taskrdb.HookFailed    // out of attempts
 )
 
 // webhookTimeout bounds one POST.
@@ -202,15 +201,6 @@ func WebhookRetry(attempts int, backoff time.Duration) Option {
 	})
 }
 
-// claimHooks takes up to ARGV[3] due deliveries: KEYS webhook set; ARGV
-// now ms, lease ms, count. Each taken is pushed a lease ahead.
-var claimHooks = redis.NewScript(scripts.Describe("webhook claim", `
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
-for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), id) end
-local next = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return {ids, next[2] or ''}
-`))
-
 // deliver sends the queue's pending webhook deliveries until ctx ends.
 // Deliveries wait in Redis, so any worker of the queue sends them, and one
 // whose worker died while sending it is taken over when its lease ends.
@@ -223,21 +213,17 @@ func (w *worker) deliver(ctx context.Context) {
 	defer sending.Wait()
 	for ctx.Err() == nil {
 		now := time.Now()
-		v, err := claimHooks.Run(ctx, w.share.bg, []string{q.ks.TaskWebhooks(q.name)}, now.UnixMilli(), webhookLease.Milliseconds(), webhookSenders).Slice()
+		ids, next, ok, err := taskrdb.ClaimHooks(ctx, w.share.bg, q.ks.TaskWebhooks(q.name), now, webhookLease, webhookSenders)
 		wait := time.Second
 		if err != nil {
 			if ctx.Err() == nil {
 				q.log.Warn("taking webhook deliveries failed", "error", err)
 			}
 		} else {
-			ids, _ := v[0].([]any)
-			if s, _ := v[1].(string); s != "" {
-				if due, err := strconv.ParseFloat(s, 64); err == nil {
-					wait = min(wait, time.Until(time.UnixMilli(int64(due))))
-				}
+			if ok {
+				wait = min(wait, time.Until(next))
 			}
 			for _, id := range ids {
-				id, _ := id.(string)
 				sem <- struct{}{}
 				sending.Add(1)
 				go func() {
@@ -260,15 +246,15 @@ func (w *worker) send(ctx context.Context, client *http.Client, id string) {
 	h := q.ks.TaskPrefix(q.name) + id
 	in, err := q.Info(ctx, id)
 	if err != nil || in.Webhook == nil || in.Webhook.State != WebhookPending {
-		q.rdb.ZRem(ctx, set, id) // forgotten, or not pending: nothing to send
+		taskrdb.DropHook(ctx, q.rdb, set, id) // forgotten, or not pending: nothing to send
 		return
 	}
 	body, _ := json.Marshal(WebhookEvent{
 		ID: in.ID, Queue: in.Queue, State: in.State, Result: in.Result, Error: in.Error, Attempts: in.Attempts,
 		EnqueuedAt: in.EnqueuedAt, StartedAt: in.StartedAt, FinishedAt: in.FinishedAt,
 	})
-	secret, err := q.rdb.HGet(ctx, h, "whk").Result()
-	if err != nil && !isNil(err) {
+	secret, err := taskrdb.HookSecret(ctx, q.rdb, h)
+	if err != nil {
 		return // Redis is away: the delivery is taken again when its lease ends
 	}
 	secret = cmp.Or(secret, q.set.hookSecret)
@@ -282,23 +268,17 @@ func (w *worker) send(ctx context.Context, client *http.Client, id string) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	attempts := in.Webhook.Attempts + 1
-	pipe := q.rdb.TxPipeline()
 	switch {
 	case postErr == nil:
-		pipe.HSet(ctx, h, "whs", WebhookDelivered, "wha", attempts, "whd", time.Now().UnixMilli())
-		pipe.HDel(ctx, h, "whe")
-		pipe.ZRem(ctx, set, id)
+		err = taskrdb.RecordHookDelivered(ctx, q.rdb, h, set, id, attempts, time.Now())
 	case postErr.final || attempts >= q.set.hookTries:
-		pipe.HSet(ctx, h, "whs", WebhookFailed, "wha", attempts, "whe", postErr.Error())
-		pipe.ZRem(ctx, set, id)
 		q.log.Warn("task webhook failed for good", "task", id, "attempts", attempts, "error", postErr)
+		err = taskrdb.RecordHookFailed(ctx, q.rdb, h, set, id, attempts, postErr.Error())
 	default:
 		due := time.Now().Add(max(hookBackoff(q.set.hookBackoff, attempts), postErr.retryAfter))
-		pipe.HSet(ctx, h, "wha", attempts, "whe", postErr.Error())
-		// Rounded up: the next attempt never comes before the due time.
-		pipe.ZAdd(ctx, set, redis.Z{Score: float64(due.Add(time.Millisecond - 1).UnixMilli()), Member: id})
+		err = taskrdb.RecordHookRetry(ctx, q.rdb, h, set, id, attempts, postErr.Error(), due)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err != nil {
 		q.log.Warn("recording a webhook delivery failed", "task", id, "error", err)
 	}
 }
