@@ -10,7 +10,6 @@ import (
 	"time"
 
 	streamcore "github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
@@ -86,20 +85,10 @@ func (q *core) updates(f *taskrdb.Fetched) reporter {
 	return &redisReporter{q: q, id: f.ID, attempt: f.Attempt, ttl: timeout + q.set.retention}
 }
 
-// reportScript records an update of an active task: KEYS task hash,
-// updates stream; ARGV kind, data, cap, TTL ms, attempt.
-var reportScript = redis.NewScript(scripts.Describe("task update", `
-if redis.call('HGET', KEYS[1], 's') ~= 'active' then return 0 end
-if ARGV[1] == 'progress' then redis.call('HSET', KEYS[1], 'prog', ARGV[2]) end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'k', ARGV[1], 'd', ARGV[2], 'a', ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
-return 1
-`))
-
 func (r *redisReporter) report(ctx context.Context, kind string, data json.RawMessage) error {
 	q := r.q
-	err := reportScript.Run(ctx, q.rdb, []string{q.ks.TaskPrefix(q.name) + r.id, q.ks.TaskUpdatesPrefix(q.name) + r.id},
-		kind, string(data), UpdatesCap, r.ttl.Milliseconds(), r.attempt).Err()
+	err := taskrdb.AppendUpdate(ctx, q.rdb, q.ks.TaskPrefix(q.name)+r.id, q.ks.TaskUpdatesPrefix(q.name)+r.id,
+		kind, string(data), UpdatesCap, r.ttl, r.attempt)
 	if err != nil {
 		return fmt.Errorf("task %s: record %s: %w", r.id, kind, err)
 	}
@@ -126,10 +115,7 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 		stream := q.ks.TaskUpdatesPrefix(q.name) + id
 		last := "0"
 		read := func(block time.Duration) (int, error) {
-			res, err := q.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{stream, last}, Count: 256, Block: block}).Result()
-			if errors.Is(err, redis.Nil) {
-				return 0, nil
-			}
+			res, err := taskrdb.ReadUpdates(ctx, q.rdb, stream, last, 256, block)
 			if err != nil {
 				return 0, err
 			}
@@ -153,7 +139,7 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 		for {
 			// The state alone between reads (HGET), not the whole hash with
 			// its payload; the whole status once, at the end.
-			s, err := q.rdb.HGet(ctx, hash, "s").Result()
+			s, err := taskrdb.TaskState(ctx, q.rdb, hash)
 			switch {
 			case errors.Is(err, redis.Nil) || err == nil && s == "":
 				err = fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
