@@ -50,26 +50,18 @@ func beatOnce(ctx context.Context, c redis.UniversalClient, qs []*core) error {
 	if len(qs) == 0 {
 		return nil
 	}
-	for try := 0; ; try++ {
-		pipe := c.Pipeline()
-		for _, q := range qs {
-			taskrdb.BeatCmd(ctx, pipe, q.ks.TaskWorkers(q.name), q.worker)
-		}
-		_, err := pipe.Exec(ctx)
-		if try > 0 || !taskrdb.IsNoScript(err) {
-			return err
-		}
-		if err := taskrdb.LoadBeat(ctx, c); err != nil {
-			return err
-		}
+	bs := make([]taskrdb.Beater, len(qs))
+	for i, q := range qs {
+		bs[i] = taskrdb.Beater{Workers: q.ks.TaskWorkers(q.name), Worker: q.worker}
 	}
+	return taskrdb.Beat(ctx, c, bs)
 }
 
 // leaveWorkers removes q's worker from the queue's workers set, on c: it stopped.
 func leaveWorkers(c redis.UniversalClient, q *core) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := c.ZRem(ctx, q.ks.TaskWorkers(q.name), q.worker).Err(); err != nil {
+	if err := taskrdb.LeaveWorkers(ctx, c, q.ks.TaskWorkers(q.name), q.worker); err != nil {
 		q.log.Warn("leaving the queue's workers failed: the inspector counts this worker alive a few seconds more", "error", err)
 	}
 }

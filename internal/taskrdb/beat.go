@@ -29,3 +29,34 @@ func BeatCmd(ctx context.Context, pipe redis.Pipeliner, workers, worker string) 
 
 // LoadBeat loads beat.lua.
 func LoadBeat(ctx context.Context, c redis.Scripter) error { return beatScript.Load(ctx, c).Err() }
+
+// A Beater is a worker that beats in a queue's workers set.
+type Beater struct {
+	Workers string // the queue's workers set (keys.Space.TaskWorkers)
+	Worker  string
+}
+
+// Beat beats for each of bs in one pipeline on c (BeatCmd), loading
+// beat.lua and sending the pipeline once more when the server does not
+// have it.
+func Beat(ctx context.Context, c redis.UniversalClient, bs []Beater) error {
+	for try := 0; ; try++ {
+		pipe := c.Pipeline()
+		for _, b := range bs {
+			BeatCmd(ctx, pipe, b.Workers, b.Worker)
+		}
+		_, err := pipe.Exec(ctx)
+		if try > 0 || !IsNoScript(err) {
+			return err
+		}
+		if err := LoadBeat(ctx, c); err != nil {
+			return err
+		}
+	}
+}
+
+// LeaveWorkers removes worker from the workers set workers (ZREM): it
+// stopped.
+func LeaveWorkers(ctx context.Context, c redis.Cmdable, workers, worker string) error {
+	return c.ZRem(ctx, workers, worker).Err()
+}
