@@ -7,12 +7,9 @@ package task
 
 import (
 	"context"
-	"errors"
-	"strconv"
 	"time"
 
 	"github.com/leatdev/leat/internal/taskrdb"
-	"github.com/redis/go-redis/v9"
 )
 
 // Pause stops the queue's workers, those running now and those started
@@ -27,17 +24,13 @@ import (
 // worker misses it; a worker learns of a Resume at once (a message on the
 // queue's channel) or, if that is lost, within a second.
 func (q *core) Pause(ctx context.Context) error {
-	now, err := q.rdb.Time(ctx).Result()
-	if err != nil {
-		return err
-	}
-	return q.rdb.HSetNX(ctx, q.ks.TaskConfig(q.name), taskrdb.PausedField, now.UnixMilli()).Err()
+	return taskrdb.Pause(ctx, q.rdb, q.ks.TaskConfig(q.name))
 }
 
 // Resume lets the queue's workers start its tasks again after Pause.
 // Resuming a queue that is not paused changes nothing.
 func (q *core) Resume(ctx context.Context) error {
-	if err := q.rdb.HDel(ctx, q.ks.TaskConfig(q.name), taskrdb.PausedField).Err(); err != nil {
+	if err := taskrdb.Unpause(ctx, q.rdb, q.ks.TaskConfig(q.name)); err != nil {
 		return err
 	}
 	return q.wakeFetchers(ctx)
@@ -45,15 +38,8 @@ func (q *core) Resume(ctx context.Context) error {
 
 // Paused reports whether the queue is paused, and since when.
 func (q *core) Paused(ctx context.Context) (bool, time.Time, error) {
-	v, err := q.rdb.HGet(ctx, q.ks.TaskConfig(q.name), taskrdb.PausedField).Result()
-	if errors.Is(err, redis.Nil) {
-		return false, time.Time{}, nil
-	}
-	if err != nil {
-		return false, time.Time{}, err
-	}
-	ms, _ := strconv.ParseInt(v, 10, 64)
-	return true, time.UnixMilli(ms), nil
+	at, ok, err := taskrdb.PausedAt(ctx, q.rdb, q.ks.TaskConfig(q.name))
+	return ok, at, err
 }
 
 // pausePoll is how often a worker of a paused queue, or one waiting out a

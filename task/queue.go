@@ -340,7 +340,7 @@ func (q *core) SetConcurrency(ctx context.Context, n int) error {
 	if m := q.maxConcurrency(); n > m {
 		return fmt.Errorf("concurrency %d is above the maximum of %d per worker (app.Config.MaxTaskConcurrency, --max-concurrency)", n, m)
 	}
-	return q.rdb.HSet(ctx, q.ks.TaskConfig(q.name), taskrdb.ConcurrencyField, n).Err()
+	return taskrdb.SetLiveConcurrency(ctx, q.rdb, q.ks.TaskConfig(q.name), n)
 }
 
 // maxConcurrency returns the most tasks of the queue a worker of this app
@@ -352,7 +352,7 @@ func (q *core) maxConcurrency() int {
 // ClearConcurrency removes the concurrency SetConcurrency set: each worker
 // goes back to its program's Concurrency option within a second.
 func (q *core) ClearConcurrency(ctx context.Context) error {
-	return q.rdb.HDel(ctx, q.ks.TaskConfig(q.name), taskrdb.ConcurrencyField).Err()
+	return taskrdb.ClearLiveConcurrency(ctx, q.rdb, q.ks.TaskConfig(q.name))
 }
 
 // level returns the index of priority name.

@@ -20,7 +20,7 @@ func (q *core) SetRate(ctx context.Context, n int, window time.Duration) error {
 	if n < 0 || (n > 0 && window < time.Millisecond) || (n == 0 && window != 0) {
 		return fmt.Errorf("rate %d per %s: need n >= 1 and a window of at least 1ms, or 0 per 0 for no limit", n, window)
 	}
-	err := q.rdb.HSet(ctx, q.ks.TaskConfig(q.name), taskrdb.RateField, taskrdb.LiveRate(taskrdb.Rate{N: n, Window: window})).Err()
+	err := taskrdb.SetLiveRate(ctx, q.rdb, q.ks.TaskConfig(q.name), taskrdb.Rate{N: n, Window: window})
 	if err != nil {
 		return err
 	}
@@ -30,7 +30,7 @@ func (q *core) SetRate(ctx context.Context, n int, window time.Duration) error {
 // ClearRate removes the rate limit SetRate set: the Rate option of each
 // worker's program applies again.
 func (q *core) ClearRate(ctx context.Context) error {
-	if err := q.rdb.HDel(ctx, q.ks.TaskConfig(q.name), taskrdb.RateField).Err(); err != nil {
+	if err := taskrdb.ClearLiveRate(ctx, q.rdb, q.ks.TaskConfig(q.name)); err != nil {
 		return err
 	}
 	return q.wakeFetchers(ctx)
@@ -39,7 +39,7 @@ func (q *core) ClearRate(ctx context.Context) error {
 // wakeFetchers makes the workers waiting for a Resume or the end of a rate
 // window fetch again at once.
 func (q *core) wakeFetchers(ctx context.Context) error {
-	return q.rdb.Publish(ctx, q.ks.TaskCancel(q.name), taskrdb.ResumeMessage).Err()
+	return taskrdb.WakeFetchers(ctx, q.rdb, q.ks.TaskCancel(q.name))
 }
 
 // RateLimit is a queue's rate limit: at most N tasks started per Window
@@ -52,11 +52,8 @@ type RateLimit struct {
 // LiveRate returns the rate limit SetRate set (N 0: no limit), and false
 // when none is set (each worker's Rate option applies).
 func (q *core) LiveRate(ctx context.Context) (RateLimit, bool, error) {
-	v, err := q.rdb.HGet(ctx, q.ks.TaskConfig(q.name), taskrdb.RateField).Result()
-	if isNil(err) {
-		return RateLimit{}, false, nil
-	}
-	if err != nil {
+	v, ok, err := taskrdb.ReadLiveRate(ctx, q.rdb, q.ks.TaskConfig(q.name))
+	if !ok {
 		return RateLimit{}, false, err
 	}
 	return parseLiveRate(v)

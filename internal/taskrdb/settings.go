@@ -5,10 +5,14 @@
 package taskrdb
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ResumeMessage is what the queue's cancel channel (keys.Space.TaskCancel)
@@ -48,4 +52,72 @@ func ParseLiveRate(s string) (Rate, error) {
 		return Rate{}, fmt.Errorf("live rate %q: want \"N WINDOW_MS\"", s)
 	}
 	return Rate{N: a, Window: time.Duration(b) * time.Millisecond}, nil
+}
+
+// Pause pauses the queue whose config hash is config, at the server's time
+// (TIME, then HSETNX PausedField): a paused queue stays paused since the
+// first Pause.
+func Pause(ctx context.Context, c redis.Cmdable, config string) error {
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		return err
+	}
+	return c.HSetNX(ctx, config, PausedField, now.UnixMilli()).Err()
+}
+
+// Unpause removes PausedField from the config hash config (HDEL).
+func Unpause(ctx context.Context, c redis.Cmdable, config string) error {
+	return c.HDel(ctx, config, PausedField).Err()
+}
+
+// PausedAt returns when the queue whose config hash is config was paused,
+// and false when it is not.
+func PausedAt(ctx context.Context, c redis.Cmdable, config string) (time.Time, bool, error) {
+	v, err := c.HGet(ctx, config, PausedField).Result()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	ms, _ := strconv.ParseInt(v, 10, 64)
+	return time.UnixMilli(ms), true, nil
+}
+
+// SetLiveRate sets RateField of the config hash config to r (HSET).
+func SetLiveRate(ctx context.Context, c redis.Cmdable, config string, r Rate) error {
+	return c.HSet(ctx, config, RateField, LiveRate(r)).Err()
+}
+
+// ClearLiveRate removes RateField from the config hash config (HDEL).
+func ClearLiveRate(ctx context.Context, c redis.Cmdable, config string) error {
+	return c.HDel(ctx, config, RateField).Err()
+}
+
+// ReadLiveRate returns the text of RateField of the config hash config,
+// and false when it has none.
+func ReadLiveRate(ctx context.Context, c redis.Cmdable, config string) (string, bool, error) {
+	v, err := c.HGet(ctx, config, RateField).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	return v, err == nil, err
+}
+
+// SetLiveConcurrency sets ConcurrencyField of the config hash config to n
+// (HSET).
+func SetLiveConcurrency(ctx context.Context, c redis.Cmdable, config string, n int) error {
+	return c.HSet(ctx, config, ConcurrencyField, n).Err()
+}
+
+// ClearLiveConcurrency removes ConcurrencyField from the config hash
+// config (HDEL).
+func ClearLiveConcurrency(ctx context.Context, c redis.Cmdable, config string) error {
+	return c.HDel(ctx, config, ConcurrencyField).Err()
+}
+
+// WakeFetchers publishes ResumeMessage on the queue's cancel channel
+// channel (keys.Space.TaskCancel).
+func WakeFetchers(ctx context.Context, c redis.Cmdable, channel string) error {
+	return c.Publish(ctx, channel, ResumeMessage).Err()
 }
