@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/leatdev/leat/internal/taskrdb"
-	"github.com/redis/go-redis/v9"
 )
 
 // ErrFinished is returned by Cancel for a task that has finished already,
@@ -30,7 +28,7 @@ func (q *core) Cancel(ctx context.Context, id string) (State, error) {
 	case "final":
 		return State(state), fmt.Errorf("%w: task %q is %s", ErrFinished, id, state)
 	case "signal":
-		if err := q.rdb.Publish(ctx, q.ks.TaskCancel(q.name), id).Err(); err != nil {
+		if err := taskrdb.SignalCancel(ctx, q.rdb, q.ks.TaskCancel(q.name), id); err != nil {
 			// The worker's touch loop reads the flag within a second.
 			q.log.Warn("publishing a cancellation failed", "task", id, "error", err)
 		}
@@ -58,15 +56,14 @@ func (q *core) Requeue(ctx context.Context, id string) error {
 // requeued twice.
 func (q *core) RequeueDead(ctx context.Context) (int, error) {
 	key := q.ks.TaskDead(q.name)
-	last, err := q.rdb.ZRangeWithScores(ctx, key, -1, -1).Result()
-	if err != nil || len(last) == 0 {
+	upTo, ok, err := taskrdb.LastDeath(ctx, q.rdb, key)
+	if err != nil || !ok {
 		return 0, err
 	}
 	// Tasks that die from now on have a later time of death.
-	upTo := strconv.FormatFloat(last[0].Score, 'f', -1, 64)
 	n, skipped := 0, 0
 	for {
-		ids, err := q.rdb.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: upTo, Offset: int64(skipped), Count: 500}).Result()
+		ids, err := taskrdb.DeadUpTo(ctx, q.rdb, key, upTo, int64(skipped), 500)
 		if err != nil {
 			return n, err
 		}

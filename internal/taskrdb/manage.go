@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -59,4 +60,26 @@ func DeleteDead(ctx context.Context, c redis.Scripter, k []string, updates, logs
 		return 0, false, err
 	}
 	return int(v[0]), int(v[1]) >= limit, nil
+}
+
+// SignalCancel publishes task id on the queue's cancel channel channel
+// (keys.Space.TaskCancel), for the worker running it (Cancel's "signal").
+func SignalCancel(ctx context.Context, c redis.Cmdable, channel, id string) error {
+	return c.Publish(ctx, channel, id).Err()
+}
+
+// LastDeath returns the score of the latest task to die in the dead set
+// dead, as text, and false when the set is empty.
+func LastDeath(ctx context.Context, c redis.Cmdable, dead string) (string, bool, error) {
+	last, err := c.ZRangeWithScores(ctx, dead, -1, -1).Result()
+	if err != nil || len(last) == 0 {
+		return "", false, err
+	}
+	return strconv.FormatFloat(last[0].Score, 'f', -1, 64), true, nil
+}
+
+// DeadUpTo returns up to n IDs of the dead set dead, from offset, of the
+// tasks that died up to upTo (a score of LastDeath), oldest first.
+func DeadUpTo(ctx context.Context, c redis.Cmdable, dead, upTo string, offset, n int64) ([]string, error) {
+	return c.ZRangeByScore(ctx, dead, &redis.ZRangeBy{Min: "-inf", Max: upTo, Offset: offset, Count: n}).Result()
 }
