@@ -13,7 +13,6 @@ import (
 
 	streamcore "github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/taskrdb"
-	"github.com/redis/go-redis/v9"
 )
 
 // completeBatch is how many outcomes one script call records.
@@ -148,37 +147,22 @@ func (w *worker) record(ctx context.Context, batch []ended) error {
 		outs = append(outs, e.Outcome)
 	}
 	defer func() { clear(outs); w.outs = outs[:0] }()
-	var lastErr error
-	for try := 0; try < 2; try++ {
-		pipe := q.rdb.Pipeline()
-		var cmds []*redis.Cmd
-		for i := 0; i < len(outs); i += completeBatch {
-			cmds = append(cmds, taskrdb.FinishCmd(ctx, pipe, q.keys, q.worker, q.set.deadMax, q.set.deadAge, outs[i:min(i+completeBatch, len(outs))]))
-		}
-		_, lastErr = pipe.Exec(ctx)
-		if lastErr == nil {
-			w.hook(batch, cmds)
-			return nil
-		}
-		if !taskrdb.IsNoScript(lastErr) {
-			return lastErr
-		}
-		// A restarted server: nothing ran; load and run again.
-		if err := taskrdb.Load(ctx, q.rdb); err != nil {
-			return err
-		}
+	cmds, err := taskrdb.FinishAll(ctx, q.rdb, q.keys, q.worker, q.set.deadMax, q.set.deadAge, outs, completeBatch)
+	if err != nil {
+		return err
 	}
-	return lastErr
+	w.hook(batch, cmds)
+	return nil
 }
 
 // hook reports the outcomes of batch that the finish.lua calls cmds
 // recorded (completeBatch outcomes per call) to the queue's hooks.
-func (w *worker) hook(batch []ended, cmds []*redis.Cmd) {
+func (w *worker) hook(batch []ended, cmds taskrdb.FinishReplies) {
 	if len(w.q.hooks) == 0 {
 		return
 	}
-	for c, cmd := range cmds {
-		states, _ := cmd.StringSlice()
+	for c := range cmds {
+		states := cmds.States(c)
 		for i, st := range states {
 			o := outcomeOf(st)
 			if o == "" || c*completeBatch+i >= len(batch) {

@@ -50,3 +50,40 @@ func FinishCmd(ctx context.Context, c redis.Scripter, k []string, consumer strin
 	}
 	return finish.Run(ctx, c, k, args...)
 }
+
+// FinishReplies are the replies of the finish.lua calls of FinishAll, one
+// per call of up to its per outcomes.
+type FinishReplies []*redis.Cmd
+
+// States returns the states of call i's outcomes (see FinishCmd), nil when
+// its reply is not a list.
+func (r FinishReplies) States(i int) []string {
+	s, _ := r[i].StringSlice()
+	return s
+}
+
+// FinishAll records outcomes on one pipeline, per outcomes a finish.lua
+// call (FinishCmd). When the server does not have the script (a restarted
+// server: nothing ran), it loads the scripts (Load) and sends the pipeline
+// once more.
+func FinishAll(ctx context.Context, c redis.UniversalClient, k []string, consumer string, deadMax int, deadAge time.Duration, outs []Outcome, per int) (FinishReplies, error) {
+	var lastErr error
+	for try := 0; try < 2; try++ {
+		pipe := c.Pipeline()
+		var cmds []*redis.Cmd
+		for i := 0; i < len(outs); i += per {
+			cmds = append(cmds, FinishCmd(ctx, pipe, k, consumer, deadMax, deadAge, outs[i:min(i+per, len(outs))]))
+		}
+		_, lastErr = pipe.Exec(ctx)
+		if lastErr == nil {
+			return cmds, nil
+		}
+		if !IsNoScript(lastErr) {
+			return nil, lastErr
+		}
+		if err := Load(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	return nil, lastErr
+}
