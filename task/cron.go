@@ -80,7 +80,7 @@ func (q *core) loadCron(ctx context.Context, now time.Time) error {
 	if len(q.cron) == 0 {
 		return nil
 	}
-	m, err := q.rdb.HGetAll(ctx, q.ks.TaskCron(q.name)).Result()
+	m, err := taskrdb.CronTicks(ctx, q.rdb, q.ks.TaskCron(q.name))
 	if err != nil {
 		return fmt.Errorf("task queue %q: load cron ticks: %w", q.name, err)
 	}

@@ -27,3 +27,9 @@ func CronTick(ctx context.Context, c redis.Scripter, cronKey, name string, tick 
 	v, err := cronTick.Run(ctx, c, []string{cronKey}, name, tick.UnixMilli(), term).Int()
 	return v, err
 }
+
+// CronTicks returns the cron hash cronKey: the last tick recorded per
+// schedule name ("TICK_MS:TERM", see cron.lua).
+func CronTicks(ctx context.Context, c redis.Cmdable, cronKey string) (map[string]string, error) {
+	return c.HGetAll(ctx, cronKey).Result()
+}
