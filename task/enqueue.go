@@ -17,7 +17,6 @@ import (
 	streamcore "github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/internal/topology"
-	"github.com/redis/go-redis/v9"
 )
 
 // ErrDuplicate is returned, with the existing task's ID, when a task with
@@ -443,7 +442,7 @@ func (q *core) outcome(tasks []taskrdb.NewTask, generated bool, ids []string, cr
 // written); on Cluster, chunks that failed because of a failover are run
 // again as described above.
 func (q *core) runChunks(ctx context.Context, chunks [][]taskrdb.NewTask) ([][]any, error) {
-	_, cluster := q.rdb.(*redis.ClusterClient)
+	cluster := taskrdb.IsCluster(q.rdb)
 	out := make([][]any, len(chunks))
 	todo := make([]int, len(chunks))
 	for i := range todo {
@@ -500,7 +499,7 @@ func (q *core) runChunks(ctx context.Context, chunks [][]taskrdb.NewTask) ([][]a
 // that a failover explains (retryable). A chunk that failed otherwise makes
 // it return no chunks and that error.
 func (q *core) runRound(ctx context.Context, chunks [][]taskrdb.NewTask, todo []int, out [][]any) ([]int, bool, error) {
-	_, cluster := q.rdb.(*redis.ClusterClient)
+	cluster := taskrdb.IsCluster(q.rdb)
 	if len(todo) == 1 {
 		// EVALSHA, then EVAL when the server does not know the script.
 		created, ids, err := taskrdb.Enqueue(ctx, q.rdb, q.enq, chunks[todo[0]])
@@ -517,17 +516,12 @@ func (q *core) runRound(ctx context.Context, chunks [][]taskrdb.NewTask, todo []
 		out[todo[0]] = v
 		return nil, false, nil
 	}
-	pipe := q.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(todo))
-	for i, c := range todo {
-		cmds[i] = taskrdb.EnqueueCmd(ctx, pipe, q.enq, chunks[c])
-	}
-	_, _ = pipe.Exec(ctx) // replies are read one by one
+	vs, errs := taskrdb.EnqueueRound(ctx, q.rdb, q.enq, chunks, todo)
 	var again []int
 	var againErr error
 	noScript := false
 	for i, c := range todo {
-		v, err := cmds[i].Slice()
+		v, err := vs[i], errs[i]
 		switch {
 		case err == nil:
 			out[c] = v
@@ -546,7 +540,7 @@ func (q *core) runRound(ctx context.Context, chunks [][]taskrdb.NewTask, todo []
 // Cluster through a failover as enqueue.lua's calls (the write is the same
 // when made twice).
 func (q *core) registerRetry(ctx context.Context) error {
-	_, cluster := q.rdb.(*redis.ClusterClient)
+	cluster := taskrdb.IsCluster(q.rdb)
 	wait := enqueueRetryMin
 	giveUp := time.Now().Add(enqueueRetryFor)
 	for {

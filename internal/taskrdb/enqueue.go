@@ -112,3 +112,26 @@ func ParseEnqueue(v []any) (created []bool, ids []string, err error) {
 	}
 	return created, ids, nil
 }
+
+// IsCluster reports whether c is a Cluster client.
+func IsCluster(c redis.UniversalClient) bool {
+	_, ok := c.(*redis.ClusterClient)
+	return ok
+}
+
+// EnqueueRound runs enqueue.lua for the chunks at todo on one pipeline
+// (EnqueueCmd) and returns, in the order of todo, each call's reply and
+// error (a NOSCRIPT error: load the scripts and run the chunk again).
+func EnqueueRound(ctx context.Context, c redis.Cmdable, q Target, chunks [][]NewTask, todo []int) ([][]any, []error) {
+	pipe := c.Pipeline()
+	cmds := make([]*redis.Cmd, len(todo))
+	for i, ch := range todo {
+		cmds[i] = EnqueueCmd(ctx, pipe, q, chunks[ch])
+	}
+	_, _ = pipe.Exec(ctx) // replies are read one by one
+	vs, errs := make([][]any, len(todo)), make([]error, len(todo))
+	for i := range cmds {
+		vs[i], errs[i] = cmds[i].Slice()
+	}
+	return vs, errs
+}
