@@ -17,7 +17,7 @@ import (
 // program's, and the queue's ConcurrencyFunc, if any, and notes the rate
 // set live.
 func (w *worker) readLimit(ctx context.Context) {
-	live, err := w.share.bg.HMGet(ctx, w.q.ks.TaskConfig(w.q.name), taskrdb.ConcurrencyField, taskrdb.RateField).Result()
+	live, err := taskrdb.LiveLimits(ctx, w.share.bg, w.q.ks.TaskConfig(w.q.name))
 	if err != nil {
 		if w.q.set.concFn == nil {
 			return // nothing known has changed
@@ -97,11 +97,11 @@ func (w *worker) modified(fn func(int) int, configured int) (v int) {
 
 // readRate notes the rate set live (see readLiveRate).
 func (w *worker) readRate(ctx context.Context) {
-	v, err := w.share.bg.HGet(ctx, w.q.ks.TaskConfig(w.q.name), taskrdb.RateField).Result()
+	v, ok, err := taskrdb.ReadLiveRate(ctx, w.share.bg, w.q.ks.TaskConfig(w.q.name))
 	switch {
-	case err == nil:
+	case ok:
 		w.readLiveRate(v)
-	case isNil(err):
+	case err == nil:
 		w.readLiveRate(nil)
 	}
 }

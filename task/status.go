@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/leatdev/leat/internal/taskrdb"
 )
 
 // A State is where a task is in its life.
@@ -71,7 +73,7 @@ type Info struct {
 
 // Info returns the status of task id, or ErrNotFound.
 func (q *core) Info(ctx context.Context, id string) (*Info, error) {
-	m, err := q.rdb.HGetAll(ctx, q.ks.TaskPrefix(q.name)+id).Result()
+	m, err := taskrdb.TaskHash(ctx, q.rdb, q.ks.TaskPrefix(q.name)+id)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +174,7 @@ func (q *Queue[P, R]) Result(ctx context.Context, id string) (R, error) {
 // Counts returns how many tasks of the queue are in each state. The counts
 // are kept by every change of state, so reading them is one O(1) command.
 func (q *core) Counts(ctx context.Context) (map[State]int64, error) {
-	m, err := q.rdb.HGetAll(ctx, q.ks.TaskCounts(q.name)).Result()
+	m, err := taskrdb.ReadCounts(ctx, q.rdb, q.ks.TaskCounts(q.name))
 	if err != nil {
 		return nil, err
 	}

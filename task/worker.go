@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,8 +146,7 @@ func (s *workerService) Run(ctx context.Context) error {
 // createGroups creates the ready streams and their consumer group.
 func (q *core) createGroups(ctx context.Context) error {
 	for l := range q.set.levels {
-		err := q.rdb.XGroupCreateMkStream(ctx, q.ks.TaskStream(q.name, l), taskrdb.Group, "0").Err()
-		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		if err := taskrdb.CreateGroup(ctx, q.rdb, q.ks.TaskStream(q.name, l)); err != nil {
 			return fmt.Errorf("task queue %q: create group: %w", q.name, err)
 		}
 	}
