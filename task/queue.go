@@ -205,11 +205,11 @@ func (q *core) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := q.rdb.HSet(ctx, q.ks.TaskQueues(), q.name, b).Err(); err != nil {
+	if err := taskrdb.Register(ctx, q.rdb, q.ks.TaskQueues(), q.name, b); err != nil {
 		if !topology.Denied(err) {
 			return fmt.Errorf("task queue %q: register: %w", q.name, err)
 		}
-		ok, rerr := q.rdb.HExists(ctx, q.ks.TaskQueues(), q.name).Result()
+		ok, rerr := taskrdb.Registered(ctx, q.rdb, q.ks.TaskQueues(), q.name)
 		if rerr != nil || !ok {
 			return fmt.Errorf("task queue %q: register (the Redis user may not write the registry, "+
 				"and the queue is not registered yet: start one of its workers first): %w", q.name, err)
@@ -223,7 +223,7 @@ func (q *core) register(ctx context.Context) error {
 // Redis, by name.
 func Queues(ctx context.Context, a *app.App) ([]Definition, error) {
 	cfg := a.Config()
-	m, err := a.Client().HGetAll(ctx, keys.New(cfg.KeyPrefix, cfg.Name).TaskQueues()).Result()
+	m, err := taskrdb.Definitions(ctx, a.Client(), keys.New(cfg.KeyPrefix, cfg.Name).TaskQueues())
 	if err != nil {
 		return nil, err
 	}
@@ -279,12 +279,12 @@ func HandleLookup(ctx context.Context, a *app.App, name string, fn func(ctx cont
 // recorded returns the options of queue name as recorded in Redis.
 func recorded(ctx context.Context, a *app.App, name string) ([]Option, error) {
 	cfg := a.Config()
-	v, err := a.Client().HGet(ctx, keys.New(cfg.KeyPrefix, cfg.Name).TaskQueues(), name).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("%w %q", ErrUnknownQueue, name)
-	}
+	v, ok, err := taskrdb.Definition(ctx, a.Client(), keys.New(cfg.KeyPrefix, cfg.Name).TaskQueues(), name)
 	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownQueue, name)
 	}
 	opts, err := definitionOptions([]byte(v))
 	if err != nil {
@@ -378,18 +378,16 @@ func Find(ctx context.Context, a *app.App, id string) (*Queue[json.RawMessage, j
 	}
 	cfg := a.Config()
 	ks := keys.New(cfg.KeyPrefix, cfg.Name)
-	pipe := a.Client().Pipeline()
-	cmds := make([]*redis.IntCmd, len(defs))
+	hashes := make([]string, len(defs))
 	for i, d := range defs {
-		cmds[i] = pipe.Exists(ctx, ks.TaskPrefix(d.Name)+id)
+		hashes[i] = ks.TaskPrefix(d.Name) + id
 	}
-	if len(defs) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, err
-		}
+	exist, err := taskrdb.TasksExist(ctx, a.Client(), hashes)
+	if err != nil {
+		return nil, err
 	}
 	for i, d := range defs {
-		if cmds[i].Val() == 1 {
+		if exist[i] {
 			return Lookup(ctx, a, d.Name)
 		}
 	}
