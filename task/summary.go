@@ -9,7 +9,6 @@ import (
 	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/taskrdb"
-	"github.com/redis/go-redis/v9"
 )
 
 // Summary is what a queue's overview shows: its definition, its counts per
@@ -38,12 +37,11 @@ type Summary struct {
 // its concurrency and its leader in one round trip (Counts, Paused and LiveRate make
 // one each).
 func (q *core) Summary(ctx context.Context) (Summary, error) {
-	pipe := q.rdb.Pipeline()
-	r := queueReads(ctx, pipe, q.ks, q.name)
-	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+	r, err := taskrdb.ReadSummaries(ctx, q.rdb, []taskrdb.SummaryKeys{summaryKeys(q.ks, q.name)})
+	if err != nil {
 		return Summary{}, err
 	}
-	return r.summary(q.Definition())
+	return summaryOf(r[0], q.Definition())
 }
 
 // Summaries returns the summary of every queue of a recorded in Redis, by
@@ -56,45 +54,35 @@ func Summaries(ctx context.Context, a *app.App) ([]Summary, error) {
 	}
 	cfg := a.Config()
 	ks := keys.New(cfg.KeyPrefix, cfg.Name)
-	pipe := a.Client().Pipeline()
-	reads := make([]summaryReads, len(defs))
+	qs := make([]taskrdb.SummaryKeys, len(defs))
 	for i, d := range defs {
-		reads[i] = queueReads(ctx, pipe, ks, d.Name)
+		qs[i] = summaryKeys(ks, d.Name)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+	reads, err := taskrdb.ReadSummaries(ctx, a.Client(), qs)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]Summary, len(defs))
 	for i, d := range defs {
-		if out[i], err = reads[i].summary(d); err != nil {
+		if out[i], err = summaryOf(reads[i], d); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// summaryReads are the commands of a queue's summary, queued on a pipeline.
-type summaryReads struct {
-	counts *redis.MapStringStringCmd
-	live   *redis.SliceCmd // pause, rate, concurrency
-	leader *redis.StringCmd
+// summaryKeys returns the keys of queue name's summary.
+func summaryKeys(ks keys.Space, name string) taskrdb.SummaryKeys {
+	return taskrdb.SummaryKeys{Counts: ks.TaskCounts(name), Config: ks.TaskConfig(name), Leader: ks.LeaderOf(keys.TaskLease(name))}
 }
 
-func queueReads(ctx context.Context, pipe redis.Pipeliner, ks keys.Space, name string) summaryReads {
-	return summaryReads{
-		counts: pipe.HGetAll(ctx, ks.TaskCounts(name)),
-		live:   pipe.HMGet(ctx, ks.TaskConfig(name), taskrdb.PausedField, taskrdb.RateField, taskrdb.ConcurrencyField),
-		leader: pipe.Get(ctx, ks.LeaderOf(keys.TaskLease(name))),
-	}
-}
-
-func (r summaryReads) summary(d Definition) (Summary, error) {
-	m, err := r.counts.Result()
+func summaryOf(r taskrdb.SummaryRead, d Definition) (Summary, error) {
+	m, err := r.Counts, r.CountsErr
 	if err != nil {
 		return Summary{}, err
 	}
 	s := Summary{Definition: d, Counts: countsOf(m), Rate: RateLimit{N: d.Rate, Window: d.RateWindow}, Concurrency: d.Concurrency}
-	live, err := r.live.Result()
+	live, err := r.Live, r.LiveErr
 	if err != nil {
 		return Summary{}, err
 	}
@@ -112,7 +100,7 @@ func (r summaryReads) summary(d Definition) (Summary, error) {
 			s.Concurrency, s.LiveConcurrency = n, true
 		}
 	}
-	switch v, err := r.leader.Result(); {
+	switch v, err := r.Leader, r.LeaderErr; {
 	case err == nil:
 		s.Leader = lease.Holder(v)
 	case !isNil(err):
