@@ -7,11 +7,9 @@ package task
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/leatdev/leat/internal/taskrdb"
-	"github.com/redis/go-redis/v9"
 )
 
 // touch keeps the entries of running tasks from looking idle to the
@@ -40,21 +38,20 @@ func (w *worker) touch(ctx context.Context) {
 		if len(runs) == 0 {
 			continue
 		}
-		pipe := w.share.bg.Pipeline()
+		claims := make([]taskrdb.Claim, 0, len(byLevel))
 		for l, ids := range byLevel {
-			pipe.XClaimJustID(ctx, &redis.XClaimArgs{
-				Stream: q.ks.TaskStream(q.name, l), Group: taskrdb.Group, Consumer: q.worker, MinIdle: 0, Messages: ids,
-			})
+			claims = append(claims, taskrdb.Claim{Stream: q.ks.TaskStream(q.name, l), Entries: ids})
 		}
-		flags := make([]*redis.StringCmd, len(runs))
+		hashes := make([]string, len(runs))
 		for i, r := range runs {
-			flags[i] = pipe.HGet(ctx, q.ks.TaskPrefix(q.name)+r.f.ID, "c")
+			hashes[i] = q.ks.TaskPrefix(q.name) + r.f.ID
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
+		flags, err := taskrdb.Touch(ctx, w.share.bg, q.worker, claims, hashes)
+		if err != nil && ctx.Err() == nil {
 			q.log.Warn("touching running tasks failed", "error", err)
 		}
 		for i, r := range runs {
-			if flags[i].Val() == "1" {
+			if flags[i] {
 				r.cancel(ErrCancelled)
 			}
 		}
