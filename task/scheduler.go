@@ -156,7 +156,7 @@ func (q *core) lead(ctx context.Context) error {
 // until ctx ends (within a second).
 func (q *core) watchWake(ctx context.Context, wake chan<- struct{}) {
 	for ctx.Err() == nil {
-		err := q.rdb.BLPop(ctx, time.Second, q.ks.TaskWake(q.name)).Err()
+		err := taskrdb.WaitWake(ctx, q.rdb, q.ks.TaskWake(q.name), time.Second)
 		switch {
 		case err == nil:
 			select {
@@ -215,17 +215,9 @@ func (q *core) janitor(ctx context.Context, c redis.UniversalClient) time.Time {
 func (q *core) deleteIdleConsumers(ctx context.Context, c redis.UniversalClient) {
 	for l := range q.set.levels {
 		stream := q.ks.TaskStream(q.name, l)
-		cs, err := c.XInfoConsumers(ctx, stream, taskrdb.Group).Result()
-		if err != nil {
+		if err := taskrdb.DeleteIdleConsumers(ctx, c, stream, q.worker, consumerIdle); err != nil {
 			q.log.Warn("listing task consumers failed", "error", err)
 			return
-		}
-		for _, cn := range cs {
-			if cn.Pending == 0 && cn.Idle >= consumerIdle && cn.Name != q.worker {
-				// XGROUP DELCONSUMER drops only this consumer's pending
-				// entries, and it has none.
-				c.XGroupDelConsumer(ctx, stream, taskrdb.Group, cn.Name)
-			}
 		}
 	}
 }

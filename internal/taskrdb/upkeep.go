@@ -58,3 +58,26 @@ func Janitor(ctx context.Context, c redis.Scripter, k []string, limit int, deadA
 	}
 	return int(v[0]), int(v[1]), next, nil
 }
+
+// WaitWake waits up to timeout for a push to the queue's wake list wake
+// (BLPOP): nil when one came, redis.Nil when none did.
+func WaitWake(ctx context.Context, c redis.Cmdable, wake string, timeout time.Duration) error {
+	return c.BLPop(ctx, timeout, wake).Err()
+}
+
+// DeleteIdleConsumers deletes the consumers of Group on stream that have
+// nothing pending and were idle for idle, but keep (XINFO CONSUMERS, then
+// XGROUP DELCONSUMER for each, its error ignored). XGROUP DELCONSUMER drops
+// only the consumer's pending entries, and it has none.
+func DeleteIdleConsumers(ctx context.Context, c redis.Cmdable, stream, keep string, idle time.Duration) error {
+	cs, err := c.XInfoConsumers(ctx, stream, Group).Result()
+	if err != nil {
+		return err
+	}
+	for _, cn := range cs {
+		if cn.Pending == 0 && cn.Idle >= idle && cn.Name != keep {
+			c.XGroupDelConsumer(ctx, stream, Group, cn.Name)
+		}
+	}
+	return nil
+}
