@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +27,7 @@ type hub struct {
 type hubSub struct{ fn func(payload string) }
 
 func newHub(c redis.UniversalClient, log *slog.Logger) *hub {
-	h := &hub{ps: c.Subscribe(context.Background()), log: log, subs: map[string][]*hubSub{}, done: make(chan struct{})}
+	h := &hub{ps: taskrdb.Subscribe(context.Background(), c), log: log, subs: map[string][]*hubSub{}, done: make(chan struct{})}
 	go h.deliver()
 	return h
 }

@@ -117,7 +117,7 @@ func shareOf(ctx context.Context, q *core) *share {
 			}
 		}
 		// CLIENT UNBLOCK of client 0, which does not exist: the answer is 0
-		if err := q.rdb.ClientUnblock(ctx, 0).Err(); refused(err) {
+		if err := taskrdb.ProbeUnblock(ctx, q.rdb); refused(err) {
 			off("CLIENT UNBLOCK", err)
 		} else {
 			s.reader = newReader(c, q.rdb, q.worker, off)

@@ -121,3 +121,15 @@ func ClearLiveConcurrency(ctx context.Context, c redis.Cmdable, config string) e
 func WakeFetchers(ctx context.Context, c redis.Cmdable, channel string) error {
 	return c.Publish(ctx, channel, ResumeMessage).Err()
 }
+
+// Subscribe returns a subscription on c to no channel yet, for the queues'
+// cancel channels (keys.Space.TaskCancel): cancellations, ResumeMessage.
+func Subscribe(ctx context.Context, c redis.UniversalClient) *redis.PubSub {
+	return c.Subscribe(ctx)
+}
+
+// ProbeUnblock sends CLIENT UNBLOCK of client 0, which does not exist, to
+// learn whether the Redis user may run it: the answer is 0 when it may.
+func ProbeUnblock(ctx context.Context, c redis.Cmdable) error {
+	return c.ClientUnblock(ctx, 0).Err()
+}
