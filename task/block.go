@@ -188,9 +188,7 @@ func (r *reader) run() {
 		default:
 		}
 		r.u.mu.Unlock()
-		res, err := r.u.conn.XReadGroup(context.Background(), &redis.XReadGroupArgs{
-			Group: taskrdb.Group, Consumer: r.name, Streams: readArgs(streams), Count: count, Block: idleBlock,
-		}).Result()
+		res, err := taskrdb.ReadNew(context.Background(), r.u.conn, r.name, streams, count, idleBlock)
 		r.u.mu.Lock()
 		r.u.end(err)
 		switch {
@@ -327,15 +325,5 @@ func (w *worker) blockingRead(ctx context.Context, streams []string, n int) ([]r
 	if w.share.interruptible() {
 		return w.share.reader.read(ctx, streams, int64(n))
 	}
-	args := &redis.XReadGroupArgs{Group: taskrdb.Group, Consumer: w.q.worker, Streams: readArgs(streams), Count: int64(n), Block: readBlock}
-	return w.share.blk.XReadGroup(context.WithoutCancel(ctx), args).Result()
-}
-
-// readArgs returns XREADGROUP's STREAMS arguments for new entries of streams.
-func readArgs(streams []string) []string {
-	out := append(make([]string, 0, 2*len(streams)), streams...)
-	for range streams {
-		out = append(out, ">")
-	}
-	return out
+	return taskrdb.ReadNew(context.WithoutCancel(ctx), w.share.blk, w.q.worker, streams, int64(n), readBlock)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,7 +31,7 @@ func (u *unblockable) ready(ctx context.Context) error {
 		return nil
 	}
 	u.conn = u.client.Conn()
-	id, err := u.conn.ClientID(ctx).Result()
+	id, err := taskrdb.ClientID(ctx, u.conn)
 	if err != nil {
 		u.reset()
 		return err
@@ -75,7 +76,7 @@ func (u *unblockable) kick() {
 	go func() {
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = u.admin.ClientUnblock(ctx, id).Err()
+			_ = taskrdb.Unblock(ctx, u.admin, id)
 			cancel()
 			select {
 			case <-ended:

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -103,7 +104,7 @@ func (k *wakeLists) run() {
 		default:
 		}
 		k.u.mu.Unlock()
-		res, err := k.u.conn.BLPop(context.Background(), idleBlock, lists...).Result()
+		res, err := taskrdb.PopWake(context.Background(), k.u.conn, idleBlock, lists...)
 		k.u.mu.Lock()
 		k.u.end(err)
 		if err == nil && len(res) == 2 {
