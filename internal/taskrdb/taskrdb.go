@@ -1,7 +1,10 @@
-// Package taskrdb holds the Redis side of the task queue: its Lua scripts,
-// each with a typed wrapper. Every script takes the same KEYS, the queue's
-// keys in the order of [Keys] (all in the queue's hash slot), and starts
-// with the helpers of common.lua.
+// Package taskrdb holds the Redis side of the task queue: every command,
+// pipeline and Lua script of package task, each behind a function named for
+// what it does (task passes its clients through). The scripts of a queue's
+// tasks take the same KEYS, the queue's keys in the order of [Keys] (all in
+// the queue's hash slot), and start with the helpers of common.lua; the
+// others (beat.lua, cron.lua, log.lua, update.lua, hookclaim.lua) list
+// their own KEYS in their header.
 package taskrdb
 
 import (
