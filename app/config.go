@@ -31,7 +31,7 @@ const DefaultLeaderLease = 10 * time.Second
 
 // Config configures an App. The zero value of every field except Name means
 // the documented default. Each field maps to a CLI flag and a LEAT_*
-// environment variable (see README.md).
+// environment variable (see docs/configuration.md).
 type Config struct {
 	// Name of the app: 1 to 128 letters, digits, '_', '.', '-'. Required.
 	// Flag --app, env LEAT_APP.

@@ -69,5 +69,5 @@
 // stop) is not recorded and runs again on the next leader: the one case in
 // which a tick runs twice. The record lives while the app has a leader
 // (TTL 3 × LeaderLease, extended by each leader) and expires once every
-// worker has been stopped that long. README.md states the guarantees.
+// worker has been stopped that long. docs/guarantees.md states the guarantees.
 package app

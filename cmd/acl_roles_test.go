@@ -22,12 +22,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// readmeUser returns the rules README gives user ("ACL SETUSER user on
+// documentedUser returns the rules docs/configuration.md gives user ("ACL SETUSER user on
 // >PASSWORD RULES..."), its key and channel patterns moved from the prefix
 // leat to prefix: the tests create the users exactly as documented.
-func readmeUser(t *testing.T, user, prefix string) []string {
+func documentedUser(t *testing.T, user, prefix string) []string {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,15 +41,15 @@ func readmeUser(t *testing.T, user, prefix string) []string {
 			return rules
 		}
 	}
-	t.Fatalf("README.md has no line starting with %q", head)
+	t.Fatalf("docs/configuration.md has no line starting with %q", head)
 	return nil
 }
 
-// as returns s with the Redis URL of the user README documents as user.
+// as returns s with the Redis URL of the user docs/configuration.md documents as user.
 func (s shop) as(t *testing.T, user string) shop {
 	t.Helper()
 	s.global = slices.Clone(s.global)
-	s.global[1] = redistest.User(t, readmeUser(t, user, s.global[3])...)
+	s.global[1] = redistest.User(t, documentedUser(t, user, s.global[3])...)
 	return s
 }
 
@@ -140,7 +140,7 @@ func userClient(t *testing.T, s shop) *redis.Client {
 	return c
 }
 
-// The producer README documents sends, enqueues with every enqueue option
+// The producer docs/configuration.md documents sends, enqueues with every enqueue option
 // and reads statuses and results, and may do nothing else: no pause,
 // resume, rate, concurrency, cancel, requeue or delete, no write to a
 // task's hash, a registry, a lock or a lease. On the key layout before the
@@ -326,7 +326,7 @@ func TestProducerACL(t *testing.T) {
 	wantNoPerm(t, "EVAL given the task scripts' common KEYS", c.Eval(ctx, "return 1", taskrdb.Keys(s.keys, "jobs")).Err())
 }
 
-// The operator README documents inspects, lists, shows, pauses and resumes,
+// The operator docs/configuration.md documents inspects, lists, shows, pauses and resumes,
 // sets and clears the live rate and concurrency, cancels, requeues and
 // deletes tasks, and cannot run as a worker: it may not read a queue's group,
 // run the fetch script, take a lock or a lease, join a queue's workers or

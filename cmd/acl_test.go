@@ -26,7 +26,7 @@ import (
 	"github.com/leatdev/leat/task"
 )
 
-// minimalACL is the ACL README documents for a leat user, without its key
+// minimalACL is the ACL docs/configuration.md documents for a leat user, without its key
 // and channel patterns: the commands a full run uses (workers with a
 // rebalance, halts, quarantine, dead letters, reset, send, sendmany,
 // inspect; processors with Dedup, RateLimit and a table; task queues run by an app
@@ -143,16 +143,16 @@ func TestMeasureACL(t *testing.T) {
 	t.Logf("%q", cmds)
 }
 
-// README documents minimalACL as one ACL SETUSER line.
+// docs/configuration.md documents minimalACL as one ACL SETUSER line.
 func TestMinimalACLDocumented(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "ACL SETUSER leat on >PASSWORD resetchannels ~leat:* &leat:* " + strings.Join(minimalACL, " ")
 	if !strings.Contains(string(readme), want) {
-		t.Errorf("README.md lacks the line\n%s", want)
+		t.Errorf("docs/configuration.md lacks the line\n%s", want)
 	}
 }
 

@@ -251,7 +251,7 @@ func TestLookingCostsNoScan(t *testing.T) {
 
 // TestCostOfLooking measures what one "leat inspect" (overview, one
 // stream, one task queue) and one /metrics scrape cost Redis with 256
-// partitions and 100,000 tasks, on a private idle server; README's "What
+// partitions and 100,000 tasks, on a private idle server; docs/cli.md's "What
 // it costs Redis" shows its figures. LEAT_MEASURE_COST=1 runs it (a minute
 // or two of setup):
 //

@@ -18,7 +18,7 @@
 //
 // A record is encoded by the stream's [Codec] (msgpack by default, JSON, or
 // either compressed with gzip or zstd) and written as one stream entry with
-// the fields "key", "data" and one "h:NAME" field per header (see README's
+// the fields "key", "data" and one "h:NAME" field per header (see docs/concepts.md's
 // entry layout). The registry records the stream's entry codec once, set by
 // its first declaration; an entry encoded with another codec (after the
 // stream's codec changed) carries a "codec" field too, so readers decode

@@ -248,6 +248,6 @@
 // its timeout plus retention; a pending webhook delivery leaves once
 // delivered or out of attempts; acknowledged ready entries are trimmed from
 // their stream once no entry before them is pending (deleted at once while
-// a task has run for over 5s); per-key lists disappear when empty. README.md lists every key with its
+// a task has run for over 5s); per-key lists disappear when empty. docs/tasks.md ("Task keys") lists every key with its
 // TTL.
 package task

@@ -17,7 +17,7 @@
 // Names of apps, streams and processors are validated by [ValidName], so a
 // tag can never be confused with another: they contain no ':' nor braces.
 //
-// The table of keys, their types, writers and TTLs is in README.md.
+// The table of keys, their types, writers and TTLs is in docs/architecture.md.
 package keys
 
 import (

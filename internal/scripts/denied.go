@@ -113,14 +113,14 @@ func Explain(err error, prefix string) error {
 		if m := deniedCmd.FindStringSubmatch(msg); m != nil {
 			cmd = m[1]
 		}
-		hint = fmt.Sprintf("the Redis user may not run %s, which leat needs: grant it +%s (see the minimal ACL in leat's README)", strings.ToUpper(cmd), cmd)
+		hint = fmt.Sprintf("the Redis user may not run %s, which leat needs: grant it +%s (see the minimal ACL in leat's docs/configuration.md)", strings.ToUpper(cmd), cmd)
 	case strings.Contains(msg, "can't run this command or subcommand"):
 		info, ok := scriptInfo{}, false
 		if m := scriptSHA.FindStringSubmatch(msg); m != nil {
 			info, ok = lookup(m[1])
 		}
 		if !ok {
-			hint = "the Redis user may not run a command that one of leat's Lua scripts calls (see the minimal ACL in leat's README)"
+			hint = "the Redis user may not run a command that one of leat's Lua scripts calls (see the minimal ACL in leat's docs/configuration.md)"
 			break
 		}
 		grant := make([]string, len(info.commands))
@@ -128,7 +128,7 @@ func Explain(err error, prefix string) error {
 			grant[i] = "+" + c
 		}
 		hint = fmt.Sprintf("leat's Lua script %s calls %s, and the Redis user may not run one of them: grant it %s "+
-			"(TIME is in ACL category @fast; see the minimal ACL in leat's README)",
+			"(TIME is in ACL category @fast; see the minimal ACL in leat's docs/configuration.md)",
 			info.name, strings.ToUpper(strings.Join(info.commands, ", ")), strings.Join(grant, " "))
 	default:
 		return err

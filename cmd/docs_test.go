@@ -8,14 +8,18 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// README's CLI tables name every command and subcommand of leat, each as
+// The CLI pages (docs/cli.md, the task CLI in docs/tasks.md, serve in
+// docs/http-api.md) name every command and subcommand of leat, each as
 // "`leat NAME" (with its parent's name before it).
-func TestREADMEDocumentsEveryCommand(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
+func TestDocsNameEveryCommand(t *testing.T) {
+	var readme string
+	for _, page := range []string{"../docs/cli.md", "../docs/tasks.md", "../docs/http-api.md"} {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readme += string(b)
 	}
-	readme := string(b)
 	var walk func(prefix string, cmds []*cli.Command)
 	n := 0
 	walk = func(prefix string, cmds []*cli.Command) {
@@ -23,7 +27,7 @@ func TestREADMEDocumentsEveryCommand(t *testing.T) {
 			name := prefix + " " + c.Name
 			n++
 			if !strings.Contains(readme, "`"+name) {
-				t.Errorf("README does not name %q", name)
+				t.Errorf("the CLI pages of docs/ do not name %q", name)
 			}
 			walk(name, c.Subcommands)
 		}
