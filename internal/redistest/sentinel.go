@@ -138,13 +138,16 @@ func startSentinel(tb testing.TB, files *TLSFiles, masterArgs ...string) *Sentin
 	}
 	s.exited = make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	// Ready once it knows the replica (it learns it from the master).
+	// Ready once it knows the replica (it learns it from the master) and
+	// would promote it: connected, its link to the master up, and its own
+	// INFO read. A sentinel that has the replica only from the master's
+	// INFO answers SENTINEL FAILOVER with NOGOODSLAVE.
 	sc := redis.NewSentinelClient(s.options(s.Addr))
 	defer sc.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		rs, err := sc.Replicas(context.Background(), SentinelMaster).Result()
-		if err == nil && len(rs) == 1 {
+		if err == nil && len(rs) == 1 && promotable(rs[0]) {
 			return s
 		}
 		if time.Now().After(deadline) {
@@ -152,6 +155,15 @@ func startSentinel(tb testing.TB, files *TLSFiles, masterArgs ...string) *Sentin
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// promotable reports whether a replica, as SENTINEL REPLICAS describes it,
+// is one the sentinel would promote: flagged a replica and nothing else
+// (not disconnected, not down), its link to the master up, and its INFO
+// read within the sentinel's validity window.
+func promotable(r map[string]string) bool {
+	refresh, err := strconv.ParseInt(r["info-refresh"], 10, 64)
+	return r["flags"] == "slave" && r["master-link-status"] == "ok" && err == nil && refresh < 10_000
 }
 
 // Client returns a failover client of the sentinel's master, closed when tb
