@@ -52,14 +52,19 @@ func TestClusterFailover(t *testing.T) {
 	if len(masters) != 3 || len(cl.Addrs) != 6 {
 		t.Fatalf("masters %v of nodes %v", masters, cl.Addrs)
 	}
-	c := cl.Client(t)
 	ctx := context.Background()
 	victim := cl.MasterOf(t, "k")
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+	// WAIT counts the replicas that have this connection's writes, so the
+	// write and the WAIT go over one connection to k's master: then the
+	// replica has the write before its master dies.
+	vc := redis.NewClient(&redis.Options{Addr: victim})
+	defer vc.Close()
+	conn := vc.Conn()
+	defer conn.Close()
+	if err := conn.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	// WAIT: the replica has the write before its master dies.
-	if n, err := c.Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
+	if n, err := conn.Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
 		t.Fatalf("WAIT: %d %v", n, err)
 	}
 	cl.Kill(t, victim)
