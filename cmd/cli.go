@@ -96,9 +96,13 @@ func New(setup Setup) *cli.App {
 		Commands: []*cli.Command{
 			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), inspectCommand(setup), tableCommand(setup), benchCommand(),
 			enqueueCommand(setup), tasksCommand(setup), serveCommand(setup),
+			completionCommand(), referenceCommand(),
 		},
-		Action:       rootAction,
-		OnUsageError: onUsageError,
+		// "leat ... --generate-bash-completion" lists what may come next, for
+		// the scripts of "leat completion".
+		EnableBashCompletion: true,
+		Action:               rootAction,
+		OnUsageError:         onUsageError,
 		// Run reports errors; urfave/cli must neither print them nor exit.
 		ExitErrHandler: func(*cli.Context, error) {},
 		// Each App and command carries its own help flag: see helpFlag.

@@ -143,3 +143,5 @@
 // Run does the same without exiting, with explicit arguments, input and
 // outputs, for tests.
 package cmd
+
+//go:generate sh -c "go run ./leat docs > ../docs/cli-reference.md"
