@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/leatdev/leat/cmd"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -19,49 +19,51 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 func checkOutput(t *testing.T, out string) {
 	t.Helper()
 	for i := 1; i <= 10; i++ {
-		if want := fmt.Sprintf("order %2d: customer c-", i); !strings.Contains(out, want) {
+		if want := fmt.Sprintf("order %2d: customer ", i); !strings.Contains(out, want) {
 			t.Errorf("output does not mention %q:\n%s", want, out)
 		}
 	}
-	for _, want := range []string{"sent 10 orders", "processed 10 orders of 4 customers", "c-ada:  114.00", "c-dee:   90.00"} {
+	for _, want := range []string{"order  1: customer ada, amount  10.00, partition ", "order 10: customer bob, amount  73.00", "processed 10 orders;"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output does not mention %q:\n%s", want, out)
 		}
 	}
 }
 
+// The quickstart runs on the Redis of LEAT_REDIS_URL, runs again on what it
+// left there, and leat inspect shows its stream and processor afterwards.
 func TestQuickstart(t *testing.T) {
-	t.Parallel()
-	c, _ := redistest.Client(t)
+	t.Setenv("LEAT_REDIS_URL", redistest.URL(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var out bytes.Buffer
-	if err := run(ctx, &out, c); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
+	for range 2 {
+		var out bytes.Buffer
+		if err := run(ctx, &out); err != nil {
+			t.Fatalf("run: %v\n%s", err, out.String())
+		}
+		checkOutput(t, out.String())
 	}
-	checkOutput(t, out.String())
-	// The run deletes its keys.
-	keys, err := c.Keys(ctx, "leat-quickstart:*").Result()
-	if err != nil {
-		t.Fatal(err)
+	var out, errs bytes.Buffer
+	if st := cmd.Run(ctx, nil, []string{"leat", "--app", "quickstart", "inspect", "orders"}, strings.NewReader(""), &out, &errs); st != 0 {
+		t.Fatalf("leat inspect orders: status %d, stderr %q", st, errs.String())
 	}
-	if len(keys) > 0 {
-		t.Errorf("keys left behind: %v", keys)
+	for _, want := range []string{"20 entries", "processor printer:", "lag 0, pending 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("leat inspect orders does not show %q:\n%s", want, out.String())
+		}
 	}
 }
 
-// TestQuickstartEmbedded runs the quickstart on the embedded server it falls
-// back to when no Redis is around.
-func TestQuickstartEmbedded(t *testing.T) {
-	t.Parallel()
+// TestQuickstartInMemory runs the quickstart on miniredis, the in-memory
+// server it falls back to when no Redis is around.
+func TestQuickstartInMemory(t *testing.T) {
 	m := miniredis.RunT(t)
 	m.ClockTTL(true)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer c.Close()
+	t.Setenv("LEAT_REDIS_URL", "redis://"+m.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	if err := run(ctx, &out, c); err != nil {
+	if err := run(ctx, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	checkOutput(t, out.String())

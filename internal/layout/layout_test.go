@@ -71,7 +71,7 @@ var layers = []struct {
 	{"cmd", edge, []string{cli, "api", "app", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/keys", "internal/netguard", "internal/rdb", "metrics", "stream", "task"}},
 	{"cmd/leat", edge, []string{"cmd"}},
 	// The other modules of the workspace.
-	{"examples/quickstart", top, []string{"app", "stream"}},
+	{"examples/quickstart", top, []string{"app", "leattest", "stream"}},
 	{"examples/tasks", top, []string{"app", "task"}},
 	{"examples/tasks-python", top, nil},
 	{"examples/orders", top, []string{"app", "cmd", "stream"}},
