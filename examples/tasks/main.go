@@ -6,14 +6,13 @@
 //
 //	go run ./examples/tasks
 //
-// It needs a real Redis: LEAT_REDIS_URL, else 127.0.0.1:6379. Each run
-// works under a key prefix of its own and deletes its keys when it ends.
+// It needs a real Redis: LEAT_REDIS_URL, else 127.0.0.1:6379. It deletes
+// nothing: the queue stays declared, so leat tasks, leat serve and a
+// second run (whose worker also runs tasks enqueued meanwhile) find it.
 package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,12 +64,7 @@ var errCorrupt = errors.New("corrupt image")
 
 // run runs the example on client, writing what happens to out.
 func run(ctx context.Context, out io.Writer, client redis.UniversalClient) error {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	prefix := "leat-tasks:" + hex.EncodeToString(b)
-	defer deleteKeys(context.WithoutCancel(ctx), client, prefix)
-
-	a, err := app.New(app.Config{Name: "images", Client: client, KeyPrefix: prefix,
+	a, err := app.New(app.Config{Name: "images", Client: client,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
@@ -115,11 +109,13 @@ func run(ctx context.Context, out io.Writer, client redis.UniversalClient) error
 
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	counts := map[task.State]int{} // of this run's tasks: the queue's own counts keep earlier runs'
 	for _, id := range ids {
 		in, err := thumbs.Wait(wait, id)
 		if err != nil {
 			return err
 		}
+		counts[in.State]++
 		var p Thumbnail
 		_ = jsonUnmarshal(in.Payload, &p)
 		switch in.State {
@@ -129,20 +125,8 @@ func run(ctx context.Context, out io.Writer, client redis.UniversalClient) error
 			fmt.Fprintf(out, "%-10s %s after %d attempt(s): %s\n", p.Image, in.State, in.Attempts, in.Error)
 		}
 	}
-	counts, err := thumbs.Counts(ctx)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(out, "counts: %d succeeded, %d failed\n", counts[task.Succeeded], counts[task.Failed])
 	return nil
-}
-
-// deleteKeys deletes every key under prefix.
-func deleteKeys(ctx context.Context, c redis.UniversalClient, prefix string) {
-	iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		c.Unlink(ctx, iter.Val())
-	}
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
