@@ -43,6 +43,7 @@ var layers = []struct {
 	{"internal/schedule", library, nil},
 	{"internal/declared", library, nil},
 	{"internal/layout", library, nil},
+	{"internal/docscheck", tool, nil},
 	{"internal/redistest", tool, nil},
 	// The Redis protocol: Lua scripts and their wrappers, leases.
 	{"internal/scripts", library, []string{"internal/resp"}},
