@@ -45,4 +45,10 @@
 // moves only when the test says so ([Kit.Advance]); leases and locks keep
 // real time. [Kit.LoseLock] takes a partition's lock away in the middle of
 // processing, as an expiry would, to test what a processor does then.
+//
+// # Trying leat
+//
+// [TryRedis] gives examples and first programs a Redis without setting one
+// up: LEAT_REDIS_URL, else a redis-server on 127.0.0.1:6379, else the kit's
+// in-memory server, saying which it picked (examples/quickstart uses it).
 package leattest
