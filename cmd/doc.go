@@ -9,6 +9,7 @@
 //	leat [global flags] reset [--start earliest|latest|ID] [--tables clear|keep] [--yes] PROCESSOR
 //	leat [global flags] table [--json] [--limit N] PROCESSOR TABLE [KEY...]
 //	leat [global flags] bench [--only LIST] [--events N] [--rounds N] [--partitions N] [--payload BYTES] [--rate N] [--latency D] [--idle D] [--wide N] [--aof] [--json]
+//	leat completion bash|zsh|fish
 //
 // send sends one record given as a JSON object and prints its entry ID.
 // sendmany reads one JSON object per line from FILE, or stdin for "-"; it
@@ -55,6 +56,12 @@
 // the median of each figure and the ratios leat/raw. With --aof it runs
 // against a redis-server it starts with appendonly yes. It needs no --app
 // and deletes every key it wrote. docs/benchmarks.md explains the figures.
+//
+// completion prints the shell's completion script; the script asks the
+// binary for the words that may come next (App.EnableBashCompletion). The
+// hidden docs command prints docs/cli-reference.md, which go generate
+// rewrites from these definitions. "leat --version" prints the version
+// (see Version).
 //
 // # Global flags
 //
