@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"os"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +45,20 @@ func TestVersionPrinted(t *testing.T) {
 	r := run(t, nil, "", "--version")
 	if r.status != 0 || r.stdout != "leat "+version()+"\n" || len(version()) < len(devVersion) || version()[:len(devVersion)] != devVersion {
 		t.Errorf("--version: status %d, stdout %q, stderr %q; version() %q", r.status, r.stdout, r.stderr, version())
+	}
+}
+
+// CHANGELOG.md states the tag scheme and the version a build from a clone
+// prints, so the two move together when a release is made.
+func TestChangelogNamesTheVersions(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"`vMAJOR.MINOR.PATCH`", "`" + devVersion + "`", "## [Unreleased]"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("CHANGELOG.md does not say %s", want)
+		}
 	}
 }

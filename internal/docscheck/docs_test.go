@@ -342,3 +342,16 @@ func TestPagesAreShortAndIndexed(t *testing.T) {
 		}
 	}
 }
+
+// leat is released under the MIT License, held by its authors.
+func TestLicense(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"MIT License\n", "Copyright (c) 2026 The leat authors\n", "THE SOFTWARE IS PROVIDED \"AS IS\""} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("LICENSE lacks %q", want)
+		}
+	}
+}
