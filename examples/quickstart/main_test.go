@@ -11,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/leatdev/leat/cmd"
 	"github.com/leatdev/leat/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -33,6 +34,8 @@ func checkOutput(t *testing.T, out string) {
 // The quickstart runs on the Redis of LEAT_REDIS_URL, runs again on what it
 // left there, and leat inspect shows its stream and processor afterwards.
 func TestQuickstart(t *testing.T) {
+	c, _ := redistest.Client(t)
+	clean(t, c)
 	t.Setenv("LEAT_REDIS_URL", redistest.URL(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -67,4 +70,19 @@ func TestQuickstartInMemory(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	checkOutput(t, out.String())
+}
+
+// clean deletes app quickstart's keys under the default prefix now and when the
+// test ends: the example leaves them on purpose, and the server may be
+// one of the user's (LEAT_TEST_REDIS_URL).
+func clean(t *testing.T, c *redis.Client) {
+	del := func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, "leat:*{quickstart*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+	}
+	del()
+	t.Cleanup(del)
 }

@@ -18,6 +18,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // and leaves its queue declared for the CLI and the HTTP API.
 func TestTasksExample(t *testing.T) {
 	c, _ := redistest.Client(t)
+	clean(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for range 2 {
@@ -48,4 +49,19 @@ func runOnce(t *testing.T, ctx context.Context, c redis.UniversalClient) {
 			t.Errorf("output does not mention %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// clean deletes app images's keys under the default prefix now and when the
+// test ends: the example leaves them on purpose, and the server may be
+// one of the user's (LEAT_TEST_REDIS_URL).
+func clean(t *testing.T, c *redis.Client) {
+	del := func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, "leat:*{images*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+	}
+	del()
+	t.Cleanup(del)
 }
