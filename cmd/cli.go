@@ -119,16 +119,43 @@ func New(setup Setup) *cli.App {
 // line the command reports.
 func Main(setup Setup) {
 	redis.SetLogger(&logging.VoidLogger{})
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first signal starts a graceful stop; restoring the default
-	// handling then lets a second one end the process at once.
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	status := Run(ctx, setup, os.Args, os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	status := runInterruptible(sigs, func() { signal.Stop(sigs) }, func(ctx context.Context) int {
+		return Run(ctx, setup, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	})
 	os.Exit(status)
+}
+
+// runInterruptible runs command with a context cancelled by the first
+// signal from sigs; restore then gives the signals their default handling,
+// so that a second one ends the process at once. A command that stops
+// cleanly on the signal (a worker's or a server's graceful stop) exits with
+// its own status; one that did not finish what it was asked exits
+// 128+signal, 130 for SIGINT and 143 for SIGTERM, as shells report an
+// interrupted program.
+func runInterruptible(sigs <-chan os.Signal, restore func(), command func(context.Context) int) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	caught := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case s := <-sigs:
+			caught <- s
+			restore()
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	status := command(ctx)
+	select {
+	case s := <-caught:
+		if n, ok := s.(syscall.Signal); ok && status != exitOK {
+			return 128 + int(n)
+		}
+	default:
+	}
+	return status
 }
 
 // Run is Main without os.Exit, for tests and embedding: it runs the command
