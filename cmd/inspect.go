@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/inspect"
 	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/task"
 	"github.com/urfave/cli/v2"
 )
@@ -90,6 +93,11 @@ func inspectCommand(setup Setup) *cli.Command {
 				o, err := in.Overview(c.Context)
 				if err != nil {
 					return fmt.Errorf("inspect app %q: %w", a.Name(), err)
+				}
+				if len(o.Streams) == 0 && len(o.Queues) == 0 {
+					if err := checkAppKnown(c.Context, a); err != nil {
+						return err
+					}
 				}
 				doc = o
 				if !c.Bool(flagJSON) {
@@ -392,3 +400,23 @@ func fmtAgePtr(ms *int64) string {
 }
 
 func fmtRate(r inspect.Rate) string { return strconv.FormatFloat(r.PerSecond, 'f', 2, 64) }
+
+// checkAppKnown refuses an app without a registry (a misspelt --app, or
+// the wrong --prefix), naming the apps that have one, rather than showing
+// an empty overview.
+func checkAppKnown(ctx context.Context, a *app.App) error {
+	space := keys.New(a.Config().KeyPrefix, a.Name())
+	if ok, err := rdb.HasRegistry(ctx, a.Client(), space); ok || err != nil {
+		return err
+	}
+	apps, err := rdb.Apps(ctx, a.Client(), space.Prefix)
+	if err != nil {
+		return err
+	}
+	known := "no app has one under this prefix"
+	if len(apps) > 0 {
+		known = "apps with one: " + strings.Join(apps, ", ")
+	}
+	return usageErrorf("app %q has no registry under prefix %q: no program declared a stream or task queue in it (%s)",
+		a.Name(), space.Prefix, known)
+}

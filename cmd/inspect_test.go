@@ -295,9 +295,15 @@ func TestInspectErrors(t *testing.T) {
 	t.Parallel()
 	s := newShop(t)
 	wantFailure(t, run(t, nil, "", s.args("inspect", "nope")...), exitUsage, `unknown stream "nope"`, `app "shop" has no stream`)
+	// An app without a registry (a misspelt --app) is named, with the apps
+	// that have one, rather than shown as an empty overview.
+	wantFailure(t, run(t, nil, "", s.args("inspect")...), exitUsage, `app "shop" has no registry`, "no app has one under this prefix")
 	if r := run(t, nil, `{"key":"a","n":1}`+"\n", s.args("send", "--key", "key", "orders", `{"key":"a","n":1}`)...); r.status != 0 {
 		t.Fatalf("send: %+v", r)
 	}
+	other := append(append([]string{}, s.global[:len(s.global)-2]...), "--app", "nosuchapp", "inspect")
+	wantFailure(t, run(t, nil, "", other...), exitUsage, `app "nosuchapp" has no registry under prefix`, "apps with one: shop)")
+	wantFailure(t, run(t, nil, "", append(other, "--json")...), exitUsage, `app "nosuchapp" has no registry`)
 	wantFailure(t, run(t, nil, "", s.args("inspect", "nope")...), exitUsage, `unknown stream "nope": app "shop" has orders`)
 	wantFailure(t, run(t, nil, "", s.args("inspect", "a:b")...), exitUsage, "stream name")
 	wantFailure(t, run(t, nil, "", s.args("inspect", "a", "b")...), exitUsage, `inspect: want STREAM or queue QUEUE, got "a" "b"`)
