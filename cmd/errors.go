@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/leatdev/leat/app"
@@ -97,6 +98,7 @@ func report(w io.Writer, err error) int {
 	}
 	msg, status := explain(err)
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+	msg = packagePrefix.ReplaceAllString(msg, "$1")
 	var le lineError
 	if errors.As(err, &le) {
 		fmt.Fprintf(w, "%s\n", msg)
@@ -105,6 +107,14 @@ func report(w io.Writer, err error) int {
 	fmt.Fprintf(w, "leat: %s\n", msg)
 	return status
 }
+
+// packagePrefix matches the package names that the library's errors start
+// with, as Go errors do ("task: not found", "stream: unknown stream"), at
+// the start of a message or of a wrapped cause. The CLI drops them so that
+// every line reads "leat: what went wrong", in one style, however deep the
+// error was made ("leat: handler failed: skip retry", not "leat: handler
+// failed: leat: skip retry").
+var packagePrefix = regexp.MustCompile(`(^|: )(?:leat|task|stream|app|executor|middleware|rebalance): `)
 
 // explain returns the message and exit status of err.
 func explain(err error) (string, int) {

@@ -24,7 +24,7 @@ func (q *core) Cancel(ctx context.Context, id string) (State, error) {
 	}
 	switch action {
 	case "missing":
-		return "", fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
+		return "", fmt.Errorf("task %q in queue %q: %w", id, q.name, ErrNotFound)
 	case "final":
 		return State(state), fmt.Errorf("%w: task %q is %s", ErrFinished, id, state)
 	case "signal":
@@ -44,7 +44,7 @@ func (q *core) Requeue(ctx context.Context, id string) error {
 	}
 	switch State(state) {
 	case "":
-		return fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
+		return fmt.Errorf("task %q in queue %q: %w", id, q.name, ErrNotFound)
 	case Dead, Failed:
 		return nil
 	}

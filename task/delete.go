@@ -20,7 +20,7 @@ func (q *core) Delete(ctx context.Context, id string) (State, error) {
 	}
 	switch State(st) {
 	case "":
-		return "", fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
+		return "", fmt.Errorf("task %q in queue %q: %w", id, q.name, ErrNotFound)
 	case Succeeded, Failed, Cancelled, Dead:
 		return State(st), nil
 	}

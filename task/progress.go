@@ -142,7 +142,7 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 			s, err := taskrdb.TaskState(ctx, q.rdb, hash)
 			switch {
 			case errors.Is(err, redis.Nil) || err == nil && s == "":
-				err = fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
+				err = fmt.Errorf("task %q in queue %q: %w", id, q.name, ErrNotFound)
 				fallthrough
 			case err != nil:
 				yield(Update{}, err)

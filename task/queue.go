@@ -391,5 +391,5 @@ func Find(ctx context.Context, a *app.App, id string) (*Queue[json.RawMessage, j
 			return Lookup(ctx, a, d.Name)
 		}
 	}
-	return nil, fmt.Errorf("%w: task %q in any queue of app %q", ErrNotFound, id, cfg.Name)
+	return nil, fmt.Errorf("task %q in any queue of app %q: %w", id, cfg.Name, ErrNotFound)
 }

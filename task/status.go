@@ -78,7 +78,7 @@ func (q *core) Info(ctx context.Context, id string) (*Info, error) {
 		return nil, err
 	}
 	if len(m) == 0 || m["s"] == "" {
-		return nil, fmt.Errorf("%w: task %q in queue %q", ErrNotFound, id, q.name)
+		return nil, fmt.Errorf("task %q in queue %q: %w", id, q.name, ErrNotFound)
 	}
 	return infoOf(id, q.name, q.set.levels, m)
 }
