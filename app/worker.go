@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,7 +123,7 @@ func (a *App) runProcessors(ctx context.Context, names []string) error {
 		tasks.Add(1)
 		go func() { defer tasks.Done(); t.run(tctx, a) }()
 	}
-	a.logger.Info("worker started", "processors", len(execs))
+	a.logStart(execs)
 
 	<-wctx.Done()
 	wg.Wait()
@@ -204,4 +205,29 @@ func (a *App) recordProcessor(ctx context.Context, p *Processor, o executor.Opti
 		return fmt.Errorf("register processor %q: %w", p.FullName(), err)
 	}
 	return nil
+}
+
+// logStart writes the worker's start line: what it runs, by name, so that
+// an operator sees which processors and task queues a worker took on.
+func (a *App) logStart(execs []*executor.Executor) {
+	procs := make([]string, len(execs))
+	for i, e := range execs {
+		procs[i] = e.Stream() + "/" + e.Processor()
+	}
+	var queues, services []string
+	for _, s := range a.Services() {
+		if q, ok := s.(interface{ TaskQueue() string }); ok {
+			queues = append(queues, q.TaskQueue())
+		} else {
+			services = append(services, s.Name())
+		}
+	}
+	attrs := []any{"worker", a.cfg.WorkerID, "processors", strings.Join(procs, ",")}
+	if len(queues) > 0 {
+		attrs = append(attrs, "task_queues", strings.Join(queues, ","))
+	}
+	if len(services) > 0 {
+		attrs = append(attrs, "services", strings.Join(services, ","))
+	}
+	a.logger.Info("worker started", attrs...)
 }

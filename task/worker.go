@@ -41,6 +41,9 @@ type workerService struct {
 
 func (s *workerService) Name() string { return "task-" + s.name }
 
+// TaskQueue names the queue the service runs, for the worker's start line.
+func (s *workerService) TaskQueue() string { return s.name }
+
 // running is a task this worker runs.
 type running struct {
 	f      *taskrdb.Fetched
