@@ -166,7 +166,7 @@ func runInterruptible(sigs <-chan os.Signal, restore func(), command func(contex
 func Run(ctx context.Context, setup Setup, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := New(setup)
 	a.Reader, a.Writer, a.ErrWriter = stdin, stdout, stderr
-	return report(stderr, a.RunContext(ctx, args))
+	return report(stderr, a.RunContext(ctx, interspersed(a, args)))
 }
 
 // helpFlag returns a new --help flag. urfave/cli's own, cli.HelpFlag, is one
@@ -220,7 +220,8 @@ func wantArgs(c *cli.Context, names ...string) error {
 			if isGlobalFlag(a) {
 				return globalFlagError(c.App.Name, c.Command.Name, a)
 			}
-			hint = "; flags go before the arguments"
+			name, _, _ := strings.Cut(a, "=")
+			hint = fmt.Sprintf("; %s is not a flag of this command", name)
 			break
 		}
 	}

@@ -19,7 +19,8 @@
 // when it is large (stdin that is not a file is copied to a temporary file
 // during the first pass), so memory stays bounded. Progress bars show both
 // passes when stderr is a terminal; the summary gives the sending rate.
-// Command flags go before the arguments; global flags before the command.
+// A command's flags go before or after its arguments (after "--" everything
+// is an argument); global flags go before the command.
 //
 // JSON records name fields as the stream's codec does (for msgpack: the
 // msgpack tag, else the json tag, else the Go name), in the standalone binary

@@ -73,7 +73,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"send without JSON", s.args("send", "orders"), []string{"send: want 2 arguments, STREAM JSON, got 1"}},
 		{"sendmany without args", s.args("sendmany"), []string{"sendmany: want 2 arguments"}},
-		{"flag after args", s.args("send", "orders", "{}", "--key", "k"), []string{"flags go before the arguments"}},
+		{"unknown flag after args", s.args("send", "--key", "k", "orders", "{}", "--nope=1"), []string{"send: want 2 arguments, STREAM JSON, got 3; --nope is not a flag of this command"}},
 		{"bad header", s.args("send", "--header", "novalue", "--key", "k", "orders", `{"k":1}`), []string{`--header "novalue": want NAME=VALUE`}},
 		{"empty header name", s.args("send", "--header", "=v", "--key", "k", "orders", `{"k":1}`), []string{"want NAME=VALUE"}},
 		{"header value not UTF-8", s.args("send", "--header", "n=\xff", "--key", "k", "orders", `{"k":1}`), []string{`header "n": value "\xff" is not UTF-8`}},

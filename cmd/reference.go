@@ -37,8 +37,8 @@ func reference(a *cli.App) string {
 	b.WriteString("# CLI reference\n\n")
 	b.WriteString("<!-- Generated from the CLI's definitions by `go generate ./cmd` (the hidden `leat docs`); do not edit. -->\n\n")
 	b.WriteString("Every command and flag of `" + a.Name + "`, as `" + a.Name + " help COMMAND` shows them. ")
-	b.WriteString("The guide to the commands is [CLI](cli.md). Flags go before the arguments; ")
-	b.WriteString("global flags go before the command.\n\n")
+	b.WriteString("The guide to the commands is [CLI](cli.md). A command's flags go before or after its arguments ")
+	b.WriteString("(after `--` everything is an argument); global flags go before the command.\n\n")
 	b.WriteString("Commands:\n\n")
 	var index func(prefix string, cmds []*cli.Command, depth int)
 	index = func(prefix string, cmds []*cli.Command, depth int) {

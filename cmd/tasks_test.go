@@ -118,8 +118,11 @@ func TestTasksCLI(t *testing.T) {
 	wantFailure(t, run(t, nil, "", s.args("tasks", "list", "--state", "lost", "greet")...), 2, `unknown listing "lost"`)
 	wantFailure(t, run(t, nil, "", s.args("tasks", "list", "--limit", "101", "greet")...), 2, "limit 101: from 1 to 100")
 	wantFailure(t, run(t, nil, "", s.args("tasks", "list", "nope")...), 2, "unknown queue")
-	wantFailure(t, run(t, nil, "", s.args("tasks", "list", "greet", "--limit", "1")...), 2,
-		"list: want 1 argument, QUEUE, got 3; flags go before the arguments (see leat tasks list --help)")
+	// Flags may follow the arguments.
+	r = run(t, nil, "", s.args("tasks", "list", "greet", "--json", "--limit", "1")...)
+	if err := json.Unmarshal([]byte(r.stdout), &dead); r.status != 0 || err != nil || len(dead) != 1 {
+		t.Fatalf("tasks list with flags after the queue: %+v %v", r, err)
+	}
 
 	// Requeue the dead one (it dies again), then all dead ones.
 	r = run(t, nil, "", s.args("tasks", "requeue", ids[1])...)
