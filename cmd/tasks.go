@@ -367,24 +367,24 @@ func printCounts(c *cli.Context, a *app.App) error {
 		_, err := fmt.Fprintf(c.App.Writer, "no task queues in the registry of app %q (key prefix %q)\n", a.Name(), a.Config().KeyPrefix)
 		return err
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "QUEUE\t")
+	header := []string{"QUEUE"}
 	for _, s := range task.States {
-		fmt.Fprintf(tw, "%s\t", s)
+		header = append(header, strings.ToUpper(string(s)))
 	}
-	fmt.Fprintln(tw)
+	var cells [][]string
 	for _, r := range rows {
 		name := r.Queue
 		if r.PausedAt != nil {
 			name += " (paused)"
 		}
-		fmt.Fprintf(tw, "%s\t", name)
+		row := []string{name}
 		for _, s := range task.States {
-			fmt.Fprintf(tw, "%d\t", r.Counts[s])
+			row = append(row, fmtInt(int64(r.Counts[s])))
 		}
-		fmt.Fprintln(tw)
+		cells = append(cells, row)
 	}
-	return tw.Flush()
+	table(c.App.Writer, strings.Join(header, "\t"), cells)
+	return nil
 }
 
 // printList prints the tasks of a listing: a row each, with the time that

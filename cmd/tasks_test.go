@@ -175,9 +175,10 @@ func TestTasksCLI(t *testing.T) {
 		}
 	}
 	r = run(t, nil, "", s.args("tasks")...)
-	if r.status != 0 || !strings.Contains(r.stdout, "QUEUE") || !strings.Contains(r.stdout, "greet") {
+	if r.status != 0 || !strings.HasPrefix(r.stdout, "QUEUE  PENDING  SCHEDULED  ACTIVE") || !strings.Contains(r.stdout, "greet") {
 		t.Fatalf("tasks: %+v", r)
 	}
+	checkAligned(t, r.stdout, "QUEUE ") // as inspect's tables: left-aligned under their headers
 
 	// Bad input, refused before anything is written: text a worker would
 	// decode with replacements, and values given that a task cannot take
