@@ -185,8 +185,11 @@ func TestProducerACL(t *testing.T) {
 	if chosen != "chosen" {
 		t.Fatalf("enqueued %q, want the chosen ID", chosen)
 	}
-	if r := run(t, nil, "", p.args("enqueue", "--unique", "1m", "--unique-key", "u1", "jobs", `"b2"`)...); strings.TrimSpace(r.stdout) != delayed || !strings.Contains(r.stderr, "duplicate") {
-		t.Fatalf("a duplicate unique key: %+v, want the existing task %s", r, delayed)
+	// A duplicate of a task that cannot have run yet (a success releases
+	// its unique key) answers the existing task.
+	later := enqueue("--delay", "1h", "--unique", "1m", "--unique-key", "u2", "jobs", `"d"`)
+	if r := run(t, nil, "", p.args("enqueue", "--unique", "1m", "--unique-key", "u2", "jobs", `"d2"`)...); strings.TrimSpace(r.stdout) != later || !strings.Contains(r.stderr, "duplicate") {
+		t.Fatalf("a duplicate unique key: %+v, want the existing task %s", r, later)
 	}
 	// A program declaring the stream and a queue itself, as a producer's
 	// would: its first send and enqueue find them registered.

@@ -4,7 +4,7 @@ go 1.25.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/leatdev/leat v0.0.0
+	github.com/leatdev/leat v0.9.0
 	github.com/redis/go-redis/v9 v9.22.0
 	go.uber.org/goleak v1.3.0
 )
@@ -27,6 +27,3 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )
-
-// The kit is built against the leat of this repository.
-replace github.com/leatdev/leat => ../
