@@ -104,9 +104,20 @@ func (a *App) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Register writes the definitions of the app's streams to the registry in
-// Redis, so that tools without the app's code can send and inspect.
-func (a *App) Register(ctx context.Context) error { return a.catalog.Register(ctx) }
+// Register writes the definitions of the app's streams and task queues to
+// the registry in Redis, so that tools without the app's code can send,
+// enqueue and inspect. A worker (Run) registers when it starts.
+func (a *App) Register(ctx context.Context) error {
+	if err := a.catalog.Register(ctx); err != nil {
+		return err
+	}
+	for _, r := range declared.Registrars(a) {
+		if err := r(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Close closes the Redis client if the App created it.
 func (a *App) Close() error {

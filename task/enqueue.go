@@ -169,7 +169,8 @@ func UniqueKey(key string, ttl time.Duration) EnqueueOption {
 }
 
 // Priority enqueues the task at the named priority level of the queue
-// (see Priorities and Weighted; default: the first level).
+// (see Priorities and Weighted; default: the level named "default" when the
+// queue has one, else the first).
 func Priority(level string) EnqueueOption {
 	return enqueueFunc(func(s *enqueueSettings) error {
 		s.priority = level
@@ -273,6 +274,9 @@ func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []Enqueue
 	}
 	if err := q.registerRetry(ctx); err != nil {
 		return nil, err
+	}
+	if !s.unique && q.set.uniqueTTL > 0 {
+		s.unique, s.uniqueTTL = true, q.set.uniqueTTL // UniqueFor
 	}
 	level, _ := q.level(s.priority)
 	maxRetries := q.set.maxRetries

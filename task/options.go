@@ -78,8 +78,9 @@ type settings struct {
 	levels      []Level
 	strict      bool
 	keyed       bool
-	rate        taskrdb.Rate // per key
-	qrate       taskrdb.Rate // over the queue
+	rate        taskrdb.Rate  // per key
+	qrate       taskrdb.Rate  // over the queue
+	uniqueTTL   time.Duration // UniqueFor
 	hookTries   int
 	hookBackoff time.Duration
 	hookSecret  string                      // WebhookSecret: signs deliveries of tasks without their own
@@ -319,6 +320,20 @@ func rateOption(what string, n int, window time.Duration, field func(*settings) 
 			return fmt.Errorf("%s %d per %s: need n >= 1 and a window of at least 1ms", what, n, window)
 		}
 		*field(s) = taskrdb.Rate{N: n, Window: window}
+		return nil
+	})
+}
+
+// UniqueFor makes the queue's tasks unique by payload for ttl, as if each
+// enqueue gave Unique(ttl), unless it gives Unique or UniqueKey itself. The
+// setting is recorded in the registry, so enqueues of the CLI and the HTTP
+// API follow it.
+func UniqueFor(ttl time.Duration) Option {
+	return optionFunc(func(s *settings) error {
+		if ttl <= 0 {
+			return fmt.Errorf("unique TTL %s must be positive", ttl)
+		}
+		s.uniqueTTL = ttl
 		return nil
 	})
 }

@@ -79,12 +79,28 @@ type Definition struct {
 	KeyWindow   time.Duration `json:"key_window,omitempty"`
 	Rate        int           `json:"rate,omitempty"`
 	RateWindow  time.Duration `json:"rate_window,omitempty"`
+	UniqueTTL   time.Duration `json:"unique_ttl,omitempty"`
 }
 
 // Declare declares queue name on a for enqueueing and inspection, without
 // running it: a program that only enqueues declares its queues this way,
-// with the options the workers' program gives Handle.
+// with the options the workers' program gives Handle. The queue's
+// definition is written to the registry in Redis when the app registers
+// (app.Register, a worker's start) or the queue first enqueues, so tools
+// without the app's code (leat enqueue, the HTTP API) can enqueue as soon
+// as a program declaring it runs.
 func Declare[P, R any](a *app.App, name string, opts ...Option) (*Queue[P, R], error) {
+	q, err := declare[P, R](a, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	declared.SetRegistrar(a, "task/"+name, q.registerRetry)
+	return q, nil
+}
+
+// declare is Declare without the registrar: for a queue looked up from the
+// registry, which it must not write back.
+func declare[P, R any](a *app.App, name string, opts []Option) (*Queue[P, R], error) {
 	c, err := newCore(a, name, opts)
 	if err != nil {
 		return nil, err
@@ -189,6 +205,7 @@ func (q *core) Definition() Definition {
 		Timeout: s.timeout, MaxRetries: s.maxRetries, BackoffMin: s.backoffMin, BackoffMax: s.backoffMax,
 		Retention: s.retention, Visibility: s.visibility, DeadMax: s.deadMax, DeadAge: s.deadAge,
 		KeyRate: s.rate.N, KeyWindow: s.rate.Window, Rate: s.qrate.N, RateWindow: s.qrate.Window,
+		UniqueTTL: s.uniqueTTL,
 	}
 }
 
@@ -250,7 +267,7 @@ func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	q, err := Declare[json.RawMessage, json.RawMessage](a, name, opts...)
+	q, err := declare[json.RawMessage, json.RawMessage](a, name, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +319,11 @@ func definitionOptions(b []byte) ([]Option, error) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		return nil, err
 	}
+	return d.options(), nil
+}
+
+// options returns the options that declare the queue d defines.
+func (d Definition) options() []Option {
 	opts := []Option{
 		Concurrency(max(d.Concurrency, 1)), Timeout(d.Timeout), MaxRetries(d.MaxRetries),
 		Backoff(d.BackoffMin, d.BackoffMax), Retention(d.Retention), Visibility(d.Visibility),
@@ -325,7 +347,10 @@ func definitionOptions(b []byte) ([]Option, error) {
 	if d.Rate != 0 || d.RateWindow != 0 {
 		opts = append(opts, Rate(d.Rate, d.RateWindow))
 	}
-	return opts, nil
+	if d.UniqueTTL != 0 {
+		opts = append(opts, UniqueFor(d.UniqueTTL))
+	}
+	return opts
 }
 
 // SetConcurrency sets how many tasks of the queue each worker runs at once,
@@ -355,9 +380,15 @@ func (q *core) ClearConcurrency(ctx context.Context) error {
 	return taskrdb.ClearLiveConcurrency(ctx, q.rdb, q.ks.TaskConfig(q.name))
 }
 
-// level returns the index of priority name.
+// level returns the index of priority name; "" is the level named
+// DefaultPriority when the queue has one, else its first.
 func (q *core) level(name string) (int, bool) {
 	if name == "" {
+		for i, l := range q.set.levels {
+			if l.Name == DefaultPriority {
+				return i, true
+			}
+		}
 		return 0, true
 	}
 	for i, l := range q.set.levels {
