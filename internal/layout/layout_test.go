@@ -59,6 +59,8 @@ var layers = []struct {
 	{"inspect", library, []string{"internal/core", "internal/keys", "internal/lease", "internal/rdb", "internal/taskrdb"}},
 	{"app", library, []string{"executor", "internal/clock", "internal/core", "internal/declared", "internal/keys", "internal/lease", "internal/netguard", "internal/rdb", "internal/schedule", "internal/scripts", "internal/topology", "middleware", "stream"}},
 	{"task", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/declared", "internal/keys", "internal/lease", "internal/netguard", "internal/rounds", "internal/schedule", "internal/scripts", "internal/taskrdb", "internal/topology", "middleware"}},
+	// The configuration file, read by the command and by programs.
+	{"config", library, []string{"app", "internal/keys", "internal/rdb", "internal/schedule", "stream", "task"}},
 	// The edge: metrics and the HTTP API beside the runtime.
 	{"metrics", library, []string{"executor", "inspect"}},
 	{"api", library, []string{"app", "inspect", "internal/core", "internal/keys", "task"}},
@@ -69,7 +71,7 @@ var layers = []struct {
 	// The public tester package, a module of its own.
 	{"leattest", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/keys", "stream", "task"}},
 	// The command.
-	{"cmd", edge, []string{cli, "api", "app", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/keys", "internal/netguard", "internal/rdb", "metrics", "stream", "task"}},
+	{"cmd", edge, []string{cli, "api", "app", "config", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/keys", "internal/netguard", "internal/rdb", "metrics", "stream", "task"}},
 	{"cmd/leat", edge, []string{"cmd"}},
 	// The other modules of the workspace.
 	{"examples/quickstart", top, []string{"app", "leattest", "stream"}},
