@@ -36,7 +36,7 @@ func FuzzDecodeEnqueue(f *testing.F) {
 		rec := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/v1/queues/q/tasks", bytes.NewReader(body))
 		r.Body = http.MaxBytesReader(rec, r.Body, h.opts.MaxBody)
-		payload, _, ok := h.decodeEnqueue(rec, r)
+		payload, _, _, ok := h.decodeEnqueue(rec, r)
 		if !ok {
 			checkRefusal(t, body, rec)
 			return

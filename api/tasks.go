@@ -140,30 +140,30 @@ func (h *handler) decodeObject(w http.ResponseWriter, body []byte, v any) bool {
 }
 
 // decodeEnqueue reads the body of an enqueue strictly.
-func (h *handler) decodeEnqueue(w http.ResponseWriter, r *http.Request) (json.RawMessage, []task.EnqueueOption, bool) {
+func (h *handler) decodeEnqueue(w http.ResponseWriter, r *http.Request) (json.RawMessage, []task.EnqueueOption, string, bool) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		bodyError(w, err, h.opts.MaxBody)
-		return nil, nil, false
+		return nil, nil, "", false
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		bodyError(w, errEmpty, h.opts.MaxBody)
-		return nil, nil, false
+		return nil, nil, "", false
 	}
 	var req enqueueRequest
 	if !h.decodeObject(w, body, &req) {
-		return nil, nil, false
+		return nil, nil, "", false
 	}
 	if len(req.Payload) == 0 {
 		writeError(w, http.StatusBadRequest, "bad_json", `request body: field "payload" is missing (use null for no payload)`)
-		return nil, nil, false
+		return nil, nil, "", false
 	}
 	opts, err := req.options()
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_task", err.Error())
-		return nil, nil, false
+		return nil, nil, "", false
 	}
-	return req.Payload, opts, true
+	return req.Payload, opts, req.Priority, true
 }
 
 // lookupQueue returns queue name as its programs recorded it in Redis, or
@@ -189,11 +189,11 @@ func (h *handler) lookupQueue(w http.ResponseWriter, r *http.Request) *rawQueue 
 // enqueue creates a task and answers its ID; a duplicate answers 409 with
 // the existing task's ID.
 func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) {
-	payload, opts, ok := h.decodeEnqueue(w, r)
+	payload, opts, priority, ok := h.decodeEnqueue(w, r)
 	if !ok {
 		return
 	}
-	q := h.lookupQueue(w, r)
+	q, opts := h.lookupAddress(w, r, opts, priority)
 	if q == nil {
 		return
 	}
@@ -233,11 +233,11 @@ func (h *handler) runSync(w http.ResponseWriter, r *http.Request) {
 		}
 		timeout = d
 	}
-	payload, opts, ok := h.decodeEnqueue(w, r)
+	payload, opts, priority, ok := h.decodeEnqueue(w, r)
 	if !ok {
 		return
 	}
-	q := h.lookupQueue(w, r)
+	q, opts := h.lookupAddress(w, r, opts, priority)
 	if q == nil {
 		return
 	}

@@ -95,7 +95,7 @@ func New(setup Setup) *cli.App {
 		}, taskLimitFlags()...)),
 		Commands: []*cli.Command{
 			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), inspectCommand(setup), tableCommand(setup), benchCommand(),
-			enqueueCommand(setup), tasksCommand(setup), serveCommand(setup),
+			enqueueCommand(setup), tasksCommand(setup), serveCommand(setup), applyCommand(), configCommand(setup),
 			completionCommand(), referenceCommand(),
 		},
 		// "leat ... --generate-bash-completion" lists what may come next, for
@@ -245,7 +245,10 @@ func wantArgs(c *cli.Context, names ...string) error {
 func config(c *cli.Context) (app.Config, error) {
 	name := c.String(flagApp)
 	if name == "" {
-		return app.Config{}, usageErrorf("no app name: pass --app or set LEAT_APP")
+		var err error
+		if name, err = appOfDir(); err != nil {
+			return app.Config{}, err
+		}
 	}
 	if err := keys.CheckName("app", name); err != nil {
 		return app.Config{}, usageErrorf("--app: %w", err)

@@ -8,6 +8,8 @@
 //	leat [global flags] worker [--processors NAME,...] [processing flags]
 //	leat [global flags] reset [--start earliest|latest|ID] [--tables clear|keep] [--yes] PROCESSOR
 //	leat [global flags] table [--json] [--limit N] PROCESSOR TABLE [KEY...]
+//	leat [global flags] apply -f FILE [--dry-run]
+//	leat [global flags] config export
 //	leat [global flags] bench [--only LIST] [--events N] [--rounds N] [--partitions N] [--payload BYTES] [--rate N] [--latency D] [--idle D] [--wide N] [--aof] [--json]
 //	leat completion bash|zsh|fish
 //
@@ -50,6 +52,16 @@
 // processor's workers recorded in the registry, so the standalone binary
 // reads them too. A key without a value prints null. Without keys it lists
 // the table's keys and values, partition by partition, up to --limit (100).
+//
+// apply checks a configuration file (leat.yaml, package config) whole,
+// prints what it changes in the app's registry (added, changed old -> new,
+// unchanged) and writes its stream and task queue definitions at once;
+// --dry-run writes nothing. Changes that would break what Redis holds (a
+// stream's partition count, key field or codec, a queue's keyed flag or
+// levels) are refused with the reason. config export prints the file of
+// what the registry holds. worker --config FILE runs the handlers the file
+// gives its task queues. A command given no --app takes the app a
+// leat.yaml of the current directory names.
 //
 // bench runs leat and raw go-redis loops side by side on the same Redis
 // (sending, processing, both at once, latency, tasks, rebalance pauses,

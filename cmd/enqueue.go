@@ -39,9 +39,11 @@ func enqueueCommand(setup Setup) *cli.Command {
 	return &cli.Command{
 		Name:      "enqueue",
 		Usage:     "enqueue a task with a JSON payload, or one per JSON line of a file, and print the task IDs",
-		ArgsUsage: "QUEUE [JSON]",
+		ArgsUsage: "QUEUE[.LEVEL] [JSON]",
 		Description: "The queue must have been declared by a program of the app (task.Handle or\n" +
-			"task.Declare), which recorded its definition in Redis. With --file FILE (or - for\n" +
+			"task.Declare) or a file (leat apply), which recorded its definition in Redis.\n" +
+			"QUEUE.LEVEL enqueues at that priority level of the queue (as --priority LEVEL):\n" +
+			"inference.premium; a bare QUEUE is its level named default, or its first. With --file FILE (or - for\n" +
 			"standard input), every non-blank line is one JSON payload: all lines are checked\n" +
 			"first, and on the first bad line the command names it, exits with status 2 and\n" +
 			"enqueues nothing; memory stays small however long the input is. Embedded in a\n" +
@@ -109,13 +111,13 @@ func enqueueCommand(setup Setup) *cli.Command {
 				return err
 			}
 			defer a.Close()
-			q, err := lookupQueue(c, a, queue)
+			q, opts, err := lookupAddress(c, a, queue, opts)
 			if err != nil {
 				return err
 			}
 			warnPaused(c, q)
 			if in != nil {
-				return enqueueFile(c, q, in, opts, declared.TaskPayload(a, queue))
+				return enqueueFile(c, q, in, opts, declared.TaskPayload(a, q.Name()))
 			}
 			ids, err := q.EnqueueMany(c.Context, []json.RawMessage{json.RawMessage(args[1])}, opts...)
 			return printIDs(c, ids, err)

@@ -96,6 +96,14 @@ func report(w io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
+	var fe fileErrors
+	if errors.As(err, &fe) {
+		// One mistake of a file per line, "FILE:LINE: field: reason",
+		// for editors and scripts to jump to.
+		_, status := explain(err)
+		fmt.Fprintf(w, "leat: %d %s in %s (%s):\n%s\n", len(fe.errs), plural(len(fe.errs), "error"), fe.errs[0].File, fe.then, fe.errs)
+		return status
+	}
 	msg, status := explain(err)
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
 	msg = packagePrefix.ReplaceAllString(msg, "$1")

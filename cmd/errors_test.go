@@ -110,7 +110,7 @@ func TestNoAppName(t *testing.T) {
 	}
 	t.Parallel()
 	r := run(t, nil, "", "send", "orders", `{"k":1}`)
-	wantFailure(t, r, exitUsage, "no app name: pass --app or set LEAT_APP")
+	wantFailure(t, r, exitUsage, "no app name: pass --app, set LEAT_APP")
 }
 
 func TestHelp(t *testing.T) {

@@ -324,7 +324,7 @@ func unknownQueue(ctx context.Context, a *app.App, err error) error {
 	if len(names) > 0 {
 		known = "its queues: " + strings.Join(names, ", ")
 	}
-	return usageError{fmt.Errorf("%w in the registry of app %q (%s; a queue is recorded when a program declaring it runs or enqueues)", err, a.Name(), known)}
+	return usageError{fmt.Errorf("%w in the registry of app %q (%s; a queue is recorded when a program declaring it runs or enqueues, or by leat apply -f leat.yaml)", err, a.Name(), known)}
 }
 
 // findTask returns the queue of the task named by the first argument; an

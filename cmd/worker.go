@@ -53,11 +53,17 @@ func workerCommand(setup Setup) *cli.Command {
 			"child processes of COMMAND (any language; see the task package's documentation for\n" +
 			"the JSON-lines protocol), also in the standalone binary: the queue's settings come\n" +
 			"from Redis. --test-input JSON runs COMMAND once on that payload without Redis and\n" +
-			"prints its progress, partial results and result (exit status 1 when it fails).",
+			"prints its progress, partial results and result (exit status 1 when it fails).\n\n" +
+			"--config FILE runs the handlers a leat.yaml gives its task queues (all of them, or\n" +
+			"--queue's), each with the file's settings, cron schedules and environment; --exec (with\n" +
+			"--queue), --env, --env-all, --start-timeout and --grace override the file.",
 		Flags:        workerFlags(),
 		HideHelp:     true, // see helpFlag
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
+			if c.String(flagConfig) != "" {
+				return configWorker(c)
+			}
 			if c.String(flagExec) != "" {
 				return execWorker(c)
 			}
@@ -220,7 +226,7 @@ func workerFlags() []cli.Flag {
 		metricsAddrFlag(),
 		helpFlag(),
 	)
-	return append(flags, execFlags()...)
+	return append(append(flags, execFlags()...), configFlag())
 }
 
 // workerConfig sets the fields of cfg that the worker's flags map to. A flag
