@@ -138,6 +138,7 @@ func (h *handler) routes() []route {
 		read("GET /v1/streams/{stream}", h.streamReport),
 		read("GET /v1/streams/{stream}/processors/{processor}/tables/{table}", h.tableValues),
 		read("GET /v1/overview", h.overview),
+		read("GET /v1/workers", h.workers),
 
 		read("GET /v1/queues", h.queues),
 		read("GET /v1/queues/{queue}", h.queue),

@@ -50,6 +50,7 @@ func serveCommand(setup Setup) *cli.Command {
 				Usage: "serve at most `N` connections at once; more wait to be accepted"},
 			&cli.IntFlag{Name: flagFollow, EnvVars: []string{"LEAT_SERVE_MAX_FOLLOWERS"}, Value: api.DefaultMaxFollowers,
 				Usage: "follow at most `N` task event streams at once, over all tasks (503 beyond)"},
+			poolsFlag(),
 			&cli.StringSliceFlag{Name: flagHosts, EnvVars: []string{"LEAT_SERVE_ALLOWED_HOSTS"},
 				Usage: "also answer requests for host `NAME` (repeatable; the name a proxy serves the API under); " +
 					"with a token, answer only loopback names and these"},
@@ -90,6 +91,12 @@ func serveCommand(setup Setup) *cli.Command {
 			}
 			h := api.NewHandler(a, api.Options{Token: token, AllowedHosts: hosts, ReadOnly: c.Bool(flagReadOnly),
 				MaxBody: c.Int64(flagMaxBody), MaxFollowers: c.Int(flagFollow), Version: version()})
+			h, stopPlane, err := withPlane(c, a, h, token)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			defer stopPlane()
 			srv, ln := newServer(c.Context, h, ln, limits)
 			mode := ""
 			if c.Bool(flagReadOnly) {

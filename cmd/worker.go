@@ -56,11 +56,17 @@ func workerCommand(setup Setup) *cli.Command {
 			"prints its progress, partial results and result (exit status 1 when it fails).\n\n" +
 			"--config FILE runs the handlers a leat.yaml gives its task queues (all of them, or\n" +
 			"--queue's), each with the file's settings, cron schedules and environment; --exec (with\n" +
-			"--queue), --env, --env-all, --start-timeout and --grace override the file.",
+			"--queue), --env, --env-all, --start-timeout and --grace override the file.\n\n" +
+			"--server URL (with the pool's token in LEAT_WORKER_TOKEN) registers with a control\n" +
+			"plane (leat serve --pools) instead, and runs the queues and deployment it assigns:\n" +
+			"no --app, --redis, --queue nor --exec (see docs/control-plane.md).",
 		Flags:        workerFlags(),
 		HideHelp:     true, // see helpFlag
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
+			if c.String(flagServer) != "" {
+				return serverWorker(c)
+			}
 			if c.String(flagConfig) != "" {
 				return configWorker(c)
 			}
@@ -226,7 +232,7 @@ func workerFlags() []cli.Flag {
 		metricsAddrFlag(),
 		helpFlag(),
 	)
-	return append(append(flags, execFlags()...), configFlag())
+	return append(append(append(flags, execFlags()...), configFlag()), serverFlags()...)
 }
 
 // workerConfig sets the fields of cfg that the worker's flags map to. A flag

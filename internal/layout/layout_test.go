@@ -61,9 +61,12 @@ var layers = []struct {
 	{"task", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/declared", "internal/keys", "internal/lease", "internal/netguard", "internal/rounds", "internal/schedule", "internal/scripts", "internal/taskrdb", "internal/topology", "middleware"}},
 	// The configuration file, read by the command and by programs.
 	{"config", library, []string{"app", "internal/keys", "internal/rdb", "internal/schedule", "stream", "task"}},
+	// The control plane: deployments on a worker's disk, pools and workers.
+	{"internal/deploy", library, nil},
+	{"controlplane", library, []string{"internal/deploy", "internal/keys", "internal/rdb"}},
 	// The edge: metrics and the HTTP API beside the runtime.
 	{"metrics", library, []string{"executor", "inspect"}},
-	{"api", library, []string{"app", "inspect", "internal/core", "internal/keys", "task"}},
+	{"api", library, []string{"app", "controlplane", "inspect", "internal/core", "internal/keys", "task"}},
 	// Tools that drive a whole app sit above the runtime they drive.
 	{"internal/bench", tool, []string{"app", "executor", "internal/core", "internal/keys", "stream", "task"}},
 	{"internal/chaos", tool, []string{"app", "executor", "stream", "task"}},
@@ -71,7 +74,7 @@ var layers = []struct {
 	// The public tester package, a module of its own.
 	{"leattest", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/keys", "stream", "task"}},
 	// The command.
-	{"cmd", edge, []string{cli, "api", "app", "config", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/keys", "internal/netguard", "internal/rdb", "metrics", "stream", "task"}},
+	{"cmd", edge, []string{cli, "api", "app", "config", "controlplane", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/deploy", "internal/keys", "internal/netguard", "internal/rdb", "metrics", "stream", "task"}},
 	{"cmd/leat", edge, []string{"cmd"}},
 	// The other modules of the workspace.
 	{"examples/quickstart", top, []string{"app", "leattest", "stream"}},
