@@ -42,14 +42,21 @@ func inspectCommand(setup Setup) *cli.Command {
 			"XINFO GROUPS, XPENDING summary, GET, XRANGE COUNT 1) and counters the runtime keeps\n" +
 			"(HGETALL, MGET), pipelined; nothing scans entries or keys. --json prints the\n" +
 			"documented JSON document (inspect.Overview, inspect.StreamReport or\n" +
-			"inspect.QueueReport).",
+			"inspect.QueueReport).\n\n" +
+			"--pools shows instead the workers of the app's control plane (leat serve --pools):\n" +
+			"each worker's pool, host, revision, health, queues and last setup, and the revision\n" +
+			"each deployment's source resolved to.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: flagJSON, Usage: "print JSON instead of tables"},
+			poolsInspectFlag(),
 			helpFlag(),
 		},
 		HideHelp:     true, // see helpFlag
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
+			if c.Bool(flagPools) {
+				return inspectPools(c, setup)
+			}
 			var name, queue string
 			switch {
 			case c.NArg() == 2 && c.Args().First() == "queue":

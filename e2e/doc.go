@@ -1,6 +1,8 @@
 // Package e2e holds leat's end-to-end tests of the dashboard: a real app
 // on a real redis-server, served by package api, driven in headless
-// Chromium. It is a module of its own so that the browser driver never
+// Chromium; and of the control plane: the leat binary serving worker pools
+// and running their deployments from a git repository (TestControlPlane,
+// which needs python3 with venv and git). It is a module of its own so that the browser driver never
 // enters the library's module graph.
 //
 // The tests need redis-server and Chromium (Debian package chromium). When

@@ -239,6 +239,7 @@ type planeWorker struct {
 	Setup    *struct {
 		Revision string `json:"revision"`
 		OK       bool   `json:"ok"`
+		Error    string `json:"error"`
 	} `json:"setup"`
 }
 
@@ -389,16 +390,22 @@ func TestControlPlane(t *testing.T) {
 
 	// 1,000 tasks flow while the ref moves: both workers roll to the new
 	// revision, and every task completes, on one revision or the other.
+	// Tasks keep coming through the rollout, one every 50ms, keeping the
+	// last 100 for after it.
 	ids := make([]string, 0, 1000)
-	var rev2 string
-	for n := range 1000 {
+	for n := range 200 {
 		ids = append(ids, api.enqueue(map[string]any{"n": n}))
-		if n == 200 {
-			rev2 = commit(t, repo, "two")
+	}
+	rev2 := commit(t, repo, "two")
+	deadline := time.Now().Add(3 * time.Minute)
+	for !api.allAt(2, rev2) && time.Now().Before(deadline) {
+		if len(ids) < 900 {
+			ids = append(ids, api.enqueue(map[string]any{"n": len(ids)}))
 		}
-		if n >= 200 && n < 900 && !api.allAt(2, rev2) {
-			time.Sleep(20 * time.Millisecond) // keep tasks coming through the rollout
-		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for len(ids) < 1000 {
+		ids = append(ids, api.enqueue(map[string]any{"n": len(ids)}))
 	}
 	waitUntil(t, 3*time.Minute, "both workers to run the second revision", func() bool { return api.allAt(2, rev2) })
 	seen := map[string]int{}
@@ -439,6 +446,28 @@ func TestControlPlane(t *testing.T) {
 	})
 	last := api.enqueue(map[string]any{"n": 1000})
 	waitUntil(t, time.Minute, "a task after the replacement", func() bool { return api.task(last).State == "succeeded" })
+
+	// A revision whose setup fails: the workers keep running the one
+	// before and say why.
+	if err := os.WriteFile(filepath.Join(repo, "requirements.txt"), []byte(filepath.Join(dir, "no-such-package")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rev3 := commit(t, repo, "three")
+	waitUntil(t, 3*time.Minute, "both workers to report the failed setup", func() bool {
+		ws := api.workers()
+		for _, w := range ws {
+			if w.Revision != rev2 || w.Desired != rev3 || w.Health != "degraded" || w.Setup == nil || w.Setup.OK ||
+				w.Setup.Revision != rev3 || !strings.Contains(w.Setup.Error, "setup step 2") || !strings.Contains(w.Error, "no-such-package") {
+				return false
+			}
+		}
+		return len(ws) == 2
+	})
+	after := api.enqueue(map[string]any{"n": 1001})
+	waitUntil(t, time.Minute, "a task after the failed setup", func() bool { return api.task(after).State == "succeeded" })
+	if got := api.task(after); got.Result.Revision != rev2 {
+		t.Fatalf("task after the failed setup: %+v, want it run by %s", got, rev2)
+	}
 	for _, w := range []*planeProc{w1, w3} {
 		_ = w.cmd.Process.Signal(syscall.SIGTERM)
 		if err := w.cmd.Wait(); err != nil {

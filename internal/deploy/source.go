@@ -85,7 +85,7 @@ func Resolve(ctx context.Context, s Source) (string, error) {
 	if ValidRevision(s.Ref) {
 		return s.Ref, nil
 	}
-	out, err := git(ctx, "", "ls-remote", "--", s.Git, s.ref())
+	out, err := git(ctx, "", "ls-remote", "--", s.Git, s.ref(), s.ref()+"^{}")
 	if err != nil {
 		return "", err
 	}
