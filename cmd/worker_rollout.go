@@ -108,10 +108,7 @@ func (ag *agent) rollout(ctx context.Context, reg controlplane.Registration, a c
 	}
 	outcome := &controlplane.SetupOutcome{Revision: a.Revision, OK: err == nil, At: time.Now().UTC()}
 	if err != nil {
-		outcome.Error = err.Error()
-		if len(outcome.Error) > 4000 {
-			outcome.Error = outcome.Error[len(outcome.Error)-4000:]
-		}
+		outcome.Error = controlplane.Clean(err.Error())
 	}
 	ag.mu.Lock()
 	ag.setup = outcome

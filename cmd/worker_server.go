@@ -246,10 +246,11 @@ func (ag *agent) consider(ctx context.Context, a controlplane.Assignment) {
 }
 
 // beat returns the worker's state for a heartbeat.
-func (ag *agent) beat() controlplane.Beat {
+func (ag *agent) beat() (b controlplane.Beat) {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
-	b := controlplane.Beat{Health: controlplane.HealthFailing, Error: ag.lastErr, Setup: ag.setup}
+	b = controlplane.Beat{Health: controlplane.HealthFailing, Error: ag.lastErr, Setup: ag.setup}
+	defer func() { b.Error = controlplane.Clean(b.Error) }() // text from handlers' and setups' output
 	if ag.cur == nil {
 		if ag.setup == nil && ag.lastErr == "" {
 			b.Health = controlplane.HealthStarting
@@ -270,9 +271,6 @@ func (ag *agent) beat() controlplane.Beat {
 		}
 	default:
 		b.Health = controlplane.HealthOK
-	}
-	if len(b.Error) > 4000 {
-		b.Error = b.Error[:4000]
 	}
 	return b
 }

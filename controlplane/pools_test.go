@@ -176,3 +176,20 @@ deployments:
 		})
 	}
 }
+
+func TestClean(t *testing.T) {
+	for in, want := range map[string]string{
+		"ok\tfine\nnext":         "ok\tfine\nnext",
+		"\x1b[31mred\x1b[0m":     "[31mred[0m",
+		"10%\r50%\r100%":         "10%\n50%\n100%",
+		"bad \xff byte \x00 nul": "bad  byte  nul",
+	} {
+		if got := controlplane.Clean(in); got != want {
+			t.Errorf("Clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := controlplane.Clean(strings.Repeat("é", 3000))
+	if len(long) > 4096 || !strings.HasSuffix(long, "é") {
+		t.Errorf("long text cut to %d bytes, ending %q", len(long), long[len(long)-4:])
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/leatdev/leat/internal/deploy"
 )
@@ -121,4 +123,25 @@ type Revision struct {
 type View struct {
 	Workers     []Worker   `json:"workers"`
 	Deployments []Revision `json:"deployments"`
+}
+
+// Clean returns s fit for a heartbeat's text fields: control characters
+// but newlines and tabs dropped (a carriage return ends its line: progress
+// bars keep their last state), cut to maxText bytes on a character
+// boundary.
+func Clean(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\r':
+			b.WriteByte('\n')
+		case r < 0x20 && r != '\n' && r != '\t', r == 0x7f, r == utf8.RuneError:
+		default:
+			if b.Len()+utf8.RuneLen(r) > maxText {
+				return b.String()
+			}
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -193,10 +193,11 @@ async function poll() {
       S.info = await api('v1/info');
       renderChrome();
     }
-    const [ov, qs] = await Promise.all([api('v1/overview'), api('v1/queues')]);
+    const [ov, qs, pl] = await Promise.all([api('v1/overview'), api('v1/queues'), api('v1/workers').catch(() => null)]);
     const reps = await Promise.all((ov.streams || []).map((s) => api('v1/streams/' + enc(s.name)).catch(() => null)));
     S.overview = ov;
     S.queues = qs.queues || [];
+    S.pools = pl || { workers: [], deployments: [] };
     S.reports = {};
     reps.forEach((r) => { if (r) S.reports[r.stream] = r; });
     if (S.route.kind === 'queue') {
@@ -399,7 +400,35 @@ function overviewSkeleton() {
       ${panel('Streams', '<div id="ov-streams"></div>')}
       ${panel('Task queues', '<div id="ov-queues"></div>')}
     </div>
-    ${panel('Workers', '<div id="ov-workers"></div>', { right: '<span id="ov-leader" class="muted"></span>' })}`;
+    ${panel('Workers', '<div id="ov-workers"></div>', { right: '<span id="ov-leader" class="muted"></span>' })}
+    <div id="ov-pools"></div>`;
+}
+
+// renderPools fills the control plane's panel: its workers and the
+// revision of each deployment; nothing when no control plane serves the app.
+function renderPools() {
+  const p = S.pools;
+  if (!p || (!p.workers.length && !p.deployments.length)) {
+    setHTML($('#ov-pools'), '');
+    return;
+  }
+  const deps = p.deployments.map((d) => `<span class="mono" title="${esc(d.source)}">${esc(d.deployment)} @ ${esc(short(d.revision, 12))}</span>` +
+    (d.error ? ` <span class="badge bad" title="${esc(d.error)}">cannot resolve</span>` : '')).join(' · ');
+  const health = { ok: 'ok', starting: 'warn', degraded: 'warn', failing: 'bad' };
+  const rows = p.workers.map((w) => {
+    const s = w.setup;
+    const setup = !s ? '<span class="muted">–</span>' : s.ok ? `<span class="mono">${esc(short(s.revision, 12))}</span> ok`
+      : `<span class="badge bad" title="${esc(s.error)}">${esc(short(s.revision, 12))} failed</span> <span class="muted">${esc(trim((s.error || '').split('\n')[0], 80))}</span>`;
+    const rev = esc(short(w.revision, 12)) + (w.revision !== w.desired_revision ? ` <span class="muted">→ ${esc(short(w.desired_revision, 12))}</span>` : '');
+    return `<tr data-pool-worker="${esc(w.id)}"><td>${esc(w.pool)}</td><td class="mono" title="${esc(w.remote)}">${esc(w.id)}</td><td>${esc(w.host)}</td>
+      <td class="mono">${rev || '<span class="muted">–</span>'}</td>
+      <td><span class="badge ${health[w.health] || 'warn'}" title="${esc(w.error || '')}">${esc(w.health)}</span></td>
+      <td>${(w.queues || []).map((q) => `<a href="#/queue/${enc(q)}">${esc(q)}</a>`).join(', ')}</td>
+      <td class="r num">${fmt(w.handlers)}</td><td>${setup}</td></tr>`;
+  });
+  setHTML($('#ov-pools'), panel('Worker pools', table(
+    [['Pool', ''], ['Worker', ''], ['Host', ''], ['Revision', ''], ['Health', ''], ['Queues', ''], ['Handlers', 'r'], ['Last setup', '']],
+    rows, 'no live workers'), { right: `<span class="muted">${deps}</span>` }));
 }
 
 function renderOverview() {
@@ -485,6 +514,7 @@ function renderOverview() {
   $('#ov-workers').innerHTML = table(
     [['Worker', ''], ['Runs', ''], ['Executor', ''], ['Partitions', 'r'], ['', ''], ['Heartbeat', 'r'], ['', '']],
     rows, 'no live workers');
+  renderPools();
 }
 
 // seenBadge says whether Redis saw a task worker lately (inspect.TaskWorkerAlive).
