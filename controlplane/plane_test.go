@@ -48,6 +48,7 @@ func (l *syncLog) String() string {
 // revision set by the test.
 type plane struct {
 	p      *controlplane.Plane
+	file   *controlplane.File
 	srv    *httptest.Server
 	c      *redis.Client
 	prefix string
@@ -77,17 +78,13 @@ deployments:
     poll: 1s
     start: ./run
 `
-	f, err := controlplane.Parse([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := writeFile(t, "pools.yaml", text)
-	f, err = controlplane.Load(path, env(map[string]string{"GPU": "gpu-token-0123456789", "CPU": "cpu-token-0123456789",
+	f, err := controlplane.Load(path, env(map[string]string{"GPU": "gpu-token-0123456789", "CPU": "cpu-token-0123456789",
 		"CPU_URL": "redis://operator:secret@10.1.1.1:6379"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := &plane{c: c, prefix: prefix, log: &syncLog{}}
+	pl := &plane{c: c, prefix: prefix, log: &syncLog{}, file: f}
 	pl.rev.Store(revA)
 	pl.p, err = controlplane.New(controlplane.Config{File: f, Client: c, App: "shop", Prefix: prefix, RedisURL: redistest.URL(t),
 		APIToken: "api-token-0123456789", Logger: slog.New(slog.NewTextHandler(pl.log, nil)),
@@ -198,6 +195,19 @@ func TestRegisterAndHeartbeat(t *testing.T) {
 		a, err := cl.Heartbeat(ctx, reg.ID, beat)
 		return err == nil && a.Revision == revB
 	})
+
+	// Another replica, sharing only Redis, takes the worker's heartbeats.
+	other, err := controlplane.New(controlplane.Config{File: pl.file, Client: pl.c, App: "shop", Prefix: pl.prefix,
+		RedisURL: redistest.URL(t), Resolve: func(context.Context, deploy.Source) (string, error) { return revB, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := httptest.NewServer(other.Handler())
+	defer replica.Close()
+	cl2, _ := controlplane.NewClient(replica.URL, "gpu-token-0123456789")
+	if a, err := cl2.Heartbeat(ctx, reg.ID, beat); err != nil || a.Revision != revB {
+		t.Fatalf("heartbeat at another replica: %+v %v", a, err)
+	}
 
 	// Another pool's token cannot beat for this worker.
 	if _, err := cpu.Heartbeat(ctx, reg.ID, beat); err != controlplane.ErrUnknownWorker {
