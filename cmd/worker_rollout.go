@@ -200,7 +200,10 @@ func (ag *agent) start(ctx context.Context, reg controlplane.Registration, a con
 		err := r.execs[q].Warm(wctx)
 		cancel()
 		if err != nil {
-			return fail(fmt.Errorf("the handler of queue %s did not start: %w", q, err))
+			if rerr := r.execs[q].Ready(); rerr != nil && ctx.Err() == nil {
+				err = rerr // why: the last start's error, with its stderr
+			}
+			return fail(fmt.Errorf("the handler of queue %s did not start within %s: %w", q, 2*start, err))
 		}
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -349,7 +349,7 @@ func TestControlPlane(t *testing.T) {
 
 	worker := func(name string) *planeProc {
 		return startProc(t, cleanEnv("LEAT_WORKER_TOKEN="+poolToken), bin,
-			"worker", "--server", base, "--deploy-dir", filepath.Join(dir, name))
+			"worker", "--server", base, "--deploy-dir", filepath.Join(dir, name), "--start-timeout", "15s")
 	}
 	w1, w2 := worker("w1"), worker("w2")
 	waitUntil(t, 3*time.Minute, "both workers to run the first revision", func() bool { return api.allAt(2, rev1) })
@@ -468,6 +468,31 @@ func TestControlPlane(t *testing.T) {
 	if got := api.task(after); got.Result.Revision != rev2 {
 		t.Fatalf("task after the failed setup: %+v, want it run by %s", got, rev2)
 	}
+	// A revision whose handler cannot start: set up, but not rolled out.
+	if err := os.WriteFile(filepath.Join(repo, "requirements.txt"), []byte(sdk+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "handler.py"), []byte("raise SystemExit('cannot start')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "commit", "-q", "-am", "broken handler")
+	rev4 := gitRun(t, repo, "rev-parse", "HEAD")
+	waitUntil(t, 3*time.Minute, "both workers to report the handler that does not start", func() bool {
+		ws := api.workers()
+		for _, w := range ws {
+			if w.Revision != rev2 || w.Desired != rev4 || w.Health != "degraded" || w.Setup == nil || !w.Setup.OK ||
+				w.Setup.Revision != rev4 || !strings.Contains(w.Error, "did not start") || !strings.Contains(w.Error, "cannot start") {
+				return false
+			}
+		}
+		return len(ws) == 2
+	})
+	after = api.enqueue(map[string]any{"n": 1002})
+	waitUntil(t, time.Minute, "a task after the failed start", func() bool { return api.task(after).State == "succeeded" })
+	if got := api.task(after); got.Result.Revision != rev2 {
+		t.Fatalf("task after the failed start: %+v, want it run by %s", got, rev2)
+	}
+
 	for _, w := range []*planeProc{w1, w3} {
 		_ = w.cmd.Process.Signal(syscall.SIGTERM)
 		if err := w.cmd.Wait(); err != nil {

@@ -164,6 +164,8 @@ func (e *Exec) Ready() error {
 	switch {
 	case e.closed:
 		return fmt.Errorf("%w: closed", ErrExecNotReady)
+	case !e.healthy && e.lastErr != nil:
+		return fmt.Errorf("%w: processes fail and restart after a backoff: %v", ErrExecNotReady, e.lastErr)
 	case !e.wasReady:
 		return fmt.Errorf("%w yet", ErrExecNotReady)
 	case !e.healthy:
