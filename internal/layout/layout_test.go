@@ -64,6 +64,10 @@ var layers = []struct {
 	// The control plane: deployments on a worker's disk, pools and workers.
 	{"internal/deploy", library, nil},
 	{"controlplane", library, []string{"internal/deploy", "internal/keys", "internal/rdb"}},
+	// WebAssembly handlers of task queues, and the tool that builds the
+	// test handlers.
+	{"task/wasm", library, []string{"app", "internal/keys", "internal/rdb", "task"}},
+	{"internal/wasmtest", tool, []string{"internal/redistest", "task/wasm"}},
 	// The edge: metrics and the HTTP API beside the runtime.
 	{"metrics", library, []string{"executor", "inspect"}},
 	{"api", library, []string{"app", "controlplane", "inspect", "internal/core", "internal/keys", "task"}},

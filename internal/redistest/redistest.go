@@ -49,6 +49,7 @@ var (
 // no goroutine leaked. Use it as the body of TestMain.
 func Main(m *testing.M, opts ...goleak.Option) {
 	code := m.Run()
+	runAtExit()
 	if shared != nil {
 		shared.Stop()
 	}

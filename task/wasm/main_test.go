@@ -1,0 +1,9 @@
+package wasm_test
+
+import (
+	"testing"
+
+	"github.com/leatdev/leat/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
