@@ -96,7 +96,7 @@ func New(setup Setup) *cli.App {
 		Commands: []*cli.Command{
 			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), inspectCommand(setup), tableCommand(setup), benchCommand(),
 			enqueueCommand(setup), tasksCommand(setup), serveCommand(setup), applyCommand(), configCommand(setup),
-			completionCommand(), referenceCommand(),
+			wasmCommand(setup), completionCommand(), referenceCommand(),
 		},
 		// "leat ... --generate-bash-completion" lists what may come next, for
 		// the scripts of "leat completion".

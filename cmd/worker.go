@@ -70,6 +70,9 @@ func workerCommand(setup Setup) *cli.Command {
 			if c.String(flagConfig) != "" {
 				return configWorker(c)
 			}
+			if c.String(flagWasm) != "" {
+				return wasmWorker(c)
+			}
 			if c.String(flagExec) != "" {
 				return execWorker(c)
 			}
@@ -232,7 +235,7 @@ func workerFlags() []cli.Flag {
 		metricsAddrFlag(),
 		helpFlag(),
 	)
-	return append(append(append(flags, execFlags()...), configFlag()), serverFlags()...)
+	return append(append(append(append(flags, execFlags()...), configFlag()), serverFlags()...), wasmFlags()...)
 }
 
 // workerConfig sets the fields of cfg that the worker's flags map to. A flag

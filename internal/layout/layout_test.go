@@ -78,7 +78,7 @@ var layers = []struct {
 	// The public tester package, a module of its own.
 	{"leattest", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/keys", "stream", "task"}},
 	// The command.
-	{"cmd", edge, []string{cli, "api", "app", "config", "controlplane", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/deploy", "internal/keys", "internal/netguard", "internal/rdb", "metrics", "stream", "task"}},
+	{"cmd", edge, []string{cli, "api", "app", "config", "controlplane", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/deploy", "internal/keys", "internal/netguard", "internal/rdb", "metrics", "stream", "task", "task/wasm"}},
 	{"cmd/leat", edge, []string{"cmd"}},
 	// The other modules of the workspace.
 	{"examples/quickstart", top, []string{"app", "leattest", "stream"}},
