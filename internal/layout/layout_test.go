@@ -83,6 +83,10 @@ var layers = []struct {
 	// The other modules of the workspace.
 	{"examples/quickstart", top, []string{"app", "leattest", "stream"}},
 	{"examples/tasks", top, []string{"app", "task"}},
+	{"examples/wasm", top, nil},
+	{"examples/wasm/declare", top, []string{"app", "task"}},
+	{"examples/wasm/lines", top, nil},
+	{"examples/wasm/reactor", top, nil},
 	{"examples/tasks-python", top, nil},
 	{"examples/orders", top, []string{"app", "cmd", "stream"}},
 	{"e2e", top, nil},

@@ -132,3 +132,15 @@ func Echo() []byte {
 		0x20, 1, 0xad, 0x84, // local.get 1; i64.extend_i32_u; i64.or
 	)
 }
+
+// ImportsEnv is a module that imports env.abort, as AssemblyScript's do by
+// default: only WASI is offered.
+func ImportsEnv() []byte {
+	m := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
+	m = append(m, section(1, 1, 0x60, 1, 0x7f, 1, 0x7f)...)
+	imp := append([]byte{1}, name("env")...)
+	imp = append(append(imp, name("abort")...), 0x00, 0)
+	m = append(m, section(2, imp...)...)
+	m = append(m, section(5, 1, 0x00, 1)...)
+	return append(m, section(7, append(append([]byte{1}, name("memory")...), 0x02, 0)...)...)
+}

@@ -85,6 +85,15 @@ func Check(m wazero.CompiledModule, c Contract) error {
 			problems = append(problems, fmt.Sprintf("%s has the signature %s, want %s", w.name, signature(f.ParamTypes(), f.ResultTypes()), signature(w.params, w.results)))
 		}
 	}
+	for _, f := range m.ImportedFunctions() {
+		if mod, name, _ := f.Import(); mod != "wasi_snapshot_preview1" {
+			problems = append(problems, fmt.Sprintf("it imports %s.%s, and only wasi_snapshot_preview1 is offered", mod, name))
+		}
+	}
+	for _, mem := range m.ImportedMemories() {
+		mod, name, _ := mem.Import()
+		problems = append(problems, fmt.Sprintf("it imports memory %s.%s: a module must define its own", mod, name))
+	}
 	if c == Reactor {
 		if _, ok := m.ExportedMemories()["memory"]; !ok {
 			problems = append(problems, "no memory exported as \"memory\"")
