@@ -144,3 +144,16 @@ func ImportsEnv() []byte {
 	m = append(m, section(5, 1, 0x00, 1)...)
 	return append(m, section(7, append(append([]byte{1}, name("memory")...), 0x02, 0)...)...)
 }
+
+// Constant is a reactor whose execute answers answer (at most 100 bytes),
+// whatever its payload: a module that compiles in no time, for tests of
+// versions.
+func Constant(answer string) []byte {
+	m := module(true,
+		0x42, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02, // i64.const 2048<<32
+		0x42, byte(len(answer))|0x80, 0x00, // i64.const len, in two bytes of LEB128 (below 128)
+		0x84, // i64.or
+	)
+	data := []byte{1, 0x00, 0x41, 0x80, 0x10, 0x0b, byte(len(answer))}
+	return append(m, section(11, append(data, answer...)...)...)
+}
