@@ -63,7 +63,7 @@ func benchTasks(b *testing.B, conc int, module []byte, pool bool) {
 	}
 	payload := json.RawMessage(`{"text": "one two three four"}`)
 	if module != nil {
-		h, err := wasm.New(ctx, wasm.Config{Module: module, Reusable: pool, Pool: pool, CacheDir: benchCache(b), Logger: quietLogger()})
+		h, err := wasm.New(ctx, wasm.Config{Module: module, Reusable: pool, Pool: pool, CacheDir: cacheDir(b), Logger: quietLogger()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -108,10 +108,4 @@ func benchTasks(b *testing.B, conc int, module []byte, pool bool) {
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
-}
-
-// benchCache is a compilation cache for the benchmark's run.
-func benchCache(b *testing.B) string {
-	cacheOnce.Do(func() { cache = b.TempDir() })
-	return cache
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/internal/wasmtest"
 	"github.com/leatdev/leat/task"
 	"github.com/leatdev/leat/task/wasm"
@@ -37,14 +38,16 @@ var (
 	cache     string
 )
 
-// cacheDir is a compilation cache shared by the tests of this run.
-func cacheDir(t *testing.T) string {
+// cacheDir is a compilation cache shared by the tests of this run,
+// removed once they ran.
+func cacheDir(tb testing.TB) string {
 	cacheOnce.Do(func() {
 		d, err := os.MkdirTemp("", "leat-wasm-cache-")
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		cache = d
+		redistest.AtExit(func() { _ = os.RemoveAll(d) })
 	})
 	return cache
 }

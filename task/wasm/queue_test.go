@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -232,4 +233,44 @@ func TestNewVersion(t *testing.T) {
 		in := wait(t, q, id)
 		return in.State == task.Dead && strings.Contains(in.Error, "no module of that name")
 	})
+}
+
+// TestRunningTaskFinishesOnOldVersion: a task running when a new version
+// is put finishes on the version it started with, while new tasks run the
+// new one.
+func TestRunningTaskFinishesOnOldVersion(t *testing.T) {
+	t.Parallel()
+	cl := newCluster(t)
+	reg := wasm.NewRegistry(cl.app("cli"), cacheDir(t))
+	ctx := context.Background()
+	if _, err := reg.Put(ctx, "words", wasmtest.Read(t, wasmtest.Lines(t, "v1")), wasm.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	q := cl.queue("words", task.Concurrency(4))
+	cl.worker("w1", "words", "words", wasm.Config{Sandbox: wasm.Sandbox{Dir: dir}}, task.Concurrency(4))
+	slow, err := q.Enqueue(ctx, json.RawMessage(`{"text": "a b", "wait_for": "/go"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, time.Minute, "the slow task running", func() bool {
+		in, err := q.Info(ctx, slow)
+		return err == nil && in.State == task.Active
+	})
+	if _, err := reg.Put(ctx, "words", wasmtest.Constant(`{"result": "v2"}`), wasm.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, time.Minute, "a task run by v2", func() bool {
+		id, err := q.Enqueue(ctx, json.RawMessage(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(wait(t, q, id).Result) == `"v2"`
+	})
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if in := wait(t, q, slow); in.State != task.Succeeded || string(in.Result) != `{"version":"v1","words":2}` {
+		t.Fatalf("the task started on v1: %s %s %q", in.State, in.Result, in.Error)
+	}
 }

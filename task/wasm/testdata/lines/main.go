@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -23,6 +24,7 @@ type payload struct {
 	Snooze  int    `json:"snooze"`
 	Env     string `json:"env"`
 	File    string `json:"file"`
+	WaitFor string `json:"wait_for"`
 }
 
 var hold [][]byte
@@ -50,6 +52,14 @@ func main() {
 		var p payload
 		_ = json.Unmarshal(req.Payload, &p)
 		fmt.Fprintf(os.Stderr, "counting task %s attempt %d\n", req.TaskID, req.Attempt)
+		if p.WaitFor != "" {
+			for {
+				if _, err := os.Stat(p.WaitFor); err == nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 		switch {
 		case p.Loop:
 			for {
