@@ -53,7 +53,7 @@ func (c *cluster) app(id string) *app.App {
 func (c *cluster) worker(id, queue, name string, cfg wasm.Config, opts ...task.Option) {
 	t := c.t
 	a := c.app(id)
-	cfg.Registry, cfg.Name = wasm.NewRegistry(a, cacheDir(t)), name
+	cfg.Registry, cfg.Name, cfg.CacheDir = wasm.NewRegistry(a, cacheDir(t)), name, cacheDir(t)
 	if cfg.Refresh == 0 {
 		cfg.Refresh = 100 * time.Millisecond
 	}
