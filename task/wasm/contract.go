@@ -86,8 +86,15 @@ func Check(m wazero.CompiledModule, c Contract) error {
 		}
 	}
 	for _, f := range m.ImportedFunctions() {
-		if mod, name, _ := f.Import(); mod != "wasi_snapshot_preview1" {
-			problems = append(problems, fmt.Sprintf("it imports %s.%s, and only wasi_snapshot_preview1 is offered", mod, name))
+		mod, name, _ := f.Import()
+		switch {
+		case mod == "wasi_snapshot_preview1":
+		case mod == hostModule && (name == "progress" || name == "partial"):
+			if !slices.Equal(f.ParamTypes(), []api.ValueType{i32, i32}) || len(f.ResultTypes()) > 0 {
+				problems = append(problems, fmt.Sprintf("it imports %s.%s as %s, want (i32, i32) -> ()", mod, name, signature(f.ParamTypes(), f.ResultTypes())))
+			}
+		default:
+			problems = append(problems, fmt.Sprintf("it imports %s.%s, and only wasi_snapshot_preview1 and leat.progress and leat.partial are offered", mod, name))
 		}
 	}
 	for _, mem := range m.ImportedMemories() {

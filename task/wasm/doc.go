@@ -41,6 +41,11 @@
 // buffer alloc returned belongs to the module; the answer must stay valid
 // until execute is called again or the instance ends.
 //
+// During execute, a reactor may call the functions progress(ptr u32, len
+// u32) and partial(ptr u32, len u32) of the import module "leat", with a
+// JSON value in its memory: the task's progress and partial results. A
+// module may import nothing else but WASI (wasi_snapshot_preview1).
+//
 // # Sandbox
 //
 // A module sees no file, no environment variable and no network unless

@@ -149,6 +149,10 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		h.Close(ctx)
 		return nil, err
 	}
+	if err := instantiateHost(ctx, h.rt); err != nil {
+		h.Close(ctx)
+		return nil, err
+	}
 	var err error
 	if cfg.Module != nil {
 		sum := sha256.Sum256(cfg.Module)

@@ -107,8 +107,12 @@ func TestWordCount(t *testing.T) {
 				if len(o.logs) == 0 {
 					t.Fatalf("run %d: no log lines", i)
 				}
-				if strings.HasPrefix(name, "lines") && strings.Join(o.updates, ",") != `progress 50,partial {"words":3}` {
-					t.Fatalf("run %d: updates %q", i, o.updates)
+				want := `progress {"done":1}`
+				if strings.HasPrefix(name, "lines") {
+					want = `progress 50,partial {"words":3}`
+				}
+				if strings.Join(o.updates, ",") != want {
+					t.Fatalf("run %d: updates %q, want %s", i, o.updates, want)
 				}
 			}
 		})

@@ -67,7 +67,7 @@ func (r *reactor) run(ctx context.Context, c *call) (ok bool) {
 		c.answer(nil, fmt.Errorf("wasm module's alloc(%d) returned %d, outside its memory of %d bytes", len(payload), ptr, r.mod.Memory().Size()))
 		return false
 	}
-	res, err = r.execute.Call(ctx, uint64(ptr), uint64(len(payload)))
+	res, err = r.execute.Call(context.WithValue(ctx, callKey{}, c), uint64(ptr), uint64(len(payload)))
 	if err != nil {
 		c.answer(nil, c.failure(ctx, "in execute", err))
 		return false

@@ -73,7 +73,7 @@ func TestRegistry(t *testing.T) {
 		{"no-execute", wasmtest.NoExecute(), wasm.PutOptions{Contract: wasm.Reactor}, "no function execute exported"},
 		{"no-execute-detected", wasmtest.NoExecute(), wasm.PutOptions{}, "exports neither execute (reactor) nor _start (lines)"},
 		{"lines-as-reactor", lines, wasm.PutOptions{Contract: wasm.Reactor}, "no function alloc exported"},
-		{"imports-env", wasmtest.ImportsEnv(), wasm.PutOptions{Contract: wasm.Reactor}, "it imports env.abort, and only wasi_snapshot_preview1 is offered"},
+		{"imports-env", wasmtest.ImportsEnv(), wasm.PutOptions{Contract: wasm.Reactor}, "it imports env.abort, and only wasi_snapshot_preview1 and leat.progress and leat.partial are offered"},
 		{"not-wasm", []byte("\x00asm garbage"), wasm.PutOptions{}, "does not compile"},
 		{"too-large", lines, wasm.PutOptions{MaxSize: 1000}, "over the limit of 1000"},
 		{"too-little-memory", lines, wasm.PutOptions{MemoryPages: 2}, "does not compile"},

@@ -22,6 +22,15 @@ var (
 	calls  int
 )
 
+//go:wasmimport leat progress
+func progress(ptr unsafe.Pointer, size uint32)
+
+// report reports v as the task's progress.
+func report(v any) {
+	b, _ := json.Marshal(v)
+	progress(unsafe.Pointer(unsafe.SliceData(b)), uint32(len(b)))
+}
+
 //go:wasmexport alloc
 func alloc(size uint32) uint32 {
 	b := make([]byte, size+1)
@@ -48,6 +57,7 @@ func execute(ptr, size uint32) uint64 {
 		return answer(map[string]any{"error": "bad payload: " + err.Error(), "retry": false})
 	}
 	fmt.Println("reactor got", len(in), "bytes")
+	report(map[string]int{"done": 1})
 	fmt.Fprintln(os.Stderr, "reactor stderr line")
 	switch {
 	case p.Loop:
