@@ -116,6 +116,7 @@ func wasmCommand(setup Setup) *cli.Command {
 					_, err = fmt.Fprintf(c.App.Writer, "removed %s: %d %s\n", c.Args().Get(0), n, plural(n, "version"))
 					return err
 				}),
+			wasmBenchCommand(),
 			{
 				Name: "build", Usage: "build a module from the Go main package in DIR with the standard toolchain (GOOS=wasip1 GOARCH=wasm go build)",
 				ArgsUsage: "DIR", HideHelp: true, OnUsageError: onUsageError,

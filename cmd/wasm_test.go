@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/internal/wasmtest"
 	"github.com/leatdev/leat/task"
 )
@@ -139,5 +140,23 @@ func TestWasmBuild(t *testing.T) {
 	r = run(t, nil, "", "wasm", "build", "-o", out, t.TempDir())
 	if r.status != 1 || !strings.Contains(r.stderr, "no Go files") {
 		t.Fatalf("build of an empty directory: %+v", r)
+	}
+}
+
+// TestWasmBench: "leat wasm bench" runs a module per task and pooled
+// beside a Go handler and prints each one's tasks/s.
+func TestWasmBench(t *testing.T) {
+	t.Parallel()
+	module := filepath.Join(t.TempDir(), "answer.wasm")
+	if err := os.WriteFile(module, wasmtest.Constant(`{"result": 42}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, "", "--redis", redistest.URL(t), "wasm", "bench", "--tasks", "50", "--concurrency", "3", module)
+	if r.status != 0 || strings.Count(r.stdout, "\n") != 4 || !strings.Contains(r.stdout, "wasm per task") || !strings.Contains(r.stdout, "wasm pooled") {
+		t.Fatalf("bench: %+v", r)
+	}
+	r = run(t, nil, "", "--redis", redistest.URL(t), "wasm", "bench", "--tasks", "5", "--payload", "{", module)
+	if r.status != 2 || !strings.Contains(r.stderr, "--payload is not JSON") {
+		t.Fatalf("bench with a bad payload: %+v", r)
 	}
 }
