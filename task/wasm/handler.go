@@ -92,6 +92,11 @@ type Handler struct {
 	cache wazero.CompilationCache
 
 	refresh sync.Mutex // one reading of the version at a time
+	bad     struct {   // the last version that failed to load, guarded by refresh
+		hash    string
+		version int64
+		err     error
+	}
 	mu      sync.Mutex
 	cur     *module   // the version new tasks run
 	checked time.Time // when cur was read from the registry
@@ -209,13 +214,14 @@ func (h *Handler) Version() Version {
 // version read last, or, once Refresh passed, the registry's current
 // version, fetched and compiled when it changed.
 func (h *Handler) current(ctx context.Context) (*module, error) {
+	loaded := false // this call read the version: take what it found
 	for {
 		h.mu.Lock()
 		if h.closed {
 			h.mu.Unlock()
 			return nil, errors.New("wasm: handler closed")
 		}
-		if m := h.cur; m != nil && (h.cfg.Registry == nil || time.Since(h.checked) < h.cfg.Refresh) {
+		if m := h.cur; m != nil && (loaded || h.cfg.Registry == nil || time.Since(h.checked) < h.cfg.Refresh) {
 			m.refs++
 			h.mu.Unlock()
 			return m, nil
@@ -232,6 +238,7 @@ func (h *Handler) current(ctx context.Context) (*module, error) {
 		if err != nil {
 			return nil, err
 		}
+		loaded = true
 	}
 }
 
@@ -263,17 +270,36 @@ func (h *Handler) load(ctx context.Context) error {
 		h.mu.Unlock()
 		return nil
 	}
+	if h.bad.hash == v.Hash && h.bad.version == v.Version {
+		return h.keepOld(old, h.bad.err)
+	}
 	b, err := h.cfg.Registry.Module(ctx, v)
 	if err != nil {
-		return err
+		return h.keepOld(old, err)
 	}
 	start := time.Now()
 	m, err := h.compile(ctx, v, b)
 	if err != nil {
-		return err
+		// Not again at every task: a version that does not compile here
+		// (a memory limit lower than put's, say) stays refused.
+		h.bad.hash, h.bad.version, h.bad.err = v.Hash, v.Version, err
+		return h.keepOld(old, err)
 	}
 	h.log.Info("wasm module loaded", "module", v.Name, "version", v.Version, "hash", v.Hash[:12], "contract", v.Contract, "took", time.Since(start))
 	h.swap(m)
+	return nil
+}
+
+// keepOld goes on with the version old after the current version could
+// not be loaded (err), until the next refresh; without one it returns err.
+func (h *Handler) keepOld(old *module, err error) error {
+	if old == nil {
+		return err
+	}
+	h.log.Error("wasm module's new version not loaded: running the last one loaded", "module", h.cfg.Name, "version", old.v.Version, "error", err)
+	h.mu.Lock()
+	h.checked = time.Now()
+	h.mu.Unlock()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/redistest"
@@ -118,5 +119,43 @@ func TestRegistry(t *testing.T) {
 	// Versions go on from the last, never repeating one a worker may hold.
 	if v, err := reg.Put(ctx, "words", lines, wasm.PutOptions{}); err != nil || v.Version != 4 {
 		t.Fatalf("put after remove: %+v, %v", v, err)
+	}
+}
+
+// TestVersionNotLoadedKeepsOld: a worker that cannot compile a new
+// version (it needs more memory than the worker allows) goes on with the
+// version it has.
+func TestVersionNotLoadedKeepsOld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reg := wasm.NewRegistry(testApp(t), cacheDir(t))
+	if _, err := reg.Put(ctx, "m", wasmtest.Constant(`{"result": "v1"}`), wasm.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := wasm.New(ctx, wasm.Config{Registry: reg, Name: "m", Refresh: time.Nanosecond, CacheDir: cacheDir(t),
+		Sandbox: wasm.Sandbox{MemoryPages: 2}, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	if o := runOnce(t, h, `{}`, time.Minute); o.err != nil || o.result != `"v1"` {
+		t.Fatalf("v1: %s, %v", o.result, o.err)
+	}
+	// The Go module starts with 44 pages: more than the worker's 2.
+	if _, err := reg.Put(ctx, "m", wasmtest.Read(t, wasmtest.Lines(t, "v1")), wasm.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if o := runOnce(t, h, `{}`, time.Minute); o.err != nil || o.result != `"v1"` {
+			t.Fatalf("after a version that does not fit: %s, %v", o.result, o.err)
+		}
+	}
+	if v := h.Version(); v.Version != 1 {
+		t.Fatalf("version %d", v.Version)
+	}
+	// A worker that starts then has no version it can run.
+	_, err = wasm.New(ctx, wasm.Config{Registry: reg, Name: "m", CacheDir: cacheDir(t), Sandbox: wasm.Sandbox{MemoryPages: 2}})
+	if err == nil || !strings.Contains(err.Error(), "does not compile") {
+		t.Fatalf("a new worker: %v", err)
 	}
 }
