@@ -85,7 +85,7 @@ func TestWasmWorker(t *testing.T) {
 	t.Parallel()
 	s := newShop(t)
 	cache := filepath.Join(t.TempDir(), "cache")
-	r := run(t, nil, "", s.quiet("worker", "--queue", "words", "--wasm", "words")...)
+	r := run(t, nil, "", s.quiet("worker", "--queue", "words", "--wasm", "words", "--wasm-cache-dir", cache)...)
 	if r.status != 2 || !strings.Contains(r.stderr, "leat wasm put words FILE") {
 		t.Fatalf("worker of a module not stored: %+v", r)
 	}
