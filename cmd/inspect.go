@@ -24,7 +24,8 @@ func inspectCommand(setup Setup) *cli.Command {
 		Usage:     "show the app's streams, processors, task queues, leader and workers, one stream per partition, or one task queue",
 		ArgsUsage: "[STREAM | queue QUEUE]",
 		Description: "Without arguments: the app's streams (partitions, retention size, entries kept), its\n" +
-			"processors (live executors, partitions owned, lag, pending, quarantined partitions),\n" +
+			"processors (live executors, partitions owned, lag, pending, quarantined partitions,\n" +
+			"dead letters),\n" +
 			"its task queues (tasks per state, age of the oldest ready task, tasks finished per\n" +
 			"second over the last minute), its leader and term, and its workers with the age of\n" +
 			"each executor's last heartbeat and the partitions it holds.\n\n" +
@@ -158,9 +159,9 @@ func writeOverview(w io.Writer, o *inspect.Overview) error {
 		var rows [][]string
 		for _, p := range o.Processors {
 			rows = append(rows, []string{p.Stream + "/" + p.Processor, strconv.Itoa(p.Executors),
-				fmt.Sprintf("%d/%d", p.Owned, p.Partitions), fmtLag(p.Lag), fmtInt(p.Pending), strconv.Itoa(p.Quarantined)})
+				fmt.Sprintf("%d/%d", p.Owned, p.Partitions), fmtLag(p.Lag), fmtInt(p.Pending), strconv.Itoa(p.Quarantined), fmtInt(p.Dead)})
 		}
-		table(w, "PROCESSOR\tEXECUTORS\tOWNED\tLAG\tPENDING\tQUARANTINED", rows)
+		table(w, "PROCESSOR\tEXECUTORS\tOWNED\tLAG\tPENDING\tQUARANTINED\tDEAD", rows)
 	}
 	if len(o.Queues) > 0 {
 		fmt.Fprintln(w)
@@ -239,9 +240,9 @@ func writeStreamReport(w io.Writer, r *inspect.StreamReport) error {
 			}
 			tables += t.Name + " (" + t.Codec + ")"
 		}
-		fmt.Fprintf(w, "\nprocessor %s: %d live %s, %d/%d partitions owned, lag %s, pending %s, %d quarantined%s\n",
+		fmt.Fprintf(w, "\nprocessor %s: %d live %s, %d/%d partitions owned, lag %s, pending %s, %d quarantined, %s dead %s%s\n",
 			pr.Processor, pr.Executors, plural(pr.Executors, "executor"), pr.Owned, len(pr.Partitions),
-			fmtLag(pr.Lag), fmtInt(pr.Pending), pr.Quarantined, tables)
+			fmtLag(pr.Lag), fmtInt(pr.Pending), pr.Quarantined, fmtInt(pr.Dead), plural(int(pr.Dead), "letter"), tables)
 		var rows [][]string
 		for _, pp := range pr.Partitions {
 			worker, exec := "-", "-"

@@ -136,7 +136,7 @@ func TestTableCLI(t *testing.T) {
 
 	// inspect names the processor's tables.
 	r = run(t, nil, "", s.args("inspect", "ticks")...)
-	if r.status != 0 || !strings.Contains(r.stdout, "0 quarantined; tables lasts (json), sums (msgpack)") {
+	if r.status != 0 || !strings.Contains(r.stdout, "0 quarantined, 0 dead letters; tables lasts (json), sums (msgpack)") {
 		t.Fatalf("inspect ticks: %+v", r)
 	}
 	r = run(t, nil, "", s.args("inspect", "--json", "ticks")...)

@@ -157,6 +157,13 @@ func (i *Inspector) stream(ctx context.Context, reg *registry, def core.Definiti
 		}
 		r.Processors = append(r.Processors, *pr)
 	}
+	dead, err := rdb.DeadLengths(ctx, i.c, i.deadKeys(def.Name, reg.procs[def.Name]))
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, n := range dead {
+		r.Processors[k].Dead = n
+	}
 	return r, snaps, nil
 }
 
@@ -267,7 +274,7 @@ func (i *Inspector) Overview(ctx context.Context) (*Overview, error) {
 			ss.Processors = append(ss.Processors, pr.Processor)
 			o.Processors = append(o.Processors, ProcessorSummary{
 				Stream: name, Processor: pr.Processor, Executors: pr.Executors, Owned: pr.Owned,
-				Partitions: def.Partitions, Lag: pr.Lag, Pending: pr.Pending, Quarantined: pr.Quarantined,
+				Partitions: def.Partitions, Lag: pr.Lag, Pending: pr.Pending, Quarantined: pr.Quarantined, Dead: pr.Dead,
 			})
 			addExecutors(workers, reg.procs[name][k], pr, snaps[k], now)
 		}

@@ -137,6 +137,7 @@ type ProcessorSummary struct {
 	Lag         *int64 `json:"lag"`         // entries not yet delivered; null when Redis knows it for no partition
 	Pending     int64  `json:"pending"`     // delivered, not acknowledged
 	Quarantined int    `json:"quarantined"` // partitions stopped by the Quarantine or Halt policy
+	Dead        int64  `json:"dead"`        // entries in its dead letters (XLEN)
 }
 
 // Worker is one worker, the executors it runs and the task queues it works
@@ -221,6 +222,7 @@ type ProcessorReport struct {
 	Lag         *int64 `json:"lag"`       // sum of the known lags; null when none is known
 	Pending     int64  `json:"pending"`
 	Quarantined int    `json:"quarantined"`
+	Dead        int64  `json:"dead"` // entries in its dead letters (XLEN)
 	// Tables are the processor's tables (name and codec) its workers
 	// recorded; omitted when it keeps none.
 	Tables     []Table              `json:"tables,omitempty"`
