@@ -97,7 +97,6 @@ type (
 	deadAllFn = func(ctx context.Context, stream, processor string) (int, error)
 )
 
-
 // deadAction runs one (on the IDs given) or all (with --all) and prints
 // how many dead letters it did.
 func deadAction(done string, one func(*app.App) deadFn, all func(*app.App) deadAllFn) func(*cli.Context, *app.App) error {

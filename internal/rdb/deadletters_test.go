@@ -1,0 +1,77 @@
+package rdb_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// A replay adds the dead letter's fields to the partition and deletes the
+// dead letter; a replay run again after its first step (the marker set,
+// the dead letter still there) adds nothing.
+func TestReplayDeadOnce(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	k := keys.New(prefix, "shop")
+	dead, part := k.DeadLetter("orders", "totals"), k.Partition("orders", 1)
+	fields := []any{"key", "k1", "codec", "json", "data", `{"n":1}`}
+	id1 := c.XAdd(ctx, &redis.XAddArgs{Stream: dead, Values: append([]any{"dead:partition", "1"}, fields...)}).Val()
+	id2 := c.XAdd(ctx, &redis.XAddArgs{Stream: dead, Values: append([]any{"dead:partition", "1"}, fields...)}).Val()
+
+	mark1 := k.ReplayMark("orders", "totals", 1, id1)
+	added, err := rdb.ReplayDead(ctx, c, part, mark1, 100, fields, dead, id1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := c.XRange(ctx, part, "-", "+").Val()
+	if len(msgs) != 1 || msgs[0].ID != added || msgs[0].Values["data"] != `{"n":1}` || msgs[0].Values["key"] != "k1" {
+		t.Fatalf("partition %+v, added %s", msgs, added)
+	}
+	if ttl := c.PTTL(ctx, mark1).Val(); ttl <= 0 || ttl > rdb.ReplayMarkTTL {
+		t.Errorf("marker TTL %s", ttl)
+	}
+	// Again, as a concurrent replay that read the dead letter before its
+	// deletion would: nothing is added.
+	if again, err := rdb.ReplayDead(ctx, c, part, mark1, 100, fields, dead, id1); err != nil || again != added {
+		t.Errorf("second replay: %s, %v; want %s", again, err, added)
+	}
+
+	// A run stopped after its first step left the marker and the dead
+	// letter: the next run adds nothing and completes the move.
+	mark2 := k.ReplayMark("orders", "totals", 1, id2)
+	c.Set(ctx, mark2, "9-9", 0)
+	if got, err := rdb.ReplayDead(ctx, c, part, mark2, 100, fields, dead, id2); err != nil || got != "9-9" {
+		t.Errorf("resumed replay: %s, %v", got, err)
+	}
+	if n := c.XLen(ctx, part).Val(); n != 1 {
+		t.Errorf("partition holds %d entries, want 1", n)
+	}
+	if n := c.XLen(ctx, dead).Val(); n != 0 {
+		t.Errorf("%d dead letters left", n)
+	}
+}
+
+// DeleteDeadThrough deletes up to the ID given and keeps later letters.
+func TestDeleteDeadThrough(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	key := keys.New(prefix, "shop").DeadLetter("orders", "totals")
+	for _, id := range []string{"5-0", "5-1", "6-0"} {
+		c.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: id, Values: []any{"f", "v"}})
+	}
+	if n, err := rdb.DeleteDeadThrough(ctx, c, key, "5-1"); err != nil || n != 2 {
+		t.Fatalf("deleted %d, %v", n, err)
+	}
+	if last, _ := rdb.DeadLast(ctx, c, key); last != "6-0" {
+		t.Errorf("last %q", last)
+	}
+	if n, _ := rdb.DeadLengths(ctx, c, []string{key, key + "x"}); n[0] != 1 || n[1] != 0 {
+		t.Errorf("lengths %v", n)
+	}
+}
