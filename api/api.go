@@ -137,6 +137,10 @@ func (h *handler) routes() []route {
 		write("POST /v1/streams/{stream}/events", h.sendEvents),
 		read("GET /v1/streams/{stream}", h.streamReport),
 		read("GET /v1/streams/{stream}/processors/{processor}/tables/{table}", h.tableValues),
+		read("GET /v1/streams/{stream}/processors/{processor}/dead", h.listDead),
+		read("GET /v1/streams/{stream}/processors/{processor}/dead/{id}", h.showDead),
+		write("POST /v1/streams/{stream}/processors/{processor}/dead/replay", h.replayDead),
+		write("DELETE /v1/streams/{stream}/processors/{processor}/dead", h.purgeDead),
 		read("GET /v1/overview", h.overview),
 		read("GET /v1/workers", h.workers),
 

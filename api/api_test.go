@@ -654,14 +654,15 @@ func TestAuthAndReadOnly(t *testing.T) {
 	auth := []string{"Authorization", "Bearer s3cret"}
 	e.do(t, "GET", "/v1/overview", "", auth...).want(t, 200, "")
 	e.do(t, "GET", "/v1/queues", "", auth...).want(t, 200, "")
-	for _, p := range []string{"/v1/tasks/x", "/v1/queues/work/tasks/x", "/v1/queues/work/dead", "/v1/queues/work/rate", "/v1/queues/work/concurrency"} {
+	for _, p := range []string{"/v1/tasks/x", "/v1/queues/work/tasks/x", "/v1/queues/work/dead", "/v1/streams/orders/processors/totals/dead", "/v1/queues/work/rate", "/v1/queues/work/concurrency"} {
 		e.do(t, "DELETE", p, "", auth...).want(t, 403, "read_only")
 	}
 	e.do(t, "PUT", "/v1/queues/work/rate", `{"n":1}`, auth...).want(t, 403, "read_only")
 	e.do(t, "PUT", "/v1/queues/work/concurrency", `{"n":1}`, auth...).want(t, 403, "read_only")
 	for _, p := range []string{"/v1/streams/orders/events", "/v1/queues/work/tasks", "/v1/queues/work/runsync",
 		"/v1/queues/work/tasks/x/cancel", "/v1/queues/work/tasks/x/requeue", "/v1/tasks/x/cancel", "/v1/tasks/x/requeue",
-		"/v1/queues/work/pause", "/v1/queues/work/resume", "/v1/queues/work/dead/requeue"} {
+		"/v1/queues/work/pause", "/v1/queues/work/resume", "/v1/queues/work/dead/requeue",
+		"/v1/streams/orders/processors/totals/dead/replay"} {
 		e.do(t, "POST", p, `{"payload":1}`, auth...).want(t, 403, "read_only")
 	}
 	// The size limit applies before anything else is read.
