@@ -17,6 +17,8 @@ const S = {
   queues: [],
   reports: {},   // stream name -> StreamReport
   lists: {},     // "queue/state" -> tasks
+  dead: {},      // "stream/processor" -> listed dead letters, while their list is open
+  deadOpen: '',  // "stream/processor" whose dead letters are listed
   hist: [],      // samples: {t, added: {stream: n}, lag: {"stream/processor": n}, succeeded: {queue: n}, counts: {queue: {state: n}}}
   route: { kind: 'overview' },
   proc: {},      // stream -> chosen processor
@@ -200,6 +202,7 @@ async function poll() {
     S.pools = pl || { workers: [], deployments: [] };
     S.reports = {};
     reps.forEach((r) => { if (r) S.reports[r.stream] = r; });
+    if (S.route.kind === 'stream' && S.deadOpen.startsWith(S.route.name + '/')) await loadDead(S.deadOpen);
     if (S.route.kind === 'queue') {
       const q = S.route.name;
       const l = await api(`v1/queues/${enc(q)}/tasks?state=${S.listState}&limit=${LIST_LIMIT}`).catch(() => null);
@@ -463,14 +466,15 @@ function renderOverview() {
   chart($('#ch-tasks'), S.queues.map((q, i) => ({ name: q.queue, colour: PALETTE[i % PALETTE.length], points: rates((h) => h.succeeded[q.queue]) })), {});
 
   $('#ov-procs').innerHTML = table(
-    [['Stream', ''], ['Processor', ''], ['Executors', 'r'], ['Owned', 'r'], ['Lag', 'r'], ['Pending', 'r'], ['Quarantined', 'r']],
+    [['Stream', ''], ['Processor', ''], ['Executors', 'r'], ['Owned', 'r'], ['Lag', 'r'], ['Pending', 'r'], ['Quarantined', 'r'], ['Dead letters', 'r']],
     ov.processors.map((p) => `<tr class="${p.quarantined ? 'row-bad' : ''}">
       <td><a href="#/stream/${enc(p.stream)}">${esc(p.stream)}</a></td><td>${esc(p.processor)}</td>
       <td class="r num">${fmt(p.executors)}</td>
       <td class="r num">${ownedCell(p.owned, p.partitions)}</td>
       <td class="r num ${p.lag > 0 ? 'warn-text' : ''}">${fmt(p.lag)}</td>
       <td class="r num">${fmt(p.pending)}</td>
-      <td class="r num">${p.quarantined ? `<span class="badge bad">${p.quarantined}</span>` : '0'}</td></tr>`),
+      <td class="r num">${p.quarantined ? `<span class="badge bad">${p.quarantined}</span>` : '0'}</td>
+      <td class="r num" data-dead="${esc(p.stream + '/' + p.processor)}">${p.dead ? `<a href="#/stream/${enc(p.stream)}" data-dead-link="${esc(p.processor)}"><span class="badge bad">${fmt(p.dead)}</span></a>` : '0'}</td></tr>`),
     'no processors registered');
 
   $('#ov-streams').innerHTML = table(
@@ -574,6 +578,7 @@ function streamSkeleton(name) {
         <span class="muted">colour by</span>
         <button data-colour="lag">lag</button><button data-colour="pending">pending</button><button data-colour="owner">owner</button></div>`,
     })}
+    ${panel('Dead letters', '<div id="dead-list"></div>', { id: 'dead-panel' })}
     <div class="grid2">
       ${panel('Appended / s', '<div class="chart" id="ch-st-added"></div>')}
       ${panel('Lag', '<div class="chart" id="ch-st-lag"></div>')}
@@ -618,6 +623,7 @@ function bindView() {
       $('#filter').value = S.filter;
       render();
     });
+    $('#dead-list').addEventListener('click', onDeadAction);
     $('#st-procs').addEventListener('click', (e) => {
       const b = e.target.closest('button[data-proc]');
       if (b) { S.proc[S.route.name] = b.dataset.proc; render(); }
@@ -676,7 +682,9 @@ function renderStream(name) {
     kpi('Pending', fmt(proc?.pending ?? 0), { id: 'stream-pending' }),
     kpi('Owned', proc ? `${fmt(proc.owned)}<span class="kpi-of">/${fmt(rep.partitions.length)}</span>` : '–', { sub: `${owners.size} worker${owners.size === 1 ? '' : 's'}` }),
     kpi('Quarantined', fmt(proc?.quarantined ?? 0), { id: 'stream-quarantined', cls: proc?.quarantined ? 'bad' : '' }),
+    kpi('Dead letters', fmt(proc?.dead ?? 0), { id: 'stream-dead', cls: proc?.dead ? 'bad' : '' }),
   ].join('');
+  renderDead(name, proc);
   $('#st-warnings').innerHTML = warnings(rep.warnings);
   const tables = proc?.tables?.length
     ? ` <span class="muted" id="st-tables">tables ${proc.tables.map((t) => `${esc(t.name)} (${esc(t.codec)})`).join(', ')}</span>`
@@ -972,6 +980,81 @@ async function onTaskAction(e) {
   const path = `v1/queues/${enc(S.route.name)}/tasks/${enc(id)}`;
   await act(b, () => (action === 'delete' ? api(path, { method: 'DELETE' }) : api(`${path}/${action}`, { method: 'POST' })),
     `${{ requeue: 'Requeued', cancel: 'Cancelled', delete: 'Deleted' }[action]} task ${id}`, `${action} ${id}`);
+}
+
+// ---------- dead letters of a stream processor ----------
+
+async function loadDead(key) {
+  const [stream, proc] = key.split('/');
+  const l = await api(`v1/streams/${enc(stream)}/processors/${enc(proc)}/dead?limit=${LIST_LIMIT}`).catch(() => null);
+  if (l) S.dead[key] = l;
+}
+
+// renderDead shows processor proc's dead-letter count, and once its List
+// button is clicked its dead letters with Replay and Purge buttons (all
+// of them: the first click arms the button, a second one acts).
+function renderDead(name, proc) {
+  const el = $('#dead-list');
+  if (!el) return;
+  if (!proc) { setHTML(el, '<div class="empty">no processor</div>'); return; }
+  const key = name + '/' + proc.processor;
+  const dis = S.info?.read_only ? ' disabled title="read-only"' : '';
+  const open = S.deadOpen === key;
+  const head = `<div class="actions bulk"><span class="muted" id="dead-count">${fmt(proc.dead)} dead letter${proc.dead === 1 ? '' : 's'} of ${esc(proc.processor)}</span>
+    <button class="btn" data-dead-action="list">${open ? 'Hide' : 'List'}</button>`;
+  if (!open) { setHTML(el, head + '</div>'); return; }
+  const page = S.dead[key];
+  const letters = page?.letters;
+  const armed = S.armed && S.armed.queue === key && S.armed.until > Date.now() ? S.armed.action : '';
+  const bulkBtn = (action, label, cls) => `<button class="btn ${cls}" data-dead-bulk="${action}"${dis}>${armed === action ? `Click again to ${label.toLowerCase()}` : label}</button>`;
+  const bulk = letters && letters.length ? bulkBtn('replay', 'Replay all', '') + bulkBtn('purge', 'Purge all', 'danger') : '';
+  setHTML(el, head + bulk + '</div>' + (!letters ? '<div class="empty">loading…</div>' : table(
+    [['Dead letter', ''], ['Entry', ''], ['Partition', 'r'], ['Key', ''], ['Died', ''], ['Attempts', 'r'], ['Error', ''], ['', 'r']],
+    letters.map((d) => `<tr data-dead-id="${esc(d.id)}">
+      <td class="mono">${esc(d.id)}</td><td class="mono muted">${esc(d.entry_id)}</td>
+      <td class="r num">${fmt(d.partition)}</td><td>${esc(d.key)}</td>
+      <td class="num">${fmtTime(d.time)}</td><td class="r num">${fmt(d.attempts)}</td>
+      <td class="err" title="${esc(d.error)}">${esc(trim(d.error, 60)) || '<span class="muted">–</span>'}</td>
+      <td class="r"><div class="actions">
+        ${d.replayable ? `<button class="btn" data-dead-action="replay" data-id="${esc(d.id)}"${dis}>Replay</button>` : ''}
+        <button class="btn danger" data-dead-action="purge" data-id="${esc(d.id)}"${dis}>Purge</button>
+      </div></td></tr>`), 'no dead letters') + (page?.next ? `<div class="muted">${fmt(page.total)} in all; the oldest ${fmt(letters.length)} shown</div>` : '')));
+}
+
+async function onDeadAction(e) {
+  const rep = S.reports[S.route.name];
+  const proc = rep && (rep.processors.find((p) => p.processor === S.proc[S.route.name]) || rep.processors[0]);
+  if (!proc) return;
+  const key = S.route.name + '/' + proc.processor;
+  const path = `v1/streams/${enc(S.route.name)}/processors/${enc(proc.processor)}/dead`;
+  const bulk = e.target.closest('button[data-dead-bulk]');
+  if (bulk) {
+    if (bulk.disabled) return;
+    const action = bulk.dataset.deadBulk;
+    if (!(S.armed && S.armed.queue === key && S.armed.action === action && S.armed.until > Date.now())) {
+      S.armed = { queue: key, action, until: Date.now() + 5000 };
+      render();
+      setTimeout(render, 5100);
+      return;
+    }
+    S.armed = null;
+    const call = action === 'purge'
+      ? () => api(path, { method: 'DELETE', body: JSON.stringify({ all: true }) })
+      : () => api(`${path}/replay`, { method: 'POST', body: JSON.stringify({ all: true }) });
+    return act(bulk, call, (r) => `${action === 'purge' ? 'Purged' : 'Replayed'} ${fmt(r[action === 'purge' ? 'purged' : 'replayed'])} dead letters of ${key}`, `${action} dead letters of ${key}`);
+  }
+  const b = e.target.closest('button[data-dead-action]');
+  if (!b || b.disabled) return;
+  const { deadAction: action, id } = b.dataset;
+  if (action === 'list') {
+    S.deadOpen = S.deadOpen === key ? '' : key;
+    if (S.deadOpen) await loadDead(key);
+    render();
+    return;
+  }
+  const body = JSON.stringify({ ids: [id] });
+  await act(b, () => (action === 'purge' ? api(path, { method: 'DELETE', body }) : api(`${path}/replay`, { method: 'POST', body })),
+    `${action === 'purge' ? 'Purged' : 'Replayed'} dead letter ${id}`, `${action} ${id}`);
 }
 
 async function onBulkAction(b) {
