@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,8 +172,8 @@ func printDeadLetter(c *cli.Context, d *inspect.DeadLetter) error {
 	}
 	fmt.Fprintf(w, "dead letter %s\nentry      %s (partition %d)\nkey        %s\ndied       %s\nattempts   %s\ncodec      %s\nerror      %s\n",
 		d.ID, d.EntryID, d.Partition, quoteTerm(d.Key), deadTimeText(d.Time), deadAttempts(d.Attempts), orDash(d.Codec), quoteTerm(d.Error))
-	for name, v := range d.Headers {
-		fmt.Fprintf(w, "header     %s: %s\n", quoteTerm(name), quoteTerm(v))
+	for _, name := range slices.Sorted(maps.Keys(d.Headers)) {
+		fmt.Fprintf(w, "header     %s: %s\n", quoteTerm(name), quoteTerm(d.Headers[name]))
 	}
 	switch {
 	case !d.Replayable:

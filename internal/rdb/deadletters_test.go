@@ -75,3 +75,33 @@ func TestDeleteDeadThrough(t *testing.T) {
 		t.Errorf("lengths %v", n)
 	}
 }
+
+// On Redis Cluster, where the dead letters and the partition are in
+// different slots, a replay moves the entry and the reads work.
+func TestReplayDeadCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client(t)
+	ctx := context.Background()
+	k := keys.New("leat", "shop")
+	dead, part := k.DeadLetter("orders", "totals"), k.Partition("orders", 0)
+	fields := []any{"key", "k1", "codec", "json", "data", `{"n":1}`}
+	id := c.XAdd(ctx, &redis.XAddArgs{Stream: dead, Values: append([]any{"dead:partition", "0"}, fields...)}).Val()
+	c.XAdd(ctx, &redis.XAddArgs{Stream: dead, Values: append([]any{"dead:partition", "0"}, fields...)})
+	if n, err := rdb.DeadLengths(ctx, c, []string{dead, part}); err != nil || n[0] != 2 || n[1] != 0 {
+		t.Fatalf("lengths %v, %v", n, err)
+	}
+	if _, err := rdb.ReplayDead(ctx, c, part, k.ReplayMark("orders", "totals", 0, id), 100, fields, dead, id); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.DeadLengths(ctx, c, []string{dead, part}); n[0] != 1 || n[1] != 1 {
+		t.Errorf("after the replay: lengths %v, want 1 dead letter and 1 entry", n)
+	}
+	last, err := rdb.DeadLast(ctx, c, dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.DeleteDeadThrough(ctx, c, dead, last); err != nil || n != 1 {
+		t.Errorf("purge: %d, %v", n, err)
+	}
+}
