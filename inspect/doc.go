@@ -28,8 +28,14 @@
 // round trip. [Inspector.TableScan] lists a table's keys up to a limit, with
 // HSCAN: its cost grows with the limit.
 //
-// Apart from TableScan, asked for with its limit, nothing scans entries or
-// keys (no SCAN, no KEYS, no XRANGE beyond one entry).
+// [Inspector.DeadLetters] lists a processor's dead letters a page at a
+// time (XLEN, then XRANGE with COUNT limit+1), and [Inspector.DeadLetter]
+// reads one (XRANGE of one ID); the reports count each processor's dead
+// letters with XLEN.
+//
+// Apart from TableScan and DeadLetters, asked for with their limits,
+// nothing scans entries or keys (no SCAN, no KEYS, no XRANGE beyond one
+// entry).
 //
 // # Output
 //
