@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/task"
 )
 
@@ -15,7 +15,7 @@ import (
 // A level in the path and another "priority" in the body is a bad request.
 func (h *handler) lookupAddress(w http.ResponseWriter, r *http.Request, opts []task.EnqueueOption, priority string) (*rawQueue, []task.EnqueueOption) {
 	name := r.PathValue("queue")
-	if err := keys.CheckName("task queue", name); err != nil {
+	if err := rdb.CheckName("task queue", name); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_name", err.Error())
 		return nil, nil
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/inspect"
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // The dead letters of a stream processor: listed, shown, replayed and
@@ -25,7 +25,7 @@ const DefaultDeadLimit = 20
 func deadNames(w http.ResponseWriter, r *http.Request) (stream, processor string, ok bool) {
 	stream, processor = r.PathValue("stream"), r.PathValue("processor")
 	for _, n := range []struct{ what, v string }{{"stream", stream}, {"processor", processor}} {
-		if err := keys.CheckName(n.what, n.v); err != nil {
+		if err := rdb.CheckName(n.what, n.v); err != nil {
 			writeError(w, http.StatusBadRequest, "bad_name", err.Error())
 			return "", "", false
 		}

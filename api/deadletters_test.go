@@ -6,7 +6,7 @@ import (
 
 	"github.com/leatdev/leat/api"
 	"github.com/leatdev/leat/executor"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -23,7 +23,7 @@ func (e *env) addDead(t *testing.T, key, data string) string {
 	if data != "" {
 		vals = append(vals, "key", key, "codec", "json", "data", data, "h:trace", "t1")
 	}
-	id, err := e.client.XAdd(context.Background(), &redis.XAddArgs{Stream: keys.New(e.prefix, "shop").DeadLetter("orders", "totals"), Values: vals}).Result()
+	id, err := e.client.XAdd(context.Background(), &redis.XAddArgs{Stream: rdb.NewKeySpace(e.prefix, "shop").DeadLetter("orders", "totals"), Values: vals}).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestDeadLetters(t *testing.T) {
 	id1 := e.addDead(t, "o1", `{"id":"o1","amount":5}`)
 	id2 := e.addDead(t, "o2", `{"id":"o2","amount":7}`)
 	bad := e.addDead(t, "o3", "")
-	part := keys.New(e.prefix, "shop").Partition("orders", 2)
+	part := rdb.NewKeySpace(e.prefix, "shop").Partition("orders", 2)
 
 	r := e.do(t, "GET", deadPath, "").want(t, 200, "")
 	if r.body["total"] != float64(3) || len(r.body["letters"].([]any)) != 3 || r.body["next"] != nil {
@@ -99,7 +99,7 @@ func TestDeadLetters(t *testing.T) {
 	if r.body["purged"] != float64(1) {
 		t.Errorf("purge all %s", r.raw)
 	}
-	if n := e.client.XLen(context.Background(), keys.New(e.prefix, "shop").DeadLetter("orders", "totals")).Val(); n != 0 {
+	if n := e.client.XLen(context.Background(), rdb.NewKeySpace(e.prefix, "shop").DeadLetter("orders", "totals")).Val(); n != 0 {
 		t.Errorf("%d dead letters left", n)
 	}
 }

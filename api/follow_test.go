@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/api"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -250,7 +250,7 @@ func TestSlowFollowerFallsBehind(t *testing.T) {
 	// The updates a handler would report, written as the worker writes
 	// them: more than the connection of a client that reads nothing holds,
 	// then more events than are kept.
-	updates := keys.New(e.prefix, "shop").TaskUpdatesPrefix("work") + id
+	updates := rdb.NewKeySpace(e.prefix, "shop").TaskUpdatesPrefix("work") + id
 	partials := func(n, size int) {
 		t.Helper()
 		pipe := e.client.Pipeline()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/leatdev/leat/inspect"
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // maxRecords bounds the records of one send.
@@ -21,7 +21,7 @@ const maxRecords = 10_000
 // from the app's registry in Redis. It answers the request and returns nil
 // when it cannot.
 func (h *handler) openStream(w http.ResponseWriter, r *http.Request, name string) *core.Core {
-	if err := keys.CheckName("stream", name); err != nil {
+	if err := rdb.CheckName("stream", name); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_name", err.Error())
 		return nil
 	}
@@ -36,7 +36,7 @@ func (h *handler) openStream(w http.ResponseWriter, r *http.Request, name string
 		return st
 	}
 	cfg := h.a.Config()
-	def, err := core.LoadDefinition(r.Context(), h.a.Client(), keys.New(cfg.KeyPrefix, cfg.Name).Registry(), name)
+	def, err := core.LoadDefinition(r.Context(), h.a.Client(), rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name).Registry(), name)
 	switch {
 	case errors.Is(err, core.ErrUnknownStream):
 		writeError(w, http.StatusNotFound, "unknown_stream", fmt.Sprintf("unknown stream %q: it is not in the registry of app %q", name, cfg.Name))
@@ -145,7 +145,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) streamReport(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("stream")
-	if err := keys.CheckName("stream", name); err != nil {
+	if err := rdb.CheckName("stream", name); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_name", err.Error())
 		return
 	}
@@ -166,7 +166,7 @@ func (h *handler) streamReport(w http.ResponseWriter, r *http.Request) {
 func (h *handler) tableValues(w http.ResponseWriter, r *http.Request) {
 	names := []struct{ what, v string }{{"stream", r.PathValue("stream")}, {"processor", r.PathValue("processor")}, {"table", r.PathValue("table")}}
 	for _, n := range names {
-		if err := keys.CheckName(n.what, n.v); err != nil {
+		if err := rdb.CheckName(n.what, n.v); err != nil {
 			writeError(w, http.StatusBadRequest, "bad_name", err.Error())
 			return
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/task"
 )
 
@@ -170,7 +170,7 @@ func (h *handler) decodeEnqueue(w http.ResponseWriter, r *http.Request) (json.Ra
 // answers the request and returns nil.
 func (h *handler) lookupQueue(w http.ResponseWriter, r *http.Request) *rawQueue {
 	name := r.PathValue("queue")
-	if err := keys.CheckName("task queue", name); err != nil {
+	if err := rdb.CheckName("task queue", name); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_name", err.Error())
 		return nil
 	}

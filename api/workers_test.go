@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/api"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +22,7 @@ func TestWorkersList(t *testing.T) {
 	if r.raw != `{"workers":[],"deployments":[]}`+"\n" {
 		t.Fatalf("no control plane: %s", r.raw)
 	}
-	ks := keys.New(e.prefix, "shop")
+	ks := rdb.NewKeySpace(e.prefix, "shop")
 	ctx := context.Background()
 	rec, _ := json.Marshal(map[string]any{"id": "gpu-0123456789abcdef", "pool": "gpu", "health": "ok", "queues": []string{"work"}})
 	e.client.Set(ctx, ks.PlaneWorker("gpu-0123456789abcdef"), rec, time.Minute)

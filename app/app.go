@@ -11,7 +11,6 @@ import (
 	"github.com/leatdev/leat/internal/clock"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/declared"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/leatdev/leat/stream"
@@ -25,7 +24,7 @@ type App struct {
 	cfg        Config
 	client     redis.UniversalClient
 	ownsClient bool
-	keys       keys.Space
+	keys       rdb.KeySpace
 	catalog    *core.Catalog
 	streams    *stream.Catalog // catalog, as users see it
 	logger     *slog.Logger
@@ -51,7 +50,7 @@ func New(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, client: cfg.Client, keys: keys.New(cfg.KeyPrefix, cfg.Name)}
+	a := &App{cfg: cfg, client: cfg.Client, keys: rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name)}
 	if a.client == nil {
 		if a.client, err = cfg.newOwnClient(); err != nil {
 			return nil, err

@@ -8,9 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/scripts"
 )
 
 // Schedule says when a background task runs. The zero value runs it once
@@ -62,7 +60,7 @@ type task struct {
 // the given schedule. An error or a panic of fn is logged; the schedule
 // goes on. fn must return when ctx is done.
 func (a *App) Background(name string, fn func(ctx context.Context) error, s Schedule) error {
-	if err := keys.CheckName("background task", name); err != nil {
+	if err := rdb.CheckName("background task", name); err != nil {
 		return err
 	}
 	if fn == nil {
@@ -72,8 +70,8 @@ func (a *App) Background(name string, fn func(ctx context.Context) error, s Sche
 	switch {
 	case s.Lease != "" && !s.LeaderOnly:
 		return fmt.Errorf("background task %q: Lease needs LeaderOnly", name)
-	case s.Lease != "" && !keys.ValidName(s.Lease):
-		return fmt.Errorf("background task %q: %w", name, keys.CheckName("lease", s.Lease))
+	case s.Lease != "" && !rdb.ValidName(s.Lease):
+		return fmt.Errorf("background task %q: %w", name, rdb.CheckName("lease", s.Lease))
 	case s.Every < 0:
 		return fmt.Errorf("background task %q: negative interval", name)
 	case s.Every > 0 && s.Cron != "":
@@ -255,7 +253,7 @@ func (t *task) lead(tm *term, a *App) {
 	}
 	token := tm.lock.Token()
 	write := func(field string, value int64) {
-		err := scripts.RecordBackground(ctx, a.client, tm.lock.Key(), key, tm.lock.Value(), token, field, value, a.recordTTL())
+		err := rdb.RecordBackground(ctx, a.client, tm.lock.Key(), key, tm.lock.Value(), token, field, value, a.recordTTL())
 		if err != nil && ctx.Err() == nil {
 			a.logger.Warn("background task run not recorded", "task", t.name, "term", token, "error", err)
 		}
@@ -264,12 +262,12 @@ func (t *task) lead(tm *term, a *App) {
 		if rec.done != 0 {
 			a.logger.Info("background task already completed", "task", t.name, "term", rec.done)
 		} else if t.call(ctx, a, time.Time{}) {
-			write(scripts.RecordDone, token)
+			write(rdb.RecordDone, token)
 		}
 		<-ctx.Done() // once per term at most
 		return
 	}
-	t.loop(ctx, a, rec.tick, func(tick time.Time) { write(scripts.RecordTick, tick.UnixMicro()) })
+	t.loop(ctx, a, rec.tick, func(tick time.Time) { write(rdb.RecordTick, tick.UnixMicro()) })
 }
 
 // record is what Redis holds about a leader-only task.

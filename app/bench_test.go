@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -86,7 +86,7 @@ func BenchmarkProcess(b *testing.B) {
 func BenchmarkProcessRawGoRedis(b *testing.B) {
 	c, prefix, _, _ := benchFill(b, b.N)
 	ctx := context.Background()
-	ks := keys.New(prefix, "bench")
+	ks := rdb.NewKeySpace(prefix, "bench")
 	streams := make([]string, 0, 32)
 	for p := range 16 {
 		key := ks.Partition("events", p)

@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,7 +18,7 @@ import (
 // would get MOVED replies, after part of a batch was written. Set
 // Config.Cluster (CLI: --cluster or LEAT_REDIS_CLUSTER=1), or name more
 // nodes in the URL with ?addr=HOST:PORT.
-var ErrClusterNode = core.ErrClusterNode
+var ErrClusterNode = topology.ErrClusterNode
 
 // IsClusterURL reports whether raw is in go-redis's cluster URL form, which
 // names more seed nodes of a Redis Cluster with addr query parameters:

@@ -11,8 +11,8 @@ import (
 	"github.com/leatdev/leat/executor"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/netguard"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/middleware"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -151,12 +151,12 @@ type Config struct {
 // validate checks c and returns it with defaults filled in.
 func (c Config) validate() (Config, error) {
 	var errs []error
-	if err := keys.CheckName("app", c.Name); err != nil {
+	if err := rdb.CheckName("app", c.Name); err != nil {
 		errs = append(errs, err)
 	}
 	if c.KeyPrefix == "" {
-		c.KeyPrefix = keys.DefaultPrefix
-	} else if !keys.ValidPrefix(c.KeyPrefix) {
+		c.KeyPrefix = rdb.DefaultPrefix
+	} else if !rdb.ValidPrefix(c.KeyPrefix) {
 		errs = append(errs, fmt.Errorf("key prefix %q is invalid: use letters, digits, '_', '.', '-' or ':'", c.KeyPrefix))
 	}
 	if c.Client == nil && c.RedisURL == "" {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 )
 
@@ -108,7 +107,7 @@ func (a *App) DeleteDead(ctx context.Context, stream, processor string, ids ...s
 		return res, err
 	}
 	for _, id := range d.ids {
-		n, err := rdb.DeleteDead(ctx, a.client, d.key, id)
+		n, err := rdb.DeleteDeadLetters(ctx, a.client, d.key, id)
 		if err != nil {
 			return res, err
 		}
@@ -138,7 +137,7 @@ func (a *App) DeleteAllDead(ctx context.Context, stream, processor string) (int,
 
 // deadSet is a request on the dead letters of a processor.
 type deadSet struct {
-	k         keys.Space
+	k         rdb.KeySpace
 	stream    string
 	processor string
 	key       string
@@ -149,10 +148,10 @@ type deadSet struct {
 // deadLetters checks a request: the names, the IDs (sorted in dead-letter
 // order), and for a replay the stream's definition in the registry.
 func (a *App) deadLetters(ctx context.Context, stream, processor string, replay bool, ids []string) (*deadSet, error) {
-	if err := keys.CheckName("stream", stream); err != nil {
+	if err := rdb.CheckName("stream", stream); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadDeadLetter, err)
 	}
-	if err := keys.CheckName("processor", processor); err != nil {
+	if err := rdb.CheckName("processor", processor); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadDeadLetter, err)
 	}
 	d := &deadSet{k: a.keys, stream: stream, processor: processor, key: a.keys.DeadLetter(stream, processor)}

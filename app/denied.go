@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
 // deniedHook says what to grant in the permission errors (NOPERM, and Lua
 // scripts calling a command the user may not run) of the client an App
-// makes from RedisURL; see scripts.Explain. On a single-server client it
+// makes from RedisURL; see rdb.Explain. On a single-server client it
 // also turns a MOVED, ASK or CROSSSLOT reply, the sign of a Redis Cluster
 // node the App was not told about, into ErrClusterNode. A caller-owned client is
 // left as it is: Run explains the error it returns.
@@ -25,7 +25,7 @@ func (h deniedHook) explain(err error) error {
 	if h.single && isClusterReply(err) && !errors.Is(err, ErrClusterNode) {
 		return fmt.Errorf("%w (set Config.Cluster): %w", ErrClusterNode, err)
 	}
-	return scripts.Explain(err, h.prefix)
+	return rdb.Explain(err, h.prefix)
 }
 
 func (deniedHook) DialHook(next redis.DialHook) redis.DialHook { return next }

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -12,7 +12,7 @@ import (
 func SetJanitorEvery(a *App, d time.Duration) { a.janitorEvery = d }
 
 // Keys returns a's Redis key space.
-func Keys(a *App) keys.Space { return a.keys }
+func Keys(a *App) rdb.KeySpace { return a.keys }
 
 // PartitionKey returns the Redis key of partition p of s.
 func PartitionKey[T any](s *stream.Stream[T], p int) string {

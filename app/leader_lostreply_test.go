@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 )
 
@@ -18,7 +18,7 @@ func TestLeaderAfterLostReply(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	const lease = 30 * time.Second
-	lose := &redistest.ReplyLoser{Match: []byte(keys.New(env.prefix, "shop").Leader())}
+	lose := &redistest.ReplyLoser{Match: []byte(rdb.NewKeySpace(env.prefix, "shop").Leader())}
 	lose.Armed = func() bool { return lose.Lost() < 4 } // the first try and go-redis's 3 retries of it
 	a, _ := env.newApp(1, func(c *app.Config) {
 		c.Client = lose.Client(t, env.client)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -37,7 +37,7 @@ func (p *Processor) FullName() string { return p.stream.Name() + "/" + p.Name }
 //
 // Settings that cannot work are refused here, not when the worker runs.
 func Process[T any](a *App, s *stream.Stream[T], name string, fn func(ctx context.Context, events *stream.Events[T]) error, opts ...ProcessorOption) error {
-	if err := keys.CheckName("processor", name); err != nil {
+	if err := rdb.CheckName("processor", name); err != nil {
 		return err
 	}
 	if fn == nil {
@@ -77,7 +77,7 @@ func (a *App) Processors() []*Processor {
 
 // ErrUnknownProcessor is returned when a processor name matches no
 // processor, or more than one.
-var ErrUnknownProcessor = keys.ErrUnknownProcessor
+var ErrUnknownProcessor = rdb.ErrUnknownProcessor
 
 // SelectProcessors returns the processors named in names ("processor" or
 // "stream/processor"); all of them when names is empty.
@@ -94,7 +94,7 @@ func (a *App) SelectProcessors(names []string) ([]*Processor, error) {
 	}
 	var out []*Processor
 	for _, n := range names {
-		full, err := keys.MatchProcessor(n, known)
+		full, err := rdb.MatchProcessor(n, known)
 		if err != nil {
 			return nil, err
 		}

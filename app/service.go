@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // A Service is a long-running part of the worker other than the
@@ -25,7 +25,7 @@ func (a *App) Attach(s Service) error {
 	if s == nil {
 		return fmt.Errorf("attach: service is nil")
 	}
-	if err := keys.CheckName("service", s.Name()); err != nil {
+	if err := rdb.CheckName("service", s.Name()); err != nil {
 		return err
 	}
 	a.mu.Lock()

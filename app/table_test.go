@@ -12,7 +12,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/middleware"
 	"github.com/leatdev/leat/stream"
@@ -537,7 +537,7 @@ func TestTableWithDedup(t *testing.T) {
 	if err := w.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	if n := env.client.Exists(context.Background(), app.Keys(a).Local(keys.Dedup("p", "b-1"), "events", 0)).Val(); n != 0 {
+	if n := env.client.Exists(context.Background(), app.Keys(a).Local(rdb.Dedup("p", "b-1"), "events", 0)).Val(); n != 0 {
 		t.Error("the idempotency key of an event whose commit failed was recorded")
 	}
 }

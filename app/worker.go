@@ -12,7 +12,6 @@ import (
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -35,7 +34,7 @@ func (a *App) Run(ctx context.Context) error { return a.RunProcessors(ctx, nil) 
 //
 // A permission error of the Redis user (ACL) is returned with what to grant.
 func (a *App) RunProcessors(ctx context.Context, names []string) error {
-	return scripts.Explain(a.runProcessors(ctx, names), a.cfg.KeyPrefix)
+	return rdb.Explain(a.runProcessors(ctx, names), a.cfg.KeyPrefix)
 }
 
 func (a *App) runProcessors(ctx context.Context, names []string) error {

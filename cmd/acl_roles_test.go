@@ -14,9 +14,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
@@ -301,14 +300,14 @@ func TestProducerACL(t *testing.T) {
 	wantNoPerm(t, "HSET a task's hash", c.HSet(ctx, h, "s", "pending").Err())
 	wantNoPerm(t, "HSET a task's hash from a script", c.Eval(ctx, "return redis.call('HSET', ARGV[1], 's', 'pending')", nil, h).Err())
 	wantNoPerm(t, "DEL a task's hash", c.Del(ctx, h).Err())
-	wantNoPerm(t, "HSET the live settings", c.HSet(ctx, s.keys.TaskConfig("jobs"), taskrdb.PausedField, "1").Err())
+	wantNoPerm(t, "HSET the live settings", c.HSet(ctx, s.keys.TaskConfig("jobs"), rdb.PausedField, "1").Err())
 	wantNoPerm(t, "HSET the queue registry", c.HSet(ctx, s.keys.TaskQueues(), "jobs", "{}").Err())
 	wantNoPerm(t, "HSET the stream registry", c.HSet(ctx, s.keys.Registry(), "ticks", "{}").Err())
 	wantNoPerm(t, "SET a partition lock", c.Set(ctx, s.keys.Lock("ticks", "count", 0), "x", 0).Err())
-	wantNoPerm(t, "SET a queue's lease", c.Set(ctx, s.keys.LeaderOf(keys.TaskLease("jobs")), "x", 0).Err())
+	wantNoPerm(t, "SET a queue's lease", c.Set(ctx, s.keys.LeaderOf(rdb.TaskLease("jobs")), "x", 0).Err())
 	wantNoPerm(t, "SET over the ready stream", c.Set(ctx, s.keys.TaskStream("jobs", 0), "x", 0).Err())
 	wantNoPerm(t, "XREADGROUP the ready stream", c.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: taskrdb.Group, Consumer: "p", Streams: []string{s.keys.TaskStream("jobs", 0), ">"}, Count: 1}).Err())
+		Group: rdb.TaskGroup, Consumer: "p", Streams: []string{s.keys.TaskStream("jobs", 0), ">"}, Count: 1}).Err())
 	wantNoPerm(t, "PUBLISH a cancellation", c.Publish(ctx, s.keys.TaskCancel("jobs"), chosen).Err())
 	// A staged hash renamed onto an existing task is refused by RENAMENX
 	// itself: the task is left as it was.
@@ -326,7 +325,7 @@ func TestProducerACL(t *testing.T) {
 	// The common KEYS of the task scripts, which enqueue.lua was given
 	// before, name keys the producer may not write (the dead set, the
 	// live settings, the task hashes): Redis refuses any EVAL given them.
-	wantNoPerm(t, "EVAL given the task scripts' common KEYS", c.Eval(ctx, "return 1", taskrdb.Keys(s.keys, "jobs")).Err())
+	wantNoPerm(t, "EVAL given the task scripts' common KEYS", c.Eval(ctx, "return 1", rdb.Keys(s.keys, "jobs")).Err())
 }
 
 // The operator docs/configuration.md documents inspects, lists, shows, pauses and resumes,
@@ -417,7 +416,7 @@ func TestOperatorACL(t *testing.T) {
 	}
 	tasks("rate", "jobs", "default")
 	tasks("concurrency", "jobs", "3")
-	if v := s.client.HGet(ctx, s.keys.TaskConfig("jobs"), taskrdb.ConcurrencyField).Val(); v != "3" {
+	if v := s.client.HGet(ctx, s.keys.TaskConfig("jobs"), rdb.ConcurrencyField).Val(); v != "3" {
 		t.Fatalf("live concurrency %q, want 3", v)
 	}
 	tasks("concurrency", "jobs", "default")
@@ -455,13 +454,13 @@ func TestOperatorACL(t *testing.T) {
 
 	c := userClient(t, o)
 	wantNoPerm(t, "XREADGROUP a ready stream", c.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: taskrdb.Group, Consumer: "o", Streams: []string{s.keys.TaskStream("jobs", 0), ">"}, Count: 1}).Err())
-	_, err = taskrdb.Fetch(ctx, c, taskrdb.Keys(s.keys, "jobs"), "o", taskrdb.Limits{}, taskrdb.NewCall(), []int{1, 1}, 1)
+		Group: rdb.TaskGroup, Consumer: "o", Streams: []string{s.keys.TaskStream("jobs", 0), ">"}, Count: 1}).Err())
+	_, err = rdb.FetchTasks(ctx, c, rdb.Keys(s.keys, "jobs"), "o", rdb.Limits{}, rdb.NewCall(), []int{1, 1}, 1)
 	wantNoPerm(t, "the fetch script", err)
 	wantNoPerm(t, "a fetch memo", c.Set(ctx, s.keys.TaskFetchedPrefix("jobs")+"o:0", "x", 0).Err())
 	wantNoPerm(t, "ZADD the queue's workers", c.ZAdd(ctx, s.keys.TaskWorkers("jobs"), redis.Z{Score: 1, Member: "o"}).Err())
 	wantNoPerm(t, "SET a partition lock", c.Set(ctx, s.keys.Lock("ticks", "count", 0), "x", 0).Err())
-	wantNoPerm(t, "SET a queue's lease", c.Set(ctx, s.keys.LeaderOf(keys.TaskLease("jobs")), "x", 0).Err())
+	wantNoPerm(t, "SET a queue's lease", c.Set(ctx, s.keys.LeaderOf(rdb.TaskLease("jobs")), "x", 0).Err())
 	wantNoPerm(t, "SET the app's lease", c.Set(ctx, s.keys.Leader(), "x", 0).Err())
 	wantNoPerm(t, "HSET the queue registry", c.HSet(ctx, s.keys.TaskQueues(), "jobs", "{}").Err())
 	wantNoPerm(t, "HSET the stream registry", c.HSet(ctx, s.keys.Registry(), "ticks", "{}").Err())

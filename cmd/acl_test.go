@@ -19,7 +19,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/middleware"
 	"github.com/leatdev/leat/stream"
@@ -126,7 +126,7 @@ func TestMeasureACL(t *testing.T) {
 		t.Skip("set LEAT_MEASURE_ACL=1 to measure the commands leat runs")
 	}
 	srv := redistest.Start(t)
-	s := shop{client: srv.Client(t), keys: keys.New("leat", "shop"),
+	s := shop{client: srv.Client(t), keys: rdb.NewKeySpace("leat", "shop"),
 		global: []string{"--redis", srv.URL, "--prefix", "leat", "--app", "shop"}}
 	aclScenario(t, s)
 	aclMiddlewareScenario(t, s)
@@ -407,7 +407,7 @@ func TestACLTaskScriptDenied(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = q.Enqueue(ctx, "x")
-	for _, want := range []string{"Lua script task queue enqueue.lua calls ", "HINCRBY", "+hincrby"} {
+	for _, want := range []string{"Lua script task_enqueue.lua calls ", "HINCRBY", "+hincrby"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("enqueue: %v, want it to mention %q", err, want)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/bench"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -253,7 +254,7 @@ func benchClient(c *cli.Context) (*redis.Client, error) {
 		return nil, usageError{err}
 	}
 	client := redis.NewClient(opt)
-	if err := ping(c.Context, raw, func(ctx context.Context) error { return client.Ping(ctx).Err() }); err != nil {
+	if err := ping(c.Context, raw, func(ctx context.Context) error { return rdb.Ping(ctx, client) }); err != nil {
 		client.Close()
 		if c.Context.Err() != nil {
 			return nil, c.Context.Err() // interrupted, not unreachable

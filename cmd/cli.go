@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 	"github.com/urfave/cli/v2"
@@ -81,7 +81,7 @@ func New(setup Setup) *cli.App {
 			&cli.StringFlag{
 				Name:    flagPrefix,
 				Usage:   "prefix of the app's Redis keys",
-				Value:   keys.DefaultPrefix,
+				Value:   rdb.DefaultPrefix,
 				EnvVars: []string{"LEAT_PREFIX"},
 			},
 			&cli.StringFlag{
@@ -250,11 +250,11 @@ func config(c *cli.Context) (app.Config, error) {
 			return app.Config{}, err
 		}
 	}
-	if err := keys.CheckName("app", name); err != nil {
+	if err := rdb.CheckName("app", name); err != nil {
 		return app.Config{}, usageErrorf("--app: %w", err)
 	}
 	prefix := c.String(flagPrefix)
-	if !keys.ValidPrefix(prefix) {
+	if !rdb.ValidPrefix(prefix) {
 		return app.Config{}, usageErrorf("--prefix %q is invalid: use 1 to 128 letters, digits, '_', '.', '-' or ':'", prefix)
 	}
 	redisURL := c.String(flagRedis)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
@@ -50,7 +50,7 @@ func TestClusterCLI(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prefix := strings.ReplaceAll(tc.name, " ", "-")
-			s := shop{keys: keys.New(prefix, "shop"), global: append(tc.redis, "--prefix", prefix, "--app", "shop")}
+			s := shop{keys: rdb.NewKeySpace(prefix, "shop"), global: append(tc.redis, "--prefix", prefix, "--app", "shop")}
 			ca := &clusterApp{}
 			b := start(t, ca.setup, s.quiet("worker")...)
 			a := ca.waitApp(t, b)
@@ -105,7 +105,7 @@ func TestClusterEnv(t *testing.T) {
 	}
 	cl := redistest.StartCluster(t, 3)
 	t.Setenv("LEAT_REDIS_CLUSTER", "1")
-	s := shop{keys: keys.New("env", "shop"), global: []string{"--redis", "redis://" + cl.Addrs[2], "--prefix", "env", "--app", "shop"}}
+	s := shop{keys: rdb.NewKeySpace("env", "shop"), global: []string{"--redis", "redis://" + cl.Addrs[2], "--prefix", "env", "--app", "shop"}}
 	if r := run(t, nil, ticks(100), s.args("sendmany", "--key", "key", "--partitions", "8", "ticks", "-")...); r.status != 0 || r.stderr != "" {
 		t.Fatalf("sendmany: %+v", r)
 	}
@@ -135,7 +135,7 @@ func TestClusterNodeWithoutClusterFlag(t *testing.T) {
 	}
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
-	s := shop{keys: keys.New("plain", "shop"), global: []string{"--redis", "redis://" + cl.Addrs[0], "--prefix", "plain", "--app", "shop"}}
+	s := shop{keys: rdb.NewKeySpace("plain", "shop"), global: []string{"--redis", "redis://" + cl.Addrs[0], "--prefix", "plain", "--app", "shop"}}
 	want := []string{"is a node of a Redis Cluster", "--cluster", "LEAT_REDIS_CLUSTER=1", "redis://" + cl.Addrs[0]}
 	wantFailure(t, run(t, nil, ticks(100), s.args("sendmany", "--key", "key", "--partitions", "8", "ticks", "-")...), 2, want...)
 	wantFailure(t, run(t, nil, "", s.args("send", "--key", "key", "--partitions", "8", "ticks", `{"key":"a"}`)...), 2, want...)
@@ -170,7 +170,7 @@ func TestClusterMinimalACL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := shop{keys: keys.New("acl", "shop"), global: []string{"--redis", "redis://leat:pw@" + cl.Addrs[0], "--cluster", "--prefix", "acl", "--app", "shop"}}
+	s := shop{keys: rdb.NewKeySpace("acl", "shop"), global: []string{"--redis", "redis://leat:pw@" + cl.Addrs[0], "--cluster", "--prefix", "acl", "--app", "shop"}}
 	ca := &clusterApp{}
 	b := start(t, ca.setup, s.quiet("worker")...)
 	ca.waitApp(t, b)

@@ -18,7 +18,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/inspect"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/metrics"
 	"github.com/leatdev/leat/stream"
@@ -46,7 +46,7 @@ func newCostShop(t *testing.T, partitions, ran, tasks int) costShop {
 	t.Helper()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	s := costShop{shop: shop{client: c, keys: keys.New("", "shop"), global: []string{"--redis", "redis://" + srv.Addr, "--app", "shop"}}}
+	s := costShop{shop: shop{client: c, keys: rdb.NewKeySpace("", "shop"), global: []string{"--redis", "redis://" + srv.Addr, "--app", "shop"}}}
 	a, err := app.New(app.Config{Name: "shop", Client: c, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Processing: executor.Options{LockExpiry: 5 * time.Second, ReadBlock: 100 * time.Millisecond, Grace: time.Second}})
 	if err != nil {

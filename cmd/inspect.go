@@ -12,7 +12,6 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/inspect"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/task"
 	"github.com/urfave/cli/v2"
@@ -62,7 +61,7 @@ func inspectCommand(setup Setup) *cli.Command {
 			switch {
 			case c.NArg() == 2 && c.Args().First() == "queue":
 				queue = c.Args().Get(1)
-				if err := keys.CheckName("task queue", queue); err != nil {
+				if err := rdb.CheckName("task queue", queue); err != nil {
 					return usageError{err}
 				}
 			case c.NArg() == 2:
@@ -72,7 +71,7 @@ func inspectCommand(setup Setup) *cli.Command {
 			default:
 				name = c.Args().First()
 				if name != "" {
-					if err := keys.CheckName("stream", name); err != nil {
+					if err := rdb.CheckName("stream", name); err != nil {
 						return usageError{err}
 					}
 				}
@@ -413,7 +412,7 @@ func fmtRate(r inspect.Rate) string { return strconv.FormatFloat(r.PerSecond, 'f
 // the wrong --prefix), naming the apps that have one, rather than showing
 // an empty overview.
 func checkAppKnown(ctx context.Context, a *app.App) error {
-	space := keys.New(a.Config().KeyPrefix, a.Name())
+	space := rdb.NewKeySpace(a.Config().KeyPrefix, a.Name())
 	if ok, err := rdb.HasRegistry(ctx, a.Client(), space); ok || err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -34,7 +34,7 @@ func run(t *testing.T, setup Setup, stdin string, args ...string) result {
 // shop is app "shop" on the shared test server under a fresh key prefix.
 type shop struct {
 	client *redis.Client
-	keys   keys.Space
+	keys   rdb.KeySpace
 	global []string // global flags selecting the app
 }
 
@@ -42,7 +42,7 @@ func newShop(t *testing.T) shop {
 	c, prefix := redistest.Client(t)
 	return shop{
 		client: c,
-		keys:   keys.New(prefix, "shop"),
+		keys:   rdb.NewKeySpace(prefix, "shop"),
 		global: []string{"--redis", redistest.URL(t), "--prefix", prefix, "--app", "shop"},
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/urfave/cli/v2"
 )
@@ -199,7 +198,7 @@ func findProcessor(ctx context.Context, a *app.App, name string) (foundProcessor
 	if len(known) == 0 {
 		return none, usageErrorf("unknown processor %q: app %q has none (its workers record their processors when they start)", name, a.Name())
 	}
-	full, err := keys.MatchProcessor(name, known)
+	full, err := rdb.MatchProcessor(name, known)
 	if err != nil {
 		return none, usageError{err}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/stream"
 	"github.com/urfave/cli/v2"
 )
@@ -16,7 +16,7 @@ import (
 // withStream opens the app, resolves the stream called name with r and runs
 // fn on it; the app is closed when fn returns.
 func withStream(c *cli.Context, setup Setup, name string, r routing, fn func(*core.Core) error) error {
-	if err := keys.CheckName("stream", name); err != nil {
+	if err := rdb.CheckName("stream", name); err != nil {
 		return usageError{err}
 	}
 	a, err := openApp(c, setup)
@@ -118,7 +118,7 @@ func (r routing) checkKey(def core.Definition, where string) error {
 }
 
 // appKeys returns the Redis key space of a.
-func appKeys(a *app.App) keys.Space { return keys.New(a.Config().KeyPrefix, a.Name()) }
+func appKeys(a *app.App) rdb.KeySpace { return rdb.NewKeySpace(a.Config().KeyPrefix, a.Name()) }
 
 // catalogOf returns the catalog of the streams declared on a.
 func catalogOf(a *app.App) *core.Catalog {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,7 +21,7 @@ func TestSentinelCLI(t *testing.T) {
 	t.Parallel()
 	sn := redistest.StartSentinel(t)
 	url := "redis://" + sn.Addr + "?master_name=" + redistest.SentinelMaster
-	s := shop{keys: keys.New("sentinel", "shop"), global: []string{"--redis", url, "--prefix", "sentinel", "--app", "shop"}}
+	s := shop{keys: rdb.NewKeySpace("sentinel", "shop"), global: []string{"--redis", url, "--prefix", "sentinel", "--app", "shop"}}
 	ca := &clusterApp{}
 	b := start(t, ca.setup, s.quiet("worker")...)
 	a := ca.waitApp(t, b)

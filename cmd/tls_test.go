@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 )
 
@@ -16,7 +16,7 @@ func tlsShop(t *testing.T, mutual bool) (shop, *redistest.TLSServer) {
 	srv := redistest.StartTLS(t, mutual)
 	s := shop{
 		client: srv.Client(t),
-		keys:   keys.New("leat", "shop"),
+		keys:   rdb.NewKeySpace("leat", "shop"),
 		global: []string{"--redis", srv.URL, "--tls-ca", srv.Files.CA, "--prefix", "leat", "--app", "shop"},
 	}
 	if mutual {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
@@ -26,7 +25,7 @@ import (
 // the file.
 func Export(ctx context.Context, a *app.App) ([]byte, error) {
 	cfg := a.Config()
-	ks := keys.New(cfg.KeyPrefix, cfg.Name)
+	ks := rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name)
 	streams, queues, err := rdb.ReadRegistries(ctx, a.Client(), ks.Registry(), ks.TaskQueues())
 	if err != nil {
 		return nil, fmt.Errorf("read the registry: %w", err)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
@@ -50,7 +49,7 @@ type Plan struct {
 	Refused Errors
 
 	a       *app.App
-	ks      keys.Space
+	ks      rdb.KeySpace
 	streams []rdb.RegistryWrite
 	queues  []rdb.RegistryWrite
 }
@@ -63,7 +62,7 @@ func NewPlan(ctx context.Context, a *app.App, f *File) (*Plan, error) {
 		return nil, fmt.Errorf("%s: the file is for app %q, not %q", f.Path, f.App, a.Name())
 	}
 	cfg := a.Config()
-	p := &Plan{File: f, a: a, ks: keys.New(cfg.KeyPrefix, cfg.Name)}
+	p := &Plan{File: f, a: a, ks: rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name)}
 	curStreams, curQueues, err := rdb.ReadRegistries(ctx, a.Client(), p.ks.Registry(), p.ks.TaskQueues())
 	if err != nil {
 		return nil, fmt.Errorf("read the registry: %w", err)

@@ -16,8 +16,8 @@
 // # State
 //
 // A [Plane] keeps nothing in memory that another replica needs: worker
-// records (keys.Space.PlaneWorker, expiring three heartbeats after the
-// last) and resolved revisions (keys.Space.PlaneRevisions) are in Redis.
+// records (rdb.KeySpace.PlaneWorker, expiring three heartbeats after the
+// last) and resolved revisions (rdb.KeySpace.PlaneRevisions) are in Redis.
 // Workers are stateless: one that is killed is replaced by another started
 // with the same URL and token.
 //

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/deploy"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
@@ -48,7 +47,7 @@ type Config struct {
 // share lives in Redis.
 type Plane struct {
 	cfg   Config
-	ks    keys.Space
+	ks    rdb.KeySpace
 	log   *slog.Logger
 	pools []namedPool // sorted by name
 }
@@ -71,7 +70,7 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.Resolve == nil {
 		cfg.Resolve = deploy.Resolve
 	}
-	p := &Plane{cfg: cfg, ks: keys.New(cfg.Prefix, cfg.App), log: cfg.Logger}
+	p := &Plane{cfg: cfg, ks: rdb.NewKeySpace(cfg.Prefix, cfg.App), log: cfg.Logger}
 	for _, name := range sortedKeys(cfg.File.Pools) {
 		pool := cfg.File.Pools[name]
 		if pool.token == "" {
@@ -174,8 +173,8 @@ func (p *Plane) assignment(ctx context.Context, pool namedPool) (Assignment, err
 		Source: d.Source(), Setup: d.Setup, SetupTimeout: d.SetupTimeout, Start: d.Start, Env: d.Env,
 	}
 	a.Digest = a.digest()
-	b, err := p.cfg.Client.HGet(ctx, p.ks.PlaneRevisions(), pool.Deployment).Bytes()
-	if err != nil && err != redis.Nil {
+	b, err := rdb.PlaneRevision(ctx, p.cfg.Client, p.ks.PlaneRevisions(), pool.Deployment)
+	if err != nil {
 		return a, err
 	}
 	var rec Revision
@@ -291,7 +290,7 @@ func newID(pool string) string {
 // of its deployments, from Redis: what GET /v1/workers and leat inspect
 // show. Workers come sorted by pool and ID.
 func Read(ctx context.Context, c redis.UniversalClient, prefix, app string) (View, error) {
-	ks := keys.New(prefix, app)
+	ks := rdb.NewKeySpace(prefix, app)
 	recs, err := rdb.PlaneWorkers(ctx, c, ks.PlaneWorkers(), ks.PlaneWorker, time.Now())
 	if err != nil {
 		return View{}, err

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/deploy"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -243,7 +243,7 @@ func (l lines) errAt(path []string, format string, args ...any) error {
 
 // validName reports whether s can name a pool or deployment: a leat name
 // that is not "." or "..".
-func validName(s string) bool { return keys.ValidName(s) && s != "." && s != ".." }
+func validName(s string) bool { return rdb.ValidName(s) && s != "." && s != ".." }
 
 // check returns every error of f's values.
 func (f *File) check(l lines) []error {
@@ -269,7 +269,7 @@ func (f *File) check(l lines) []error {
 		}
 		seen := map[string]bool{}
 		for _, q := range p.Queues {
-			if err := keys.CheckName("queue", q); err != nil {
+			if err := rdb.CheckName("queue", q); err != nil {
 				errs = append(errs, l.errAt(at("queues"), "%v", err))
 			} else if seen[q] {
 				errs = append(errs, l.errAt(at("queues"), "queue %q named twice", q))

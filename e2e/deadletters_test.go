@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/leatdev/leat/api"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,7 +21,7 @@ func (s *shop) addDead(ctx context.Context, customer string, n int) string {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	id, err := s.client.XAdd(ctx, &redis.XAddArgs{Stream: keys.New(s.prefix, "shop").DeadLetter("orders", "billing"), Values: []any{
+	id, err := s.client.XAdd(ctx, &redis.XAddArgs{Stream: rdb.NewKeySpace(s.prefix, "shop").DeadLetter("orders", "billing"), Values: []any{
 		"dead:stream", "orders", "dead:partition", fmt.Sprint(p), "dead:id", "1-1", "dead:processor", "billing",
 		"dead:error", "card declined: order " + fmt.Sprint(n), "dead:time", time.Now().UTC().Format(time.RFC3339Nano), "dead:deliveries", "1",
 		"key", customer, "codec", "json", "data", fmt.Sprintf(`{"customer":%q,"n":%d}`, customer, n),
@@ -58,7 +58,7 @@ func TestDashboardDeadLetters(t *testing.T) {
 
 	partOf := func(customer string) string {
 		p, _ := s.orders.Partition(order{Customer: customer})
-		return keys.New(s.prefix, "shop").Partition("orders", p)
+		return rdb.NewKeySpace(s.prefix, "shop").Partition("orders", p)
 	}
 	before := s.client.XLen(ctx, partOf("ada")).Val()
 	replay := fmt.Sprintf(`#dead-list button[data-dead-action="replay"][data-id="%s"]`, first)
@@ -82,13 +82,13 @@ func TestDashboardDeadLetters(t *testing.T) {
 	purgeAll := `#dead-list button[data-dead-bulk="purge"]`
 	run(t, b, "arm Purge all", chromedp.Click(chromedp.CSS(purgeAll)))
 	waitTrue(t, b, "the armed button", `document.querySelector('`+purgeAll+`').innerText.includes('Click again')`)
-	if n := s.client.XLen(ctx, keys.New(s.prefix, "shop").DeadLetter("orders", "billing")).Val(); n != 2 {
+	if n := s.client.XLen(ctx, rdb.NewKeySpace(s.prefix, "shop").DeadLetter("orders", "billing")).Val(); n != 2 {
 		t.Fatalf("%d dead letters after one click, want 2", n)
 	}
 	run(t, b, "purge all", chromedp.Click(chromedp.CSS(purgeAll)))
 	waitTrue(t, b, "the purge's toast", `document.querySelector('#toast').innerText.includes('Purged 2 dead letters')`)
 	waitTrue(t, b, "no dead letters listed", `document.querySelector('#dead-list').innerText.includes('no dead letters')`)
-	if n := s.client.XLen(ctx, keys.New(s.prefix, "shop").DeadLetter("orders", "billing")).Val(); n != 0 {
+	if n := s.client.XLen(ctx, rdb.NewKeySpace(s.prefix, "shop").DeadLetter("orders", "billing")).Val(); n != 0 {
 		t.Errorf("%d dead letters after Purge all", n)
 	}
 }

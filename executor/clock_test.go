@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -71,7 +71,7 @@ func TestAliveUsesServerTime(t *testing.T) {
 	now := r.client.Time(ctx).Val().UnixMilli()
 	key := r.keys.Members("s", "p")
 	r.client.ZAdd(ctx, key, redis.Z{Score: float64(now + 60_000), Member: "live"}, redis.Z{Score: float64(now - 60_000), Member: "dead"})
-	live, err := scripts.Alive(ctx, r.client, key)
+	live, err := rdb.Alive(ctx, r.client, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/internal/topology"
 )
 
@@ -141,7 +140,7 @@ func (b *blocker) id(ctx context.Context) (int64, error) {
 // the same connection, in the same write: Redis runs it as soon as the
 // blocking read returns, and its reply comes with the blocking read's (the
 // fetcher's fenced read of the idle partitions, fetch_idle.lua).
-func (b *blocker) xread(ctx context.Context, keys, last []any, block time.Duration, got func(i int), then func(p scripts.Processor)) error {
+func (b *blocker) xread(ctx context.Context, keys, last []any, block time.Duration, got func(i int), then func(p rdb.Processor)) error {
 	conn := b.c.get()
 	if rt := b.c.client.Options().ReadTimeout; rt > 0 {
 		block = max(min(block, rt/2), time.Millisecond)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // The consumer: one goroutine per partition (consume), started by
@@ -414,7 +414,7 @@ func (p *partition) settle() {
 	if err := e.acks.flush(ctx); err != nil {
 		return // runPartition tries again; the janitor deletes the consumer later
 	}
-	if err := scripts.DeleteConsumers(ctx, e.client, p.key, e.processor, e.id).Err(); err != nil {
+	if err := rdb.DeleteConsumersOn(ctx, e.client, p.key, e.processor, e.id).Err(); err != nil {
 		p.log.Debug("consumer not deleted; the leader's janitor will", "error", err)
 	}
 }
@@ -448,7 +448,7 @@ func (p *partition) uncount(ctx context.Context, unhanded []core.Delivery) {
 		return
 	}
 	e := p.e
-	if _, err := scripts.SetDeliveries(ctx, e.client, p.lockKey, p.key, p.lock.Value(), e.processor, e.id, counts); err != nil {
+	if _, err := rdb.SetDeliveries(ctx, e.client, p.lockKey, p.key, p.lock.Value(), e.processor, e.id, counts); err != nil {
 		p.log.Debug("delivery counters not set", "error", err)
 	}
 }

@@ -153,7 +153,7 @@
 //
 // When the processor returns an error, the events handed out and not
 // acknowledged are the failing ones. When the error is a transient Redis
-// error (core.IsTransient, exported as stream.IsTransient), Transient
+// error (topology.IsTransient, exported as stream.IsTransient), Transient
 // retries them in place first, for up to 30s by default, without counting
 // them as Retry attempts and only while the partition is trusted. Retry
 // retries them in place, with

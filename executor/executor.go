@@ -13,7 +13,6 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/google/uuid"
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
@@ -64,7 +63,7 @@ type Executor struct {
 	started   time.Time             // local, for its monotonic reading; see startedOnServer
 	startedMu sync.Mutex
 	startedAt time.Time // Run's start on the server's clock, once known
-	keys      keys.Space
+	keys      rdb.KeySpace
 	group     rdb.Group             // the processor's state in Redis, on client
 	appGroup  rdb.Group             // the same on app, for calls outside Run
 	locker    *redislock.Client     // the admin lock
@@ -109,7 +108,7 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Stream == nil || cfg.Handler == nil {
 		return nil, errors.New("executor: Stream and Handler are required")
 	}
-	if err := keys.CheckName("processor", cfg.Processor); err != nil {
+	if err := rdb.CheckName("processor", cfg.Processor); err != nil {
 		return nil, err
 	}
 	opts, err := cfg.Options.WithDefaults()

@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/lease"
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // testPartition returns a partition with a trusted lock and n deliveries in
@@ -21,7 +20,7 @@ import (
 func testPartition(t *testing.T, n int) *partition {
 	t.Helper()
 	opts, _ := Options{Prefetch: 64, Grace: time.Second}.WithDefaults()
-	s, err := core.Open(core.NewCatalog(nil, keys.New("", "t"), core.Defaults{}, nil),
+	s, err := core.Open(core.NewCatalog(nil, rdb.NewKeySpace("", "t"), core.Defaults{}, nil),
 		core.Definition{Name: "s", Partitions: 1, KeyField: "k", Size: 10, Codec: "msgpack"})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +184,7 @@ func TestTrimNoticeWithTheNextRead(t *testing.T) {
 		return ds
 	}
 	read := func(cursor string, ds []core.Delivery) {
-		f.put(fetchWork{s: s, count: cap(p.buf) - len(p.buf), cursor: cursor}, scripts.FetchResult{Held: true, Cursor: "0-0"}, ds, len(ds), "")
+		f.put(fetchWork{s: s, count: cap(p.buf) - len(p.buf), cursor: cursor}, rdb.FetchResult{Held: true, Cursor: "0-0"}, ds, len(ds), "")
 	}
 	notice := func() { f.trimmed(p, s.trimReported+3, "2-100") }
 	isNotice := func(d core.Delivery) bool { return errors.Is(d.Err, core.ErrTrimmed) }

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/topology"
 )
 
@@ -35,7 +35,7 @@ type idleScratch struct {
 	keys, last []any // strings, boxed once (fetchState.keyArg, lastArg)
 	states     []*fetchState
 	got        []int
-	parts      []scripts.IdlePartition
+	parts      []rdb.IdlePartition
 	args       []any
 }
 
@@ -115,7 +115,7 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 			if token := s.p.lock.Value(); s.tokenArg == nil || s.tokenArg.(string) != token {
 				s.tokenArg = token
 			}
-			parts = append(parts, scripts.IdlePartition{Lock: s.lockArg, Stream: s.keyArg, Token: s.tokenArg})
+			parts = append(parts, rdb.IdlePartition{Lock: s.lockArg, Stream: s.keyArg, Token: s.tokenArg})
 		}
 	}
 	f.idleBuf.parts = parts
@@ -123,11 +123,11 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 	count := min(maxWokeRead, f.watermark())
 	f.mu.Unlock()
 	got := f.idleBuf.got[:0]
-	var fetch *scripts.RawFetch
-	var then func(p scripts.Processor)
+	var fetch *rdb.RawFetch
+	var then func(p rdb.Processor)
 	if len(parts) > 0 {
-		then = func(p scripts.Processor) {
-			fetch, f.idleBuf.args = scripts.FetchIdle(ctx, p, f.groupArg, f.consumerArg, count, parts, f.idleBuf.args)
+		then = func(p rdb.Processor) {
+			fetch, f.idleBuf.args = rdb.FetchIdle(ctx, p, f.groupArg, f.consumerArg, count, parts, f.idleBuf.args)
 		}
 	}
 	err := idErr
@@ -186,14 +186,14 @@ func (f *fetcher) waitIdle(ctx context.Context, b *blocker) {
 // the blocking read saw them) is read again at once. It returns false when
 // the read did not run (the scripts were flushed, a stream or group is
 // gone): waitIdle then has each idle partition read on its own.
-func (f *fetcher) idleRead(ctx context.Context, fetch *scripts.RawFetch, states []*fetchState, count int, got []int) bool {
+func (f *fetcher) idleRead(ctx context.Context, fetch *rdb.RawFetch, states []*fetchState, count int, got []int) bool {
 	type span struct{ i, from, to int }
 	var spans []span
 	var lost []int
 	ec := f.e.stream.EntryCodec()
 	all := f.parsed[:0]
 	defer func() { f.keepParsed(all) }()
-	ran, err := scripts.ParseRawFetchIdle(fetch, func(i int) { lost = append(lost, i) }, func(i int, id string, fields [][]byte) error {
+	ran, err := rdb.ParseRawFetchIdle(fetch, func(i int) { lost = append(lost, i) }, func(i int, id string, fields [][]byte) error {
 		if i < 0 || i >= len(states) {
 			return fmt.Errorf("fetch_idle: partition %d of %d", i+1, len(states))
 		}
@@ -205,8 +205,8 @@ func (f *fetcher) idleRead(ctx context.Context, fetch *scripts.RawFetch, states 
 		return nil
 	})
 	if err != nil {
-		if scripts.IsNoScript(err) {
-			if lerr := scripts.Load(ctx, f.rounds); lerr != nil {
+		if rdb.IsNoScript(err) {
+			if lerr := rdb.Load(ctx, f.rounds); lerr != nil {
 				f.log.Debug("loading scripts failed", "error", lerr)
 			}
 		} else {
@@ -237,7 +237,7 @@ func (f *fetcher) idleRead(ctx context.Context, fetch *scripts.RawFetch, states 
 	for _, sp := range spans {
 		read[sp.i] = true
 		ds := all[sp.from:sp.to:sp.to]
-		f.put(fetchWork{s: states[sp.i], count: count}, scripts.FetchResult{Held: true}, ds, len(ds), ds[len(ds)-1].ID)
+		f.put(fetchWork{s: states[sp.i], count: count}, rdb.FetchResult{Held: true}, ds, len(ds), ds[len(ds)-1].ID)
 	}
 	f.mu.Lock()
 	for _, i := range got {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -54,9 +53,9 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 			c = f.tx.get() // never sends a command twice (connections.go)
 		}
 		// A wake-up's read goes alone, without a pipeline.
-		err := rdb.Fetch(ctx, c, len(idx), func(p scripts.Processor, j int) *scripts.RawFetch {
+		err := rdb.FetchEvents(ctx, c, len(idx), func(p rdb.Processor, j int) *rdb.RawFetch {
 			w := &work[idx[j]]
-			w.fetch = scripts.FetchRaw(ctx, p, w.s.fetchArgs, w.s.p.lock.Value(), w.count, w.cursor)
+			w.fetch = rdb.FetchRaw(ctx, p, w.s.fetchArgs, w.s.p.lock.Value(), w.count, w.cursor)
 			return w.fetch
 		})
 		var rerr redis.Error
@@ -65,10 +64,10 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 		}
 		return err
 	}
-	// Replies are read raw (see scripts.EachRawEntry): an error reply such
+	// Replies are read raw (see rdb.EachRawEntry): an error reply such
 	// as NOSCRIPT comes out of the parse, not Exec.
 	type parsed struct {
-		res scripts.FetchResult
+		res rdb.FetchResult
 		ds  []core.Delivery
 		err error
 	}
@@ -84,12 +83,12 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 		for _, i := range idx {
 			w := work[i]
 			from := len(all)
-			res, err := scripts.ParseRawFetch(w.fetch, func(id string, fields [][]byte) error {
+			res, err := rdb.ParseRawFetch(w.fetch, func(id string, fields [][]byte) error {
 				all = append(all, rawDelivery(w.s.p.n, ec, id, fields))
 				return nil
 			})
 			results[i] = parsed{res, nil, err}
-			if scripts.IsNoScript(err) {
+			if rdb.IsNoScript(err) {
 				noScript = append(noScript, i)
 			}
 			results[i].ds = all[from:len(all):len(all)]
@@ -105,7 +104,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 	if again := parse(every); len(again) > 0 {
 		// On Cluster, SCRIPT LOAD fails while a master is gone: the reads
 		// of the nodes without the scripts then fail alone (see isolate).
-		if lerr := scripts.Load(ctx, f.rounds); lerr == nil {
+		if lerr := rdb.Load(ctx, f.rounds); lerr == nil {
 			err = exec(again)
 			parse(again)
 		} else if !f.perNode() {
@@ -145,7 +144,7 @@ func (f *fetcher) readScripted(ctx context.Context, work []fetchWork) ([]fetchWo
 // deliver puts the entries of one scripted read (ds, in the order read) in
 // the partition's buffer, with their delivery counts and the pending entries
 // found deleted.
-func (f *fetcher) deliver(w fetchWork, res scripts.FetchResult, ds []core.Delivery) {
+func (f *fetcher) deliver(w fetchWork, res rdb.FetchResult, ds []core.Delivery) {
 	s := w.s
 	read := len(ds)
 	for i := range ds {

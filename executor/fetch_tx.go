@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -60,11 +59,11 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		}
 		return err
 	}
-	reads := make([]scripts.OnceCmd, len(held))
+	reads := make([]rdb.OnceCmd, len(held))
 	tails := make([]*redis.XMessageSliceCmd, len(held))
 	err = rdb.ExecWatched(ctx, conn, func(p redis.Pipeliner) {
 		for i, w := range held {
-			// Raw: parsed in place (scripts.EachRawEntry), without a
+			// Raw: parsed in place (rdb.EachRawEntry), without a
 			// tree of interfaces, from one slice that the entries' IDs
 			// and fields then point into.
 			reads[i], tails[i] = rdb.QueueReadNew(ctx, p, e.processor, e.id, w.s.p.key, w.count, w.s.last == "")
@@ -91,7 +90,7 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 		raw, err := reads[i].Result()
 		ds := f.scratch[:0]
 		if err == nil {
-			err = scripts.EachRawEntry(raw, func(id string, fields [][]byte) error {
+			err = rdb.EachRawEntry(raw, func(id string, fields [][]byte) error {
 				ds = append(ds, rawDelivery(w.s.p.n, ec, id, fields))
 				return nil
 			})
@@ -117,7 +116,7 @@ func (f *fetcher) readTx(ctx context.Context, work []fetchWork) error {
 				last = w.s.last
 			}
 		}
-		f.put(w, scripts.FetchResult{Held: true}, ds, len(ds), last)
+		f.put(w, rdb.FetchResult{Held: true}, ds, len(ds), last)
 		// put copied ds into the buffer (or the overflow): its memory
 		// serves the next read, cleared so it keeps no reply alive.
 		clear(ds)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -76,7 +76,7 @@ type fetchState struct {
 	// fenced reads' arguments, boxed once rather than at every read (set by
 	// fetcher.add; lastArg follows last, tokenArg the lock's token)
 	keyArg, lastArg, lockArg, tokenArg any
-	fetchArgs                          *scripts.FetchArgs
+	fetchArgs                          *rdb.FetchArgs
 
 	probing  bool // its node failed: a probe owns it until the node answers (fetch_nodes.go)
 	failures int  // reads failed in a row, for the probe's backoff
@@ -177,7 +177,7 @@ func (f *fetcher) add(p *partition) {
 	f.mu.Lock()
 	f.parts[p.n] = &fetchState{
 		p: p, cursor: "0-0", keyArg: p.key, lockArg: p.lockKey,
-		fetchArgs: &scripts.FetchArgs{Lock: p.lockKey, Partition: p.key, Group: f.e.processor, Consumer: f.e.id},
+		fetchArgs: &rdb.FetchArgs{Lock: p.lockKey, Partition: p.key, Group: f.e.processor, Consumer: f.e.id},
 	}
 	f.mu.Unlock()
 	f.notify()
@@ -246,7 +246,7 @@ type fetchWork struct {
 	count  int
 	cursor string
 	woke   bool
-	fetch  *scripts.RawFetch
+	fetch  *rdb.RawFetch
 }
 
 // run reads until ctx is done.
@@ -358,7 +358,7 @@ func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error
 // put puts ds, from one read of read new or pending entries, in the
 // partition's buffer; last is the ID of the last entry read, or the stream's
 // last ID when none was.
-func (f *fetcher) put(w fetchWork, res scripts.FetchResult, ds []core.Delivery, read int, last string) {
+func (f *fetcher) put(w fetchWork, res rdb.FetchResult, ds []core.Delivery, read int, last string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := w.s
@@ -408,7 +408,7 @@ func (f *fetcher) markAll(states []*fetchState) {
 
 // rawDelivery is the delivery of a new entry of partition p, of a stream
 // whose entry codec is entryCodec, read raw (fields point into the reply;
-// see scripts.EachRawEntry).
+// see rdb.EachRawEntry).
 func rawDelivery(p int, entryCodec, id string, fields [][]byte) core.Delivery {
 	if len(fields) == 0 {
 		return core.Delivery{Entry: core.Entry{ID: id, Partition: p}, Deliveries: 1, Err: core.ErrTrimmed}
@@ -419,7 +419,7 @@ func rawDelivery(p int, entryCodec, id string, fields [][]byte) core.Delivery {
 
 // lost drops a partition whose lock is no longer this executor's.
 func (f *fetcher) lost(s *fetchState) {
-	f.put(fetchWork{s: s}, scripts.FetchResult{Held: false}, nil, 0, "")
+	f.put(fetchWork{s: s}, rdb.FetchResult{Held: false}, nil, 0, "")
 }
 
 // sleepCtx waits for d or until ctx is done.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // ensureGroup creates the processor's consumer group on a partition stream
@@ -17,7 +17,7 @@ func (e *Executor) ensureGroup(ctx context.Context, key string) error {
 	if e.opts.Start == Latest {
 		start = "$"
 	}
-	if err := scripts.SetGroup(ctx, e.client, key, e.processor, start, false).Err(); err != nil {
+	if err := rdb.SetGroup(ctx, e.client, key, e.processor, start, false).Err(); err != nil {
 		return fmt.Errorf("create group %q on %s: %w", e.processor, key, err)
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -19,7 +19,7 @@ import (
 type rig struct {
 	t      *testing.T
 	client *redis.Client
-	keys   keys.Space
+	keys   rdb.KeySpace
 	st     *core.Core
 }
 
@@ -36,7 +36,7 @@ func newRig(t *testing.T, partitions, size int) *rig {
 // each keeping about size entries.
 func rigOn(t *testing.T, c redis.UniversalClient, prefix string, partitions, size int) *rig {
 	t.Helper()
-	ks := keys.New(prefix, "app")
+	ks := rdb.NewKeySpace(prefix, "app")
 	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
 		core.Definition{Name: "s", Partitions: partitions, KeyField: "k", Size: int64(size), Codec: "msgpack"})
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // heartbeat refreshes e's membership every heartbeatEvery (LockExpiry/3, at
@@ -22,7 +22,7 @@ func (e *Executor) heartbeat(ctx context.Context) {
 		case <-t.C:
 		}
 		hctx, cancel := context.WithTimeout(ctx, e.opts.heartbeatEvery())
-		present, expired, err := scripts.Heartbeat(hctx, e.client, e.membersKey(), e.id, e.opts.LockExpiry.Milliseconds())
+		present, expired, err := rdb.Heartbeat(hctx, e.client, e.membersKey(), e.id, e.opts.LockExpiry.Milliseconds())
 		cancel()
 		switch {
 		case err != nil:

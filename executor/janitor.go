@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,8 +33,8 @@ const cleanBatch = 1000
 // this program declares (its partition count comes from the registry). It
 // returns how many it deleted. Its cost is two pipelined commands per
 // partition.
-func CleanConsumers(ctx context.Context, client redis.UniversalClient, space keys.Space, stream string, partitions int, processor string) (int, error) {
-	live, err := scripts.Alive(ctx, client, space.Members(stream, processor))
+func CleanConsumers(ctx context.Context, client redis.UniversalClient, space rdb.KeySpace, stream string, partitions int, processor string) (int, error) {
+	live, err := rdb.Alive(ctx, client, space.Members(stream, processor))
 	if err != nil {
 		return 0, fmt.Errorf("processor %q: live members: %w", processor, err)
 	}
@@ -53,7 +51,7 @@ func CleanConsumers(ctx context.Context, client redis.UniversalClient, space key
 
 // cleanPartitions cleans partitions [from, to) in two round trips: list the
 // consumers, then delete the dead ones without pending entries.
-func cleanPartitions(ctx context.Context, client redis.UniversalClient, space keys.Space, stream string,
+func cleanPartitions(ctx context.Context, client redis.UniversalClient, space rdb.KeySpace, stream string,
 	processor string, live []string, from, to int) (int, error) {
 	keys := make([]string, 0, to-from)
 	for p := from; p < to; p++ {

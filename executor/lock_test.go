@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -24,7 +24,7 @@ import (
 func TestAcquireAfterLostReply(t *testing.T) {
 	t.Parallel()
 	base, prefix := redistest.Client(t)
-	ks := keys.New(prefix, "app")
+	ks := rdb.NewKeySpace(prefix, "app")
 	lose := &redistest.ReplyLoser{Match: []byte(ks.Lock("s", "p", 0))}
 	c := lose.Client(t, base)
 	st, err := core.Open(core.NewCatalog(c, ks, core.Defaults{}, nil),
@@ -67,7 +67,7 @@ func TestReleaseAfterLostReplies(t *testing.T) {
 	}
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
-	src, err := os.ReadFile("../internal/scripts/lock_release.lua")
+	src, err := os.ReadFile("../internal/rdb/lock_release.lua")
 	if err != nil {
 		t.Fatal(err)
 	}

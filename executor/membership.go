@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // join records e as a live member and announces it on the control stream.
 func (e *Executor) join(ctx context.Context) error {
-	if _, _, err := scripts.Heartbeat(ctx, e.client, e.membersKey(), e.id, e.opts.LockExpiry.Milliseconds()); err != nil {
+	if _, _, err := rdb.Heartbeat(ctx, e.client, e.membersKey(), e.id, e.opts.LockExpiry.Milliseconds()); err != nil {
 		return fmt.Errorf("processor %q: join: %w", e.processor, err)
 	}
 	if err := e.announce(ctx, noticeJoin, e.id, 0); err != nil {

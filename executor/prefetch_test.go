@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/internal/scripts"
 )
 
 func TestPrefetchFor(t *testing.T) {
@@ -78,7 +78,7 @@ func TestBusyPartitionReadAgain(t *testing.T) {
 			seq++
 			ds[i] = core.Delivery{Entry: core.Entry{ID: fmt.Sprintf("3-%d", seq)}, Deliveries: 1}
 		}
-		f.put(fetchWork{s: s, count: count}, scripts.FetchResult{Held: true}, ds, n, "")
+		f.put(fetchWork{s: s, count: count}, rdb.FetchResult{Held: true}, ds, n, "")
 		if n > 0 {
 			p.Done(p.Next(64, 0)) // drained: the buffer has room again
 		}

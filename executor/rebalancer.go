@@ -11,7 +11,6 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/leatdev/leat/rebalance"
 )
 
@@ -86,7 +85,7 @@ func (e *Executor) requestRebalance(ctx context.Context) {
 // stored assignment: it covers notices missed and rebalancers that died.
 // Live members are found on the server's clock, which their deadlines use.
 func (e *Executor) maybeRebalance(ctx context.Context) {
-	live, err := scripts.Alive(ctx, e.client, e.membersKey())
+	live, err := rdb.Alive(ctx, e.client, e.membersKey())
 	if err != nil {
 		return
 	}
@@ -126,7 +125,7 @@ func (e *Executor) rebalance(ctx context.Context) error {
 	}
 	defer admin.Release(context.WithoutCancel(ctx))
 
-	live, dead, err := scripts.LiveMembers(ctx, e.client, e.membersKey())
+	live, dead, err := rdb.LiveMembers(ctx, e.client, e.membersKey())
 	if err != nil {
 		return err
 	}
@@ -160,9 +159,9 @@ func (e *Executor) rebalance(ctx context.Context) error {
 }
 
 // storeAssignment writes the assignment b computed from version from, fenced
-// by the admin lock value (see scripts.StoreAssignment).
+// by the admin lock value (see rdb.StoreAssignment).
 func (e *Executor) storeAssignment(ctx context.Context, adminKey, adminValue string, from int64, b []byte) error {
-	if err := scripts.StoreAssignment(ctx, e.client, adminKey, e.group.AssignmentKey(), adminValue, from, b); err != nil {
+	if err := rdb.StoreAssignment(ctx, e.client, adminKey, e.group.AssignmentKey(), adminValue, from, b); err != nil {
 		return fmt.Errorf("assignment not stored: %w", err)
 	}
 	return nil

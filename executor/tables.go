@@ -9,7 +9,6 @@ import (
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/scripts"
 )
 
 // A partition's tables: the writes its loop body stages (core.Feed.Stage)
@@ -212,18 +211,18 @@ func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite) error {
 		return errCommitEnded
 	}
 	list := ids(ds)
-	ws := make([]scripts.TableWrite, len(writes))
+	ws := make([]rdb.TableWrite, len(writes))
 	for i, w := range writes {
 		if w.Table == "" { // a string key (StageKey)
-			ws[i] = scripts.TableWrite{Table: w.Key, Value: w.Value, TTL: w.TTL}
+			ws[i] = rdb.TableWrite{Table: w.Key, Value: w.Value, TTL: w.TTL}
 			continue
 		}
-		ws[i] = scripts.TableWrite{Table: p.tableHash(w.Table), Field: w.Key, Value: w.Value, Delete: w.Delete}
+		ws[i] = rdb.TableWrite{Table: p.tableHash(w.Table), Field: w.Key, Value: w.Value, Delete: w.Delete}
 	}
 	var held bool
 	err := ride(p.ctx(), func(ctx context.Context) error {
 		var err error
-		held, err = scripts.CommitTables(ctx, p.e.app, p.lockKey, p.lock.Value(), p.key, p.e.processor, list, ws)
+		held, err = rdb.CommitTables(ctx, p.e.app, p.lockKey, p.lock.Value(), p.key, p.e.processor, list, ws)
 		return err
 	})
 	switch {

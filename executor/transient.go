@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/topology"
 )
 
 // transient is a consumer's account of the transient failures of the
@@ -24,7 +24,7 @@ type transient struct {
 // ordinary retries and the failure policy apply.
 func (p *partition) retryTransient(id string, err error) bool {
 	t := p.e.opts.Transient
-	if t.Off || !core.IsTransient(err) {
+	if t.Off || !topology.IsTransient(err) {
 		return false
 	}
 	now := time.Now()
@@ -63,13 +63,13 @@ const (
 )
 
 // ride calls write until it succeeds or fails with an error that is not
-// transient (core.IsTransient), or until ctx ends, waiting between tries
+// transient (topology.IsTransient), or until ctx ends, waiting between tries
 // with backoff; it returns write's last error. The runtime's own writes
 // ride out a failover this way within the time their context gives them.
 func ride(ctx context.Context, write func(context.Context) error) error {
 	for try := 1; ; try++ {
 		err := write(ctx)
-		if err == nil || !core.IsTransient(err) || ctx.Err() != nil {
+		if err == nil || !topology.IsTransient(err) || ctx.Err() != nil {
 			return err
 		}
 		t := time.NewTimer(backoff(writeBackoff, writeMaxBackoff, try))

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // stallingHandler hands each first event it gets to got and then waits
@@ -70,7 +70,7 @@ func TestTrimCheckAfterStartOrReset(t *testing.T) {
 				for _, m := range msgs {
 					ids = append(ids, m.ID)
 				}
-				if err := scripts.SetGroup(ctx, r.client, key, "p", tc.reset(ids), true).Err(); err != nil {
+				if err := rdb.SetGroup(ctx, r.client, key, "p", tc.reset(ids), true).Err(); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 )
 
@@ -78,10 +77,10 @@ type DeadPage struct {
 
 // checkProcessor refuses names that cannot be a stream or a processor.
 func checkProcessor(stream, processor string) error {
-	if err := keys.CheckName("stream", stream); err != nil {
+	if err := rdb.CheckName("stream", stream); err != nil {
 		return err
 	}
-	return keys.CheckName("processor", processor)
+	return rdb.CheckName("processor", processor)
 }
 
 // DeadLetters lists at most limit (1 to MaxDeadList) dead letters of

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
@@ -34,7 +33,7 @@ const defaultLockExpiry = 10 * time.Second
 // Inspector reads the state of one app from Redis. It never writes.
 type Inspector struct {
 	c     redis.UniversalClient
-	k     keys.Space
+	k     rdb.KeySpace
 	app   string
 	alive time.Duration // TaskWorkerAlive; shorter in tests
 }
@@ -42,7 +41,7 @@ type Inspector struct {
 // New returns an inspector of app, whose keys start with prefix ("" for
 // the default), over c (which it never closes).
 func New(c redis.UniversalClient, prefix, app string) *Inspector {
-	return &Inspector{c: c, k: keys.New(prefix, app), app: app, alive: TaskWorkerAlive}
+	return &Inspector{c: c, k: rdb.NewKeySpace(prefix, app), app: app, alive: TaskWorkerAlive}
 }
 
 // processorDef is what the processor registry records (app.ProcessorDefinition).

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/inspect"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,7 +20,7 @@ func TestStreamFigures(t *testing.T) {
 	t.Parallel()
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
-	k := keys.New(prefix, "shop")
+	k := rdb.NewKeySpace(prefix, "shop")
 	c.HSet(ctx, k.Registry(), "orders", `{"name":"orders","partitions":2,"size":10,"codec":"msgpack","key_field":"id"}`)
 	c.HSet(ctx, k.Processors(), "orders/totals", `{"stream":"orders","processor":"totals","lock_expiry":2000000000}`)
 	p0 := k.Partition("orders", 0)

@@ -10,10 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/taskrdb"
 )
 
 // ErrUnknownQueue is returned by Queue for a task queue the registry does
@@ -117,8 +115,8 @@ func (i *Inspector) Queues(ctx context.Context, names ...string) ([]QueueReport,
 
 // queues reads the reports of defs at server time now.
 func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) ([]QueueReport, error) {
-	_, start5 := taskrdb.FinishedKeys("", now, fiveMinutes)
-	k1, start1 := taskrdb.FinishedKeys("", now, minute)
+	_, start5 := rdb.FinishedKeys("", now, fiveMinutes)
+	k1, start1 := rdb.FinishedKeys("", now, minute)
 	n1 := len(k1) // the last n1 counters of the five minutes are the last minute's
 	qk := make([]rdb.QueueKeys, len(defs))
 	for j, d := range defs {
@@ -126,9 +124,9 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 		for l := range levels {
 			levels[l] = i.k.TaskStream(d.Name, l)
 		}
-		fin, _ := taskrdb.FinishedKeys(i.k.TaskFinishedPrefix(d.Name), now, fiveMinutes)
-		qk[j] = rdb.QueueKeys{Counts: i.k.TaskCounts(d.Name), Levels: levels, Group: taskrdb.Group, Finished: fin, Config: i.k.TaskConfig(d.Name),
-			Leader: i.k.LeaderOf(keys.TaskLease(d.Name)), Workers: i.k.TaskWorkers(d.Name)}
+		fin, _ := rdb.FinishedKeys(i.k.TaskFinishedPrefix(d.Name), now, fiveMinutes)
+		qk[j] = rdb.QueueKeys{Counts: i.k.TaskCounts(d.Name), Levels: levels, Group: rdb.TaskGroup, Finished: fin, Config: i.k.TaskConfig(d.Name),
+			Leader: i.k.LeaderOf(rdb.TaskLease(d.Name)), Workers: i.k.TaskWorkers(d.Name)}
 	}
 	states, err := rdb.Queues(ctx, i.c, qk)
 	if err != nil {
@@ -150,11 +148,11 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 			at := time.UnixMilli(st.PausedMS).UTC()
 			r.PausedAt = &at
 		}
-		if n, ok := taskrdb.ParseLiveConcurrency(st.LiveConcurrency); ok {
+		if n, ok := rdb.ParseLiveConcurrency(st.LiveConcurrency); ok {
 			r.Concurrency, r.ConcurrencyLive = n, true
 		}
 		if st.LiveRate != "" {
-			if l, err := taskrdb.ParseLiveRate(st.LiveRate); err == nil {
+			if l, err := rdb.ParseLiveRate(st.LiveRate); err == nil {
 				r.Rate, r.RateLive = limitOf(l.N, l.Window), true
 			}
 		}

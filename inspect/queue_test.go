@@ -8,26 +8,25 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/inspect"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
 
 // mailQueue registers the task queue "mail" of app "shop" (two strict
 // priority levels, high and low) with its ready streams, and returns the
 // app's key space and the queue's script keys.
-func mailQueue(t *testing.T, c *redis.Client, prefix string) (keys.Space, []string) {
+func mailQueue(t *testing.T, c *redis.Client, prefix string) (rdb.KeySpace, []string) {
 	t.Helper()
 	ctx := context.Background()
-	k := keys.New(prefix, "shop")
+	k := rdb.NewKeySpace(prefix, "shop")
 	c.HSet(ctx, k.TaskQueues(), "mail", `{"name":"mail","levels":[{"Name":"high","Weight":1},{"Name":"low","Weight":1}],"strict":true,"concurrency":4,"rate":5,"rate_window":400000000}`)
 	for l := range 2 {
-		if err := c.XGroupCreateMkStream(ctx, k.TaskStream("mail", l), taskrdb.Group, "0").Err(); err != nil {
+		if err := c.XGroupCreateMkStream(ctx, k.TaskStream("mail", l), rdb.TaskGroup, "0").Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return k, taskrdb.Keys(k, "mail")
+	return k, rdb.Keys(k, "mail")
 }
 
 // A task queue run through its scripts: the report's counts, ages and
@@ -56,15 +55,15 @@ func TestQueueFigures(t *testing.T) {
 	}
 	c.HDel(ctx, k.TaskConfig("mail"), "paused")
 	// A rate set live replaces the workers' in the report; lifted live, none.
-	c.HSet(ctx, k.TaskConfig("mail"), taskrdb.RateField, taskrdb.LiveRate(taskrdb.Rate{N: 7, Window: time.Second}))
+	c.HSet(ctx, k.TaskConfig("mail"), rdb.RateField, rdb.LiveRate(rdb.Rate{N: 7, Window: time.Second}))
 	if r, _ := in.Queue(ctx, "mail"); r.Rate == nil || *r.Rate != (inspect.RateLimit{Tasks: 7, WindowMS: 1000}) || !r.RateLive {
 		t.Fatalf("live rate: %+v, live %v", r.Rate, r.RateLive)
 	}
-	c.HSet(ctx, k.TaskConfig("mail"), taskrdb.RateField, taskrdb.LiveRate(taskrdb.Rate{}))
+	c.HSet(ctx, k.TaskConfig("mail"), rdb.RateField, rdb.LiveRate(rdb.Rate{}))
 	if r, _ := in.Queue(ctx, "mail"); r.Rate != nil || !r.RateLive {
 		t.Fatalf("rate lifted live: %+v, live %v", r.Rate, r.RateLive)
 	}
-	c.HDel(ctx, k.TaskConfig("mail"), taskrdb.RateField)
+	c.HDel(ctx, k.TaskConfig("mail"), rdb.RateField)
 	if r, _ := in.Queue(ctx, "mail"); r.Rate == nil || r.Rate.Tasks != 5 || r.RateLive {
 		t.Fatalf("live rate cleared: %+v, live %v", r.Rate, r.RateLive)
 	}
@@ -81,20 +80,20 @@ func TestQueueFigures(t *testing.T) {
 	// Five tasks enqueued between before and after; three taken, of which
 	// one succeeds and one dies.
 	before := c.Time(ctx).Val()
-	var tasks []taskrdb.NewTask
+	var tasks []rdb.NewTask
 	for i := range 5 {
-		tasks = append(tasks, taskrdb.NewTask{ID: "t" + strconv.Itoa(i), Payload: []byte(`1`), Retention: time.Hour})
+		tasks = append(tasks, rdb.NewTask{ID: "t" + strconv.Itoa(i), Payload: []byte(`1`), Retention: time.Hour})
 	}
-	if _, _, err := taskrdb.Enqueue(ctx, c, taskrdb.EnqueueTarget(k, "mail"), tasks); err != nil {
+	if _, _, err := rdb.Enqueue(ctx, c, rdb.EnqueueTarget(k, "mail"), tasks); err != nil {
 		t.Fatal(err)
 	}
 	after := c.Time(ctx).Val()
-	got, err := taskrdb.Fetch(ctx, c, ks, "A", taskrdb.Limits{}, taskrdb.NewCall(), []int{3, 0}, 3)
+	got, err := rdb.FetchTasks(ctx, c, ks, "A", rdb.Limits{}, rdb.NewCall(), []int{3, 0}, 3)
 	if err != nil || len(got) != 3 {
 		t.Fatal(got, err)
 	}
-	for i, kind := range []string{taskrdb.OK, taskrdb.Dead} {
-		if err := taskrdb.FinishCmd(ctx, c, ks, "A", 100, time.Hour, []taskrdb.Outcome{{ID: got[i].ID, Entry: got[i].Entry, Kind: kind, Data: []byte(`1`)}}).Err(); err != nil {
+	for i, kind := range []string{rdb.OK, rdb.Dead} {
+		if err := rdb.FinishCmd(ctx, c, ks, "A", 100, time.Hour, []rdb.Outcome{{ID: got[i].ID, Entry: got[i].Entry, Kind: kind, Data: []byte(`1`)}}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,7 +136,7 @@ func TestQueueFigures(t *testing.T) {
 
 	// Every task ends: 6 finished (the old one included).
 	for {
-		got, err := taskrdb.Fetch(ctx, c, ks, "B", taskrdb.Limits{}, taskrdb.NewCall(), []int{10, 10}, 10)
+		got, err := rdb.FetchTasks(ctx, c, ks, "B", rdb.Limits{}, rdb.NewCall(), []int{10, 10}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,11 +144,11 @@ func TestQueueFigures(t *testing.T) {
 			break
 		}
 		for _, g := range got {
-			taskrdb.FinishCmd(ctx, c, ks, "B", 100, time.Hour, []taskrdb.Outcome{{ID: g.ID, Level: g.Level, Entry: g.Entry, Kind: taskrdb.OK}})
+			rdb.FinishCmd(ctx, c, ks, "B", 100, time.Hour, []rdb.Outcome{{ID: g.ID, Level: g.Level, Entry: g.Entry, Kind: rdb.OK}})
 		}
 	}
 	// The task A still runs fails its last attempt: dead.
-	taskrdb.FinishCmd(ctx, c, ks, "A", 100, time.Hour, []taskrdb.Outcome{{ID: got[2].ID, Entry: got[2].Entry, Kind: taskrdb.Dead}})
+	rdb.FinishCmd(ctx, c, ks, "A", 100, time.Hour, []rdb.Outcome{{ID: got[2].ID, Entry: got[2].Entry, Kind: rdb.Dead}})
 	r, err = in.Queue(ctx, "mail")
 	if err != nil {
 		t.Fatal(err)
@@ -193,24 +192,24 @@ func TestQueueWorkers(t *testing.T) {
 	ctx := context.Background()
 	k, ks := mailQueue(t, c, prefix)
 	c.Set(ctx, k.Leader(), "7 B", 0)
-	c.Set(ctx, k.LeaderOf(keys.TaskLease("mail")), "8 A", 0) // the queue's leader is A
-	var tasks []taskrdb.NewTask
+	c.Set(ctx, k.LeaderOf(rdb.TaskLease("mail")), "8 A", 0) // the queue's leader is A
+	var tasks []rdb.NewTask
 	for i := range 4 {
-		tasks = append(tasks, taskrdb.NewTask{ID: "t" + strconv.Itoa(i), Payload: []byte(`1`), Level: i % 2, Retention: time.Hour})
+		tasks = append(tasks, rdb.NewTask{ID: "t" + strconv.Itoa(i), Payload: []byte(`1`), Level: i % 2, Retention: time.Hour})
 	}
-	if _, _, err := taskrdb.Enqueue(ctx, c, taskrdb.EnqueueTarget(k, "mail"), tasks); err != nil {
+	if _, _, err := rdb.Enqueue(ctx, c, rdb.EnqueueTarget(k, "mail"), tasks); err != nil {
 		t.Fatal(err)
 	}
 	// A runs two tasks, one per level; B ran one and is idle.
-	a, err := taskrdb.Fetch(ctx, c, ks, "A", taskrdb.Limits{}, taskrdb.NewCall(), []int{1, 1}, 2)
+	a, err := rdb.FetchTasks(ctx, c, ks, "A", rdb.Limits{}, rdb.NewCall(), []int{1, 1}, 2)
 	if err != nil || len(a) != 2 {
 		t.Fatal(a, err)
 	}
-	b, err := taskrdb.Fetch(ctx, c, ks, "B", taskrdb.Limits{}, taskrdb.NewCall(), []int{1, 0}, 1)
+	b, err := rdb.FetchTasks(ctx, c, ks, "B", rdb.Limits{}, rdb.NewCall(), []int{1, 0}, 1)
 	if err != nil || len(b) != 1 {
 		t.Fatal(b, err)
 	}
-	if err := taskrdb.FinishCmd(ctx, c, ks, "B", 100, time.Hour, []taskrdb.Outcome{{ID: b[0].ID, Entry: b[0].Entry, Kind: taskrdb.OK}}).Err(); err != nil {
+	if err := rdb.FinishCmd(ctx, c, ks, "B", 100, time.Hour, []rdb.Outcome{{ID: b[0].ID, Entry: b[0].Entry, Kind: rdb.OK}}).Err(); err != nil {
 		t.Fatal(err)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // LoseLock takes the lock of processor on partition p of stream away from
@@ -16,7 +17,7 @@ import (
 // event or a batch.
 func (k *Kit) LoseLock(a *app.App, stream, processor string, p int) {
 	k.t.Helper()
-	if err := k.client.Del(context.Background(), keysOf(a).Lock(stream, processor, p)).Err(); err != nil {
+	if _, err := rdb.DeleteKeys(context.Background(), k.client, []string{keysOf(a).Lock(stream, processor, p)}); err != nil {
 		k.t.Errorf("leattest: lose the lock: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/task"
 )
 
@@ -56,14 +57,14 @@ func (w *Worker) busy() (string, error) {
 		}
 		for n := range s.Partitions() {
 			key := s.PartitionKey(n)
-			last, err := w.k.client.XRevRangeN(ctx, key, "+", "-", 1).Result()
+			last, err := rdb.LastEntry(ctx, w.k.client, key)
 			if err != nil {
 				return "", err
 			}
 			if len(last) == 0 {
 				continue
 			}
-			groups, err := w.k.client.XInfoGroups(ctx, key).Result()
+			groups, err := rdb.StreamGroups(ctx, w.k.client, key)
 			if err != nil && !strings.Contains(err.Error(), "no such key") {
 				return "", err
 			}
@@ -80,11 +81,11 @@ func (w *Worker) busy() (string, error) {
 	}
 	ks := keysOf(w.a)
 	for _, q := range task.Handled(w.a) {
-		counts, err := w.k.client.HGetAll(ctx, ks.TaskCounts(q)).Result()
+		counts, err := rdb.ReadCounts(ctx, w.k.client, ks.TaskCounts(q))
 		if err != nil {
 			return "", err
 		}
-		paused, err := w.k.client.HExists(ctx, ks.TaskConfig(q), "paused").Result()
+		_, paused, err := rdb.PausedAt(ctx, w.k.client, ks.TaskConfig(q))
 		if err != nil {
 			return "", err
 		}

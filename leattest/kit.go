@@ -13,7 +13,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/clock"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -141,7 +141,7 @@ func (w *Worker) Wait() error {
 }
 
 // keys returns the key space of a.
-func keysOf(a *app.App) keys.Space { return keys.New(a.Config().KeyPrefix, a.Name()) }
+func keysOf(a *app.App) rdb.KeySpace { return rdb.NewKeySpace(a.Config().KeyPrefix, a.Name()) }
 
 type testWriter struct{ t testing.TB }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/core"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -57,7 +58,7 @@ func Records[T any](k *Kit, s *stream.Stream[T]) []Event[T] {
 	}
 	var out []Event[T]
 	for p := range c.Partitions() {
-		msgs, err := k.client.XRange(ctx, c.PartitionKey(p), "-", "+").Result()
+		msgs, err := rdb.ReadStream(ctx, k.client, c.PartitionKey(p))
 		if err != nil {
 			k.t.Fatalf("leattest: read %s partition %d: %v", s.Name(), p, err)
 		}
@@ -98,7 +99,7 @@ type DeadLetter[T any] struct {
 func DeadLetters[T any](k *Kit, a *app.App, s *stream.Stream[T], processor string) []DeadLetter[T] {
 	k.t.Helper()
 	c, _ := core.StreamCore(s)
-	msgs, err := k.client.XRange(context.Background(), keysOf(a).DeadLetter(s.Name(), processor), "-", "+").Result()
+	msgs, err := rdb.ReadStream(context.Background(), k.client, keysOf(a).DeadLetter(s.Name(), processor))
 	if err != nil {
 		k.t.Fatalf("leattest: read the dead letters of %s: %v", processor, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,7 +42,7 @@ func TryRedis(ctx context.Context, w io.Writer) (redis.UniversalClient, func(), 
 			return nil, nil, fmt.Errorf("leattest: LEAT_REDIS_URL: %w", err)
 		}
 		c := redis.NewClient(opt)
-		if err := c.Ping(ctx).Err(); err != nil {
+		if err := rdb.Ping(ctx, c); err != nil {
 			_ = c.Close()
 			return nil, nil, fmt.Errorf("leattest: Redis at %s (LEAT_REDIS_URL): %w", opt.Addr, err)
 		}
@@ -55,7 +56,7 @@ func TryRedis(ctx context.Context, w io.Writer) (redis.UniversalClient, func(), 
 		_ = conn.Close()
 		c := redis.NewClient(&redis.Options{Addr: localRedis})
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		err := c.Ping(pctx).Err()
+		err := rdb.Ping(pctx, c)
 		cancel()
 		if err == nil {
 			fmt.Fprintf(w, "using Redis at %s\n", localRedis)

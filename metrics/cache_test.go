@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/inspect"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/metrics"
 	"github.com/redis/go-redis/v9"
@@ -19,7 +19,7 @@ func TestGatherCache(t *testing.T) {
 	t.Parallel()
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
-	k := keys.New(prefix, "shop")
+	k := rdb.NewKeySpace(prefix, "shop")
 	c.HSet(ctx, k.Registry(), "orders", `{"name":"orders","partitions":1,"size":100,"codec":"msgpack"}`)
 	c.HSet(ctx, k.Processors(), "orders/totals", `{"stream":"orders","processor":"totals"}`)
 	p0 := k.Partition("orders", 0)

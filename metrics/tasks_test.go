@@ -11,7 +11,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/inspect"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/metrics"
 	"github.com/leatdev/leat/task"
@@ -98,7 +98,7 @@ func TestTaskMetrics(t *testing.T) {
 		n, _ := sample(body, "leat_task_duration_seconds_count", `queue="jobs"`)
 		return n == 9
 	})
-	counts := c.HGetAll(context.Background(), keys.New(prefix, "shop").TaskCounts("jobs")).Val()
+	counts := c.HGetAll(context.Background(), rdb.NewKeySpace(prefix, "shop").TaskCounts("jobs")).Val()
 	redisCount := func(st string) float64 { n, _ := strconv.ParseFloat(counts[st], 64); return n }
 	if redisCount("succeeded") != 5 || redisCount("dead") != 1 {
 		t.Fatalf("counts in Redis %v", counts)

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -75,14 +75,14 @@ func Dedup(o DedupOptions) Middleware {
 			var check []string
 			for i := range m.Entries {
 				if id := o.Key(&m.Entries[i]); id != "" {
-					names[i] = m.Fence.LocalKey(keys.Dedup(m.Processor, id))
+					names[i] = m.Fence.LocalKey(rdb.Dedup(m.Processor, id))
 					check = append(check, names[i])
 				}
 			}
 			if len(check) == 0 {
 				return next(ctx, m)
 			}
-			seen, err := m.Client.MGet(ctx, check...).Result()
+			seen, err := rdb.DedupDone(ctx, m.Client, check...)
 			if err != nil {
 				return fmt.Errorf("middleware: dedup: %w", err)
 			}
@@ -128,9 +128,7 @@ func Dedup(o DedupOptions) Middleware {
 				return nil
 			}
 			return m.Fence.Fenced(ctx, func(pipe redis.Pipeliner) error {
-				for _, k := range record {
-					pipe.Set(ctx, k, token, o.TTL)
-				}
+				rdb.DedupRecord(ctx, pipe, record, token, o.TTL)
 				return nil
 			})
 		}

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // RateOptions configure RateLimit.
@@ -43,14 +42,14 @@ func RateLimit(o RateOptions) Middleware {
 			if interval <= 0 {
 				return ErrRateConfig
 			}
-			ks := keys.New(m.KeyPrefix, m.App)
+			ks := rdb.NewKeySpace(m.KeyPrefix, m.App)
 			var wait time.Duration
 			for i := range m.Entries {
 				var key []byte
 				if o.PerKey {
 					key = m.Entries[i].Key
 				}
-				w, err := scripts.RateReserve(ctx, m.Client, ks.RateLimit(m.Stream, m.Processor, key), interval, o.Burst)
+				w, err := rdb.RateReserve(ctx, m.Client, ks.RateLimit(m.Stream, m.Processor, key), interval, o.Burst)
 				if err != nil {
 					return fmt.Errorf("middleware: rate limit: %w", err)
 				}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,7 +21,7 @@ type order struct {
 func newCatalog(t testing.TB, d core.Defaults) (*Catalog, *redis.Client) {
 	t.Helper()
 	c, prefix := redistest.Client(t)
-	return NewCatalog(c, keys.New(prefix, "shop"), d), c
+	return NewCatalog(c, rdb.NewKeySpace(prefix, "shop"), d), c
 }
 
 func ctxT(t testing.TB) context.Context {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -23,7 +23,7 @@ func privateCatalog(t *testing.T, d core.Defaults) (*Catalog, *redis.Client, *re
 	c := redistest.Start(t).Client(t)
 	rt := &redistest.RoundTrips{}
 	c.AddHook(rt)
-	return NewCatalog(c, keys.New("join", "shop"), d), c, rt
+	return NewCatalog(c, rdb.NewKeySpace("join", "shop"), d), c, rt
 }
 
 // Sends made at once from many goroutines share round trips, each gets its

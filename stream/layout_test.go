@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -73,7 +73,7 @@ func TestEntryLayoutCodecChange(t *testing.T) {
 	ctx := ctxT(t)
 	c, prefix := redistest.Client(t)
 	declare := func(codec Codec) *Stream[order] {
-		s, err := Declare[order](NewCatalog(c, keys.New(prefix, "shop"), core.Defaults{}), "orders",
+		s, err := Declare[order](NewCatalog(c, rdb.NewKeySpace(prefix, "shop"), core.Defaults{}), "orders",
 			KeyFunc(func(o order) string { return o.Customer }), Partitions(1), WithCodec(codec))
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func TestEntryLayoutCodecChange(t *testing.T) {
 	if len(got) != 3 || len(got[0]) != 4 || !slices.Equal(got[1][:4], []string{"key", "c-1", "codec", "json"}) || len(got[2]) != 4 {
 		t.Fatalf("fields after a codec change: %q", got)
 	}
-	def, err := core.LoadDefinition(ctx, c, keys.New(prefix, "shop").Registry(), "orders")
+	def, err := core.LoadDefinition(ctx, c, rdb.NewKeySpace(prefix, "shop").Registry(), "orders")
 	if err != nil || def.Codec != "json" || def.EntryCodec != "msgpack" {
 		t.Fatalf("registry holds %+v, %v; want codec json, entry codec msgpack", def, err)
 	}

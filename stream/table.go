@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 )
 
@@ -65,10 +64,10 @@ func TableCodec(c Codec) TableOption { return func(s *tableSpec) { s.codec = c }
 // the processor's tables (name and codec) with the processor's definition,
 // for tools (leat table).
 func DeclareTable[V, T any](s *Stream[T], processor, name string, opts ...TableOption) (*Table[V], error) {
-	if err := keys.CheckName("processor", processor); err != nil {
+	if err := rdb.CheckName("processor", processor); err != nil {
 		return nil, err
 	}
-	if err := keys.CheckName("table", name); err != nil {
+	if err := rdb.CheckName("table", name); err != nil {
 		return nil, err
 	}
 	spec := tableSpec{codec: MsgPack}

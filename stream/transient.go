@@ -1,6 +1,6 @@
 package stream
 
-import "github.com/leatdev/leat/internal/core"
+import "github.com/leatdev/leat/internal/topology"
 
 // IsTransient reports whether err is a failure of Redis or of the way to it
 // that goes away by itself within seconds, as during a failover, a restart
@@ -14,4 +14,4 @@ import "github.com/leatdev/leat/internal/core"
 // The runtime retries a processor call that failed with a transient error
 // before its failure policy applies (see executor.TransientRetry); a
 // processor or middleware may use it to decide retries of its own.
-func IsTransient(err error) bool { return core.IsTransient(err) }
+func IsTransient(err error) bool { return topology.IsTransient(err) }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
 // A running worker beats every second in each of its queues' workers sets
-// (keys.Space.TaskWorkers), all its queues in one pipeline, and leaves them
+// (rdb.KeySpace.TaskWorkers), all its queues in one pipeline, and leaves them
 // when it stops: that is how the inspector knows it is alive while it is
 // idle, since Redis (7.0) marks a consumer as seen only when a read gives
 // it entries or a claim takes some.
@@ -50,18 +50,18 @@ func beatOnce(ctx context.Context, c redis.UniversalClient, qs []*core) error {
 	if len(qs) == 0 {
 		return nil
 	}
-	bs := make([]taskrdb.Beater, len(qs))
+	bs := make([]rdb.Beater, len(qs))
 	for i, q := range qs {
-		bs[i] = taskrdb.Beater{Workers: q.ks.TaskWorkers(q.name), Worker: q.worker}
+		bs[i] = rdb.Beater{Workers: q.ks.TaskWorkers(q.name), Worker: q.worker}
 	}
-	return taskrdb.Beat(ctx, c, bs)
+	return rdb.Beat(ctx, c, bs)
 }
 
 // leaveWorkers removes q's worker from the queue's workers set, on c: it stopped.
 func leaveWorkers(c redis.UniversalClient, q *core) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := taskrdb.LeaveWorkers(ctx, c, q.ks.TaskWorkers(q.name), q.worker); err != nil {
+	if err := rdb.LeaveWorkers(ctx, c, q.ks.TaskWorkers(q.name), q.worker); err != nil {
 		q.log.Warn("leaving the queue's workers failed: the inspector counts this worker alive a few seconds more", "error", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"weak"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
@@ -188,7 +188,7 @@ func (r *reader) run() {
 		default:
 		}
 		r.u.mu.Unlock()
-		res, err := taskrdb.ReadNew(context.Background(), r.u.conn, r.name, streams, count, idleBlock)
+		res, err := rdb.ReadNew(context.Background(), r.u.conn, r.name, streams, count, idleBlock)
 		r.u.mu.Lock()
 		r.u.end(err)
 		switch {
@@ -325,5 +325,5 @@ func (w *worker) blockingRead(ctx context.Context, streams []string, n int) ([]r
 	if w.share.interruptible() {
 		return w.share.reader.read(ctx, streams, int64(n))
 	}
-	return taskrdb.ReadNew(context.WithoutCancel(ctx), w.share.blk, w.q.worker, streams, int64(n), readBlock)
+	return rdb.ReadNew(context.WithoutCancel(ctx), w.share.blk, w.q.worker, streams, int64(n), readBlock)
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // ErrFinished is returned by Cancel for a task that has finished already,
@@ -18,7 +18,7 @@ var ErrFinished = errors.New("task: not in a state for this")
 // cancelled when its handler returns, unless it succeeded first. A
 // finished task is left alone (ErrFinished).
 func (q *core) Cancel(ctx context.Context, id string) (State, error) {
-	state, action, err := taskrdb.Cancel(ctx, q.rdb, q.keys, id)
+	state, action, err := rdb.Cancel(ctx, q.rdb, q.keys, id)
 	if err != nil {
 		return "", fmt.Errorf("task queue %q: cancel: %w", q.name, err)
 	}
@@ -28,7 +28,7 @@ func (q *core) Cancel(ctx context.Context, id string) (State, error) {
 	case "final":
 		return State(state), fmt.Errorf("%w: task %q is %s", ErrFinished, id, state)
 	case "signal":
-		if err := taskrdb.SignalCancel(ctx, q.rdb, q.ks.TaskCancel(q.name), id); err != nil {
+		if err := rdb.SignalCancel(ctx, q.rdb, q.ks.TaskCancel(q.name), id); err != nil {
 			// The worker's touch loop reads the flag within a second.
 			q.log.Warn("publishing a cancellation failed", "task", id, "error", err)
 		}
@@ -38,7 +38,7 @@ func (q *core) Cancel(ctx context.Context, id string) (State, error) {
 
 // Requeue makes a dead or failed task ready again, with its attempts reset.
 func (q *core) Requeue(ctx context.Context, id string) error {
-	state, err := taskrdb.Requeue(ctx, q.rdb, q.keys, id)
+	state, err := rdb.Requeue(ctx, q.rdb, q.keys, id)
 	if err != nil {
 		return fmt.Errorf("task queue %q: requeue: %w", q.name, err)
 	}
@@ -56,14 +56,14 @@ func (q *core) Requeue(ctx context.Context, id string) error {
 // requeued twice.
 func (q *core) RequeueDead(ctx context.Context) (int, error) {
 	key := q.ks.TaskDead(q.name)
-	upTo, ok, err := taskrdb.LastDeath(ctx, q.rdb, key)
+	upTo, ok, err := rdb.LastDeath(ctx, q.rdb, key)
 	if err != nil || !ok {
 		return 0, err
 	}
 	// Tasks that die from now on have a later time of death.
 	n, skipped := 0, 0
 	for {
-		ids, err := taskrdb.DeadUpTo(ctx, q.rdb, key, upTo, int64(skipped), 500)
+		ids, err := rdb.DeadUpTo(ctx, q.rdb, key, upTo, int64(skipped), 500)
 		if err != nil {
 			return n, err
 		}

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	streamcore "github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/topology"
 )
 
 // completeBatch is how many outcomes one script call records.
@@ -77,7 +77,7 @@ func (w *worker) complete(stop context.Context) {
 			// Only a failure that passes (Redis unreachable, restarting, at
 			// maxmemory) is worth the wait; one that names a mistake (a
 			// permission the Redis user lacks) is not.
-			passing := streamcore.IsTransient(err) || strings.HasPrefix(err.Error(), "OOM ")
+			passing := topology.IsTransient(err) || strings.HasPrefix(err.Error(), "OOM ")
 			stopping := stop.Err() != nil
 			if stopping && stopAt.IsZero() {
 				stopAt = time.Now()
@@ -133,7 +133,7 @@ func (w *worker) nextOutcome() (ended, bool) {
 
 // ended is the outcome of a run, with what the hooks report of it.
 type ended struct {
-	taskrdb.Outcome
+	rdb.Outcome
 	attempt int
 	took    time.Duration // the handler's run
 }
@@ -147,7 +147,7 @@ func (w *worker) record(ctx context.Context, batch []ended) error {
 		outs = append(outs, e.Outcome)
 	}
 	defer func() { clear(outs); w.outs = outs[:0] }()
-	cmds, err := taskrdb.FinishAll(ctx, q.rdb, q.keys, q.worker, q.set.deadMax, q.set.deadAge, outs, completeBatch)
+	cmds, err := rdb.FinishAll(ctx, q.rdb, q.keys, q.worker, q.set.deadMax, q.set.deadAge, outs, completeBatch)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (w *worker) record(ctx context.Context, batch []ended) error {
 
 // hook reports the outcomes of batch that the finish.lua calls cmds
 // recorded (completeBatch outcomes per call) to the queue's hooks.
-func (w *worker) hook(batch []ended, cmds taskrdb.FinishReplies) {
+func (w *worker) hook(batch []ended, cmds rdb.FinishReplies) {
 	if len(w.q.hooks) == 0 {
 		return
 	}

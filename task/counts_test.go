@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/task"
 )
 
@@ -13,7 +13,7 @@ import (
 func scanStates(t *testing.T, e *env, queue string) map[task.State]int64 {
 	t.Helper()
 	ctx := context.Background()
-	prefix := keys.New(e.prefix, "shop").TaskPrefix(queue)
+	prefix := rdb.NewKeySpace(e.prefix, "shop").TaskPrefix(queue)
 	out := map[task.State]int64{}
 	iter := e.client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	for iter.Next(ctx) {

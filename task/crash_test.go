@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
@@ -198,7 +198,7 @@ func TestProcessesKilled(t *testing.T) {
 	}
 	// The tasks the killed worker held: its pending entries.
 	ctx := ctxT(t)
-	stream := keys.New(e.prefix, "shop").TaskStream("load", 0)
+	stream := rdb.NewKeySpace(e.prefix, "shop").TaskStream("load", 0)
 	pend, err := e.client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stream, Group: "workers", Consumer: "p0", Start: "-", End: "+", Count: 1000}).Result()
 	if err != nil {
 		t.Fatal(err)

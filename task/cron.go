@@ -9,9 +9,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/clock"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/schedule"
-	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 	"github.com/robfig/cron/v3"
 )
@@ -42,7 +41,7 @@ type cronEntry struct {
 // clock of background schedules: the system's, or the testing kit's
 // (leattest). Register schedules before the worker starts.
 func (q *Queue[P, R]) Cron(name, spec string, p P, opts ...EnqueueOption) error {
-	if err := keys.CheckName("cron schedule", name); err != nil {
+	if err := rdb.CheckName("cron schedule", name); err != nil {
 		return err
 	}
 	s, err := schedule.Parse(spec)
@@ -80,7 +79,7 @@ func (q *core) loadCron(ctx context.Context, now time.Time) error {
 	if len(q.cron) == 0 {
 		return nil
 	}
-	m, err := taskrdb.CronTicks(ctx, q.rdb, q.ks.TaskCron(q.name))
+	m, err := rdb.CronTicks(ctx, q.rdb, q.ks.TaskCron(q.name))
 	if err != nil {
 		return fmt.Errorf("task queue %q: load cron ticks: %w", q.name, err)
 	}
@@ -142,7 +141,7 @@ func (q *core) fireCron(ctx context.Context, term int64, now time.Time) (time.Ti
 				q.log.Warn("cron enqueue failed", "schedule", c.name, "error", err)
 				break // try again at the next wake
 			}
-			r, err := taskrdb.CronTick(ctx, q.rdb, q.ks.TaskCron(q.name), c.name, tick, term)
+			r, err := rdb.CronTick(ctx, q.rdb, q.ks.TaskCron(q.name), c.name, tick, term)
 			if err != nil {
 				q.log.Warn("recording cron tick failed", "schedule", c.name, "error", err)
 				break

@@ -3,7 +3,7 @@ package task
 import (
 	"fmt"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // NewDefinition returns the definition a queue called name declared with
@@ -11,7 +11,7 @@ import (
 // what is wrong with the name or the options: for tools that write the
 // registry without declaring the queue on an App (a configuration file).
 func NewDefinition(name string, opts ...Option) (Definition, error) {
-	if err := keys.CheckName("task queue", name); err != nil {
+	if err := rdb.CheckName("task queue", name); err != nil {
 		return Definition{}, err
 	}
 	s, err := applyOptions(opts)

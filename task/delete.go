@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // Delete removes a task that has ended (succeeded, failed, cancelled or
@@ -14,7 +14,7 @@ import (
 // task that has not ended (pending, scheduled, active, retrying) is left
 // alone (ErrFinished: cancel it first); a missing one is ErrNotFound.
 func (q *core) Delete(ctx context.Context, id string) (State, error) {
-	st, err := taskrdb.Delete(ctx, q.rdb, q.keys, q.ks.TaskUpdatesPrefix(q.name), q.ks.TaskLogsPrefix(q.name), id)
+	st, err := rdb.Delete(ctx, q.rdb, q.keys, q.ks.TaskUpdatesPrefix(q.name), q.ks.TaskLogsPrefix(q.name), id)
 	if err != nil {
 		return "", fmt.Errorf("task queue %q: delete: %w", q.name, err)
 	}
@@ -32,7 +32,7 @@ func (q *core) Delete(ctx context.Context, id string) (State, error) {
 func (q *core) DeleteDead(ctx context.Context) (int, error) {
 	n := 0
 	for {
-		got, more, err := taskrdb.DeleteDead(ctx, q.rdb, q.keys, q.ks.TaskUpdatesPrefix(q.name), q.ks.TaskLogsPrefix(q.name), deleteBatch)
+		got, more, err := rdb.DeleteDead(ctx, q.rdb, q.keys, q.ks.TaskUpdatesPrefix(q.name), q.ks.TaskLogsPrefix(q.name), deleteBatch)
 		n += got
 		if err != nil {
 			return n, fmt.Errorf("task queue %q: delete dead tasks: %w", q.name, err)

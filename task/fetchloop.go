@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -80,13 +80,13 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 		woken := w.wakeChan()
 		got, err := w.take(ctx, n, quota, idle)
 		idle = err == nil && len(got) == 0
-		if errors.Is(err, taskrdb.ErrPaused) {
+		if errors.Is(err, rdb.ErrPaused) {
 			w.unreserve(n)
 			w.setPaused(true)
 			w.awaitWake(ctx, w.poll, woken)
 			continue
 		}
-		var limited *taskrdb.RateLimitedError
+		var limited *rdb.RateLimitedError
 		if errors.As(err, &limited) {
 			w.unreserve(n)
 			w.awaitWake(ctx, limited.Wait, woken)
@@ -134,8 +134,8 @@ func (w *worker) handlerReady(ctx context.Context) bool {
 }
 
 // handBack gives a task taken but not started back to the queue.
-func (w *worker) handBack(t *taskrdb.Fetched) {
-	w.report(ended{Outcome: taskrdb.Outcome{ID: t.ID, Entry: t.Entry, Level: t.Level, Kind: taskrdb.Handback}})
+func (w *worker) handBack(t *rdb.Fetched) {
+	w.report(ended{Outcome: rdb.Outcome{ID: t.ID, Entry: t.Entry, Level: t.Level, Kind: rdb.Handback}})
 }
 
 // await waits for a slot to free; when short, at most fetchWait (on t,
@@ -171,7 +171,7 @@ const readBlock = 500 * time.Millisecond
 // queue costs its workers a blocking read per readBlock, not also a script.
 // (A paused or rate-limited queue holds back what such a read gives: see
 // the given call.)
-func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]taskrdb.Fetched, error) {
+func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]rdb.Fetched, error) {
 	q := w.q
 	again, recover := w.toSendAgain()
 	if again != nil {
@@ -220,11 +220,11 @@ func (w *worker) take(ctx context.Context, n int, quota []int, idle bool) ([]tas
 		w.setRecover()
 		return nil, err
 	}
-	var entries []taskrdb.Entry
+	var entries []rdb.Entry
 	for _, s := range res {
 		level, _ := strconv.Atoi(s.Stream[strings.LastIndexByte(s.Stream, ':')+1:])
 		for _, m := range s.Messages {
-			e := taskrdb.Entry{Level: level, ID: m.ID}
+			e := rdb.Entry{Level: level, ID: m.ID}
 			if v, ok := m.Values["t"].(string); ok {
 				e.Field, e.Value = "t", v
 			} else if v, ok := m.Values["k"].(string); ok {

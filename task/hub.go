@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,7 +27,7 @@ type hub struct {
 type hubSub struct{ fn func(payload string) }
 
 func newHub(c redis.UniversalClient, log *slog.Logger) *hub {
-	h := &hub{ps: taskrdb.Subscribe(context.Background(), c), log: log, subs: map[string][]*hubSub{}, done: make(chan struct{})}
+	h := &hub{ps: rdb.Subscribe(context.Background(), c), log: log, subs: map[string][]*hubSub{}, done: make(chan struct{})}
 	go h.deliver()
 	return h
 }
@@ -43,7 +43,7 @@ func (h *hub) subscribe(ctx context.Context, channel string, fn func(payload str
 	h.subs[channel] = append(h.subs[channel], s)
 	h.mu.Unlock()
 	if first {
-		if err := h.ps.Subscribe(ctx, channel); err != nil && ctx.Err() == nil {
+		if err := rdb.SubscribeTo(ctx, h.ps, channel); err != nil && ctx.Err() == nil {
 			// go-redis subscribes again with the next connection
 			h.log.Warn("subscribing to a task queue's channel failed", "channel", channel, "error", err)
 		}
@@ -66,7 +66,7 @@ func (h *hub) subscribe(ctx context.Context, channel string, fn func(payload str
 		}
 		h.mu.Unlock()
 		if len(subs) == 0 {
-			_ = h.ps.Unsubscribe(context.Background(), channel)
+			_ = rdb.UnsubscribeFrom(context.Background(), h.ps, channel)
 		}
 	}
 }

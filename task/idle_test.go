@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
@@ -218,7 +218,7 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 		return b == 1 && w == 1 && s == 1 && ch == queues
 	})
 	// The worker leads every queue: the one wait covers each wake list.
-	ks := keys.New(e.prefix, "shop")
+	ks := rdb.NewKeySpace(e.prefix, "shop")
 	for i := range qs {
 		list := ks.TaskWake(fmt.Sprintf("q%d", i))
 		if err := e.client.LPush(ctx, list, "1").Err(); err != nil {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // A Listing is a set of tasks a queue keeps in order, which List reads.
@@ -47,11 +47,11 @@ func (q *core) List(ctx context.Context, which Listing, limit int) ([]*Info, err
 	var set string
 	switch which {
 	case ListDead:
-		set = taskrdb.SetDead
+		set = rdb.SetDead
 	case ListRecent:
-		set = taskrdb.SetDone
+		set = rdb.SetDone
 	case ListScheduled:
-		set = taskrdb.SetScheduled
+		set = rdb.SetScheduled
 	default:
 		return nil, fmt.Errorf("%w: unknown listing %q: use %q, %q or %q", ErrBadList, which, ListDead, ListRecent, ListScheduled)
 	}
@@ -60,7 +60,7 @@ func (q *core) List(ctx context.Context, which Listing, limit int) ([]*Info, err
 	}
 	// One byte more than kept tells a cut error from one of exactly
 	// ListErrorMax bytes.
-	got, err := taskrdb.List(ctx, q.rdb, q.keys, set, limit, ListErrorMax+1, taskrdb.ListFields)
+	got, err := rdb.List(ctx, q.rdb, q.keys, set, limit, ListErrorMax+1, rdb.ListFields)
 	if err != nil {
 		return nil, fmt.Errorf("task queue %q: list %s: %w", q.name, which, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/task"
 )
 
@@ -207,7 +207,7 @@ func TestListSkipsParkedKeys(t *testing.T) {
 	}
 	// Key k is parked until its window ends; its second task waits.
 	eventually(t, 10*time.Second, "key k parked", func() bool {
-		ids, _ := e.client.ZRange(ctx, keys.New(e.prefix, "shop").TaskScheduled("parked"), 0, -1).Result()
+		ids, _ := e.client.ZRange(ctx, rdb.NewKeySpace(e.prefix, "shop").TaskScheduled("parked"), 0, -1).Result()
 		return slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "~k:") })
 	})
 	got, err := q.List(ctx, task.ListScheduled, 10)

@@ -10,14 +10,14 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // readLimit applies the concurrency set with SetConcurrency, else the
 // program's, and the queue's ConcurrencyFunc, if any, and notes the rate
 // set live.
 func (w *worker) readLimit(ctx context.Context) {
-	live, err := taskrdb.LiveLimits(ctx, w.share.bg, w.q.ks.TaskConfig(w.q.name))
+	live, err := rdb.LiveLimits(ctx, w.share.bg, w.q.ks.TaskConfig(w.q.name))
 	if err != nil {
 		if w.q.set.concFn == nil {
 			return // nothing known has changed
@@ -27,7 +27,7 @@ func (w *worker) readLimit(ctx context.Context) {
 		w.readLiveRate(live[1])
 	}
 	c, _ := live[0].(string)
-	v, ok := taskrdb.ParseLiveConcurrency(c)
+	v, ok := rdb.ParseLiveConcurrency(c)
 	if !ok {
 		v = w.q.set.concurrency // none set live (or cleared): the program's
 	}
@@ -65,7 +65,7 @@ func (w *worker) readLimit(ctx context.Context) {
 // rate window when the live rate changes.
 func (w *worker) listen(ctx context.Context) {
 	unsubscribe := w.share.hub.subscribe(ctx, w.q.ks.TaskCancel(w.q.name), func(payload string) {
-		if payload == taskrdb.ResumeMessage {
+		if payload == rdb.ResumeMessage {
 			w.readRate(ctx) // a live rate changed, maybe: known before the fetchers wake
 			w.wake()
 			return
@@ -97,7 +97,7 @@ func (w *worker) modified(fn func(int) int, configured int) (v int) {
 
 // readRate notes the rate set live (see readLiveRate).
 func (w *worker) readRate(ctx context.Context) {
-	v, ok, err := taskrdb.ReadLiveRate(ctx, w.share.bg, w.q.ks.TaskConfig(w.q.name))
+	v, ok, err := rdb.ReadLiveRate(ctx, w.share.bg, w.q.ks.TaskConfig(w.q.name))
 	switch {
 	case ok:
 		w.readLiveRate(v)
@@ -111,7 +111,7 @@ func (w *worker) readRate(ctx context.Context) {
 // entries a blocking read gave pending here without a recovery: one is run.
 func (w *worker) readLiveRate(v any) {
 	text, _ := v.(string)
-	r, err := taskrdb.ParseLiveRate(text) // "" (none) does not parse
+	r, err := rdb.ParseLiveRate(text) // "" (none) does not parse
 	rated := err == nil && r.N > 0
 	if !w.liveRate.Swap(rated) && rated {
 		w.setRecover()

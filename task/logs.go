@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // Bounds of a task's log: at most LogCap lines of at most LogLineMax bytes
@@ -71,7 +71,7 @@ func (r *redisReporter) logLines(ctx context.Context, lines []string) error {
 		}
 		out = append(out, line)
 	}
-	err := taskrdb.AppendLog(ctx, q.rdb, q.ks.TaskPrefix(q.name)+r.id, q.ks.TaskLogsPrefix(q.name)+r.id, LogCap, r.ttl, r.attempt, out)
+	err := rdb.AppendLog(ctx, q.rdb, q.ks.TaskPrefix(q.name)+r.id, q.ks.TaskLogsPrefix(q.name)+r.id, LogCap, r.ttl, r.attempt, out)
 	if err != nil {
 		return fmt.Errorf("task %s: record log lines: %w", r.id, err)
 	}
@@ -82,7 +82,7 @@ func (r *redisReporter) logLines(ctx context.Context, lines []string) error {
 // lines of subprocess handlers), or ErrNotFound for a task the queue does
 // not know.
 func (q *core) Logs(ctx context.Context, id string) ([]LogLine, error) {
-	msgs, err := taskrdb.ReadLog(ctx, q.rdb, q.ks.TaskLogsPrefix(q.name)+id)
+	msgs, err := rdb.ReadLog(ctx, q.rdb, q.ks.TaskLogsPrefix(q.name)+id)
 	if err != nil {
 		return nil, err
 	}

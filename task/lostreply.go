@@ -16,7 +16,7 @@
 //     sent again with the same ID (sendCall, sendAgain, toSendAgain). Two
 //     fetchers' calls are of different slots, so one's memo survives the
 //     other's reads. TestLostFetchReplies, TestLostReadRepliesBesideOtherReads;
-//     taskrdb's TestFetchCallRunAgain, TestFetchCallsOfOtherSlots.
+//     internal/rdb's TestFetchCallRunAgain, TestFetchCallsOfOtherSlots.
 //   - A given call's reply is lost (the call that takes the entries a
 //     blocking read gave): it is sent again with the same entries
 //     (givenCall) and hands out the same tasks. TestFetchReplyLost.
@@ -27,13 +27,13 @@
 //     the worker and nobody took their tasks, so the next call is the own
 //     recovery (lost.recover, setRecover, ownCall: fetch.lua's mode "own"),
 //     itself sent again after a lost reply. TestLostFetchReplies;
-//     taskrdb's TestFetchOwnCallRunAgain, TestOwnCallsWalkPendingOnce.
+//     internal/rdb's TestFetchOwnCallRunAgain, TestOwnCallsWalkPendingOnce.
 //   - Entries left pending with the worker without a lost reply: a given
 //     call refused while paused or cut short by the rate (its program's, or
 //     one set live: rated, readLiveRate), or entries beyond the slots after
 //     the concurrency was lowered (take): the same recovery takes them.
 //     TestResumeRunsEntriesHeldWhilePaused, TestLiveRate,
-//     TestLoweredConcurrencyWhileIdle; taskrdb's TestFetchWhilePaused,
+//     TestLoweredConcurrencyWhileIdle; internal/rdb's TestFetchWhilePaused,
 //     TestFetchUnderQueueRate.
 //   - The recovery and a given call racing for the same entries: the
 //     recovery would start their tasks and the given call hand them out
@@ -56,7 +56,7 @@ import (
 	"math/bits"
 	"sync"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // lost is what the worker's fetchers have to do after lost replies
@@ -77,10 +77,10 @@ type lost struct {
 
 // fetchCall is a fetch call to send again: n and quota are the slots free
 // now (0 and nil: none; only what the first run took).
-type fetchCall func(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error)
+type fetchCall func(ctx context.Context, n int, quota []int) ([]rdb.Fetched, error)
 
 // sendCall runs c, and queues it to be sent again when its reply was lost.
-func (w *worker) sendCall(ctx context.Context, c fetchCall, n int, quota []int) ([]taskrdb.Fetched, error) {
+func (w *worker) sendCall(ctx context.Context, c fetchCall, n int, quota []int) ([]rdb.Fetched, error) {
 	got, err := c(ctx, n, quota)
 	if lostReply(err) {
 		w.sendAgain(c)
@@ -114,7 +114,7 @@ func (w *worker) toSendAgain() (c fetchCall, recover bool) {
 	return nil, recover
 }
 
-// claimSlot returns a slot for a read or own call (taskrdb.NewCallIn), held
+// claimSlot returns a slot for a read or own call (rdb.NewCallIn), held
 // until the call ran with its reply read: Redis keeps what such a call took
 // per slot, for the call to be sent again after its reply was lost, and a
 // call of the same slot would replace it. A worker's calls under way or
@@ -138,11 +138,11 @@ func (w *worker) freeSlot(slot int) {
 // it to be sent again) of a slot of its own, run by send with the call's
 // ID. Once the call ran with its reply read, or was refused (it took
 // nothing), its slot is freed and done, if any, is called.
-func (w *worker) memoCall(done func(), send func(ctx context.Context, call string, n int, quota []int) ([]taskrdb.Fetched, error)) fetchCall {
+func (w *worker) memoCall(done func(), send func(ctx context.Context, call string, n int, quota []int) ([]rdb.Fetched, error)) fetchCall {
 	slot := w.claimSlot()
-	call := taskrdb.NewCallIn(slot)
+	call := rdb.NewCallIn(slot)
 	var once sync.Once
-	return func(ctx context.Context, n int, quota []int) ([]taskrdb.Fetched, error) {
+	return func(ctx context.Context, n int, quota []int) ([]rdb.Fetched, error) {
 		got, err := send(ctx, call, n, quota)
 		if !lostReply(err) {
 			once.Do(func() {
@@ -161,12 +161,12 @@ func (w *worker) memoCall(done func(), send func(ctx context.Context, call strin
 // its first run took.
 func (w *worker) readCall() fetchCall {
 	q := w.q
-	return w.memoCall(nil, func(ctx context.Context, call string, n int, quota []int) ([]taskrdb.Fetched, error) {
+	return w.memoCall(nil, func(ctx context.Context, call string, n int, quota []int) ([]rdb.Fetched, error) {
 		if n <= 0 {
 			// only what the first run took, if it ran: nothing new
 			n, quota = 0, make([]int, len(q.set.levels))
 		}
-		return taskrdb.Fetch(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, quota, n)
+		return rdb.FetchTasks(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, quota, n)
 	})
 }
 
@@ -177,8 +177,8 @@ func (w *worker) readCall() fetchCall {
 // given section opens meanwhile, as while it runs).
 func (w *worker) ownCall() fetchCall {
 	q := w.q
-	return w.memoCall(w.leaveOwn, func(ctx context.Context, call string, n int, _ []int) ([]taskrdb.Fetched, error) {
-		return taskrdb.FetchOwn(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, len(q.set.levels), max(n, 0))
+	return w.memoCall(w.leaveOwn, func(ctx context.Context, call string, n int, _ []int) ([]rdb.Fetched, error) {
+		return rdb.FetchOwn(ctx, q.rdb, q.keys, q.worker, q.set.limits(), call, len(q.set.levels), max(n, 0))
 	})
 }
 
@@ -186,11 +186,11 @@ func (w *worker) ownCall() fetchCall {
 // entries a blocking read gave, made in a given section (enterGiven). The
 // section stays open until the call ran: sent again after a lost reply,
 // by whichever fetcher, it is still these entries' call.
-func (w *worker) givenCall(entries []taskrdb.Entry) fetchCall {
+func (w *worker) givenCall(entries []rdb.Entry) fetchCall {
 	q := w.q
 	var once sync.Once
-	return func(ctx context.Context, _ int, _ []int) ([]taskrdb.Fetched, error) {
-		got, err := taskrdb.FetchGiven(ctx, q.rdb, q.keys, q.worker, q.set.limits(), entries)
+	return func(ctx context.Context, _ int, _ []int) ([]rdb.Fetched, error) {
+		got, err := rdb.FetchGiven(ctx, q.rdb, q.keys, q.worker, q.set.limits(), entries)
 		if heldBack(err) || err == nil && len(got) < len(entries) && w.rated() {
 			// Paused since the read, or over the queue's rate (its
 			// program's, or one set live): entries stay pending here, taken
@@ -298,6 +298,6 @@ func (w *worker) rated() bool { return w.q.set.qrate.N > 0 || w.liveRate.Load() 
 // heldBack reports whether err is a fetch's refusal to take tasks (the
 // queue paused, or over its rate): the script ran and took nothing.
 func heldBack(err error) bool {
-	var limited *taskrdb.RateLimitedError
-	return errors.Is(err, taskrdb.ErrPaused) || errors.As(err, &limited)
+	var limited *rdb.RateLimitedError
+	return errors.Is(err, rdb.ErrPaused) || errors.As(err, &limited)
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/task"
 )
 
@@ -58,7 +58,7 @@ func TestNoKeysLeft(t *testing.T) {
 	if _, err := q.Info(ctx, ids[2]); !errors.Is(err, task.ErrNotFound) {
 		t.Fatal(err)
 	}
-	ks := keys.New(e.prefix, "shop")
+	ks := rdb.NewKeySpace(e.prefix, "shop")
 	allowed := []string{ks.TaskStream("mem", 0), ks.TaskCounts("mem"), ks.TaskDead("mem"), ks.TaskWorkers("mem")}
 	// Keys that expire by themselves: the finished-task counters of the
 	// throughput, and what a fetch call of the worker took (kept a minute
@@ -103,7 +103,7 @@ func TestNoKeysLeft(t *testing.T) {
 }
 
 func scanOneDead(t *testing.T, e *env) string {
-	ids, err := e.client.ZRange(context.Background(), keys.New(e.prefix, "shop").TaskDead("mem"), 0, 0).Result()
+	ids, err := e.client.ZRange(context.Background(), rdb.NewKeySpace(e.prefix, "shop").TaskDead("mem"), 0, 0).Result()
 	if err != nil || len(ids) != 1 {
 		t.Fatal(ids, err)
 	}

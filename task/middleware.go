@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/middleware"
 )
 
@@ -40,7 +40,7 @@ func (q *Queue[P, R]) chained() middleware.TaskHandler {
 		return nil
 	}
 	return middleware.ChainTask(func(ctx context.Context, r *middleware.TaskRun) error {
-		f, ok := ctx.Value(runKey{}).(*taskrdb.Fetched)
+		f, ok := ctx.Value(runKey{}).(*rdb.Fetched)
 		if !ok {
 			return SkipRetry(errors.New("task middleware: the context given to the innermost handler does not derive from the chain's"))
 		}
@@ -54,7 +54,7 @@ func (q *Queue[P, R]) chained() middleware.TaskHandler {
 }
 
 // runChain runs f through the queue's middleware.
-func (q *Queue[P, R]) runChain(ctx context.Context, f *taskrdb.Fetched) ([]byte, error) {
+func (q *Queue[P, R]) runChain(ctx context.Context, f *rdb.Fetched) ([]byte, error) {
 	h, err := decodeHeaders(f.Headers)
 	if err != nil {
 		return nil, SkipRetry(err)

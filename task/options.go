@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/middleware"
 )
 
@@ -78,8 +78,8 @@ type settings struct {
 	levels      []Level
 	strict      bool
 	keyed       bool
-	rate        taskrdb.Rate  // per key
-	qrate       taskrdb.Rate  // over the queue
+	rate        rdb.Rate      // per key
+	qrate       rdb.Rate      // over the queue
 	uniqueTTL   time.Duration // UniqueFor
 	hookTries   int
 	hookBackoff time.Duration
@@ -298,28 +298,28 @@ func Keyed() Option {
 // without polling. Every worker's program should give the same limit (each
 // fetch applies its own worker's). On a keyed queue it adds to KeyRate.
 func Rate(n int, window time.Duration) Option {
-	return rateOption("rate", n, window, func(s *settings) *taskrdb.Rate { return &s.qrate })
+	return rateOption("rate", n, window, func(s *settings) *rdb.Rate { return &s.qrate })
 }
 
 // limits returns the rate limits of a fetch.
-func (s *settings) limits() taskrdb.Limits { return taskrdb.Limits{Key: s.rate, Queue: s.qrate} }
+func (s *settings) limits() rdb.Limits { return rdb.Limits{Key: s.rate, Queue: s.qrate} }
 
 // KeyRate limits a keyed queue to n tasks of one key started per window,
 // counted in Redis and so shared by all workers (fixed windows starting at
 // a key's first task). A key over its limit waits out its window without
 // holding a worker; other keys go on.
 func KeyRate(n int, window time.Duration) Option {
-	return rateOption("key rate", n, window, func(s *settings) *taskrdb.Rate { return &s.rate })
+	return rateOption("key rate", n, window, func(s *settings) *rdb.Rate { return &s.rate })
 }
 
 // rateOption sets the limit that field points to to n per window, once it
 // checked them.
-func rateOption(what string, n int, window time.Duration, field func(*settings) *taskrdb.Rate) Option {
+func rateOption(what string, n int, window time.Duration, field func(*settings) *rdb.Rate) Option {
 	return optionFunc(func(s *settings) error {
 		if n < 1 || window < time.Millisecond {
 			return fmt.Errorf("%s %d per %s: need n >= 1 and a window of at least 1ms", what, n, window)
 		}
-		*field(s) = taskrdb.Rate{N: n, Window: window}
+		*field(s) = rdb.Rate{N: n, Window: window}
 		return nil
 	})
 }

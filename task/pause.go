@@ -9,7 +9,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // Pause stops the queue's workers, those running now and those started
@@ -24,13 +24,13 @@ import (
 // worker misses it; a worker learns of a Resume at once (a message on the
 // queue's channel) or, if that is lost, within a second.
 func (q *core) Pause(ctx context.Context) error {
-	return taskrdb.Pause(ctx, q.rdb, q.ks.TaskConfig(q.name))
+	return rdb.Pause(ctx, q.rdb, q.ks.TaskConfig(q.name))
 }
 
 // Resume lets the queue's workers start its tasks again after Pause.
 // Resuming a queue that is not paused changes nothing.
 func (q *core) Resume(ctx context.Context) error {
-	if err := taskrdb.Unpause(ctx, q.rdb, q.ks.TaskConfig(q.name)); err != nil {
+	if err := rdb.Unpause(ctx, q.rdb, q.ks.TaskConfig(q.name)); err != nil {
 		return err
 	}
 	return q.wakeFetchers(ctx)
@@ -38,7 +38,7 @@ func (q *core) Resume(ctx context.Context) error {
 
 // Paused reports whether the queue is paused, and since when.
 func (q *core) Paused(ctx context.Context) (bool, time.Time, error) {
-	at, ok, err := taskrdb.PausedAt(ctx, q.rdb, q.ks.TaskConfig(q.name))
+	at, ok, err := rdb.PausedAt(ctx, q.rdb, q.ks.TaskConfig(q.name))
 	return ok, at, err
 }
 

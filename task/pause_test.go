@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
 )
@@ -194,9 +193,9 @@ func TestResumeRunsEntriesHeldWhilePaused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stream := keys.New(e.prefix, "shop").TaskStream("p", tc.level)
+			stream := rdb.NewKeySpace(e.prefix, "shop").TaskStream("p", tc.level)
 			eventually(t, 10*time.Second, "the worker holding the task's entry", func() bool {
-				p, err := e.client.XPending(ctx, stream, taskrdb.Group).Result()
+				p, err := e.client.XPending(ctx, stream, rdb.TaskGroup).Result()
 				return err == nil && p.Count == 1
 			})
 			if in, err := q.Info(ctx, id); err != nil || in.State != task.Pending {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	streamcore "github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -77,7 +77,7 @@ type redisReporter struct {
 	ttl     time.Duration
 }
 
-func (q *core) updates(f *taskrdb.Fetched) reporter {
+func (q *core) updates(f *rdb.Fetched) reporter {
 	timeout := f.Timeout
 	if timeout <= 0 {
 		timeout = q.set.timeout
@@ -87,7 +87,7 @@ func (q *core) updates(f *taskrdb.Fetched) reporter {
 
 func (r *redisReporter) report(ctx context.Context, kind string, data json.RawMessage) error {
 	q := r.q
-	err := taskrdb.AppendUpdate(ctx, q.rdb, q.ks.TaskPrefix(q.name)+r.id, q.ks.TaskUpdatesPrefix(q.name)+r.id,
+	err := rdb.AppendUpdate(ctx, q.rdb, q.ks.TaskPrefix(q.name)+r.id, q.ks.TaskUpdatesPrefix(q.name)+r.id,
 		kind, string(data), UpdatesCap, r.ttl, r.attempt)
 	if err != nil {
 		return fmt.Errorf("task %s: record %s: %w", r.id, kind, err)
@@ -115,7 +115,7 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 		stream := q.ks.TaskUpdatesPrefix(q.name) + id
 		last := "0"
 		read := func(block time.Duration) (int, error) {
-			res, err := taskrdb.ReadUpdates(ctx, q.rdb, stream, last, 256, block)
+			res, err := rdb.ReadUpdates(ctx, q.rdb, stream, last, 256, block)
 			if err != nil {
 				return 0, err
 			}
@@ -139,7 +139,7 @@ func (q *core) Follow(ctx context.Context, id string) iter.Seq2[Update, error] {
 		for {
 			// The state alone between reads (HGET), not the whole hash with
 			// its payload; the whole status once, at the end.
-			s, err := taskrdb.TaskState(ctx, q.rdb, hash)
+			s, err := rdb.TaskState(ctx, q.rdb, hash)
 			switch {
 			case errors.Is(err, redis.Nil) || err == nil && s == "":
 				err = fmt.Errorf("task %q in queue %q: %w", id, q.name, ErrNotFound)

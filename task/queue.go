@@ -13,9 +13,8 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/declared"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/rounds"
-	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/leatdev/leat/middleware"
 	"github.com/redis/go-redis/v9"
@@ -39,9 +38,9 @@ type core struct {
 	name   string
 	set    settings
 	rdb    redis.UniversalClient
-	ks     keys.Space
-	keys   []string       // KEYS of the task scripts
-	enq    taskrdb.Target // what enqueue.lua takes
+	ks     rdb.KeySpace
+	keys   []string   // KEYS of the task scripts
+	enq    rdb.Target // what enqueue.lua takes
 	log    *slog.Logger
 	worker string // this process's worker ID
 	cron   []*cronEntry
@@ -138,7 +137,7 @@ func Handle[P, R any](a *app.App, name string, fn func(ctx context.Context, t *T
 	// The queue's leader-side work runs on one of the workers that handle
 	// it (a lease per queue), not on the app's leader, whose program may
 	// not handle it (a subprocess worker beside a Go program, say).
-	if err := a.Background("task-"+name, q.lead, app.Schedule{LeaderOnly: true, Lease: keys.TaskLease(name)}); err != nil {
+	if err := a.Background("task-"+name, q.lead, app.Schedule{LeaderOnly: true, Lease: rdb.TaskLease(name)}); err != nil {
 		return nil, err
 	}
 	return q, nil
@@ -157,7 +156,7 @@ func Handled(a *app.App) []string {
 }
 
 func newCore(a *app.App, name string, opts []Option) (*core, error) {
-	if err := keys.CheckName("task queue", name); err != nil {
+	if err := rdb.CheckName("task queue", name); err != nil {
 		return nil, err
 	}
 	s, err := applyOptions(opts)
@@ -165,9 +164,9 @@ func newCore(a *app.App, name string, opts []Option) (*core, error) {
 		return nil, fmt.Errorf("task queue %q: %w", name, err)
 	}
 	cfg := a.Config()
-	ks := keys.New(cfg.KeyPrefix, cfg.Name)
+	ks := rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name)
 	return &core{
-		app: a, name: name, set: s, rdb: a.Client(), ks: ks, keys: taskrdb.Keys(ks, name), enq: taskrdb.EnqueueTarget(ks, name),
+		app: a, name: name, set: s, rdb: a.Client(), ks: ks, keys: rdb.Keys(ks, name), enq: rdb.EnqueueTarget(ks, name),
 		log: a.Logger().With("queue", name), worker: cfg.WorkerID, hooks: taskHooks(cfg.Hooks),
 	}, nil
 }
@@ -222,11 +221,11 @@ func (q *core) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := taskrdb.Register(ctx, q.rdb, q.ks.TaskQueues(), q.name, b); err != nil {
+	if err := rdb.Register(ctx, q.rdb, q.ks.TaskQueues(), q.name, b); err != nil {
 		if !topology.Denied(err) {
 			return fmt.Errorf("task queue %q: register: %w", q.name, err)
 		}
-		ok, rerr := taskrdb.Registered(ctx, q.rdb, q.ks.TaskQueues(), q.name)
+		ok, rerr := rdb.Registered(ctx, q.rdb, q.ks.TaskQueues(), q.name)
 		if rerr != nil || !ok {
 			return fmt.Errorf("task queue %q: register (the Redis user may not write the registry, "+
 				"and the queue is not registered yet: start one of its workers first): %w", q.name, err)
@@ -240,7 +239,7 @@ func (q *core) register(ctx context.Context) error {
 // Redis, by name.
 func Queues(ctx context.Context, a *app.App) ([]Definition, error) {
 	cfg := a.Config()
-	m, err := taskrdb.Definitions(ctx, a.Client(), keys.New(cfg.KeyPrefix, cfg.Name).TaskQueues())
+	m, err := rdb.Definitions(ctx, a.Client(), rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name).TaskQueues())
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +295,7 @@ func HandleLookup(ctx context.Context, a *app.App, name string, fn func(ctx cont
 // recorded returns the options of queue name as recorded in Redis.
 func recorded(ctx context.Context, a *app.App, name string) ([]Option, error) {
 	cfg := a.Config()
-	v, ok, err := taskrdb.Definition(ctx, a.Client(), keys.New(cfg.KeyPrefix, cfg.Name).TaskQueues(), name)
+	v, ok, err := rdb.Definition(ctx, a.Client(), rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name).TaskQueues(), name)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +364,7 @@ func (q *core) SetConcurrency(ctx context.Context, n int) error {
 	if m := q.maxConcurrency(); n > m {
 		return fmt.Errorf("concurrency %d is above the maximum of %d per worker (app.Config.MaxTaskConcurrency, --max-concurrency)", n, m)
 	}
-	return taskrdb.SetLiveConcurrency(ctx, q.rdb, q.ks.TaskConfig(q.name), n)
+	return rdb.SetLiveConcurrency(ctx, q.rdb, q.ks.TaskConfig(q.name), n)
 }
 
 // maxConcurrency returns the most tasks of the queue a worker of this app
@@ -377,7 +376,7 @@ func (q *core) maxConcurrency() int {
 // ClearConcurrency removes the concurrency SetConcurrency set: each worker
 // goes back to its program's Concurrency option within a second.
 func (q *core) ClearConcurrency(ctx context.Context) error {
-	return taskrdb.ClearLiveConcurrency(ctx, q.rdb, q.ks.TaskConfig(q.name))
+	return rdb.ClearLiveConcurrency(ctx, q.rdb, q.ks.TaskConfig(q.name))
 }
 
 // level returns the index of priority name; "" is the level named
@@ -408,12 +407,12 @@ func Find(ctx context.Context, a *app.App, id string) (*Queue[json.RawMessage, j
 		return nil, err
 	}
 	cfg := a.Config()
-	ks := keys.New(cfg.KeyPrefix, cfg.Name)
+	ks := rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name)
 	hashes := make([]string, len(defs))
 	for i, d := range defs {
 		hashes[i] = ks.TaskPrefix(d.Name) + id
 	}
-	exist, err := taskrdb.TasksExist(ctx, a.Client(), hashes)
+	exist, err := rdb.TasksExist(ctx, a.Client(), hashes)
 	if err != nil {
 		return nil, err
 	}

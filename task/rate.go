@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // SetRate sets the queue's rate limit live, for every worker, in place of
@@ -20,7 +20,7 @@ func (q *core) SetRate(ctx context.Context, n int, window time.Duration) error {
 	if n < 0 || (n > 0 && window < time.Millisecond) || (n == 0 && window != 0) {
 		return fmt.Errorf("rate %d per %s: need n >= 1 and a window of at least 1ms, or 0 per 0 for no limit", n, window)
 	}
-	err := taskrdb.SetLiveRate(ctx, q.rdb, q.ks.TaskConfig(q.name), taskrdb.Rate{N: n, Window: window})
+	err := rdb.SetLiveRate(ctx, q.rdb, q.ks.TaskConfig(q.name), rdb.Rate{N: n, Window: window})
 	if err != nil {
 		return err
 	}
@@ -30,7 +30,7 @@ func (q *core) SetRate(ctx context.Context, n int, window time.Duration) error {
 // ClearRate removes the rate limit SetRate set: the Rate option of each
 // worker's program applies again.
 func (q *core) ClearRate(ctx context.Context) error {
-	if err := taskrdb.ClearLiveRate(ctx, q.rdb, q.ks.TaskConfig(q.name)); err != nil {
+	if err := rdb.ClearLiveRate(ctx, q.rdb, q.ks.TaskConfig(q.name)); err != nil {
 		return err
 	}
 	return q.wakeFetchers(ctx)
@@ -39,7 +39,7 @@ func (q *core) ClearRate(ctx context.Context) error {
 // wakeFetchers makes the workers waiting for a Resume or the end of a rate
 // window fetch again at once.
 func (q *core) wakeFetchers(ctx context.Context) error {
-	return taskrdb.WakeFetchers(ctx, q.rdb, q.ks.TaskCancel(q.name))
+	return rdb.WakeFetchers(ctx, q.rdb, q.ks.TaskCancel(q.name))
 }
 
 // RateLimit is a queue's rate limit: at most N tasks started per Window
@@ -52,7 +52,7 @@ type RateLimit struct {
 // LiveRate returns the rate limit SetRate set (N 0: no limit), and false
 // when none is set (each worker's Rate option applies).
 func (q *core) LiveRate(ctx context.Context) (RateLimit, bool, error) {
-	v, ok, err := taskrdb.ReadLiveRate(ctx, q.rdb, q.ks.TaskConfig(q.name))
+	v, ok, err := rdb.ReadLiveRate(ctx, q.rdb, q.ks.TaskConfig(q.name))
 	if !ok {
 		return RateLimit{}, false, err
 	}
@@ -61,7 +61,7 @@ func (q *core) LiveRate(ctx context.Context) (RateLimit, bool, error) {
 
 // parseLiveRate reads the live settings' rate field.
 func parseLiveRate(v string) (RateLimit, bool, error) {
-	r, err := taskrdb.ParseLiveRate(v)
+	r, err := rdb.ParseLiveRate(v)
 	if err != nil {
 		return RateLimit{}, false, err
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
 )
@@ -208,7 +208,7 @@ func TestRecoveryWaitsForGivenEntries(t *testing.T) {
 	// the worker reads its live settings on a client of its own: seen by
 	// MONITOR, not by the hook
 	stopMonitor := redistest.Monitor(t, srv.Addr, func(line string) {
-		if hold.watch.Load() && strings.Contains(line, `"hmget"`) && strings.Contains(line, `"`+taskrdb.RateField+`"`) {
+		if hold.watch.Load() && strings.Contains(line, `"hmget"`) && strings.Contains(line, `"`+rdb.RateField+`"`) {
 			hold.rd.Do(func() { close(hold.readLive) })
 		}
 	})

@@ -7,21 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/task"
 )
 
 // ghostFetch takes up to n ready tasks of queue as a worker that then dies
 // (it never finishes them).
-func ghostFetch(t *testing.T, e *env, queue string, n int) []taskrdb.Fetched {
+func ghostFetch(t *testing.T, e *env, queue string, n int) []rdb.Fetched {
 	t.Helper()
-	ks := keys.New(e.prefix, "shop")
-	k := taskrdb.Keys(ks, queue)
-	if err := e.client.XGroupCreateMkStream(context.Background(), ks.TaskStream(queue, 0), taskrdb.Group, "0").Err(); err != nil && err.Error() != "BUSYGROUP Consumer Group name already exists" {
+	ks := rdb.NewKeySpace(e.prefix, "shop")
+	k := rdb.Keys(ks, queue)
+	if err := e.client.XGroupCreateMkStream(context.Background(), ks.TaskStream(queue, 0), rdb.TaskGroup, "0").Err(); err != nil && err.Error() != "BUSYGROUP Consumer Group name already exists" {
 		t.Fatal(err)
 	}
-	got, err := taskrdb.Fetch(context.Background(), e.client, k, "ghost", taskrdb.Limits{}, taskrdb.NewCall(), []int{n}, n)
+	got, err := rdb.FetchTasks(context.Background(), e.client, k, "ghost", rdb.Limits{}, rdb.NewCall(), []int{n}, n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,12 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/clock"
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
 // Leader-side work of a queue, run by the queue's leader only (a leader-only
-// background task under the queue's own lease, keys.TaskLease, held by one
+// background task under the queue's own lease, rdb.TaskLease, held by one
 // of the workers that handle the queue; once per term, in the term's
 // context):
 //
@@ -101,7 +101,7 @@ func (q *core) lead(ctx context.Context) error {
 	var nextReclaim, nextJanitor, nextConsumers time.Time
 	failures := 0
 	for ctx.Err() == nil {
-		moved, nextDue, now, err := taskrdb.Promote(ctx, sh.bg, q.keys, promoteBatch)
+		moved, nextDue, now, err := rdb.Promote(ctx, sh.bg, q.keys, promoteBatch)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -156,7 +156,7 @@ func (q *core) lead(ctx context.Context) error {
 // until ctx ends (within a second).
 func (q *core) watchWake(ctx context.Context, wake chan<- struct{}) {
 	for ctx.Err() == nil {
-		err := taskrdb.WaitWake(ctx, q.rdb, q.ks.TaskWake(q.name), time.Second)
+		err := rdb.WaitWake(ctx, q.rdb, q.ks.TaskWake(q.name), time.Second)
 		switch {
 		case err == nil:
 			select {
@@ -177,7 +177,7 @@ func (q *core) reclaim(ctx context.Context, c redis.UniversalClient) {
 	for l := range q.set.levels {
 		cursor := "0-0"
 		for ctx.Err() == nil {
-			next, n, dead, err := taskrdb.Reclaim(ctx, c, q.keys, reclaimer, q.set.visibility, reclaimBatch, l, cursor, q.set.deadMax, q.set.deadAge)
+			next, n, dead, err := rdb.Reclaim(ctx, c, q.keys, reclaimer, q.set.visibility, reclaimBatch, l, cursor, q.set.deadMax, q.set.deadAge)
 			if err != nil {
 				q.log.Warn("reclaiming tasks failed", "error", err)
 				return
@@ -198,7 +198,7 @@ func (q *core) reclaim(ctx context.Context, c redis.UniversalClient) {
 // waits, or unknown).
 func (q *core) janitor(ctx context.Context, c redis.UniversalClient) time.Time {
 	for ctx.Err() == nil {
-		done, dead, next, err := taskrdb.Janitor(ctx, c, q.keys, janitorBatch, q.set.deadAge)
+		done, dead, next, err := rdb.Janitor(ctx, c, q.keys, janitorBatch, q.set.deadAge)
 		if err != nil {
 			q.log.Warn("task janitor failed", "error", err)
 			return time.Time{}
@@ -215,7 +215,7 @@ func (q *core) janitor(ctx context.Context, c redis.UniversalClient) time.Time {
 func (q *core) deleteIdleConsumers(ctx context.Context, c redis.UniversalClient) {
 	for l := range q.set.levels {
 		stream := q.ks.TaskStream(q.name, l)
-		if err := taskrdb.DeleteIdleConsumers(ctx, c, stream, q.worker, consumerIdle); err != nil {
+		if err := rdb.DeleteIdleConsumers(ctx, c, stream, q.worker, consumerIdle); err != nil {
 			q.log.Warn("listing task consumers failed", "error", err)
 			return
 		}

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
@@ -64,7 +64,7 @@ func (s *share) setUp(ctx context.Context, q *core) error {
 		return err
 	}
 	if !s.loaded {
-		if err := taskrdb.Load(ctx, q.rdb); err != nil {
+		if err := rdb.LoadTaskScripts(ctx, q.rdb); err != nil {
 			return fmt.Errorf("task queue %q: load scripts: %w", q.name, err)
 		}
 		s.loaded = true
@@ -117,7 +117,7 @@ func shareOf(ctx context.Context, q *core) *share {
 			}
 		}
 		// CLIENT UNBLOCK of client 0, which does not exist: the answer is 0
-		if err := taskrdb.ProbeUnblock(ctx, q.rdb); refused(err) {
+		if err := rdb.ProbeUnblock(ctx, q.rdb); refused(err) {
 			off("CLIENT UNBLOCK", err)
 		} else {
 			s.reader = newReader(c, q.rdb, q.worker, off)

@@ -13,12 +13,12 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // run calls the typed handler on a fetched task, through the queue's
 // middleware when it has any.
-func (q *Queue[P, R]) run(ctx context.Context, f *taskrdb.Fetched) ([]byte, error) {
+func (q *Queue[P, R]) run(ctx context.Context, f *rdb.Fetched) ([]byte, error) {
 	if q.chain != nil {
 		return q.runChain(ctx, f)
 	}
@@ -38,7 +38,7 @@ func (q *Queue[P, R]) run(ctx context.Context, f *taskrdb.Fetched) ([]byte, erro
 }
 
 // call decodes payload and calls the handler with f's task.
-func (q *Queue[P, R]) call(ctx context.Context, f *taskrdb.Fetched, payload []byte, headers map[string]string) (R, error) {
+func (q *Queue[P, R]) call(ctx context.Context, f *rdb.Fetched, payload []byte, headers map[string]string) (R, error) {
 	t := &Task[P]{
 		ID: f.ID, Queue: q.name, Attempt: f.Attempt, MaxRetries: f.MaxRetry, Key: f.Key, EnqueuedAt: f.Enqueued,
 		Headers: headers,
@@ -53,7 +53,7 @@ func (q *Queue[P, R]) call(ctx context.Context, f *taskrdb.Fetched, payload []by
 }
 
 // start runs f's handler on its own goroutine.
-func (w *worker) start(runCtx context.Context, f *taskrdb.Fetched) {
+func (w *worker) start(runCtx context.Context, f *rdb.Fetched) {
 	timeout := f.Timeout
 	if timeout <= 0 {
 		timeout = w.q.set.timeout
@@ -89,7 +89,7 @@ func (w *worker) start(runCtx context.Context, f *taskrdb.Fetched) {
 }
 
 // call runs the handler, turning a panic into an error.
-func (w *worker) call(ctx context.Context, f *taskrdb.Fetched) (res []byte, err error) {
+func (w *worker) call(ctx context.Context, f *rdb.Fetched) (res []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("task handler panicked: %v\n%s", r, debug.Stack())
@@ -99,24 +99,24 @@ func (w *worker) call(ctx context.Context, f *taskrdb.Fetched) (res []byte, err 
 }
 
 // outcome decides what becomes of a task after a run.
-func (w *worker) outcome(f *taskrdb.Fetched, res []byte, err error, cause error) taskrdb.Outcome {
-	o := taskrdb.Outcome{ID: f.ID, Entry: f.Entry, Level: f.Level}
+func (w *worker) outcome(f *rdb.Fetched, res []byte, err error, cause error) rdb.Outcome {
+	o := rdb.Outcome{ID: f.ID, Entry: f.Entry, Level: f.Level}
 	switch {
 	case err == nil:
-		o.Kind, o.Data = taskrdb.OK, res
+		o.Kind, o.Data = rdb.OK, res
 		return o
 	case errors.Is(cause, errStopping):
-		o.Kind = taskrdb.Handback
+		o.Kind = rdb.Handback
 		return o
 	case errors.Is(cause, ErrCancelled):
-		o.Kind, o.Data = taskrdb.Cancelled, []byte("cancelled")
+		o.Kind, o.Data = rdb.Cancelled, []byte("cancelled")
 		return o
 	case errors.Is(err, ErrExecNotReady):
-		o.Kind = taskrdb.Handback // not run: the handler had no process for it
+		o.Kind = rdb.Handback // not run: the handler had no process for it
 		return o
 	}
 	if sz := (*SnoozeError)(nil); errors.As(err, &sz) {
-		o.Kind, o.Delay = taskrdb.Snooze, sz.After
+		o.Kind, o.Delay = rdb.Snooze, sz.After
 		return o
 	}
 	switch {
@@ -126,11 +126,11 @@ func (w *worker) outcome(f *taskrdb.Fetched, res []byte, err error, cause error)
 	o.Data = []byte(err.Error())
 	switch {
 	case errors.Is(err, ErrSkipRetry):
-		o.Kind = taskrdb.Fail
+		o.Kind = rdb.Fail
 	case f.Attempt > f.MaxRetry:
-		o.Kind = taskrdb.Dead
+		o.Kind = rdb.Dead
 	default:
-		o.Kind, o.Delay = taskrdb.Retry, w.q.set.retryDelay(f.Attempt, err)
+		o.Kind, o.Delay = rdb.Retry, w.q.set.retryDelay(f.Attempt, err)
 	}
 	return o
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // A State is where a task is in its life.
@@ -73,7 +73,7 @@ type Info struct {
 
 // Info returns the status of task id, or ErrNotFound.
 func (q *core) Info(ctx context.Context, id string) (*Info, error) {
-	m, err := taskrdb.TaskHash(ctx, q.rdb, q.ks.TaskPrefix(q.name)+id)
+	m, err := rdb.TaskHash(ctx, q.rdb, q.ks.TaskPrefix(q.name)+id)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func (q *Queue[P, R]) Result(ctx context.Context, id string) (R, error) {
 // Counts returns how many tasks of the queue are in each state. The counts
 // are kept by every change of state, so reading them is one O(1) command.
 func (q *core) Counts(ctx context.Context) (map[State]int64, error) {
-	m, err := taskrdb.ReadCounts(ctx, q.rdb, q.ks.TaskCounts(q.name))
+	m, err := rdb.ReadCounts(ctx, q.rdb, q.ks.TaskCounts(q.name))
 	if err != nil {
 		return nil, err
 	}

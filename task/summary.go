@@ -6,9 +6,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/lease"
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // Summary is what a queue's overview shows: its definition, its counts per
@@ -37,7 +36,7 @@ type Summary struct {
 // its concurrency and its leader in one round trip (Counts, Paused and LiveRate make
 // one each).
 func (q *core) Summary(ctx context.Context) (Summary, error) {
-	r, err := taskrdb.ReadSummaries(ctx, q.rdb, []taskrdb.SummaryKeys{summaryKeys(q.ks, q.name)})
+	r, err := rdb.ReadSummaries(ctx, q.rdb, []rdb.SummaryKeys{summaryKeys(q.ks, q.name)})
 	if err != nil {
 		return Summary{}, err
 	}
@@ -53,12 +52,12 @@ func Summaries(ctx context.Context, a *app.App) ([]Summary, error) {
 		return nil, err
 	}
 	cfg := a.Config()
-	ks := keys.New(cfg.KeyPrefix, cfg.Name)
-	qs := make([]taskrdb.SummaryKeys, len(defs))
+	ks := rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name)
+	qs := make([]rdb.SummaryKeys, len(defs))
 	for i, d := range defs {
 		qs[i] = summaryKeys(ks, d.Name)
 	}
-	reads, err := taskrdb.ReadSummaries(ctx, a.Client(), qs)
+	reads, err := rdb.ReadSummaries(ctx, a.Client(), qs)
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +71,11 @@ func Summaries(ctx context.Context, a *app.App) ([]Summary, error) {
 }
 
 // summaryKeys returns the keys of queue name's summary.
-func summaryKeys(ks keys.Space, name string) taskrdb.SummaryKeys {
-	return taskrdb.SummaryKeys{Counts: ks.TaskCounts(name), Config: ks.TaskConfig(name), Leader: ks.LeaderOf(keys.TaskLease(name))}
+func summaryKeys(ks rdb.KeySpace, name string) rdb.SummaryKeys {
+	return rdb.SummaryKeys{Counts: ks.TaskCounts(name), Config: ks.TaskConfig(name), Leader: ks.LeaderOf(rdb.TaskLease(name))}
 }
 
-func summaryOf(r taskrdb.SummaryRead, d Definition) (Summary, error) {
+func summaryOf(r rdb.SummaryRead, d Definition) (Summary, error) {
 	m, err := r.Counts, r.CountsErr
 	if err != nil {
 		return Summary{}, err
@@ -96,7 +95,7 @@ func summaryOf(r taskrdb.SummaryRead, d Definition) (Summary, error) {
 		}
 	}
 	if v, ok := live[2].(string); ok {
-		if n, ok := taskrdb.ParseLiveConcurrency(v); ok {
+		if n, ok := rdb.ParseLiveConcurrency(v); ok {
 			s.Concurrency, s.LiveConcurrency = n, true
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // touch keeps the entries of running tasks from looking idle to the
@@ -38,15 +38,15 @@ func (w *worker) touch(ctx context.Context) {
 		if len(runs) == 0 {
 			continue
 		}
-		claims := make([]taskrdb.Claim, 0, len(byLevel))
+		claims := make([]rdb.Claim, 0, len(byLevel))
 		for l, ids := range byLevel {
-			claims = append(claims, taskrdb.Claim{Stream: q.ks.TaskStream(q.name, l), Entries: ids})
+			claims = append(claims, rdb.Claim{Stream: q.ks.TaskStream(q.name, l), Entries: ids})
 		}
 		hashes := make([]string, len(runs))
 		for i, r := range runs {
 			hashes[i] = q.ks.TaskPrefix(q.name) + r.f.ID
 		}
-		flags, err := taskrdb.Touch(ctx, w.share.bg, q.worker, claims, hashes)
+		flags, err := rdb.Touch(ctx, w.share.bg, q.worker, claims, hashes)
 		if err != nil && ctx.Err() == nil {
 			q.log.Warn("touching running tasks failed", "error", err)
 		}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,7 +31,7 @@ func (u *unblockable) ready(ctx context.Context) error {
 		return nil
 	}
 	u.conn = u.client.Conn()
-	id, err := taskrdb.ClientID(ctx, u.conn)
+	id, err := rdb.ClientID(ctx, u.conn)
 	if err != nil {
 		u.reset()
 		return err
@@ -76,7 +76,7 @@ func (u *unblockable) kick() {
 	go func() {
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = taskrdb.Unblock(ctx, u.admin, id)
+			_, _ = rdb.Unblock(ctx, u.admin, id)
 			cancel()
 			select {
 			case <-ended:

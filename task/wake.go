@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -104,7 +104,7 @@ func (k *wakeLists) run() {
 		default:
 		}
 		k.u.mu.Unlock()
-		res, err := taskrdb.PopWake(context.Background(), k.u.conn, idleBlock, lists...)
+		res, err := rdb.PopWake(context.Background(), k.u.conn, idleBlock, lists...)
 		k.u.mu.Lock()
 		k.u.end(err)
 		if err == nil && len(res) == 2 {

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/netguard"
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // Defaults of webhook delivery (see WebhookRetry): 5 attempts, 4s after
@@ -34,9 +34,9 @@ const (
 
 // States of a webhook delivery (WebhookStatus.State).
 const (
-	WebhookPending   = taskrdb.HookPending   // the task ended; not delivered yet
-	WebhookDelivered = taskrdb.HookDelivered // the endpoint answered 2xx
-	WebhookFailed    = taskrdb.HookFailed    // out of attempts
+	WebhookPending   = rdb.HookPending   // the task ended; not delivered yet
+	WebhookDelivered = rdb.HookDelivered // the endpoint answered 2xx
+	WebhookFailed    = rdb.HookFailed    // out of attempts
 )
 
 // webhookTimeout bounds one POST.
@@ -213,7 +213,7 @@ func (w *worker) deliver(ctx context.Context) {
 	defer sending.Wait()
 	for ctx.Err() == nil {
 		now := time.Now()
-		ids, next, ok, err := taskrdb.ClaimHooks(ctx, w.share.bg, q.ks.TaskWebhooks(q.name), now, webhookLease, webhookSenders)
+		ids, next, ok, err := rdb.ClaimHooks(ctx, w.share.bg, q.ks.TaskWebhooks(q.name), now, webhookLease, webhookSenders)
 		wait := time.Second
 		if err != nil {
 			if ctx.Err() == nil {
@@ -246,14 +246,14 @@ func (w *worker) send(ctx context.Context, client *http.Client, id string) {
 	h := q.ks.TaskPrefix(q.name) + id
 	in, err := q.Info(ctx, id)
 	if err != nil || in.Webhook == nil || in.Webhook.State != WebhookPending {
-		taskrdb.DropHook(ctx, q.rdb, set, id) // forgotten, or not pending: nothing to send
+		rdb.DropHook(ctx, q.rdb, set, id) // forgotten, or not pending: nothing to send
 		return
 	}
 	body, _ := json.Marshal(WebhookEvent{
 		ID: in.ID, Queue: in.Queue, State: in.State, Result: in.Result, Error: in.Error, Attempts: in.Attempts,
 		EnqueuedAt: in.EnqueuedAt, StartedAt: in.StartedAt, FinishedAt: in.FinishedAt,
 	})
-	secret, err := taskrdb.HookSecret(ctx, q.rdb, h)
+	secret, err := rdb.HookSecret(ctx, q.rdb, h)
 	if err != nil {
 		return // Redis is away: the delivery is taken again when its lease ends
 	}
@@ -270,13 +270,13 @@ func (w *worker) send(ctx context.Context, client *http.Client, id string) {
 	attempts := in.Webhook.Attempts + 1
 	switch {
 	case postErr == nil:
-		err = taskrdb.RecordHookDelivered(ctx, q.rdb, h, set, id, attempts, time.Now())
+		err = rdb.RecordHookDelivered(ctx, q.rdb, h, set, id, attempts, time.Now())
 	case postErr.final || attempts >= q.set.hookTries:
 		q.log.Warn("task webhook failed for good", "task", id, "attempts", attempts, "error", postErr)
-		err = taskrdb.RecordHookFailed(ctx, q.rdb, h, set, id, attempts, postErr.Error())
+		err = rdb.RecordHookFailed(ctx, q.rdb, h, set, id, attempts, postErr.Error())
 	default:
 		due := time.Now().Add(max(hookBackoff(q.set.hookBackoff, attempts), postErr.retryAfter))
-		err = taskrdb.RecordHookRetry(ctx, q.rdb, h, set, id, attempts, postErr.Error(), due)
+		err = rdb.RecordHookRetry(ctx, q.rdb, h, set, id, attempts, postErr.Error(), due)
 	}
 	if err != nil {
 		q.log.Warn("recording a webhook delivery failed", "task", id, "error", err)

@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/leatdev/leat/internal/taskrdb"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // Causes of a running task's context ending early.
@@ -36,7 +36,7 @@ var (
 // workerService runs a queue's workers inside an app worker (app.Service).
 type workerService struct {
 	*core
-	run func(ctx context.Context, t *taskrdb.Fetched) ([]byte, error)
+	run func(ctx context.Context, t *rdb.Fetched) ([]byte, error)
 }
 
 func (s *workerService) Name() string { return "task-" + s.name }
@@ -46,7 +46,7 @@ func (s *workerService) TaskQueue() string { return s.name }
 
 // running is a task this worker runs.
 type running struct {
-	f      *taskrdb.Fetched
+	f      *rdb.Fetched
 	cancel context.CancelCauseFunc
 }
 
@@ -76,7 +76,7 @@ type worker struct {
 	rr       []int               // weighted round robin state
 	lost     lost                // calls whose replies were lost
 	slots    uint64              // slots of read and own calls in use (claimSlot)
-	outs     []taskrdb.Outcome   // the completer's, reused
+	outs     []rdb.Outcome       // the completer's, reused
 	working  sync.WaitGroup      // running handlers
 	paused   atomic.Bool         // the last fetch found the queue paused
 	liveRate atomic.Bool         // a rate limit was set live (SetRate), when last read
@@ -149,7 +149,7 @@ func (s *workerService) Run(ctx context.Context) error {
 // createGroups creates the ready streams and their consumer group.
 func (q *core) createGroups(ctx context.Context) error {
 	for l := range q.set.levels {
-		if err := taskrdb.CreateGroup(ctx, q.rdb, q.ks.TaskStream(q.name, l)); err != nil {
+		if err := rdb.CreateGroup(ctx, q.rdb, q.ks.TaskStream(q.name, l)); err != nil {
 			return fmt.Errorf("task queue %q: create group: %w", q.name, err)
 		}
 	}

@@ -13,9 +13,8 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/inspect"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/leatdev/leat/task"
 )
 
@@ -396,11 +395,11 @@ func TestBusyWorkerStaysSeen(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the task never started")
 	}
-	stream := keys.New(e.prefix, "shop").TaskStream("busy", 0)
+	stream := rdb.NewKeySpace(e.prefix, "shop").TaskStream("busy", 0)
 	in := inspect.New(e.client, e.prefix, "shop")
 	// The subject is time passing: w1 stays seen for 3s while its task runs.
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		cs, err := e.client.XInfoConsumers(ctx, stream, taskrdb.Group).Result()
+		cs, err := e.client.XInfoConsumers(ctx, stream, rdb.TaskGroup).Result()
 		if err != nil || len(cs) != 1 || cs[0].Name != "w1" || cs[0].Pending != 1 {
 			t.Fatalf("consumers %+v (%v): want w1 with its task", cs, err)
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/cmd"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // env is the app "shop" of one test under its own key prefix.
 type env struct {
 	client *redis.Client
-	keys   keys.Space
+	keys   rdb.KeySpace
 	global []string
 	totals *totals
 }
@@ -44,7 +44,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{client: c, keys: keys.New(prefix, "shop"), global: []string{"--redis", redistest.URL(t), "--prefix", prefix, "--app", "shop"}, totals: newTotals(a)}
+	return &env{client: c, keys: rdb.NewKeySpace(prefix, "shop"), global: []string{"--redis", redistest.URL(t), "--prefix", prefix, "--app", "shop"}, totals: newTotals(a)}
 }
 
 type result struct {

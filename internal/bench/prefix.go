@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -57,7 +57,7 @@ func (s Space) NewApp(cfg Config) (*app.App, error) {
 }
 
 // keys returns the key space of the benchmark app.
-func (s Space) keys() keys.Space { return keys.New(s.prefix, appName) }
+func (s Space) keys() rdb.KeySpace { return rdb.NewKeySpace(s.prefix, appName) }
 
 // Prefix is the space's key prefix.
 func (s Space) Prefix() string { return s.prefix }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/chaos"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
@@ -243,7 +243,7 @@ func readRedis(t *testing.T, srv *redistest.Server, prefix string, queue *task.Q
 	t.Helper()
 	ctx := context.Background()
 	c := srv.Client(t)
-	ks := keys.New(prefix, chaos.AppName)
+	ks := rdb.NewKeySpace(prefix, chaos.AppName)
 	rd := chaos.Redis{CommitLogs: map[int][]int64{}, State: map[string]int64{}, TaskStates: map[string]string{}}
 	for p := range chaos.Partitions {
 		vals, err := c.LRange(ctx, ks.Local("chaos-commits", "events", p), 0, -1).Result()
@@ -287,7 +287,7 @@ func readRedis(t *testing.T, srv *redistest.Server, prefix string, queue *task.Q
 
 // readTallies reads the tally processor's table, every partition's hash.
 func readTallies(c *redis.Client, prefix string) (map[string]chaos.Tally, error) {
-	ks := keys.New(prefix, chaos.AppName)
+	ks := rdb.NewKeySpace(prefix, chaos.AppName)
 	out := map[string]chaos.Tally{}
 	for p := range chaos.Partitions {
 		vals, err := c.HGetAll(context.Background(), ks.Table("events", chaos.TallyProcessor, "tally", p)).Result()
@@ -311,7 +311,7 @@ func diagnose(t *testing.T, srv *redistest.Server, prefix string, f *fleet) {
 	t.Helper()
 	ctx := context.Background()
 	c := srv.Client(t)
-	ks := keys.New(prefix, chaos.AppName)
+	ks := rdb.NewKeySpace(prefix, chaos.AppName)
 	for p := range chaos.Partitions {
 		groups, err := c.XInfoGroups(ctx, ks.Partition("events", p)).Result()
 		owner, _ := c.Get(ctx, ks.Lock("events", "apply", p)).Result()

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -49,7 +49,7 @@ func (d Defaults) withDefaults() Defaults {
 // send on. An App owns one; tools build one from the registry.
 type Catalog struct {
 	client   redis.UniversalClient
-	keys     keys.Space
+	keys     rdb.KeySpace
 	defaults Defaults
 	logger   *slog.Logger
 
@@ -58,7 +58,7 @@ type Catalog struct {
 }
 
 // NewCatalog returns an empty catalog for the app of space.
-func NewCatalog(client redis.UniversalClient, space keys.Space, d Defaults, logger *slog.Logger) *Catalog {
+func NewCatalog(client redis.UniversalClient, space rdb.KeySpace, d Defaults, logger *slog.Logger) *Catalog {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -69,7 +69,7 @@ func NewCatalog(client redis.UniversalClient, space keys.Space, d Defaults, logg
 func (c *Catalog) Client() redis.UniversalClient { return c.client }
 
 // Keys returns the key space of the catalog's app.
-func (c *Catalog) Keys() keys.Space { return c.keys }
+func (c *Catalog) Keys() rdb.KeySpace { return c.keys }
 
 // Defaults returns the stream defaults, with zero values filled in.
 func (c *Catalog) Defaults() Defaults { return c.defaults }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/rounds"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
@@ -232,19 +233,11 @@ func (c *Core) sendRound(ctx context.Context, entries []Entry, todo []int, ids [
 	var size any = strconv.FormatInt(c.def.Size, 10) // boxed once per round
 	ec := c.EntryCodec()
 	cmds := make([]*redis.Cmd, len(todo))
-	var err error
-	if len(todo) == 1 { // a Send: no pipeline to build
-		e := &entries[todo[0]]
-		cmds[0] = c.catalog.client.Do(ctx, e.xaddArgs(c.keyArg(e.Partition), size, ec)...)
-		err = cmds[0].Err()
-	} else {
-		pipe := c.catalog.client.Pipeline()
-		for k, i := range todo {
-			e := &entries[i]
-			cmds[k] = pipe.Do(ctx, e.xaddArgs(c.keyArg(e.Partition), size, ec)...)
-		}
-		_, err = pipe.Exec(ctx)
-	}
+	// a Send alone goes without a pipeline
+	err := rdb.XAdds(ctx, c.catalog.client, cmds, func(k int) []any {
+		e := &entries[todo[k]]
+		return e.xaddArgs(c.keyArg(e.Partition), size, ec)
+	})
 	var again []int
 	var againErr error
 	var failed map[int]bool // partitions with an entry to send again

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
@@ -70,7 +70,7 @@ func register(ctx context.Context, c redis.UniversalClient, registry string, d D
 	if err != nil {
 		return "", err
 	}
-	entryCodec, conflict, ok, err := scripts.RegisterStream(ctx, c, registry, d.Name, string(b), d.Partitions, d.KeyField, d.Codec)
+	entryCodec, conflict, ok, err := rdb.RegisterStream(ctx, c, registry, d.Name, string(b), d.Partitions, d.KeyField, d.Codec)
 	if topology.Denied(err) {
 		entryCodec, conflict, ok, err = registered(ctx, c, registry, d, err)
 	}
@@ -93,7 +93,7 @@ func register(ctx context.Context, c redis.UniversalClient, registry string, d D
 // operator, is kept when its routing is d's, and its entry codec applies.
 // A stream not registered yet is the denied error.
 func registered(ctx context.Context, c redis.UniversalClient, registry string, d Definition, denied error) (entryCodec, conflict string, ok bool, err error) {
-	cur, err := c.HGet(ctx, registry, d.Name).Result()
+	cur, err := rdb.StreamDefinition(ctx, c, registry, d.Name)
 	if errors.Is(err, redis.Nil) {
 		return "", "", false, fmt.Errorf("the Redis user may not write the registry, and the stream is not registered yet "+
 			"(start one of its workers first): %w", denied)
@@ -117,7 +117,7 @@ func registered(ctx context.Context, c redis.UniversalClient, registry string, d
 // LoadDefinition reads the definition of stream name from the registry hash.
 // It returns ErrUnknownStream when there is none.
 func LoadDefinition(ctx context.Context, c redis.UniversalClient, registry, name string) (Definition, error) {
-	s, err := c.HGet(ctx, registry, name).Result()
+	s, err := rdb.StreamDefinition(ctx, c, registry, name)
 	if errors.Is(err, redis.Nil) {
 		return Definition{}, fmt.Errorf("%w %q", ErrUnknownStream, name)
 	}
@@ -129,7 +129,7 @@ func LoadDefinition(ctx context.Context, c redis.UniversalClient, registry, name
 
 // ListDefinitions reads every stream definition of the registry hash.
 func ListDefinitions(ctx context.Context, c redis.UniversalClient, registry string) ([]Definition, error) {
-	m, err := c.HGetAll(ctx, registry).Result()
+	m, err := rdb.StreamDefinitions(ctx, c, registry)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // Entry layout. An entry leat writes to a partition stream has these fields,
@@ -74,9 +76,7 @@ type Entry struct {
 // a stream whose entry codec is entryCodec; key and size are strings, boxed
 // by the caller.
 func (e *Entry) xaddArgs(key, size any, entryCodec string) []any {
-	vals := make([]any, 0, 12+2*len(e.Headers))
-	vals = append(vals, "XADD", key, "MAXLEN", "~", size, "*")
-	return e.appendFields(vals, entryCodec)
+	return e.appendFields(rdb.XAddArgs(key, size, 6+2*len(e.Headers)), entryCodec)
 }
 
 // appendFields appends the field, value list of e to vals, for a stream
@@ -112,7 +112,7 @@ func ParseEntry(id string, partition int, entryCodec string, fields map[string]a
 
 // ParseFieldBytes reads an entry from the flat field, value, field,
 // value... list of a stream message read from a raw reply
-// (scripts.EachRawEntry), as ParseEntry does. The entry's Key and Data are
+// (rdb.EachRawEntry), as ParseEntry does. The entry's Key and Data are
 // the slices given, not copies, so reading an entry costs no allocation
 // unless it has headers.
 func ParseFieldBytes(id string, partition int, entryCodec string, fields [][]byte) (Entry, error) {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
@@ -45,37 +45,37 @@ func (c *Core) sendGuarded(ctx context.Context, entries []Entry, ids []string) e
 	_, cluster := c.catalog.client.(*redis.ClusterClient)
 	// SCRIPT LOAD goes to every master: during a failover one is gone, and
 	// the chunks tell which partitions cannot be sent (NOSCRIPT included).
-	if err := scripts.Load(ctx, c.catalog.client); err != nil && !(cluster && retryable(err)) {
+	if err := rdb.Load(ctx, c.catalog.client); err != nil && !(cluster && retryable(err)) {
 		return fmt.Errorf("stream %q: send: %w", c.def.Name, err)
 	}
 	var refused []error
 	wait := 10 * time.Millisecond
 	lastProgress := time.Now()
 	for len(order) > 0 {
-		pipe := c.catalog.client.Pipeline()
 		type chunk struct {
 			p   int
 			idx []int
 			cmd *redis.Cmd
 		}
 		chunks := make([]chunk, 0, len(order))
-		for _, p := range order {
-			idx := byPart[p][:min(chunkMax, len(byPart[p]))]
-			vals := make([][]any, len(idx))
-			for j, i := range idx {
-				vals[j] = entries[i].appendFields(make([]any, 0, 6+2*len(entries[i].Headers)), ec)
+		_ = rdb.Pipelined(ctx, c.catalog.client, func(pipe redis.Pipeliner) {
+			for _, p := range order {
+				idx := byPart[p][:min(chunkMax, len(byPart[p]))]
+				vals := make([][]any, len(idx))
+				for j, i := range idx {
+					vals[j] = entries[i].appendFields(make([]any, 0, 6+2*len(entries[i].Headers)), ec)
+				}
+				cmd := rdb.GuardedAdd(ctx, pipe, c.PartitionKey(p), size, vals)
+				chunks = append(chunks, chunk{p: p, idx: idx, cmd: cmd})
 			}
-			cmd := scripts.GuardedAdd(ctx, pipe, c.PartitionKey(p), size, vals)
-			chunks = append(chunks, chunk{p: p, idx: idx, cmd: cmd})
-		}
-		_, _ = pipe.Exec(ctx) // replies are read one by one
+		}) // replies are read one by one
 		next := order[:0:0]
 		progress := false
 		var failover error // of a chunk to send again
 		for _, ch := range chunks {
-			got, unprocessed, ok, err := scripts.ParseGuardedAdd(ch.cmd)
+			got, unprocessed, ok, err := rdb.ParseGuardedAdd(ch.cmd)
 			switch {
-			case err != nil && (scripts.IsNoScript(err) || cluster && retryable(err)):
+			case err != nil && (rdb.IsNoScript(err) || cluster && retryable(err)):
 				// Not run (or, connection lost, perhaps run): send again.
 				failover = cmp.Or(failover, err)
 				next = append(next, ch.p)
@@ -114,8 +114,8 @@ func (c *Core) sendGuarded(ctx context.Context, entries []Entry, ids []string) e
 					c.def.Name, len(order), sendRetryFor, failover)
 			}
 			topology.Reload(c.catalog.client)
-			if scripts.IsNoScript(failover) {
-				_ = scripts.Load(ctx, c.catalog.client) // a promoted replica may lack them; else the next round tells
+			if rdb.IsNoScript(failover) {
+				_ = rdb.Load(ctx, c.catalog.client) // a promoted replica may lack them; else the next round tells
 			}
 		}
 		if progress && failover == nil {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 )
 
@@ -21,5 +21,5 @@ type order struct {
 // streams and encode records.
 func newCatalog(t testing.TB) *core.Catalog {
 	t.Helper()
-	return core.NewCatalog(nil, keys.New("", "shop"), core.Defaults{}, nil)
+	return core.NewCatalog(nil, rdb.NewKeySpace("", "shop"), core.Defaults{}, nil)
 }

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -215,7 +215,7 @@ func FuzzEncodeJSON(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	cat := core.NewCatalog(nil, keys.New("", "fuzz"), core.Defaults{}, nil)
+	cat := core.NewCatalog(nil, rdb.NewKeySpace("", "fuzz"), core.Defaults{}, nil)
 	typed, err := core.Declare[fuzzRecord](cat, "typed", core.Spec{KeyField: "customer"})
 	if err != nil {
 		f.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -287,7 +287,7 @@ func TestMsgpackPlanTypes(t *testing.T) {
 // entries with the plan (as the library would), and entries of other codecs
 // with their codec.
 func TestDecodeIntoUsesPlan(t *testing.T) {
-	cat := NewCatalog(nil, keys.New("test", "app"), Defaults{}, nil)
+	cat := NewCatalog(nil, rdb.NewKeySpace("test", "app"), Defaults{}, nil)
 	s, err := Declare[planRecord](cat, "plan", Spec{KeyField: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +432,7 @@ func TestMsgpackPlanEncodes(t *testing.T) {
 // time, the bytes the codec writes; a record with a string that is not
 // UTF-8 fails with the codec's error.
 func TestEncodeAllUsesPlan(t *testing.T) {
-	cat := NewCatalog(nil, keys.New("test", "app"), Defaults{}, nil)
+	cat := NewCatalog(nil, rdb.NewKeySpace("test", "app"), Defaults{}, nil)
 	s, err := Declare[planRecord](cat, "plan", Spec{KeyField: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -533,7 +533,7 @@ func TestMsgpackPlanLeavesOwnCoding(t *testing.T) {
 			t.Errorf("%s: a plan", name)
 		}
 	}
-	cat := NewCatalog(nil, keys.New("test", "app"), Defaults{}, nil)
+	cat := NewCatalog(nil, rdb.NewKeySpace("test", "app"), Defaults{}, nil)
 	s, err := Declare[selfMarshaled](cat, "self", Spec{KeyFunc: func(*selfMarshaled) ([]byte, error) { return []byte("k"), nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/leatdev/leat/internal/keys"
+	"github.com/leatdev/leat/internal/rdb"
 )
 
 // Spec is what a stream declaration says; zero fields take the catalog's
@@ -30,7 +30,7 @@ type Typed[T any] struct {
 // Declare declares the stream called name, of records of type T, in cat
 // (see stream.Declare).
 func Declare[T any](cat *Catalog, name string, spec Spec) (*Typed[T], error) {
-	if err := keys.CheckName("stream", name); err != nil {
+	if err := rdb.CheckName("stream", name); err != nil {
 		return nil, err
 	}
 	d := cat.defaults

@@ -2,8 +2,8 @@
 // leat's workspace (the library module, and e2e, examples, leattest and
 // sdk/python) imports others in one direction only, low to high:
 //
-//	leaves     internal/keys, internal/resp, internal/topology, ... (import nothing of leat)
-//	protocol   internal/scripts, internal/taskrdb, internal/lease, internal/core, internal/rdb
+//	leaves     internal/resp, internal/topology, ... (import nothing of leat)
+//	protocol   internal/rdb, internal/lease, internal/core
 //	runtime    stream, rebalance, executor, middleware, inspect, app, task
 //	edge       metrics, api
 //	tools      internal/bench, internal/chaos (they drive a whole app)
@@ -25,4 +25,13 @@
 // sit above the runtime in the table, not beside the Redis protocol
 // packages below it; only the command and the workspace's other modules
 // import them.
+//
+// Redis is in one place: internal/rdb runs every Redis command and makes
+// every script. redis_test.go type-checks every other package of the
+// library module and leattest and fails on a call of a go-redis client's,
+// connection's, pipeline's, subscription's or script's method that sends a
+// command, or on redis.NewScript; passing clients through, making them,
+// reading replies and checking errors stay allowed. The tools
+// (internal/redistest, internal/bench, internal/chaos) are exempt.
+// taskredis_test.go holds package task to the same rule by its syntax.
 package layout

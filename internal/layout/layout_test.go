@@ -33,8 +33,7 @@ var layers = []struct {
 	kind    kind
 	imports []string
 }{
-	// Leaves: key names, the RESP codec, pure logic.
-	{"internal/keys", library, nil},
+	// Leaves: the RESP codec, pure logic.
 	{"internal/resp", library, nil},
 	{"internal/topology", library, nil},
 	{"internal/rounds", library, nil},
@@ -45,40 +44,38 @@ var layers = []struct {
 	{"internal/layout", library, nil},
 	{"internal/docscheck", tool, nil},
 	{"internal/redistest", tool, nil},
-	// The Redis protocol: Lua scripts and their wrappers, leases.
-	{"internal/scripts", library, []string{"internal/resp"}},
-	{"internal/taskrdb", library, []string{"internal/keys", "internal/resp", "internal/scripts"}},
-	{"internal/lease", library, []string{"internal/scripts", "internal/topology"}},
-	{"internal/core", library, []string{"internal/keys", "internal/rounds", "internal/scripts", "internal/topology"}},
-	{"internal/rdb", library, []string{"internal/core", "internal/keys", "internal/scripts", "internal/taskrdb"}},
+	// The Redis protocol: commands, Lua scripts and their wrappers; leases.
+	{"internal/rdb", library, []string{"internal/resp", "internal/topology"}},
+	{"internal/lease", library, []string{"internal/rdb", "internal/topology"}},
+	{"internal/core", library, []string{"internal/rdb", "internal/rounds", "internal/topology"}},
 	// The runtime.
-	{"stream", library, []string{"internal/core", "internal/keys", "internal/rdb"}},
+	{"stream", library, []string{"internal/core", "internal/rdb", "internal/topology"}},
 	{"rebalance", library, nil},
-	{"executor", library, []string{"internal/core", "internal/keys", "internal/lease", "internal/rdb", "internal/scripts", "internal/topology", "rebalance"}},
-	{"middleware", library, []string{"executor", "internal/core", "internal/keys", "internal/scripts", "stream"}},
-	{"inspect", library, []string{"internal/core", "internal/keys", "internal/lease", "internal/rdb", "internal/taskrdb"}},
-	{"app", library, []string{"executor", "internal/clock", "internal/core", "internal/declared", "internal/keys", "internal/lease", "internal/netguard", "internal/rdb", "internal/schedule", "internal/scripts", "internal/topology", "middleware", "stream"}},
-	{"task", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/declared", "internal/keys", "internal/lease", "internal/netguard", "internal/rounds", "internal/schedule", "internal/scripts", "internal/taskrdb", "internal/topology", "middleware"}},
+	{"executor", library, []string{"internal/core", "internal/lease", "internal/rdb", "internal/topology", "rebalance"}},
+	{"middleware", library, []string{"executor", "internal/core", "internal/rdb", "stream"}},
+	{"inspect", library, []string{"internal/core", "internal/lease", "internal/rdb"}},
+	{"app", library, []string{"executor", "internal/clock", "internal/core", "internal/declared", "internal/lease", "internal/netguard", "internal/rdb", "internal/schedule", "internal/topology", "middleware", "stream"}},
+	{"task", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/declared", "internal/lease", "internal/netguard", "internal/rdb", "internal/rounds", "internal/schedule", "internal/topology", "middleware"}},
 	// The configuration file, read by the command and by programs.
-	{"config", library, []string{"app", "internal/keys", "internal/rdb", "internal/schedule", "stream", "task"}},
+	{"config", library, []string{"app", "internal/rdb", "internal/schedule", "stream", "task"}},
 	// The control plane: deployments on a worker's disk, pools and workers.
 	{"internal/deploy", library, nil},
-	{"controlplane", library, []string{"internal/deploy", "internal/keys", "internal/rdb"}},
+	{"controlplane", library, []string{"internal/deploy", "internal/rdb"}},
 	// WebAssembly handlers of task queues, and the tool that builds the
 	// test handlers.
-	{"task/wasm", library, []string{"app", "internal/keys", "internal/rdb", "task"}},
+	{"task/wasm", library, []string{"app", "internal/rdb", "task"}},
 	{"internal/wasmtest", tool, []string{"internal/redistest", "task/wasm"}},
 	// The edge: metrics and the HTTP API beside the runtime.
 	{"metrics", library, []string{"executor", "inspect"}},
-	{"api", library, []string{"app", "controlplane", "inspect", "internal/core", "internal/keys", "task"}},
+	{"api", library, []string{"app", "controlplane", "inspect", "internal/core", "internal/rdb", "task"}},
 	// Tools that drive a whole app sit above the runtime they drive.
-	{"internal/bench", tool, []string{"app", "executor", "internal/core", "internal/keys", "stream", "task"}},
+	{"internal/bench", tool, []string{"app", "executor", "internal/core", "internal/rdb", "stream", "task"}},
 	{"internal/chaos", tool, []string{"app", "executor", "stream", "task"}},
 	{"internal/chaos/chaosworker", tool, []string{"app", "internal/chaos", "stream", "task"}},
 	// The public tester package, a module of its own.
-	{"leattest", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/keys", "stream", "task"}},
+	{"leattest", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/rdb", "stream", "task"}},
 	// The command.
-	{"cmd", edge, []string{cli, "api", "app", "config", "controlplane", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/deploy", "internal/keys", "internal/netguard", "internal/rdb", "metrics", "stream", "task", "task/wasm"}},
+	{"cmd", edge, []string{cli, "api", "app", "config", "controlplane", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/deploy", "internal/netguard", "internal/rdb", "metrics", "stream", "task", "task/wasm"}},
 	{"cmd/leat", edge, []string{"cmd"}},
 	// The other modules of the workspace.
 	{"examples/quickstart", top, []string{"app", "leattest", "stream"}},
@@ -193,7 +190,7 @@ func TestLibraryModuleGraph(t *testing.T) {
 	}
 	// Nor the peers that bench/peers (a module outside the workspace)
 	// measures leat against.
-	for _, m := range []string{"github.com/alicebob/miniredis", "github.com/yuin/gopher-lua", "github.com/chromedp/", "github.com/hibiken/asynq", "github.com/ThreeDotsLabs/watermill"} {
+	for _, m := range []string{"github.com/ThreeDotsLabs/watermill", "github.com/alicebob/miniredis", "github.com/chromedp/", "github.com/hibiken/asynq", "github.com/yuin/gopher-lua"} {
 		if strings.Contains(string(out), m) {
 			t.Errorf("the library's module graph includes %s", m)
 		}
@@ -205,7 +202,7 @@ func TestLibraryModuleGraph(t *testing.T) {
 // workspace (its peers must stay out of the library's graph) but is held
 // to the same version, so that the benchmark runs wherever leat builds.
 func TestGoVersion(t *testing.T) {
-	for _, mod := range []string{"../../go.mod", "../../leattest/go.mod", "../../examples/go.mod", "../../e2e/go.mod", "../../go.work", "../../bench/peers/go.mod"} {
+	for _, mod := range []string{"../../bench/peers/go.mod", "../../e2e/go.mod", "../../examples/go.mod", "../../go.mod", "../../go.work", "../../leattest/go.mod"} {
 		b, err := os.ReadFile(mod)
 		if err != nil {
 			t.Fatal(err)

@@ -17,18 +17,17 @@ import (
 const goredis = "github.com/redis/go-redis/v9"
 
 // taskRedisAllowed are the go-redis identifiers package task may name: the
-// clients and connections it passes through to internal/taskrdb, the
-// values taskrdb returns, and redis.Nil.
+// clients and connections it passes through to internal/rdb, the
+// values rdb returns, and redis.Nil.
 var taskRedisAllowed = map[string]bool{
 	"UniversalClient": true, "Client": true, "Conn": true, "PubSub": true, "XStream": true, "Nil": true,
 }
 
 // taskPassThrough are the go-redis methods package task may call: the
-// subscription taskrdb.Subscribe returns, and the taking and closing of a
-// connection of its own (its commands go through taskrdb).
-var taskPassThrough = map[string]bool{
-	"Subscribe": true, "Unsubscribe": true, "Channel": true, "Close": true, "Conn": true,
-}
+// channel of the subscription rdb.Subscribe returns, and the taking and
+// closing of a connection of its own (its commands, subscribing included,
+// go through rdb).
+var taskPassThrough = map[string]bool{"Channel": true, "Close": true, "Conn": true}
 
 // taskNotRedis are values of package task whose methods share a name with
 // a go-redis command and take a context too (the enqueue rounds' Do), by
@@ -36,7 +35,7 @@ var taskPassThrough = map[string]bool{
 var taskNotRedis = map[string]bool{"joined": true}
 
 // Package task runs no Redis command itself: every command, pipeline and
-// script is a function of internal/taskrdb, and task passes its clients
+// script is a function of internal/rdb, and task passes its clients
 // through. A call in task's non-test files whose method is one of a
 // go-redis client's, pipeline's or script's, and not a name task declares
 // itself, that passes a context first (as every go-redis command does),
@@ -127,7 +126,7 @@ func TestTaskRunsNoRedisCommand(t *testing.T) {
 	}
 	sort.Strings(bad)
 	for _, b := range bad {
-		t.Errorf("package task runs Redis itself (move it into internal/taskrdb): %s", b)
+		t.Errorf("package task runs Redis itself (move it into internal/rdb): %s", b)
 	}
 }
 

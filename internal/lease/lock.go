@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
@@ -75,7 +75,7 @@ func Acquire(ctx context.Context, c redis.Scripter, key, fenceKey, identity stri
 // taken again, with its TTL set anew and a new fencing token, instead of
 // being waited for until it expires. Draw a new value for each acquisition.
 func AcquireValue(ctx context.Context, c redis.Scripter, key, fenceKey, value string, ttl time.Duration) (*Lock, Held, error) {
-	token, holder, left, ok, err := scripts.AcquireLock(ctx, c, key, fenceKey, value, ttl)
+	token, holder, left, ok, err := rdb.AcquireLock(ctx, c, key, fenceKey, value, ttl)
 	switch {
 	case err != nil:
 		return nil, Held{}, err
@@ -87,7 +87,7 @@ func AcquireValue(ctx context.Context, c redis.Scripter, key, fenceKey, value st
 
 // Release deletes the lock if this acquisition still holds it.
 func (l *Lock) Release(ctx context.Context, c redis.Scripter) error {
-	ok, err := scripts.ReleaseLock(ctx, c, l.key, l.value)
+	ok, err := rdb.ReleaseLock(ctx, c, l.key, l.value)
 	if err == nil && !ok {
 		err = ErrNotHeld
 	}
@@ -118,22 +118,22 @@ func Refresh(ctx context.Context, c redis.UniversalClient, locks []*Lock, ttl ti
 		cmd  *redis.Cmd
 	}
 	run := func() ([]call, error) {
-		pipe := c.Pipeline()
 		calls := make([]call, 0, (len(locks)+batch-1)/batch)
-		for from := 0; from < len(locks); from += batch {
-			part := locks[from:min(from+batch, len(locks))]
-			keys, values := make([]string, len(part)), make([]string, len(part))
-			for i, l := range part {
-				keys[i], values[i] = l.key, l.value
+		err := rdb.Pipelined(ctx, c, func(pipe redis.Pipeliner) {
+			for from := 0; from < len(locks); from += batch {
+				part := locks[from:min(from+batch, len(locks))]
+				keys, values := make([]string, len(part)), make([]string, len(part))
+				for i, l := range part {
+					keys[i], values[i] = l.key, l.value
+				}
+				calls = append(calls, call{from, rdb.RefreshLocks(ctx, pipe, keys, values, ttl)})
 			}
-			calls = append(calls, call{from, scripts.RefreshLocks(ctx, pipe, keys, values, ttl)})
-		}
-		_, err := pipe.Exec(ctx)
+		})
 		return calls, err
 	}
 	calls, err := run()
-	if scripts.IsNoScript(err) {
-		if lerr := scripts.Load(ctx, c); lerr != nil {
+	if rdb.IsNoScript(err) {
+		if lerr := rdb.Load(ctx, c); lerr != nil {
 			for i := range errs {
 				errs[i] = lerr
 			}
@@ -143,7 +143,7 @@ func Refresh(ctx context.Context, c redis.UniversalClient, locks []*Lock, ttl ti
 	}
 	for _, cl := range calls {
 		n := min(batch, len(locks)-cl.from)
-		lost, err := scripts.LostLocks(cl.cmd)
+		lost, err := rdb.LostLocks(cl.cmd)
 		if err != nil {
 			for i := range n {
 				errs[cl.from+i] = err

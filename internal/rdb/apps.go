@@ -6,13 +6,12 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/redis/go-redis/v9"
 )
 
 // HasRegistry reports whether the app of s has a registry: a stream or a
 // task queue some program declared (EXISTS of both hashes, one slot).
-func HasRegistry(ctx context.Context, c redis.Cmdable, s keys.Space) (bool, error) {
+func HasRegistry(ctx context.Context, c redis.Cmdable, s KeySpace) (bool, error) {
 	n, err := c.Exists(ctx, s.Registry(), s.TaskQueues()).Result()
 	return n > 0, err
 }
@@ -21,7 +20,7 @@ func HasRegistry(ctx context.Context, c redis.Cmdable, s keys.Space) (bool, erro
 // prefix. It SCANs the keyspace (of every master on a Cluster), so it is
 // for the CLI's error messages, never for a hot path.
 func Apps(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
-	probe := keys.New(prefix, "*")
+	probe := NewKeySpace(prefix, "*")
 	patterns := []string{probe.Registry(), probe.TaskQueues()}
 	var mu sync.Mutex
 	seen := map[string]bool{}
@@ -31,7 +30,7 @@ func Apps(ctx context.Context, c redis.UniversalClient, prefix string) ([]string
 			iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
 			for iter.Next(ctx) {
 				name := strings.TrimSuffix(strings.TrimPrefix(iter.Val(), head), "}")
-				if keys.ValidName(name) {
+				if ValidName(name) {
 					mu.Lock()
 					seen[name] = true
 					mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -13,7 +12,7 @@ import (
 // task at key (HMGET): the last tick run, in Unix microseconds, and the
 // term that completed a task run once; 0 for what is not recorded.
 func BackgroundRecord(ctx context.Context, c redis.UniversalClient, key string) (tickMicros, doneTerm int64, err error) {
-	v, err := c.HMGet(ctx, key, scripts.RecordTick, scripts.RecordDone).Result()
+	v, err := c.HMGet(ctx, key, RecordTick, RecordDone).Result()
 	if err != nil {
 		return 0, 0, err
 	}

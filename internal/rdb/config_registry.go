@@ -11,8 +11,8 @@ import (
 )
 
 // The registries a configuration file is applied to: the app's hash of
-// stream definitions (keys.Space.Registry) and of task queue definitions
-// (keys.Space.TaskQueues). Both carry the app's hash tag, so one script
+// stream definitions (KeySpace.Registry) and of task queue definitions
+// (KeySpace.TaskQueues). Both carry the app's hash tag, so one script
 // writes both on Cluster too.
 
 //go:embed config_registry.lua

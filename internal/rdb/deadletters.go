@@ -76,9 +76,9 @@ func DeadLast(ctx context.Context, c redis.UniversalClient, key string) (string,
 	return msgs[0].ID, nil
 }
 
-// DeleteDead deletes the dead letters ids of key (XDEL) and returns how
+// DeleteDeadLetters deletes the dead letters ids of key (XDEL) and returns how
 // many existed.
-func DeleteDead(ctx context.Context, c redis.UniversalClient, key string, ids ...string) (int64, error) {
+func DeleteDeadLetters(ctx context.Context, c redis.UniversalClient, key string, ids ...string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -17,7 +16,7 @@ func TestReplayDeadOnce(t *testing.T) {
 	t.Parallel()
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
-	k := keys.New(prefix, "shop")
+	k := rdb.NewKeySpace(prefix, "shop")
 	dead, part := k.DeadLetter("orders", "totals"), k.Partition("orders", 1)
 	fields := []any{"key", "k1", "codec", "json", "data", `{"n":1}`}
 	id1 := c.XAdd(ctx, &redis.XAddArgs{Stream: dead, Values: append([]any{"dead:partition", "1"}, fields...)}).Val()
@@ -61,7 +60,7 @@ func TestDeleteDeadThrough(t *testing.T) {
 	t.Parallel()
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
-	key := keys.New(prefix, "shop").DeadLetter("orders", "totals")
+	key := rdb.NewKeySpace(prefix, "shop").DeadLetter("orders", "totals")
 	for _, id := range []string{"5-0", "5-1", "6-0"} {
 		c.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: id, Values: []any{"f", "v"}})
 	}
@@ -83,7 +82,7 @@ func TestReplayDeadCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client(t)
 	ctx := context.Background()
-	k := keys.New("leat", "shop")
+	k := rdb.NewKeySpace("leat", "shop")
 	dead, part := k.DeadLetter("orders", "totals"), k.Partition("orders", 0)
 	fields := []any{"key", "k1", "codec", "json", "data", `{"n":1}`}
 	id := c.XAdd(ctx, &redis.XAddArgs{Stream: dead, Values: append([]any{"dead:partition", "0"}, fields...)}).Val()

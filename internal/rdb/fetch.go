@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,7 +31,7 @@ func Unblock(ctx context.Context, c redis.UniversalClient, id int64) (int64, err
 // wakes often). The zero value is ready.
 type BlockingRead struct {
 	args  []any
-	reply scripts.ReplyBuffer
+	reply ReplyBuffer
 }
 
 // maxBlockReply bounds the reply buffer a BlockingRead keeps between reads.
@@ -41,17 +40,17 @@ const maxBlockReply = 1 << 20
 // Wait sends XREAD COUNT 1 BLOCK block STREAMS keys... last... on conn,
 // which waits up to block for entries after last in any of keys (strings),
 // and calls got with the index in keys of each that has some. The reply is
-// read raw (scripts.EachRawStream): a wake-up does not parse the entries it
+// read raw (EachRawStream): a wake-up does not parse the entries it
 // saw.
 //
 // then, when not nil, queues commands right behind the blocking read on
 // conn, in the same write: Redis runs them as soon as the blocking read
 // returns, and their replies come with its reply.
-func (r *BlockingRead) Wait(ctx context.Context, conn *redis.Conn, keys, last []any, block time.Duration, got func(i int), then func(p scripts.Processor)) error {
+func (r *BlockingRead) Wait(ctx context.Context, conn *redis.Conn, keys, last []any, block time.Duration, got func(i int), then func(p Processor)) error {
 	r.args = append(r.args[:0], "XREAD", "COUNT", 1, "BLOCK", block.Milliseconds(), "STREAMS")
 	r.args = append(append(r.args, keys...), last...)
 	if r.reply.Cap() > maxBlockReply {
-		r.reply = scripts.ReplyBuffer{}
+		r.reply = ReplyBuffer{}
 	}
 	r.reply.Reset()
 	read := redis.NewRawWriteToCmd(ctx, &r.reply, r.args...)
@@ -69,7 +68,7 @@ func (r *BlockingRead) Wait(ctx context.Context, conn *redis.Conn, keys, last []
 		return err
 	}
 	next := 0 // the reply names the streams in the order asked
-	return scripts.EachRawStream(r.reply.Bytes(), func(key []byte) {
+	return EachRawStream(r.reply.Bytes(), func(key []byte) {
 		for n := range keys {
 			if i := (next + n) % len(keys); keys[i].(string) == string(key) {
 				got(i)
@@ -128,11 +127,11 @@ func IsExecAbort(err error) bool {
 
 // QueueReadNew queues on p a read of up to count new entries of the stream
 // key for consumer of group (XREADGROUP ... STREAMS key >), as a raw
-// command (scripts.OnceCmd: parsed in place with scripts.EachRawEntry,
+// command (OnceCmd: parsed in place with EachRawEntry,
 // never sent twice), and, when tail is true, a read of the stream's last
 // entry (XREVRANGE key + - COUNT 1; nil otherwise).
-func QueueReadNew(ctx context.Context, p redis.Pipeliner, group, consumer, key string, count int, tail bool) (scripts.OnceCmd, *redis.XMessageSliceCmd) {
-	read := scripts.NewOnceCmd(ctx, "XREADGROUP", "GROUP", group, consumer, "COUNT", count, "STREAMS", key, ">")
+func QueueReadNew(ctx context.Context, p redis.Pipeliner, group, consumer, key string, count int, tail bool) (OnceCmd, *redis.XMessageSliceCmd) {
+	read := NewOnceCmd(ctx, "XREADGROUP", "GROUP", group, consumer, "COUNT", count, "STREAMS", key, ">")
 	_ = p.Process(ctx, read)
 	if !tail {
 		return read, nil
@@ -143,15 +142,15 @@ func QueueReadNew(ctx context.Context, p redis.Pipeliner, group, consumer, key s
 // Runner runs a command at once (a client or a connection) or in a
 // pipeline.
 type Runner interface {
-	scripts.Processor
+	Processor
 	Pipeline() redis.Pipeliner
 }
 
-// Fetch runs n fenced reads (scripts.FetchRaw, fetch.lua) on c in one
+// FetchEvents runs n fenced reads (FetchRaw, fetch.lua) on c in one
 // pipelined round trip, or a single one without a pipeline: queue(p, j)
 // runs or queues the jth on p and returns it. It returns the round trip's
-// error; each read's own comes out of its parse (scripts.ParseRawFetch).
-func Fetch(ctx context.Context, c Runner, n int, queue func(p scripts.Processor, j int) *scripts.RawFetch) error {
+// error; each read's own comes out of its parse (ParseRawFetch).
+func FetchEvents(ctx context.Context, c Runner, n int, queue func(p Processor, j int) *RawFetch) error {
 	if n == 1 {
 		return queue(c, 0).Err()
 	}

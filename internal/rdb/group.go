@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,13 +16,13 @@ import (
 // letters, all under the tag {APP:STREAM:PROCESSOR}.
 type Group struct {
 	c         redis.UniversalClient
-	k         keys.Space
+	k         KeySpace
 	stream    string
 	processor string
 }
 
 // NewGroup returns the group state of processor on stream.
-func NewGroup(c redis.UniversalClient, k keys.Space, stream, processor string) Group {
+func NewGroup(c redis.UniversalClient, k KeySpace, stream, processor string) Group {
 	return Group{c: c, k: k, stream: stream, processor: processor}
 }
 
@@ -180,20 +179,20 @@ func Fenced(ctx context.Context, c redis.UniversalClient, lock, value string, fn
 
 // Processors returns the full names ("stream/processor") the processor
 // registry of the app of k records (HKEYS).
-func Processors(ctx context.Context, c redis.UniversalClient, k keys.Space) ([]string, error) {
+func Processors(ctx context.Context, c redis.UniversalClient, k KeySpace) ([]string, error) {
 	return c.HKeys(ctx, k.Processors()).Result()
 }
 
 // RecordProcessor writes the definition of a processor to the registry
 // (HSET).
-func RecordProcessor(ctx context.Context, c redis.UniversalClient, k keys.Space, fullName string, def []byte) error {
+func RecordProcessor(ctx context.Context, c redis.UniversalClient, k KeySpace, fullName string, def []byte) error {
 	return c.HSet(ctx, k.Processors(), fullName, def).Err()
 }
 
 // ProcessorDefinition returns the definition the registry records for the
 // processor called fullName ("stream/processor") (HGET), and whether it
 // records one.
-func ProcessorDefinition(ctx context.Context, c redis.UniversalClient, k keys.Space, fullName string) ([]byte, bool, error) {
+func ProcessorDefinition(ctx context.Context, c redis.UniversalClient, k KeySpace, fullName string) ([]byte, bool, error) {
 	raw, err := c.HGet(ctx, k.Processors(), fullName).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
@@ -207,7 +206,7 @@ func ProcessorDefinition(ctx context.Context, c redis.UniversalClient, k keys.Sp
 // RecordedTables returns the names of the tables the registry records for
 // the processor called fullName ("stream/processor"), as its workers wrote
 // them (app.ProcessorDefinition): none when it records no such processor.
-func RecordedTables(ctx context.Context, c redis.UniversalClient, k keys.Space, fullName string) ([]string, error) {
+func RecordedTables(ctx context.Context, c redis.UniversalClient, k KeySpace, fullName string) ([]string, error) {
 	raw, ok, err := ProcessorDefinition(ctx, c, k, fullName)
 	if err != nil || !ok {
 		return nil, err

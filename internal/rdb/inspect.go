@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -222,7 +221,7 @@ type AppSnapshot struct {
 // App reads the app-wide state of k in one pipelined round trip (HGETALL
 // of the registries of streams, processors and task queues, GET of the leader lease and term; the keys share a
 // slot) and the server time (TIME).
-func App(ctx context.Context, c redis.UniversalClient, k keys.Space) (AppSnapshot, error) {
+func App(ctx context.Context, c redis.UniversalClient, k KeySpace) (AppSnapshot, error) {
 	var s AppSnapshot
 	now, err := ServerTime(ctx, c)
 	if err != nil {

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/scripts"
+	"github.com/leatdev/leat/internal/topology"
 	"github.com/redis/go-redis/v9"
 )
 
 // Ack acknowledges ids of group, per partition key, in one pipelined round
 // trip (XACK). On failure it returns the keys whose acks were lost to a
-// connection problem or a transient error reply (core.IsTransient: LOADING,
+// connection problem or a transient error reply (topology.IsTransient: LOADING,
 // READONLY, CLUSTERDOWN, ...) and may be sent again, and, in refused, the
 // keys whose acks another reply error refused, with it: those would fail
 // again (WRONGTYPE, NOPERM, a malformed ID). err is the failure of the
@@ -41,7 +40,7 @@ func Ack(ctx context.Context, c redis.UniversalClient, group string, ids map[str
 		var reply redis.Error
 		switch {
 		case cerr == nil:
-		case !errors.As(cerr, &reply) || core.IsTransient(cerr):
+		case !errors.As(cerr, &reply) || topology.IsTransient(cerr):
 			retry, err = append(retry, key), cerr
 		default:
 			if refused == nil {
@@ -78,13 +77,13 @@ func DeleteConsumers(ctx context.Context, c redis.UniversalClient, group string,
 	if len(dead) == 0 {
 		return 0, nil
 	}
-	if err := scripts.Load(ctx, c); err != nil {
+	if err := Load(ctx, c); err != nil {
 		return 0, err
 	}
 	pipe := c.Pipeline()
 	cmds := make([]*redis.Cmd, 0, len(dead))
 	for key, names := range dead {
-		cmds = append(cmds, scripts.DeleteConsumers(ctx, pipe, key, group, names...))
+		cmds = append(cmds, DeleteConsumersOn(ctx, pipe, key, group, names...))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, err
@@ -107,11 +106,11 @@ func IsNoKey(err error) bool { return err != nil && err.Error() == "ERR no such 
 const countersBatch = 500
 
 // GroupCounters reads the counters of each partition stream in keys and of
-// group on it (scripts.GroupCounters) in one round trip. On a single server
+// group on it (QueueGroupCounters) in one round trip. On a single server
 // one script call reads up to countersBatch streams, so the commands sent do
 // not grow with the number of partitions; on Cluster, where partitions live
 // in different hash slots, one call per stream is pipelined.
-func GroupCounters(ctx context.Context, c redis.UniversalClient, keys []string, group string) ([]scripts.Counters, error) {
+func GroupCounters(ctx context.Context, c redis.UniversalClient, keys []string, group string) ([]Counters, error) {
 	batch := countersBatch
 	if _, single := c.(*redis.Client); !single {
 		batch = 1
@@ -120,14 +119,14 @@ func GroupCounters(ctx context.Context, c redis.UniversalClient, keys []string, 
 		pipe := c.Pipeline()
 		var cmds []*redis.Cmd
 		for from := 0; from < len(keys); from += batch {
-			cmds = append(cmds, scripts.GroupCounters(ctx, pipe, keys[from:min(from+batch, len(keys))], group))
+			cmds = append(cmds, QueueGroupCounters(ctx, pipe, keys[from:min(from+batch, len(keys))], group))
 		}
 		_, err := pipe.Exec(ctx)
 		return cmds, err
 	}
 	cmds, err := run()
-	if scripts.IsNoScript(err) {
-		if err := scripts.Load(ctx, c); err != nil {
+	if IsNoScript(err) {
+		if err := Load(ctx, c); err != nil {
 			return nil, err
 		}
 		cmds, err = run()
@@ -135,10 +134,10 @@ func GroupCounters(ctx context.Context, c redis.UniversalClient, keys []string, 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]scripts.Counters, 0, len(keys))
+	out := make([]Counters, 0, len(keys))
 	for i, cmd := range cmds {
 		n := min(batch, len(keys)-i*batch)
-		cs, err := scripts.ParseGroupCounters(cmd, n)
+		cs, err := ParseGroupCounters(cmd, n)
 		if err != nil {
 			return nil, err
 		}

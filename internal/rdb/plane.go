@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -39,8 +40,8 @@ func SetWorkerUser(ctx context.Context, c redis.UniversalClient, name, password,
 	return c.Do(ctx, args...).Err()
 }
 
-// SavePlaneWorker writes the record of worker id (key: keys.Space.PlaneWorker)
-// to live for ttl, indexes it in workers (keys.Space.PlaneWorkers) and drops
+// SavePlaneWorker writes the record of worker id (key: KeySpace.PlaneWorker)
+// to live for ttl, indexes it in workers (KeySpace.PlaneWorkers) and drops
 // the index's expired entries, in one transaction.
 func SavePlaneWorker(ctx context.Context, c redis.UniversalClient, workers, key, id string, rec []byte, ttl time.Duration, now time.Time) error {
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -52,7 +53,7 @@ func SavePlaneWorker(ctx context.Context, c redis.UniversalClient, workers, key,
 	return err
 }
 
-// PlaneWorker returns the record at key (keys.Space.PlaneWorker); ok is
+// PlaneWorker returns the record at key (KeySpace.PlaneWorker); ok is
 // false when it expired or never was.
 func PlaneWorker(ctx context.Context, c redis.UniversalClient, key string) (rec []byte, ok bool, err error) {
 	b, err := c.Get(ctx, key).Bytes()
@@ -73,7 +74,7 @@ func DropPlaneWorker(ctx context.Context, c redis.UniversalClient, workers, key,
 }
 
 // PlaneWorkers returns the records of the workers indexed in workers
-// (keys.Space.PlaneWorkers) whose entries have not expired at now: their
+// (KeySpace.PlaneWorkers) whose entries have not expired at now: their
 // IDs, then the records read with one MGET of keyOf(id) (nil for a record
 // that expired in between). Two round trips, O(workers).
 func PlaneWorkers(ctx context.Context, c redis.UniversalClient, workers string, keyOf func(id string) string, now time.Time) ([][]byte, error) {
@@ -99,7 +100,7 @@ func PlaneWorkers(ctx context.Context, c redis.UniversalClient, workers string, 
 }
 
 // SetPlaneRevision records rec, the revision resolved for deployment, in
-// revisions (keys.Space.PlaneRevisions).
+// revisions (KeySpace.PlaneRevisions).
 func SetPlaneRevision(ctx context.Context, c redis.UniversalClient, revisions, deployment string, rec []byte) error {
 	return c.HSet(ctx, revisions, deployment, rec).Err()
 }
@@ -107,4 +108,14 @@ func SetPlaneRevision(ctx context.Context, c redis.UniversalClient, revisions, d
 // PlaneRevisions returns every record of revisions, by deployment.
 func PlaneRevisions(ctx context.Context, c redis.UniversalClient, revisions string) (map[string]string, error) {
 	return c.HGetAll(ctx, revisions).Result()
+}
+
+// PlaneRevision returns the revision record of one deployment (HGET), and
+// nil when there is none.
+func PlaneRevision(ctx context.Context, c redis.UniversalClient, revisions, deployment string) ([]byte, error) {
+	b, err := c.HGet(ctx, revisions, deployment).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return b, err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/leatdev/leat/internal/taskrdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,9 +15,9 @@ type QueueKeys struct {
 	Levels   []string // ready stream of each priority level
 	Group    string   // the consumer group of the ready streams
 	Finished []string // finished-task counters to read
-	Config   string   // hash of live settings (taskrdb.PausedField, RateField, ConcurrencyField)
-	Leader   string   // the lease of the queue's leader (keys.Space.LeaderOf)
-	Workers  string   // sorted set of the running workers' last beats (keys.Space.TaskWorkers)
+	Config   string   // hash of live settings (PausedField, RateField, ConcurrencyField)
+	Leader   string   // the lease of the queue's leader (KeySpace.LeaderOf)
+	Workers  string   // sorted set of the running workers' last beats (KeySpace.TaskWorkers)
 }
 
 // QueueState is what Redis says of one task queue.
@@ -84,7 +83,7 @@ func Queues(ctx context.Context, c redis.UniversalClient, qs []QueueKeys) ([]Que
 	for i, q := range qs {
 		counts[i] = pipe.HGetAll(ctx, q.Counts)
 		if q.Config != "" {
-			live[i] = pipe.HMGet(ctx, q.Config, taskrdb.PausedField, taskrdb.RateField, taskrdb.ConcurrencyField)
+			live[i] = pipe.HMGet(ctx, q.Config, PausedField, RateField, ConcurrencyField)
 		}
 		if len(q.Finished) > 0 {
 			finished[i] = pipe.MGet(ctx, q.Finished...)

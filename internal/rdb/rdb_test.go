@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -45,7 +44,7 @@ func TestGroupReports(t *testing.T) {
 	t.Parallel()
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
-	g := rdb.NewGroup(c, keys.New(prefix, "shop"), "orders", "totals")
+	g := rdb.NewGroup(c, rdb.NewKeySpace(prefix, "shop"), "orders", "totals")
 	if b, err := g.Report(ctx, 3); b != nil || err != nil {
 		t.Fatalf("no report yet: %q, %v", b, err)
 	}

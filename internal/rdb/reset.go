@@ -4,30 +4,29 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
 // MoveGroup moves the group to start on keys (creating it, and the stream,
 // where missing) in one pipeline, with its entries-read counter set to the
 // entries before start, so the workers' trim check never takes the entries
-// skipped for entries lost (see internal/scripts/set_group.lua).
+// skipped for entries lost (see set_group.lua).
 func MoveGroup(ctx context.Context, client redis.UniversalClient, keys []string, group, start string) error {
 	run := func() ([]*redis.Cmd, error) {
 		pipe := client.Pipeline()
 		cmds := make([]*redis.Cmd, len(keys))
 		for i, k := range keys {
-			cmds[i] = scripts.SetGroup(ctx, pipe, k, group, start, true)
+			cmds[i] = SetGroup(ctx, pipe, k, group, start, true)
 		}
 		_, err := pipe.Exec(ctx) // errors are read per command
 		return cmds, err
 	}
-	if err := scripts.Load(ctx, client); err != nil {
+	if err := Load(ctx, client); err != nil {
 		return fmt.Errorf("load scripts: %w", err)
 	}
 	cmds, err := run()
-	if scripts.IsNoScript(err) { // the server restarted meanwhile
-		if err := scripts.Load(ctx, client); err != nil {
+	if IsNoScript(err) { // the server restarted meanwhile
+		if err := Load(ctx, client); err != nil {
 			return fmt.Errorf("load scripts: %w", err)
 		}
 		cmds, _ = run()

@@ -7,8 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A table's values live in one hash per partition (keys.Space.Table); the
-// writes go with the acknowledgements, in scripts.CommitTables.
+// A table's values live in one hash per partition (KeySpace.Table); the
+// writes go with the acknowledgements, in CommitTables.
 
 // TableGet returns the value of key in the table hash hash (HGET), and
 // whether it has one.

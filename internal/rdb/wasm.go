@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/leatdev/leat/internal/keys"
-	"github.com/leatdev/leat/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +22,7 @@ import (
 type WasmKeys struct{ base string }
 
 // NewWasmKeys returns the registry's keys in key space s.
-func NewWasmKeys(s keys.Space) WasmKeys {
+func NewWasmKeys(s KeySpace) WasmKeys {
 	return WasmKeys{base: s.Prefix + ":wasm:{" + s.App + ":wasm}:"}
 }
 
@@ -37,11 +35,11 @@ func (k WasmKeys) seq() string                 { return k.base + "seq" }
 var (
 	//go:embed wasm_put.lua
 	wasmPutSrc    string
-	wasmPutScript = redis.NewScript(scripts.Describe("wasm put", wasmPutSrc))
+	wasmPutScript = redis.NewScript(Describe("wasm put", wasmPutSrc))
 
 	//go:embed wasm_rm.lua
 	wasmRmSrc    string
-	wasmRmScript = redis.NewScript(scripts.Describe("wasm rm", wasmRmSrc))
+	wasmRmScript = redis.NewScript(Describe("wasm rm", wasmRmSrc))
 )
 
 // WasmPut stores module as a new version of name (wasm_put.lua): meta is

@@ -2,7 +2,9 @@
 // which errors mean that the client's slot map is stale (a master died, a
 // replica was promoted, a slot moved), whether the failed command ran, and
 // it attaches a hook to cluster clients that reloads their slot map as soon
-// as such an error is seen.
+// as such an error is seen. IsTransient (transient.go) says whether an
+// error of Redis or of the way to it goes away by itself, for the retries
+// of the runtime (stream.IsTransient).
 //
 // go-redis reloads a cluster client's slot map on a MOVED reply to a single
 // command and otherwise only from time to time; a pipeline whose node died

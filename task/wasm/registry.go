@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/keys"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/redis/go-redis/v9"
 	"github.com/tetratelabs/wazero"
@@ -53,7 +52,7 @@ type Registry struct {
 // it checks ("": none; see Config.CacheDir).
 func NewRegistry(a *app.App, cacheDir string) *Registry {
 	cfg := a.Config()
-	return &Registry{c: a.Client(), k: rdb.NewWasmKeys(keys.New(cfg.KeyPrefix, cfg.Name)), cacheDir: cacheDir}
+	return &Registry{c: a.Client(), k: rdb.NewWasmKeys(rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name)), cacheDir: cacheDir}
 }
 
 // PutOptions are the options of Registry.Put.
@@ -79,7 +78,7 @@ type PutOptions struct {
 // name holding the same module with the same options stays current: Put
 // returns it.
 func (r *Registry) Put(ctx context.Context, name string, module []byte, o PutOptions) (Version, error) {
-	if err := keys.CheckName("wasm module", name); err != nil {
+	if err := rdb.CheckName("wasm module", name); err != nil {
 		return Version{}, err
 	}
 	if o.MaxSize <= 0 {
