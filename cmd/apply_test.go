@@ -189,6 +189,11 @@ func TestWorkerConfigRefuses(t *testing.T) {
 		`gives task queue "inference" no handler`)
 	wantFailure(t, run(t, nil, "", s.args("worker", "--config", noHandler, "--queue", "nothing")...), exitUsage, `has no task queue "nothing"`)
 	wantFailure(t, run(t, nil, "", s.args("worker", "--config", noHandler, "--exec", "true")...), exitUsage, "--exec needs --queue")
+	wasmFile := writeFile(t, "queues:\n  q:\n    handler:\n      wasm: nosuchmodule\n")
+	wantFailure(t, run(t, nil, "", s.args("worker", "--config", wasmFile, "--queue", "q", "--exec", "true")...), exitUsage,
+		`runs task queue "q" with a wasm module: --exec replaces exec commands only`)
+	wantFailure(t, run(t, nil, "", s.args("worker", "--config", wasmFile, "--wasm-cache-dir", "-")...), exitUsage,
+		"queue q:", "leat wasm put nosuchmodule FILE")
 	bad := writeFile(t, "queues:\n  q:\n    handler:\n      exec:\n        command: x\n        env: [LEAT_REDIS_URL]\n")
 	r := run(t, nil, "", s.args("worker", "--config", bad)...)
 	if r.status != exitUsage || !strings.Contains(r.stderr, ":6: queues.q.handler.exec.env[0]: LEAT_REDIS_URL: leat's own variables are not passed on") {

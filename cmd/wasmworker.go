@@ -66,11 +66,14 @@ func wasmFlags() []cli.Flag {
 	}
 }
 
-// wasmEnv returns the module's environment from --env: NAME=VALUE as it
+// wasmEnv returns the module's environment from --env: see passEnv.
+func wasmEnv(c *cli.Context) ([]string, error) { return passEnv(execEnv(c)) }
+
+// passEnv returns a module's environment from entries: NAME=VALUE as it
 // is, a bare NAME with the worker's value (when set; never a LEAT_ one).
-func wasmEnv(c *cli.Context) ([]string, error) {
+func passEnv(entries []string) ([]string, error) {
 	var env []string
-	for _, v := range execEnv(c) {
+	for _, v := range entries {
 		if strings.Contains(v, "=") {
 			env = append(env, v)
 			continue

@@ -2,13 +2,16 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/leatdev/leat/app"
 	leatconfig "github.com/leatdev/leat/config"
 	"github.com/leatdev/leat/metrics"
 	"github.com/leatdev/leat/task"
+	"github.com/leatdev/leat/task/wasm"
 	"github.com/urfave/cli/v2"
 )
 
@@ -59,40 +62,61 @@ func configWorker(c *cli.Context) error {
 	}
 	defer a.Close()
 	var exes []*task.Exec
+	var modules []*wasm.Handler
 	defer func() {
 		for _, ex := range exes {
 			ex.Close()
 		}
+		for _, h := range modules {
+			_ = h.Close(context.Background())
+		}
 	}()
 	var names, lines []string
 	for _, q := range queues {
-		x := q.Handler.Exec
-		line := x.Command
-		if e := c.String(flagExec); e != "" {
-			line = e
-		}
-		start := x.StartTimeout
-		if c.IsSet(flagStartTimeout) {
-			start = c.Duration(flagStartTimeout)
-		}
-		ex, err := task.NewExec(task.ExecConfig{
-			Command: execCommand(line), Dir: f.Dir(x), Env: mergeEnv(x.Env, execEnv(c)),
-			InheritEnv: x.InheritEnv || c.Bool(flagEnvAll), StartTimeout: start, Logger: a.Logger().With("queue", q.Name),
-		})
-		if err != nil {
-			return usageErrorf("%s: queue %s: %w", f.Path, q.Name, err)
-		}
-		exes = append(exes, ex)
-		// As with --exec: no task is fetched while no handler process is ready.
-		opts := []task.Option{task.FetchWhen(ex.Wait)}
+		var opts []task.Option
 		if g := c.Duration(flagGrace); g > 0 {
 			opts = append(opts, task.Grace(g))
 		}
-		if _, err := leatconfig.Handle(a, f, q.Name, ex.Handle, opts...); err != nil {
+		var handle func(context.Context, *task.Task[json.RawMessage]) (json.RawMessage, error)
+		var line string
+		switch q.Handler.Kind {
+		case leatconfig.WasmHandler:
+			h, err := configWasm(c, a, f, q)
+			if err != nil {
+				return err
+			}
+			modules = append(modules, h)
+			handle = h.Handle
+			v := h.Version()
+			line = fmt.Sprintf("%s with wasm module %s version %d (%s)", q.Name, q.Handler.Wasm.Module, v.Version, v.Contract)
+		default:
+			x := q.Handler.Exec
+			command := x.Command
+			if e := c.String(flagExec); e != "" {
+				command = e
+			}
+			start := x.StartTimeout
+			if c.IsSet(flagStartTimeout) {
+				start = c.Duration(flagStartTimeout)
+			}
+			ex, err := task.NewExec(task.ExecConfig{
+				Command: execCommand(command), Dir: f.Dir(x), Env: mergeEnv(x.Env, execEnv(c)),
+				InheritEnv: x.InheritEnv || c.Bool(flagEnvAll), StartTimeout: start, Logger: a.Logger().With("queue", q.Name),
+			})
+			if err != nil {
+				return usageErrorf("%s: queue %s: %w", f.Path, q.Name, err)
+			}
+			exes = append(exes, ex)
+			// As with --exec: no task is fetched while no handler process is ready.
+			opts = append(opts, task.FetchWhen(ex.Wait))
+			handle = ex.Handle
+			line = q.Name + " with: " + command
+		}
+		if _, err := leatconfig.Handle(a, f, q.Name, handle, opts...); err != nil {
 			return err
 		}
 		names = append(names, q.Name)
-		lines = append(lines, q.Name+" with: "+line)
+		lines = append(lines, line)
 	}
 	if exporter != nil {
 		ready := metrics.AllReady(a.Ping, func(context.Context) error {
@@ -127,19 +151,21 @@ func configQueues(c *cli.Context, f *leatconfig.File) ([]*leatconfig.Queue, erro
 			return nil, usageErrorf("%s has no task queue %q", f.Path, name)
 		case q.Handler.Kind == leatconfig.NoHandler && c.String(flagExec) != "":
 			q.Handler = leatconfig.Handler{Kind: leatconfig.ExecHandler, Exec: &leatconfig.Exec{}}
-		case q.Handler.Kind != leatconfig.ExecHandler:
+		case q.Handler.Kind == leatconfig.WasmHandler && c.String(flagExec) != "":
+			return nil, usageErrorf("%s runs task queue %q with a wasm module: --%s replaces exec commands only", f.Path, name, flagExec)
+		case q.Handler.Kind == leatconfig.NoHandler:
 			return nil, usageErrorf("%s gives task queue %q no handler: add one (handler: exec: command: ...) or give --%s", f.Path, name, flagExec)
 		}
 		return []*leatconfig.Queue{q}, nil
 	}
 	var out []*leatconfig.Queue
 	for i := range f.Queues {
-		if f.Queues[i].Handler.Kind == leatconfig.ExecHandler {
+		if f.Queues[i].Handler.Kind != leatconfig.NoHandler {
 			out = append(out, &f.Queues[i])
 		}
 	}
 	if len(out) == 0 {
-		return nil, usageErrorf("%s gives no task queue a handler (handler: exec: command: ...)", f.Path)
+		return nil, usageErrorf("%s gives no task queue a handler (handler: exec: command: ... or handler: wasm: MODULE)", f.Path)
 	}
 	return out, nil
 }
@@ -159,4 +185,27 @@ func mergeEnv(file, flags []string) []string {
 		}
 	}
 	return append(out, flags...)
+}
+
+// configWasm returns the WebAssembly handler the file gives queue q, its
+// module loaded from the app's registry (compiled once, cached under
+// --wasm-cache-dir).
+func configWasm(c *cli.Context, a *app.App, f *leatconfig.File, q *leatconfig.Queue) (*wasm.Handler, error) {
+	w := q.Handler.Wasm
+	env, err := passEnv(mergeEnv(w.Env, execEnv(c)))
+	if err != nil {
+		return nil, usageErrorf("%s: queue %s: %w", f.Path, q.Name, err)
+	}
+	cache := c.String(flagWasmCache)
+	h, err := wasm.New(c.Context, wasm.Config{
+		Registry: wasm.NewRegistry(a, cache), Name: w.Module, CacheDir: cache, Pool: w.Pool,
+		Sandbox: wasm.Sandbox{
+			MemoryPages: w.MemoryPages, Dir: f.WasmDir(w), ReadOnly: w.ReadOnly, Env: env, Deterministic: w.Deterministic,
+		},
+		Logger: a.Logger().With("queue", q.Name),
+	})
+	if errors.Is(err, wasm.ErrNotFound) {
+		return nil, usageErrorf("%s: queue %s: %w (store it with leat wasm put %s FILE)", f.Path, q.Name, err, w.Module)
+	}
+	return h, err
 }

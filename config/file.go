@@ -118,6 +118,9 @@ const (
 	// ExecHandler: supervised child processes speaking leat's JSON-lines
 	// protocol, as "leat worker --exec" runs them.
 	ExecHandler HandlerKind = "exec"
+	// WasmHandler: a WebAssembly module of the app's registry (leat wasm
+	// put), run in a sandbox as "leat worker --wasm" runs it.
+	WasmHandler HandlerKind = "wasm"
 )
 
 // A Handler is what runs a queue's tasks; Kind says which of its fields
@@ -125,6 +128,32 @@ const (
 type Handler struct {
 	Kind HandlerKind
 	Exec *Exec
+	Wasm *Wasm
+}
+
+// A Wasm is a handler run as a WebAssembly module (package task/wasm).
+// Written "wasm: NAME" when only the module is given.
+type Wasm struct {
+	// Module names the module in the app's registry (leat wasm put NAME);
+	// workers run its current version.
+	Module string
+	// MemoryPages bounds an instance's memory, in pages of 64 KiB (0: the
+	// default, 128 MiB).
+	MemoryPages uint32
+	// Dir is a directory the module may read and write, mounted at /,
+	// relative to the file's directory ("": none).
+	Dir string
+	// ReadOnly lets the module only read Dir.
+	ReadOnly bool
+	// Env are NAME=VALUE entries, and bare NAMEs passed on from the
+	// worker's environment (never leat's LEAT_ variables): all a module
+	// sees of it.
+	Env []string
+	// Deterministic gives the module fixed clocks and random bytes.
+	Deterministic bool
+	// Pool keeps instances from a task to the next, for modules put as
+	// reusable.
+	Pool bool
 }
 
 // An Exec is a handler run as child processes (task.ExecConfig).
@@ -229,9 +258,20 @@ func (f *File) Stream(name string) *Stream {
 
 // Dir returns the directory a queue's exec handler runs in: its Dir
 // relative to the file's directory.
-func (f *File) Dir(e *Exec) string {
-	if filepath.IsAbs(e.Dir) {
-		return e.Dir
+func (f *File) Dir(e *Exec) string { return f.resolve(e.Dir) }
+
+// WasmDir returns the directory a WebAssembly handler may use, resolved
+// against the file's directory ("" when it has none).
+func (f *File) WasmDir(w *Wasm) string {
+	if w.Dir == "" {
+		return ""
 	}
-	return filepath.Join(filepath.Dir(f.Path), e.Dir)
+	return f.resolve(w.Dir)
+}
+
+func (f *File) resolve(dir string) string {
+	if filepath.IsAbs(dir) {
+		return dir
+	}
+	return filepath.Join(filepath.Dir(f.Path), dir)
 }

@@ -12,15 +12,18 @@ import (
 
 // handler reads a queue's handler: one kind, with its settings.
 func (d *decoder) handler(n *yaml.Node, path string) Handler {
-	m, order, ok := d.mapping(n, path, []string{string(ExecHandler)})
+	m, order, ok := d.mapping(n, path, []string{string(ExecHandler), string(WasmHandler)})
 	if !ok {
 		return Handler{}
 	}
 	if len(order) != 1 {
 		if len(n.Content) != 2 { // not one unknown kind, reported already
-			d.errorf(n, path, "give one handler kind (exec)")
+			d.errorf(n, path, "give one handler kind (exec or wasm)")
 		}
 		return Handler{}
+	}
+	if w, ok := m["wasm"]; ok {
+		return d.wasm(w.value, join(path, "wasm"))
 	}
 	e := m["exec"]
 	p := join(path, "exec")
@@ -100,4 +103,53 @@ func (d *decoder) env(n *yaml.Node, path string) []string {
 		d.errorf(n, path, "must be a list of NAME=VALUE or NAME (passed on from the worker), or a mapping NAME: VALUE, got %s", describe(n))
 	}
 	return out
+}
+
+// maxMemoryPages is the most a 32-bit WebAssembly memory has: 4 GiB.
+const maxMemoryPages = 65536
+
+// wasm reads a WebAssembly handler: the module's name alone, or a mapping
+// of its settings.
+func (d *decoder) wasm(n *yaml.Node, path string) Handler {
+	w := &Wasm{}
+	if n.Kind == yaml.ScalarNode {
+		name, ok := d.name(n, path, "wasm module")
+		if !ok {
+			return Handler{}
+		}
+		w.Module = name
+		return Handler{Kind: WasmHandler, Wasm: w}
+	}
+	fields, _, ok := d.mapping(n, path, []string{"module", "memory_pages", "dir", "read_only", "env", "deterministic", "pool"})
+	if !ok {
+		return Handler{}
+	}
+	if c, ok := fields["module"]; !ok {
+		d.errorf(n, join(path, "module"), "missing: the name of a module stored with leat wasm put")
+	} else {
+		w.Module, _ = d.name(c.value, join(path, "module"), "wasm module")
+	}
+	if c, ok := fields["memory_pages"]; ok {
+		v, _ := d.integer(c.value, join(path, "memory_pages"), 1, maxMemoryPages)
+		w.MemoryPages = uint32(v)
+	}
+	if c, ok := fields["dir"]; ok {
+		w.Dir, _ = d.str(c.value, join(path, "dir"))
+	}
+	if c, ok := fields["read_only"]; ok {
+		w.ReadOnly, _ = d.boolean(c.value, join(path, "read_only"))
+		if _, dir := fields["dir"]; !dir {
+			d.errorf(c.key, join(path, "read_only"), "goes with dir: the directory the module may read")
+		}
+	}
+	if c, ok := fields["env"]; ok {
+		w.Env = d.env(c.value, join(path, "env"))
+	}
+	if c, ok := fields["deterministic"]; ok {
+		w.Deterministic, _ = d.boolean(c.value, join(path, "deterministic"))
+	}
+	if c, ok := fields["pool"]; ok {
+		w.Pool, _ = d.boolean(c.value, join(path, "pool"))
+	}
+	return Handler{Kind: WasmHandler, Wasm: w}
 }

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,36 @@ queues:
 
 // TestParseFull: every field of a file is read into its setting, and a
 // queue given no settings has the task package's defaults.
+// A WebAssembly handler: the module alone, or with its sandbox.
+func TestParseWasmHandler(t *testing.T) {
+	f, err := config.Parse("/srv/app/leat.yaml", []byte(`queues:
+  short:
+    handler:
+      wasm: lines
+  full:
+    handler:
+      wasm:
+        module: reactor
+        memory_pages: 512
+        dir: data
+        read_only: true
+        env: {MODE: fast}
+        deterministic: true
+        pool: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := f.Queue("short").Handler; h.Kind != config.WasmHandler || !reflect.DeepEqual(*h.Wasm, config.Wasm{Module: "lines"}) || f.WasmDir(h.Wasm) != "" {
+		t.Fatalf("short form: %+v %+v", h, h.Wasm)
+	}
+	w := f.Queue("full").Handler.Wasm
+	if w.Module != "reactor" || w.MemoryPages != 512 || !w.ReadOnly || !w.Deterministic || !w.Pool ||
+		strings.Join(w.Env, " ") != "MODE=fast" || f.WasmDir(w) != "/srv/app/data" {
+		t.Fatalf("full form: %+v", w)
+	}
+}
+
 func TestParseFull(t *testing.T) {
 	f, err := config.Parse("leat.yaml", []byte(full))
 	if err != nil {
@@ -126,7 +157,14 @@ func TestParseRefuses(t *testing.T) {
 		{"cron", "queues:\n  q:\n    cron:\n      - name: n\n        schedule: \"61 * * * *\"\n        level: gold\n", []string{
 			`leat.yaml:5: queues.q.cron[0].schedule: "61 * * * *"`, `leat.yaml:6: queues.q.cron[0].level: unknown level "gold" (levels: default)`,
 		}},
-		{"handler kind", "queues:\n  q:\n    handler:\n      wasm: x\n", []string{`leat.yaml:4: queues.q.handler.wasm: unknown field (known: exec)`}},
+		{"handler kind", "queues:\n  q:\n    handler:\n      lua: x\n", []string{`leat.yaml:4: queues.q.handler.lua: unknown field (known: exec, wasm)`}},
+		{"wasm handler", "queues:\n  q:\n    handler:\n      wasm:\n        memory_pages: \"8\"\n        read_only: true\n        pool: 1\n", []string{
+			`leat.yaml:5: queues.q.handler.wasm.module: missing: the name of a module stored with leat wasm put`,
+			`leat.yaml:5: queues.q.handler.wasm.memory_pages: must be an integer 1..65536, got "8"`,
+			`leat.yaml:6: queues.q.handler.wasm.read_only: goes with dir`,
+			`leat.yaml:7: queues.q.handler.wasm.pool: must be`,
+		}},
+		{"wasm module name", "queues:\n  q:\n    handler:\n      wasm: \"a b\"\n", []string{`leat.yaml:4: queues.q.handler.wasm: wasm module name "a b" is invalid`}},
 		{"handler env", "queues:\n  q:\n    handler:\n      exec:\n        command: x\n        env: [LEAT_REDIS_URL, \"1X=2\"]\n", []string{
 			`queues.q.handler.exec.env[0]: LEAT_REDIS_URL: leat's own variables are not passed on`, `queues.q.handler.exec.env[1]: "1X" is not a variable name`,
 		}},

@@ -123,3 +123,57 @@ func TestTwoWorkerProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigFile runs the folder's leat.yaml as its README says, with the
+// standalone binary alone: build and put both modules, apply the file,
+// start one "leat worker --config" for both queues, and enqueue and wait
+// through the CLI.
+func TestConfigFile(t *testing.T) {
+	_, prefix := redistest.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "leat")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/leatdev/leat/cmd/leat").CombinedOutput(); err != nil {
+		t.Fatalf("build leat: %v\n%s", err, out)
+	}
+	global := []string{"--redis", redistest.URL(t), "--prefix", prefix}
+	leat := func(args ...string) string {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, bin, append(append([]string{}, global...), args...)...).Output()
+		if err != nil {
+			t.Fatalf("leat %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	cache := filepath.Join(dir, "cache")
+	for _, name := range []string{"lines", "reactor"} {
+		module := filepath.Join(dir, name+".wasm")
+		leat("wasm", "build", "-o", module, "./"+name)
+		leat("--app", "words", "wasm", "put", "--reusable", "--cache-dir", cache, name, module)
+	}
+	if out := leat("apply", "-f", "leat.yaml"); !strings.Contains(out, "wasm-lines") || !strings.Contains(out, "wasm-reactor") {
+		t.Fatalf("apply: %s", out)
+	}
+	worker := exec.Command(bin, append(append([]string{}, global...), "--log-level", "warn",
+		"worker", "--config", "leat.yaml", "--wasm-cache-dir", cache)...)
+	var out bytes.Buffer
+	worker.Stdout, worker.Stderr = &out, &out
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = worker.Process.Kill() })
+	for _, queue := range []string{"wasm-lines", "wasm-reactor"} {
+		id := leat("enqueue", queue, `{"text":"a b a"}`)
+		if got := leat("tasks", "wait", id); got != `{"words":3}` {
+			t.Fatalf("%s: result %q\nworker: %s", queue, got, out.String())
+		}
+	}
+	_ = worker.Process.Signal(syscall.SIGINT)
+	if err := worker.Wait(); err != nil {
+		t.Fatalf("worker: %v\n%s", err, out.String())
+	}
+	if s := out.String(); !strings.Contains(s, "wasm-lines with wasm module lines version 1") || !strings.Contains(s, "wasm-reactor with wasm module reactor version 1") {
+		t.Errorf("worker's start line: %s", s)
+	}
+}
