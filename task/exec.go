@@ -56,6 +56,10 @@ type ExecConfig struct {
 	// MaxLine bounds a line of the process's output (default 16 MiB): a
 	// longer line fails the task with ErrExecLineTooLong.
 	MaxLine int
+	// MaxTasksPerProcess replaces a process once it answered that many
+	// tasks (0: no limit), as a refresh_worker line does: for a handler
+	// that leaks memory.
+	MaxTasksPerProcess int
 	// Logger receives the processes' stderr lines (tagged with the task
 	// running) and the supervisor's events (default slog.Default()).
 	Logger *slog.Logger
@@ -82,9 +86,13 @@ func FetchWhen(wait func(ctx context.Context) error) Option {
 
 // ExecStats are counters of an Exec, for tests and monitoring.
 type ExecStats struct {
-	Started int  // processes started
-	Running int  // processes alive
-	Healthy bool // the last start succeeded (true before any)
+	Started  int  // processes started
+	Running  int  // processes alive
+	Healthy  bool // the last start succeeded (true before any)
+	Replaced int  // processes stopped after a task to be replaced (refresh_worker, MaxTasksPerProcess)
+	// Concurrency is the number of tasks at once the handler asked for
+	// with a concurrency line (0: none asked); see Exec.Concurrency.
+	Concurrency int
 }
 
 // An Exec runs tasks in supervised child processes, one task at a time
@@ -108,6 +116,8 @@ type Exec struct {
 	warming   bool          // a Wait is starting a process
 	gated     bool          // Wait was called: a worker fetches through it (FetchWhen)
 	changed   chan struct{} // closed and replaced when what Wait waits for may have changed
+	replaced  int           // processes stopped to be replaced
+	asked     int           // the concurrency a process asked for (0: none)
 }
 
 // NewExec returns an Exec for cfg; it starts processes when tasks come.
@@ -136,6 +146,9 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 	if cfg.MaxLine <= 0 {
 		cfg.MaxLine = DefaultExecMaxLine
 	}
+	if cfg.MaxTasksPerProcess < 0 {
+		return nil, fmt.Errorf("task exec: max tasks per process %d: want 0 (no limit) or more", cfg.MaxTasksPerProcess)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -147,7 +160,7 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 func (e *Exec) Stats() ExecStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return ExecStats{Started: e.started, Running: len(e.all), Healthy: e.healthy}
+	return ExecStats{Started: e.started, Running: len(e.all), Healthy: e.healthy, Replaced: e.replaced, Concurrency: e.asked}
 }
 
 // ErrExecNotReady is matched by the error of Exec.Ready while no handler

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -37,6 +38,10 @@ type child struct {
 	stdin  io.WriteCloser
 	ready  chan struct{} // closed at the ready line
 	exited chan struct{} // closed once the process is gone and its output read
+	tasks  int           // tasks answered, counted by the run that holds it
+	// stopping: it is being stopped on purpose (replaced, or surplus to
+	// the concurrency), so its end is no failure.
+	stopping atomic.Bool
 
 	mu    sync.Mutex
 	cur   *call
@@ -121,9 +126,12 @@ func (e *Exec) run(ctx context.Context, retry bool, id string, payload json.RawM
 	}()
 	select {
 	case a := <-cl.done:
-		if a.crashed {
+		switch {
+		case a.crashed:
 			e.failed(fmt.Errorf("process %d exited while running task %s", c.pid, id))
-		} else {
+		case e.replacing(c, a.refresh):
+			e.replace(ctx, c, id, a.refresh)
+		default:
 			e.answered(c)
 		}
 		return a.result, a.err
@@ -287,7 +295,10 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 		closed := e.closed
 		e.mu.Unlock()
 		c.finish(answer{err: fmt.Errorf("%w: %v", ErrExecExited, err), crashed: true})
-		if !closed {
+		switch {
+		case c.stopping.Load():
+			e.log.Debug("task handler process stopped", "pid", c.pid, "status", err)
+		case !closed:
 			e.log.Warn("task handler process ended", "pid", c.pid, "status", err)
 		}
 		close(c.exited)
@@ -357,13 +368,17 @@ func (c *child) readStdout(r io.Reader) {
 				log.Warn("handler process wrote a line that is not JSON: ignored", "line", clip(line), "task", c.taskID())
 			} else if m.dropNulls(); !isReady {
 				if m.Status == "ready" {
+					c.e.ask(log, m.Concurrency)
 					isReady = true
 					close(c.ready)
 				} else {
 					log.Warn("handler process wrote a line before its ready line: ignored", "line", clip(line))
 				}
 			} else {
-				c.dispatch(log, m, line)
+				c.e.ask(log, m.Concurrency)
+				if !m.control() {
+					c.dispatch(log, m, line)
+				}
 			}
 		}
 		if err != nil {
@@ -379,6 +394,7 @@ func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
 		log.Warn("handler process wrote a line for a task it is not running: ignored", "line", clip(line), "task", c.taskID())
 		return
 	}
+	refresh := m.Refresh != nil && *m.Refresh
 	switch {
 	case m.Progress != nil:
 		cl.report(KindProgress, compact(m.Progress))
@@ -393,19 +409,19 @@ func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
 		if m.Retry != nil && !*m.Retry {
 			err = SkipRetry(err)
 		}
-		c.finish(answer{err: err})
+		c.finish(answer{err: err, refresh: refresh})
 	case m.Snooze != nil:
 		if *m.Snooze < 0 || *m.Snooze > maxSnooze.Seconds() {
-			c.finish(answer{err: fmt.Errorf("handler process asked to snooze for %v seconds: want 0 to %.0f", *m.Snooze, maxSnooze.Seconds())})
+			c.finish(answer{err: fmt.Errorf("handler process asked to snooze for %v seconds: want 0 to %.0f", *m.Snooze, maxSnooze.Seconds()), refresh: refresh})
 			return
 		}
-		c.finish(answer{err: Snooze(time.Duration(*m.Snooze * float64(time.Second)))})
+		c.finish(answer{err: Snooze(time.Duration(*m.Snooze * float64(time.Second))), refresh: refresh})
 	default:
 		res := json.RawMessage("null")
 		if m.Result != nil {
 			res = compact(m.Result)
 		}
-		c.finish(answer{result: res})
+		c.finish(answer{result: res, refresh: refresh})
 	}
 }
 

@@ -26,16 +26,30 @@ type message struct {
 	Progress json.RawMessage `json:"progress"`
 	Partial  json.RawMessage `json:"partial"`
 	Snooze   *float64        `json:"snooze"` // seconds
+	// Refresh asks for the process to be replaced once its task ended.
+	Refresh *bool `json:"refresh_worker"`
+	// Concurrency asks for the worker to run that many tasks at once (an
+	// integer, 1 to the queue's concurrency): see Exec.Concurrency.
+	Concurrency json.RawMessage `json:"concurrency"`
+
+	hasResult bool // a result was given, null included
 }
 
 // dropNulls makes the fields given as JSON null absent: null means absent
 // in every line of the protocol (the pointer fields decode null as nil).
 func (m *message) dropNulls() {
-	for _, v := range []*json.RawMessage{&m.Result, &m.Progress, &m.Partial} {
+	m.hasResult = m.Result != nil
+	for _, v := range []*json.RawMessage{&m.Result, &m.Progress, &m.Partial, &m.Concurrency} {
 		if bytes.Equal(bytes.TrimSpace(*v), []byte("null")) {
 			*v = nil
 		}
 	}
+}
+
+// control reports whether m only sets the concurrency: a line that
+// neither updates nor ends a task.
+func (m *message) control() bool {
+	return m.Concurrency != nil && !m.hasResult && m.Error == nil && m.Snooze == nil && m.Progress == nil && m.Partial == nil
 }
 
 // maxSnooze bounds a snooze a process asks for.
@@ -46,6 +60,7 @@ type answer struct {
 	result  json.RawMessage
 	err     error
 	crashed bool // the process died or was killed: it is not reused
+	refresh bool // the process asked to be replaced (refresh_worker)
 }
 
 // readLine reads a line without its newline; a line of more than limit

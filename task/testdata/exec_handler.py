@@ -78,4 +78,17 @@ for line in sys.stdin:
         for i in range(p["n"]):
             out({"task_id": tid, "progress": {"i": i}})
             out({"task_id": tid, "partial": i})
-    out({"task_id": tid, "result": {"op": op, "attempt": attempt, "pid": os.getpid()}})
+    if "conc" in p:  # a concurrency line first, as given (hostile values too)
+        out({"concurrency": p["conc"]})
+    if op == "inflight":  # how many tasks of the worker run at once, seen through a directory
+        mark = os.path.join(p["dir"], "%d" % os.getpid())
+        open(mark, "w").close()
+        n = len(os.listdir(p["dir"]))
+        time.sleep(p["n"] / 1000)
+        os.remove(mark)
+        out({"task_id": tid, "result": {"op": op, "attempt": attempt, "pid": os.getpid(), "inflight": n}})
+        continue
+    res = {"task_id": tid, "result": {"op": op, "attempt": attempt, "pid": os.getpid()}}
+    if p.get("refresh"):
+        res["refresh_worker"] = True
+    out(res)
