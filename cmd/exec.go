@@ -21,6 +21,7 @@ const (
 	flagStartTimeout = "start-timeout"
 	flagEnv          = "env"
 	flagEnvAll       = "env-all"
+	flagMaxTasks     = "max-tasks-per-process"
 )
 
 // envList is the value of a repeatable --env: each value whole, commas
@@ -71,7 +72,21 @@ func execFlags() []cli.Flag {
 			EnvVars:     []string{envName(flagStartTimeout)},
 			DefaultText: task.DefaultExecStartTimeout.String(),
 		},
+		&cli.IntFlag{
+			Name:    flagMaxTasks,
+			Usage:   "with --exec, replace a handler process once it answered `N` tasks (0: never), for a handler that leaks memory",
+			EnvVars: []string{envName(flagMaxTasks)},
+		},
 	}
+}
+
+// execOptions are the options of a queue run by ex: no task is fetched
+// while no handler process is ready (the tasks stay with the queue for the
+// other workers; the wait starts a process ahead of the first task, which
+// makes the worker ready), and the handler may lower its concurrency with
+// a concurrency line.
+func execOptions(ex *task.Exec) []task.Option {
+	return []task.Option{task.FetchWhen(ex.Wait), task.ConcurrencyFunc(ex.Concurrency)}
 }
 
 // execCommand is the argv of a --exec command line.
@@ -107,16 +122,13 @@ func execWorker(c *cli.Context) error {
 	defer a.Close()
 	ex, err := task.NewExec(task.ExecConfig{
 		Command: execCommand(line), StartTimeout: c.Duration(flagStartTimeout), Logger: a.Logger().With("queue", queue),
-		Env: execEnv(c), InheritEnv: c.Bool(flagEnvAll),
+		Env: execEnv(c), InheritEnv: c.Bool(flagEnvAll), MaxTasksPerProcess: c.Int(flagMaxTasks),
 	})
 	if err != nil {
 		return usageErrorf("--%s: %w", flagExec, err)
 	}
 	defer ex.Close()
-	// No task is fetched while no handler process is ready: the tasks stay
-	// with the queue for the other workers. The wait starts a process
-	// ahead of the first task, which makes the worker ready.
-	opts := []task.Option{task.FetchWhen(ex.Wait)}
+	opts := execOptions(ex)
 	if g := c.Duration(flagGrace); g > 0 {
 		opts = append(opts, task.Grace(g))
 	}

@@ -56,7 +56,8 @@ func workerCommand(setup Setup) *cli.Command {
 			"prints its progress, partial results and result (exit status 1 when it fails).\n\n" +
 			"--config FILE runs the handlers a leat.yaml gives its task queues (all of them, or\n" +
 			"--queue's), each with the file's settings, cron schedules and environment; --exec (with\n" +
-			"--queue), --env, --env-all, --start-timeout and --grace override the file.\n\n" +
+			"--queue), --env, --env-all, --start-timeout, --max-tasks-per-process and --grace\n" +
+			"override the file.\n\n" +
 			"--server URL (with the pool's token in LEAT_WORKER_TOKEN) registers with a control\n" +
 			"plane (leat serve --pools) instead, and runs the queues and deployment it assigns:\n" +
 			"no --app, --redis, --queue nor --exec (see docs/control-plane.md).",

@@ -31,7 +31,8 @@ func configFlag() cli.Flag {
 // file says. The flags that still make sense override the file: --exec
 // (with --queue) the command, --env adds to each handler's environment
 // (winning over the file's entries of the same name), --env-all,
-// --start-timeout, --grace and the global --max-concurrency.
+// --start-timeout, --max-tasks-per-process, --grace and the global
+// --max-concurrency.
 func configWorker(c *cli.Context) error {
 	if err := wantArgs(c); err != nil {
 		return err
@@ -99,16 +100,20 @@ func configWorker(c *cli.Context) error {
 			if c.IsSet(flagStartTimeout) {
 				start = c.Duration(flagStartTimeout)
 			}
+			perProcess := x.MaxTasksPerProcess
+			if c.IsSet(flagMaxTasks) {
+				perProcess = c.Int(flagMaxTasks)
+			}
 			ex, err := task.NewExec(task.ExecConfig{
 				Command: execCommand(command), Dir: f.Dir(x), Env: mergeEnv(x.Env, execEnv(c)),
 				InheritEnv: x.InheritEnv || c.Bool(flagEnvAll), StartTimeout: start, Logger: a.Logger().With("queue", q.Name),
+				MaxTasksPerProcess: perProcess,
 			})
 			if err != nil {
 				return usageErrorf("%s: queue %s: %w", f.Path, q.Name, err)
 			}
 			exes = append(exes, ex)
-			// As with --exec: no task is fetched while no handler process is ready.
-			opts = append(opts, task.FetchWhen(ex.Wait))
+			opts = append(opts, execOptions(ex)...) // as with --exec
 			handle = ex.Handle
 			line = q.Name + " with: " + command
 		}

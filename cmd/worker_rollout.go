@@ -169,13 +169,13 @@ func (ag *agent) start(ctx context.Context, reg controlplane.Registration, a con
 	for _, q := range a.Queues {
 		ex, err := task.NewExec(task.ExecConfig{
 			Command: execCommand(a.Start), Dir: path, Env: handlerEnv(ag, a, q), StartTimeout: start,
-			Logger: ag.log.With("queue", q, "revision", a.Revision[:12]),
+			Logger: ag.log.With("queue", q, "revision", a.Revision[:12]), MaxTasksPerProcess: ag.c.Int(flagMaxTasks),
 		})
 		if err != nil {
 			return fail(fmt.Errorf("queue %s: %w", q, err))
 		}
 		r.execs[q] = ex
-		opts := []task.Option{task.FetchWhen(ex.Wait)}
+		opts := execOptions(ex)
 		if a.Concurrency > 0 {
 			opts = append(opts, task.Concurrency(a.Concurrency))
 		}

@@ -173,6 +173,9 @@ type Exec struct {
 	// StartTimeout bounds the wait for a process's ready line (0: the
 	// default, 30s).
 	StartTimeout time.Duration
+	// MaxTasksPerProcess replaces a process once it answered that many
+	// tasks (0: never; task.ExecConfig.MaxTasksPerProcess).
+	MaxTasksPerProcess int
 }
 
 // maxFile bounds the size of a file: a configuration, not data.

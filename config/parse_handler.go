@@ -27,7 +27,7 @@ func (d *decoder) handler(n *yaml.Node, path string) Handler {
 	}
 	e := m["exec"]
 	p := join(path, "exec")
-	fields, _, ok := d.mapping(e.value, p, []string{"command", "dir", "env", "inherit_env", "start_timeout"})
+	fields, _, ok := d.mapping(e.value, p, []string{"command", "dir", "env", "inherit_env", "start_timeout", "max_tasks_per_process"})
 	if !ok {
 		return Handler{}
 	}
@@ -49,8 +49,14 @@ func (d *decoder) handler(n *yaml.Node, path string) Handler {
 	if c, ok := fields["start_timeout"]; ok {
 		x.StartTimeout, _ = d.duration(c.value, join(p, "start_timeout"), 0, time.Hour)
 	}
+	if c, ok := fields["max_tasks_per_process"]; ok {
+		x.MaxTasksPerProcess, _ = d.count(c.value, join(p, "max_tasks_per_process"), 0, maxTasksPerProcess)
+	}
 	return Handler{Kind: ExecHandler, Exec: x}
 }
+
+// maxTasksPerProcess bounds a handler's max_tasks_per_process.
+const maxTasksPerProcess = 1_000_000_000
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 

@@ -48,6 +48,7 @@ queues:
         dir: handlers
         env: [HF_HOME, MODEL=small]
         start_timeout: 1m
+        max_tasks_per_process: 100
   words:
 `
 
@@ -110,7 +111,7 @@ func TestParseFull(t *testing.T) {
 	}
 	x := q.Handler.Exec
 	if q.Handler.Kind != config.ExecHandler || x.Command != "python3 handler.py" || x.Dir != "handlers" ||
-		strings.Join(x.Env, " ") != "HF_HOME MODEL=small" || x.StartTimeout != time.Minute {
+		strings.Join(x.Env, " ") != "HF_HOME MODEL=small" || x.StartTimeout != time.Minute || x.MaxTasksPerProcess != 100 {
 		t.Fatalf("handler %+v %+v", q.Handler, x)
 	}
 	if f.Dir(x) != "handlers" || f.Line("queues.inference.retries") != 14 {
@@ -167,6 +168,10 @@ func TestParseRefuses(t *testing.T) {
 		{"wasm module name", "queues:\n  q:\n    handler:\n      wasm: \"a b\"\n", []string{`leat.yaml:4: queues.q.handler.wasm: wasm module name "a b" is invalid`}},
 		{"handler env", "queues:\n  q:\n    handler:\n      exec:\n        command: x\n        env: [LEAT_REDIS_URL, \"1X=2\"]\n", []string{
 			`queues.q.handler.exec.env[0]: LEAT_REDIS_URL: leat's own variables are not passed on`, `queues.q.handler.exec.env[1]: "1X" is not a variable name`,
+		}},
+		{"max tasks per process", "queues:\n  q:\n    handler:\n      exec: {command: x, max_tasks_per_process: -1}\n  r:\n    handler:\n      exec: {command: x, max_tasks_per_process: \"5\"}\n", []string{
+			`leat.yaml:4: queues.q.handler.exec.max_tasks_per_process: must be an integer 0..1000000000, got -1`,
+			`leat.yaml:7: queues.r.handler.exec.max_tasks_per_process: must be an integer 0..1000000000, got "5"`,
 		}},
 		{"env number", "queues:\n  q:\n    handler:\n      exec:\n        command: x\n        env: {N: 8}\n", []string{`queues.q.handler.exec.env.N: must be a string (quote numbers and booleans), got 8`}},
 		{"alias", "queues:\n  q: &a\n    retries: 1\n  r: *a\n", []string{`queues.r: anchors, aliases and merge keys are not supported`}},
