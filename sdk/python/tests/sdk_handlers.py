@@ -11,6 +11,8 @@ import leat
 
 @leat.load
 def setup():
+    if os.environ.get("LOAD_CONCURRENCY"):  # asked before ready: on the ready line
+        leat.set_concurrency(int(os.environ["LOAD_CONCURRENCY"]))
     return {"pid": os.getpid()}
 
 
@@ -47,6 +49,14 @@ def plain(payload, ctx):
         return "slept"
     if op == "nan":
         return float("nan")
+    if op == "pid":  # this process's ID, and whether it asks to be replaced
+        return leat.Result({"pid": os.getpid()}, refresh_worker=bool(payload.get("refresh")))
+    if op == "refresh_fail":
+        ctx.refresh_worker()
+        raise leat.Fail("spent")
+    if op == "concurrency":
+        leat.set_concurrency(payload["n"])
+        return "asked"
     raise leat.Fail("unknown op %r" % (op,))
 
 

@@ -113,6 +113,16 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(updates[-1].info["result"], [4, 9, 16])
         self.assertEqual(self.client.wait(task_id), [4, 9, 16])
 
+    def test_refresh_worker_replaces_the_process(self):
+        # The worker records the result once the process exited: it is
+        # gone when the result can be read. One that did not ask lives on.
+        for _ in range(3):
+            pid = self.client.wait(self.client.enqueue("plain", {"op": "pid", "refresh": True}), timeout=60)["pid"]
+            with self.assertRaises(ProcessLookupError):
+                os.kill(pid, 0)
+        pid = self.client.wait(self.client.enqueue("plain", {"op": "pid"}), timeout=60)["pid"]
+        os.kill(pid, 0)
+
     def test_outcomes_through_get(self):
         c = self.client
         failed = c.enqueue("plain", {"op": "fail"})

@@ -103,6 +103,20 @@ class RunOnceTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             leat.Snooze("10")
 
+    def test_result_and_set_concurrency(self):
+        leat.task(lambda p: leat.Result({"v": p}, refresh_worker=True))
+        self.assertEqual(leat.run_once(3), {"v": 3})
+        with self.assertRaisesRegex(TypeError, "refresh_worker is a bool"):
+            leat.Result(1, refresh_worker="yes")
+        self.assertEqual(repr(leat.Result(1, refresh_worker=True)), "Result(1, refresh_worker=True)")
+        leat.task(lambda p: leat.Result(float("nan")))
+        with self.assertRaisesRegex(leat.Fail, "not JSON"):
+            leat.run_once(None)
+        leat.set_concurrency(2)  # outside a worker: checked only
+        for bad, exc in [(0, ValueError), (-1, ValueError), (2.0, TypeError), ("2", TypeError), (True, TypeError), (None, TypeError)]:
+            with self.assertRaises(exc, msg=repr(bad)):
+                leat.set_concurrency(bad)
+
     def test_no_handler(self):
         with self.assertRaisesRegex(RuntimeError, "no handler"):
             leat.run_once(None)
@@ -111,8 +125,8 @@ class RunOnceTest(unittest.TestCase):
 class ProtocolTest(unittest.TestCase):
     """run() in a child process, as leat worker --exec runs it."""
 
-    def exchange(self, kind, lines):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, HERE]), PYTHONDONTWRITEBYTECODE="1")
+    def exchange(self, kind, lines, **env_vars):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, HERE]), PYTHONDONTWRITEBYTECODE="1", **env_vars)
         p = subprocess.run(
             [sys.executable, "-m", "sdk_handlers", kind],
             input="".join(line + "\n" for line in lines).encode(),
@@ -168,6 +182,33 @@ class ProtocolTest(unittest.TestCase):
         self.assertIn('"result": "forged"', err)
         self.assertIn("written to file descriptor 1", err)
         self.assertIn("a line of the log of g", err)
+
+    def test_refresh_worker_and_concurrency_lines(self):
+        out, err = self.exchange(
+            "plain",
+            [
+                json.dumps({"task_id": "a", "payload": {"op": "pid", "refresh": True}}),
+                json.dumps({"task_id": "b", "payload": {"op": "pid"}}),
+                json.dumps({"task_id": "c", "payload": {"op": "refresh_fail"}}),
+                json.dumps({"task_id": "d", "payload": {"op": "concurrency", "n": 2}}),
+                json.dumps({"task_id": "e", "payload": {"op": "concurrency", "n": 0}}),
+            ],
+            LOAD_CONCURRENCY="3",
+        )
+        pid = out[1]["result"]["pid"]
+        self.assertEqual(
+            out,
+            [
+                {"status": "ready", "concurrency": 3},
+                {"task_id": "a", "result": {"pid": pid}, "refresh_worker": True},
+                {"task_id": "b", "result": {"pid": pid}},
+                {"task_id": "c", "error": "spent", "retry": False, "refresh_worker": True},
+                {"concurrency": 2},
+                {"task_id": "d", "result": "asked"},
+                {"task_id": "e", "error": "ValueError: set_concurrency(0): want 1 or more", "retry": True},
+            ],
+        )
+        self.assertIn("Traceback", err)
 
     def test_generator_lines_in_order(self):
         out, _ = self.exchange("gen", [json.dumps({"task_id": "a", "payload": {"n": 2}})])

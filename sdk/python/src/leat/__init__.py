@@ -42,7 +42,7 @@ from ._errors import (
     Unauthorized,
     WaitTimeout,
 )
-from ._handler import Context, load, main, run, run_once, task
+from ._handler import Context, Result, load, main, run, run_once, set_concurrency, task
 from ._version import __version__
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "Fail",
     "Forbidden",
     "NotFound",
+    "Result",
     "Retry",
     "ServerError",
     "Snooze",
@@ -68,5 +69,6 @@ __all__ = [
     "main",
     "run",
     "run_once",
+    "set_concurrency",
     "task",
 ]

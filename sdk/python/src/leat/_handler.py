@@ -17,7 +17,7 @@ import traceback
 
 from ._errors import Fail, Retry, Snooze
 
-__all__ = ["load", "task", "run", "run_once", "main", "Context"]
+__all__ = ["load", "task", "run", "run_once", "main", "Context", "Result", "set_concurrency"]
 
 
 class _Registry:
@@ -29,6 +29,55 @@ class _Registry:
 
 
 _reg = _Registry()
+
+
+class Result:
+    """A handler's return value with settings of its reply:
+    `return leat.Result(value, refresh_worker=True)` ends the task with
+    value as its result and has the worker replace this process once the
+    task ended (a handler that leaks memory or holds a GPU): the process's
+    stdin is closed, so run() returns and the process exits, and the next
+    task runs on a new one."""
+
+    def __init__(self, value, *, refresh_worker=False):
+        if not isinstance(refresh_worker, bool):
+            raise TypeError("Result: refresh_worker is a bool, not %r" % (refresh_worker,))
+        self.value = value
+        self.refresh_worker = refresh_worker
+
+    def __repr__(self):
+        return "Result(%r, refresh_worker=%r)" % (self.value, self.refresh_worker)
+
+
+class _Control:
+    """The concurrency asked with set_concurrency, and where to send it:
+    run()'s protocol once the process said ready, None before (the value
+    then goes on the ready line) and outside run()."""
+
+    def __init__(self):
+        self.concurrency = None
+        self.send = None
+
+
+_control = _Control()
+
+
+def set_concurrency(n):
+    """Asks the worker to run at most n tasks of this handler at once (an
+    int, at least 1), for a handler that knows its capacity (free memory,
+    a GPU, a downstream's rate): the worker applies it within about a
+    second, bounded by the queue's concurrency (it never runs more than
+    the operator allows), and stops the idle processes beyond it. The last
+    value asked by any of the worker's processes wins; ask for the queue's
+    concurrency (or more) to go back to it. Called from @load, it goes with
+    the ready line; outside a worker (run_once) it only checks n."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError("set_concurrency takes an int, not %r" % (n,))
+    if n < 1:
+        raise ValueError("set_concurrency(%d): want 1 or more" % n)
+    _control.concurrency = n
+    if _control.send is not None:
+        _control.send(_encode({"concurrency": n}))
 
 
 def load(fn):
@@ -97,6 +146,7 @@ class Context:
         self.state = state
         self._send = send
         self._done = False
+        self._refresh = False
 
     def progress(self, value):
         """Reports the task's progress: any JSON value, kept as the
@@ -107,6 +157,14 @@ class Context:
         """Sends a partial result: any JSON value, appended in order to the
         task's updates (Client.follow, `leat tasks follow`)."""
         self._report("partial", value)
+
+    def refresh_worker(self):
+        """Has the worker replace this process once this task ended,
+        whatever its outcome (a result, Fail, Retry, Snooze or another
+        exception): for a handler that knows its process is spent (a CUDA
+        error, a leak). Result(value, refresh_worker=True) does it for a
+        result."""
+        self._refresh = True
 
     def log(self, *args, sep=" "):
         """Writes a line to the task's log (stderr, which the worker keeps
@@ -191,21 +249,30 @@ class _Runner:
         """Runs the task of request req and returns its final line."""
         ctx = Context(req["task_id"], _attempt(req.get("attempt")), _headers(req.get("headers")), self.state, send)
         tid = ctx.task_id
+
+        def reply(msg):
+            if ctx._refresh:
+                msg["refresh_worker"] = True
+            return _encode(msg)
+
         try:
             result = self.call(ctx, req.get("payload"))
+            if isinstance(result, Result):
+                ctx._refresh = ctx._refresh or result.refresh_worker
+                result = result.value
             try:
-                return _encode({"task_id": tid, "result": result})
+                return reply({"task_id": tid, "result": result})
             except (TypeError, ValueError) as e:
-                return _encode({"task_id": tid, "error": "the result is not JSON: %s" % e, "retry": False})
+                return reply({"task_id": tid, "error": "the result is not JSON: %s" % e, "retry": False})
         except Fail as e:
-            return _encode({"task_id": tid, "error": str(e) or "failed", "retry": False})
+            return reply({"task_id": tid, "error": str(e) or "failed", "retry": False})
         except Snooze as e:
-            return _encode({"task_id": tid, "snooze": e.seconds})
+            return reply({"task_id": tid, "snooze": e.seconds})
         except Retry as e:
-            return _encode({"task_id": tid, "error": str(e) or "retry", "retry": True})
+            return reply({"task_id": tid, "error": str(e) or "retry", "retry": True})
         except Exception as e:
             traceback.print_exc(file=sys.stderr)
-            return _encode({"task_id": tid, "error": "%s: %s" % (type(e).__name__, e), "retry": True})
+            return reply({"task_id": tid, "error": "%s: %s" % (type(e).__name__, e), "retry": True})
         finally:
             ctx._done = True
 
@@ -273,7 +340,11 @@ def run():
         except Exception:
             traceback.print_exc(file=sys.stderr)
             sys.exit(1)
-        send(_encode({"status": "ready"}))
+        ready = {"status": "ready"}
+        if _control.concurrency is not None:
+            ready["concurrency"] = _control.concurrency
+        send(_encode(ready))
+        _control.send = send
         for req in _requests(requests):
             send(runner.handle(req, send))
     except KeyboardInterrupt:
@@ -281,6 +352,7 @@ def run():
     except BrokenPipeError:
         pass  # the worker went away
     finally:
+        _control.send = None
         runner.close()
 
 
@@ -307,6 +379,8 @@ def run_once(payload=None, *, task_id="local", attempt=1, headers=None, on_updat
             ctx = Context(task_id, attempt, _headers(headers), runner.state, send)
             try:
                 result = runner.call(ctx, payload)
+                if isinstance(result, Result):
+                    result = result.value
             except (Fail, Snooze, Retry):
                 raise
             except Exception as e:
