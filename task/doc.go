@@ -204,7 +204,10 @@
 //	child:  {"task_id":"ID","result":R}                       success, or
 //	child:  {"task_id":"ID","error":"message","retry":false}  failure (retry absent or true: retried)
 //	child:  {"task_id":"ID","snooze":S}                       run again after S seconds, the attempt not counted (Snooze)
+//	child:  {"concurrency":N}                                 any time after ready (or on the ready line): run N tasks at once
 //
+// A final line (result, error or snooze) with "refresh_worker":true has
+// the child replaced once its task ended.
 // A field given as null is absent, in every line. A child must flush its
 // stdout after each line (children run with PYTHONUNBUFFERED=1 unless the
 // worker sets it, so that Python's print does).
@@ -215,6 +218,24 @@
 // task per child keeps handlers simple (no threads in the child), makes
 // every stderr line attributable (they are logged with the ID of the task
 // running) and lets a hung or crashed task take down only its own child.
+//
+// A child is replaced after a task whose final line says
+// "refresh_worker":true, or once it answered
+// ExecConfig.MaxTasksPerProcess tasks (a handler that leaks memory or
+// holds a GPU): the task's outcome counts; the child's stdin is closed
+// and it has 5 seconds to exit before it is killed, while the task's slot
+// waits (its outcome is recorded once the child is gone, so the slot never
+// has two children), and the slot's next task runs on a new child. No task
+// goes to a child being replaced.
+//
+// A {"concurrency":N} line (N an integer, at least 1; other values are
+// logged and ignored) asks the worker to run N tasks of the queue at once.
+// [Exec.Concurrency] applies it as the queue's ConcurrencyFunc (evaluated
+// about every second): N bounded by the queue's concurrency (Concurrency,
+// or the one set live), which the operator's maximum bounds in turn, so a
+// handler can lower its concurrency and raise it back, never above what
+// the operator allows; idle children beyond it are stopped. The last line
+// of any of the Exec's children wins.
 //
 // The worker supervises its children: a child that does not say ready
 // within the start timeout, exits, or runs a task past its timeout (or
