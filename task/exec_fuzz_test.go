@@ -56,6 +56,10 @@ func FuzzExecProtocol(f *testing.F) {
 	f.Add([]byte(`{"task_id":"t1","result":1}` + "\n" + `{"status":"ready"}` + "\n" + "not json\n" +
 		`{"task_id":"t2","result":2}` + "\n" + `{"task_id":"t1"}`))
 	f.Add([]byte(`{"status":"ready"}` + "\n" + `{"task_id":"t1","progress":"` + string(bytes.Repeat([]byte("x"), 80)) + `"}` + "\n"))
+	f.Add([]byte(`{"status":"ready","concurrency":3}` + "\n" + `{"concurrency":0}` + "\n" + `{"concurrency":2.5}` + "\n" +
+		`{"task_id":"t1","concurrency":"2"}` + "\n" + `{"task_id":"t1","result":null,"refresh_worker":true,"concurrency":1}` + "\n"))
+	f.Add([]byte(`{"status":"ready"}` + "\n" + `{"task_id":"t1","concurrency":-1,"refresh_worker":"yes"}` + "\n" +
+		`{"task_id":"t1","snooze":1,"refresh_worker":true}` + "\n"))
 	f.Fuzz(func(t *testing.T, out []byte) {
 		e := &Exec{cfg: ExecConfig{MaxLine: 64}, log: slog.New(slog.DiscardHandler)}
 		c := &child{e: e, ready: make(chan struct{})}
@@ -75,6 +79,9 @@ func FuzzExecProtocol(f *testing.F) {
 		// done holds one answer: a second one would block finish, a hang
 		// the fuzzer reports.
 		c.readStdout(bytes.NewReader(out))
+		if e.asked < 0 {
+			t.Fatalf("concurrency %d asked", e.asked)
+		}
 		select {
 		case a := <-done:
 			if c.current() != nil {
