@@ -226,7 +226,8 @@
 // and it has 5 seconds to exit before it is killed, while the task's slot
 // waits (its outcome is recorded once the child is gone, so the slot never
 // has two children), and the slot's next task runs on a new child. No task
-// goes to a child being replaced.
+// goes to a child being replaced. A refresh_worker that is not a boolean
+// is logged and the child kept; the line's outcome counts.
 //
 // A {"concurrency":N} line (N an integer, at least 1; other values are
 // logged and ignored) asks the worker to run N tasks of the queue at once.

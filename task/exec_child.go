@@ -394,7 +394,7 @@ func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
 		log.Warn("handler process wrote a line for a task it is not running: ignored", "line", clip(line), "task", c.taskID())
 		return
 	}
-	refresh := m.Refresh != nil && *m.Refresh
+	refresh := m.refresh(log)
 	switch {
 	case m.Progress != nil:
 		cl.report(KindProgress, compact(m.Progress))

@@ -26,8 +26,9 @@ type message struct {
 	Progress json.RawMessage `json:"progress"`
 	Partial  json.RawMessage `json:"partial"`
 	Snooze   *float64        `json:"snooze"` // seconds
-	// Refresh asks for the process to be replaced once its task ended.
-	Refresh *bool `json:"refresh_worker"`
+	// Refresh asks for the process to be replaced once its task ended
+	// (true; raw, so that another value does not lose the line's outcome).
+	Refresh json.RawMessage `json:"refresh_worker"`
 	// Concurrency asks for the worker to run that many tasks at once (an
 	// integer, 1 to the queue's concurrency): see Exec.Concurrency.
 	Concurrency json.RawMessage `json:"concurrency"`
@@ -39,7 +40,7 @@ type message struct {
 // in every line of the protocol (the pointer fields decode null as nil).
 func (m *message) dropNulls() {
 	m.hasResult = m.Result != nil
-	for _, v := range []*json.RawMessage{&m.Result, &m.Progress, &m.Partial, &m.Concurrency} {
+	for _, v := range []*json.RawMessage{&m.Result, &m.Progress, &m.Partial, &m.Concurrency, &m.Refresh} {
 		if bytes.Equal(bytes.TrimSpace(*v), []byte("null")) {
 			*v = nil
 		}

@@ -62,6 +62,21 @@ func (e *Exec) stopWait(ctx context.Context, c *child) {
 	<-c.exited
 }
 
+// refresh reports whether m asks for its process to be replaced: its
+// refresh_worker is true. Another value than a boolean is logged and taken
+// as false: the line's outcome still counts.
+func (m *message) refresh(log *slog.Logger) bool {
+	switch v := string(bytes.TrimSpace(m.Refresh)); v {
+	case "", "false":
+		return false
+	case "true":
+		return true
+	default:
+		log.Warn("handler process wrote a refresh_worker that is not a boolean: the process is kept", "refresh_worker", clip(m.Refresh), "task", m.TaskID)
+		return false
+	}
+}
+
 // ask notes the concurrency a process asked for (raw: the line's
 // concurrency field, nil when absent). A value that is not an integer of
 // at least 1 is ignored, and logged.

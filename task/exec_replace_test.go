@@ -55,11 +55,19 @@ func TestExecRefreshWorker(t *testing.T) {
 		t.Fatalf("counts %v (%v), want %d succeeded", c, err, n)
 	}
 	eventually(t, 10*time.Second, "every replaced process counted", func() bool { return ex.Stats().Replaced == n })
-	// A task without the flag keeps its process for the next one.
-	a := resultOf(t, q, enqueueOp(t, q, op{Op: "a"}))
-	b := resultOf(t, q, enqueueOp(t, q, op{Op: "b"}))
-	if s := ex.Stats(); s.Replaced != n || s.Running > 4 {
-		t.Fatalf("stats %+v after two tasks that kept their processes (pids %d, %d)", s, a.PID, b.PID)
+	// A task without the flag, or with false or a value that is not a
+	// boolean, keeps its process; its result counts all the same.
+	for _, refresh := range []any{nil, false, "yes", 1} {
+		p := map[string]any{"op": "pid"}
+		if refresh != nil {
+			p["refresh"] = refresh
+		}
+		if r := resultOf(t, q, enqueueMap(t, q, p)); r.Attempt != 1 {
+			t.Fatalf("refresh_worker %v: result %+v", refresh, r)
+		}
+		if s := ex.Stats(); s.Replaced != n {
+			t.Fatalf("refresh_worker %v: stats %+v, want %d replaced", refresh, s, n)
+		}
 	}
 }
 

@@ -89,6 +89,6 @@ for line in sys.stdin:
         out({"task_id": tid, "result": {"op": op, "attempt": attempt, "pid": os.getpid(), "inflight": n}})
         continue
     res = {"task_id": tid, "result": {"op": op, "attempt": attempt, "pid": os.getpid()}}
-    if p.get("refresh"):
-        res["refresh_worker"] = True
+    if "refresh" in p:  # as given (hostile values too)
+        res["refresh_worker"] = p["refresh"]
     out(res)
