@@ -61,6 +61,7 @@ func serveMetricsReady(addr string, x *metrics.Exporter, a *app.App, selected, q
 	in := inspect.New(a.Client(), a.Config().KeyPrefix, a.Name())
 	x.Gather(in, func() []string { return streams })
 	x.GatherQueues(in, func() []string { return queues })
+	x.Worker(a.Name(), a.IsLeader, ready)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", flagMetricsAddr, err)

@@ -78,6 +78,7 @@ type Exporter struct {
 	taskAttempts *prometheus.HistogramVec
 
 	gauges *gatherer
+	worker *worker
 }
 
 // Interfaces the Exporter implements.
@@ -136,9 +137,10 @@ func New(cfg Config) (*Exporter, error) {
 			Help:    "Attempt at which a task ended (succeeded, failed, dead or cancelled while it ran).",
 			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 11, 16, 21, 31, 51}}, []string{"queue"}),
 		gauges: &gatherer{cacheFor: cfg.CacheFor},
+		worker: &worker{},
 	}
 	for _, c := range []prometheus.Collector{x.processed, x.failed, x.latency, x.batch, x.lockLost,
-		x.rebalances, x.owned, x.quarantines, x.trimmed, x.taskRuns, x.taskLatency, x.taskAttempts, x.gauges} {
+		x.rebalances, x.owned, x.quarantines, x.trimmed, x.taskRuns, x.taskLatency, x.taskAttempts, x.gauges, x.worker} {
 		if err := cfg.Registry.Register(c); err != nil {
 			return nil, err
 		}
