@@ -139,13 +139,18 @@ func New(cfg Config) (*Exporter, error) {
 		gauges: &gatherer{cacheFor: cfg.CacheFor},
 		worker: &worker{},
 	}
-	for _, c := range []prometheus.Collector{x.processed, x.failed, x.latency, x.batch, x.lockLost,
-		x.rebalances, x.owned, x.quarantines, x.trimmed, x.taskRuns, x.taskLatency, x.taskAttempts, x.gauges, x.worker} {
+	for _, c := range x.collectors() {
 		if err := cfg.Registry.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return x, nil
+}
+
+// collectors returns every collector of the exporter's metrics.
+func (x *Exporter) collectors() []prometheus.Collector {
+	return []prometheus.Collector{x.processed, x.failed, x.latency, x.batch, x.lockLost, x.rebalances, x.owned,
+		x.quarantines, x.trimmed, x.taskRuns, x.taskLatency, x.taskAttempts, x.gauges, x.worker}
 }
 
 // Registry returns the registry holding the exporter's metrics.
