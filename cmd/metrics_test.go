@@ -69,6 +69,12 @@ func TestWorkerMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	// The only worker of the app is ready and, once elected, the leader.
+	leaderRE, readyRE := regexp.MustCompile(`(?m)^leat_leader\{app="[^"]+"\} 1$`), regexp.MustCompile(`(?m)^leat_ready\{app="[^"]+"\} 1$`)
+	waitUntil(t, b, "leat_leader and leat_ready 1 in /metrics", func() bool {
+		_, body := httpGet(t, base+"/metrics")
+		return leaderRE.MatchString(body) && readyRE.MatchString(body)
+	})
 	if r := b.stop(t); r.status != 0 {
 		t.Fatalf("worker: %+v", r)
 	}
