@@ -156,8 +156,9 @@ type event struct {
 	N    int    `json:"n"`
 }
 
-// TestPythonSuite runs the unittest suite of sdk/python/tests against app
-// "sdk": the queues and the stream test_client.py names, declared here,
+// TestPythonSuite installs the package with pip into a fresh virtual
+// environment, offline, and runs the unittest suite of sdk/python/tests
+// with that environment's python against app "sdk": the queues and the stream test_client.py names, declared here,
 // "leat serve" on a free loopback port, and one "leat worker --exec" per
 // queue running tests/sdk_handlers.py. It fails when the suite fails, ran
 // no test, or skipped one.
@@ -212,8 +213,18 @@ func TestPythonSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, tests := filepath.Join(here, "src"), filepath.Join(here, "tests")
-	pyEnv := []string{"PYTHONPATH=" + src + string(os.PathListSeparator) + tests, "PYTHONDONTWRITEBYTECODE=1"}
+	// The package as a user gets it: pip-installed, offline, into a fresh
+	// virtual environment whose python runs the handlers and the suite
+	// (tests/ on the path for the handlers' module, not src/).
+	venv, vpy, _ := installedVenv(t, py, here, t.TempDir())
+	py = vpy
+	tests := filepath.Join(here, "tests")
+	pyEnv := []string{"PYTHONPATH=" + tests, "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"}
+	where := exec.Command(py, "-c", "import leat; print(leat.__file__)")
+	where.Env = append(os.Environ(), pyEnv...)
+	if out, err := where.Output(); err != nil || !strings.HasPrefix(string(out), venv+string(filepath.Separator)) {
+		t.Fatalf("leat imported from %q (%v), want the virtual environment %s", out, err, venv)
+	}
 	global := []string{"--redis", url, "--prefix", prefix, "--app", "sdk"}
 
 	serve := start(t, nil, bin, append(global, "serve", "--addr", "127.0.0.1:0")...)
@@ -294,24 +305,7 @@ func TestPipInstallOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	venv := filepath.Join(dir, "venv")
-	if out, err := exec.Command(py, "-m", "venv", venv).CombinedOutput(); err != nil {
-		if bytes.Contains(out, []byte("ensurepip")) && os.Getenv("CI") != "true" {
-			t.Skipf("python3 -m venv cannot install pip here (Debian: apt-get install python3-venv):\n%s", out)
-		}
-		t.Fatalf("python3 -m venv: %v\n%s", err, out)
-	}
-	vpy := filepath.Join(venv, "bin", "python")
-	// No index and no other source of packages: what pip needs must come
-	// from the package's directory.
-	env := append(os.Environ(), "PIP_NO_INDEX=1", "PIP_FIND_LINKS=", "PIP_DISABLE_PIP_VERSION_CHECK=1",
-		"PIP_CONFIG_FILE="+os.DevNull, "PYTHONPATH=", "PYTHONDONTWRITEBYTECODE=1")
-	pip := exec.Command(vpy, "-m", "pip", "install", here)
-	pip.Env, pip.Dir = env, dir
-	if out, err := pip.CombinedOutput(); err != nil {
-		t.Fatalf("pip install %s: %v\n%s", here, err, out)
-	}
-
+	venv, vpy, env := installedVenv(t, py, here, dir)
 	check := exec.Command(vpy, "-c", "import json, leat; print(json.dumps({'file': leat.__file__, 'version': leat.__version__, 'client': callable(leat.Client)}))")
 	check.Env, check.Dir = env, dir
 	out, err := check.Output()
@@ -361,4 +355,28 @@ func TestPipInstallOffline(t *testing.T) {
 	if partials != 4 || last != `result {"words":4,"counts":{"to":1,"be":1,"or":1,"not":1}}` {
 		t.Fatalf("leat worker --test-input printed:\n%s", out)
 	}
+}
+
+// installedVenv creates a virtual environment in dir and installs the
+// package in here into it with pip, offline (PIP_NO_INDEX: what pip needs
+// comes from the package's directory). It returns the environment's
+// directory, its python and the environment variables to run it with.
+func installedVenv(t *testing.T, py, here, dir string) (venv, vpy string, env []string) {
+	t.Helper()
+	venv = filepath.Join(dir, "venv")
+	if out, err := exec.Command(py, "-m", "venv", venv).CombinedOutput(); err != nil {
+		if bytes.Contains(out, []byte("ensurepip")) && os.Getenv("CI") != "true" {
+			t.Skipf("python3 -m venv cannot install pip here (Debian: apt-get install python3-venv):\n%s", out)
+		}
+		t.Fatalf("python3 -m venv: %v\n%s", err, out)
+	}
+	vpy = filepath.Join(venv, "bin", "python")
+	env = append(os.Environ(), "PIP_NO_INDEX=1", "PIP_FIND_LINKS=", "PIP_DISABLE_PIP_VERSION_CHECK=1",
+		"PIP_CONFIG_FILE="+os.DevNull, "PYTHONPATH=", "PYTHONDONTWRITEBYTECODE=1")
+	pip := exec.Command(vpy, "-m", "pip", "install", here)
+	pip.Env, pip.Dir = env, dir
+	if out, err := pip.CombinedOutput(); err != nil {
+		t.Fatalf("pip install %s: %v\n%s", here, err, out)
+	}
+	return venv, vpy, env
 }
