@@ -193,3 +193,19 @@ func TestClean(t *testing.T) {
 		t.Errorf("long text cut to %d bytes, ending %q", len(long), long[len(long)-4:])
 	}
 }
+
+// The example's pools file is valid as shipped.
+func TestExamplePoolsFile(t *testing.T) {
+	f, err := controlplane.Load("../examples/control-plane/pools.yaml", func(name string) string {
+		if name == "WORDS_POOL_TOKEN" {
+			return "0123456789abcdef0123456789abcdef"
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Pools) != 1 || len(f.Deployments) != 1 {
+		t.Fatalf("pools %v, deployments %v", f.Pools, f.Deployments)
+	}
+}
