@@ -1,11 +1,9 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,24 +11,6 @@ import (
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/leatdev/leat/stream"
 )
-
-// syncBuffer is a log destination the worker writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // queueService stands for a task queue's worker, as package task attaches.
 type queueService struct{ name string }
@@ -49,7 +29,7 @@ func (plainService) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 func TestWorkerStartLineNamesWhatItRuns(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
-	var logs syncBuffer
+	var logs redistest.Buffer
 	a, s := env.newApp(1, func(c *app.Config) {
 		c.WorkerID = "w1"
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -75,24 +74,7 @@ deployments:
 // planeProc is a process of the test, its output kept.
 type planeProc struct {
 	cmd *exec.Cmd
-	out *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	out *redistest.Buffer
 }
 
 // cleanEnv is the test's environment without leat's variables.
@@ -110,7 +92,7 @@ func startProc(t *testing.T, env []string, name string, args ...string) *planePr
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = env
-	p := &planeProc{cmd: cmd, out: &lockedBuffer{}}
+	p := &planeProc{cmd: cmd, out: &redistest.Buffer{}}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

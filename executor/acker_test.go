@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -75,24 +74,6 @@ func TestAckerRidesOutTransientErrors(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // Acks Redis refuses (here WRONGTYPE: the partition's stream was deleted
 // and its key holds a string now) would be refused again: they are
 // dropped with a warning that says so, not queued again nor reported as a
@@ -129,7 +110,7 @@ func TestAckerDropsRefusedAcks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var logs syncBuffer
+	var logs redistest.Buffer
 	a := newAcker(c, group, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	var mu sync.Mutex
 	var failures []error

@@ -71,25 +71,7 @@ func leatBinary(t *testing.T) string {
 // proc is a process started by a test, its output kept.
 type proc struct {
 	cmd *exec.Cmd
-	out *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer that a process writes and a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	out *redistest.Buffer
 }
 
 // start starts a process that is killed when the test ends, unless stop
@@ -98,7 +80,7 @@ func start(t *testing.T, env []string, name string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
-	p := &proc{cmd: cmd, out: &syncBuffer{}}
+	p := &proc{cmd: cmd, out: &redistest.Buffer{}}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
