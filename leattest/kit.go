@@ -17,11 +17,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Timings of the kit's apps: short, so tests stay fast.
+// Timings of the kit's apps: short, so tests stay fast. The leader lease
+// is longer than the partition locks: a kit's app has one worker, whose
+// leadership moves only when it stops (and a stop releases the lease),
+// while each attempt to take or refresh it is bounded by a third of it, an
+// in-process server under a loaded test machine answering in a few hundred
+// milliseconds at worst; a lease of a second left a worker without its
+// leader work (due retries unpromoted) for as long as that lasted.
 const (
-	lockExpiry = time.Second
-	readBlock  = 50 * time.Millisecond
-	grace      = 2 * time.Second
+	lockExpiry  = time.Second
+	leaderLease = 5 * time.Second
+	readBlock   = 50 * time.Millisecond
+	grace       = 2 * time.Second
 )
 
 // waitTimeout bounds every wait of the kit.
@@ -67,7 +74,7 @@ func (k *Kit) Config(name string) app.Config {
 		Client:      k.client,
 		Logger:      slog.New(slog.NewTextHandler(testWriter{k.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Processing:  executor.Options{LockExpiry: lockExpiry, ReadBlock: readBlock, Grace: grace},
-		LeaderLease: lockExpiry,
+		LeaderLease: leaderLease,
 		Hooks:       []executor.Hook{k.obs},
 	}
 }
