@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/clock"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/declared"
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/runner"
 	"github.com/leatdev/leat/internal/topology"
 	"github.com/leatdev/leat/stream"
 	"github.com/redis/go-redis/v9"
@@ -33,7 +33,7 @@ type App struct {
 	processors []*Processor
 	tasks      []*task
 	services   []Service
-	executors  []*executor.Executor
+	executors  []*runner.Executor
 	leader     *leadership   // the app's
 	scoped     []*leadership // of scoped leader-only work (Schedule.Lease)
 	clock      clock.Clock   // of background schedules (a fake one in leattest)

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/runner"
 )
 
 // janitorEvery is how often the leader deletes dead consumers.
@@ -17,7 +17,7 @@ const janitorEvery = time.Minute
 // of crashed executors (not live members, nothing pending) from the groups
 // of every processor of the app: those this program registers, and those
 // the registry records that other programs of the app run (whether this
-// worker runs them or not; see executor.CleanConsumers). It costs two
+// worker runs them or not; see runner.CleanConsumers). It costs two
 // pipelined commands per partition and processor.
 func (a *App) janitor(ctx context.Context) {
 	every := a.janitorEvery
@@ -36,7 +36,7 @@ func (a *App) janitor(ctx context.Context) {
 			continue
 		}
 		for _, p := range a.janitorWork(ctx) {
-			n, err := executor.CleanConsumers(ctx, a.client, a.keys, p.stream, p.partitions, p.processor)
+			n, err := runner.CleanConsumers(ctx, a.client, a.keys, p.stream, p.partitions, p.processor)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				a.logger.Warn("dead consumers not deleted; will retry", "stream", p.stream, "processor", p.processor, "error", err)

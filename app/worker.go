@@ -12,6 +12,7 @@ import (
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/lease"
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/runner"
 	"github.com/leatdev/leat/stream"
 )
 
@@ -48,13 +49,13 @@ func (a *App) runProcessors(ctx context.Context, names []string) error {
 	if err := a.Register(ctx); err != nil {
 		return err
 	}
-	execs := make([]*executor.Executor, 0, len(procs))
+	execs := make([]*runner.Executor, 0, len(procs))
 	for _, p := range procs {
 		opts := p.Options
-		e, err := executor.New(executor.Config{
+		e, err := runner.New(runner.Config{
 			Stream:    p.stream,
 			Processor: p.Name,
-			Handler:   executor.Handler(p.handler),
+			Handler:   runner.Handler(p.handler),
 			Options:   opts,
 			Worker:    a.cfg.WorkerID,
 			Logger:    a.logger,
@@ -168,10 +169,17 @@ func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
 
 // Executors returns the executors of the running worker, for status
 // reports; nil when the worker is not running.
-func (a *App) Executors() []*executor.Executor {
+func (a *App) Executors() []executor.Executor {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]*executor.Executor(nil), a.executors...)
+	if a.executors == nil {
+		return nil
+	}
+	out := make([]executor.Executor, len(a.executors))
+	for i, e := range a.executors {
+		out[i] = e
+	}
+	return out
 }
 
 // ProcessorDefinition is what the processors hash in Redis records about a
@@ -208,7 +216,7 @@ func (a *App) recordProcessor(ctx context.Context, p *Processor, o executor.Opti
 
 // logStart writes the worker's start line: what it runs, by name, so that
 // an operator sees which processors and task queues a worker took on.
-func (a *App) logStart(execs []*executor.Executor) {
+func (a *App) logStart(execs []*runner.Executor) {
 	procs := make([]string, len(execs))
 	for i, e := range execs {
 		procs[i] = e.Stream() + "/" + e.Processor()

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/leatdev/leat/controlplane"
-	"github.com/leatdev/leat/internal/deploy"
 	"github.com/leatdev/leat/internal/rdb"
 )
 
@@ -85,7 +84,7 @@ func TestInspectPools(t *testing.T) {
 	}
 	rev := strings.Repeat("a", 40)
 	p, err := controlplane.New(controlplane.Config{File: f, Client: s.client, App: "shop", Prefix: s.keys.Prefix,
-		Resolve: func(context.Context, deploy.Source) (string, error) { return rev, nil }})
+		Resolve: func(context.Context, controlplane.Source) (string, error) { return rev, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func (ag *agent) rollout(ctx context.Context, reg controlplane.Registration, a c
 		timeout = controlplane.DefaultSetupTimeout
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
-	path, err := d.Fetch(sctx, a.Source, a.Revision)
+	path, err := d.Fetch(sctx, deploy.Source(a.Source), a.Revision)
 	ran := false
 	if err == nil {
 		ran, err = d.Setup(sctx, a.Revision, a.Setup, setupEnv(a))

@@ -38,7 +38,7 @@ type Config struct {
 	// slog.Default()).
 	Logger *slog.Logger
 	// Resolve resolves a source to its revision (default deploy.Resolve).
-	Resolve func(context.Context, deploy.Source) (string, error)
+	Resolve func(context.Context, Source) (string, error)
 }
 
 // A Plane is the control plane of one app's worker pools: it registers
@@ -68,7 +68,7 @@ func New(cfg Config) (*Plane, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Resolve == nil {
-		cfg.Resolve = deploy.Resolve
+		cfg.Resolve = func(ctx context.Context, s Source) (string, error) { return deploy.Resolve(ctx, deploy.Source(s)) }
 	}
 	p := &Plane{cfg: cfg, ks: rdb.NewKeySpace(cfg.Prefix, cfg.App), log: cfg.Logger}
 	for _, name := range sortedKeys(cfg.File.Pools) {
@@ -202,7 +202,7 @@ func (p *Plane) revisions(ctx context.Context) (map[string]Revision, error) {
 
 // sourceName names a source in a revision's record, so that a record of
 // another source (the file changed) is not taken for this one's.
-func sourceName(s deploy.Source) string {
+func sourceName(s Source) string {
 	if s.Path != "" {
 		return "path " + s.Path
 	}

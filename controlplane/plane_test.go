@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/controlplane"
-	"github.com/leatdev/leat/internal/deploy"
 	"github.com/leatdev/leat/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -88,7 +87,7 @@ deployments:
 	pl.rev.Store(revA)
 	pl.p, err = controlplane.New(controlplane.Config{File: f, Client: c, App: "shop", Prefix: prefix, RedisURL: redistest.URL(t),
 		APIToken: "api-token-0123456789", Logger: slog.New(slog.NewTextHandler(pl.log, nil)),
-		Resolve: func(context.Context, deploy.Source) (string, error) { return pl.rev.Load().(string), nil }})
+		Resolve: func(context.Context, controlplane.Source) (string, error) { return pl.rev.Load().(string), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +197,7 @@ func TestRegisterAndHeartbeat(t *testing.T) {
 
 	// Another replica, sharing only Redis, takes the worker's heartbeats.
 	other, err := controlplane.New(controlplane.Config{File: pl.file, Client: pl.c, App: "shop", Prefix: pl.prefix,
-		RedisURL: redistest.URL(t), Resolve: func(context.Context, deploy.Source) (string, error) { return revB, nil }})
+		RedisURL: redistest.URL(t), Resolve: func(context.Context, controlplane.Source) (string, error) { return revB, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

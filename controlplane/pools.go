@@ -95,9 +95,17 @@ type Deployment struct {
 	Env map[string]string `yaml:"env" json:"env,omitempty"`
 }
 
+// Source is where a deployment's files come from: a git repository at a ref,
+// or a directory on the control plane's machine.
+type Source struct {
+	Git  string `json:"git,omitempty"`
+	Ref  string `json:"ref,omitempty"`
+	Path string `json:"path,omitempty"`
+}
+
 // Source returns the deployment's source.
-func (d *Deployment) Source() deploy.Source {
-	return deploy.Source{Git: d.Git, Ref: d.Ref, Path: d.Path}
+func (d *Deployment) Source() Source {
+	return Source{Git: d.Git, Ref: d.Ref, Path: d.Path}
 }
 
 // Load reads and checks the pools file at path, then reads the pools'
@@ -314,7 +322,7 @@ func (f *File) check(l lines) []error {
 		if !validName(name) {
 			errs = append(errs, l.errAt(at(), "invalid deployment name: use 1 to 128 letters, digits, '_', '.' or '-'"))
 		}
-		if err := d.Source().Check(); err != nil {
+		if err := deploy.Source(d.Source()).Check(); err != nil {
 			errs = append(errs, l.errAt(at(), "source: %v", err))
 		}
 		if strings.TrimSpace(d.Start) == "" {

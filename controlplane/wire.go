@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/leatdev/leat/internal/deploy"
 )
 
 // Hello is the body of POST /v1/workers/register.
@@ -37,7 +35,7 @@ type Assignment struct {
 	Queues       []string          `json:"queues"`
 	Concurrency  int               `json:"concurrency,omitempty"`
 	Deployment   string            `json:"deployment"`
-	Source       deploy.Source     `json:"source"`
+	Source       Source            `json:"source"`
 	Setup        []string          `json:"setup,omitempty"`
 	SetupTimeout time.Duration     `json:"setup_timeout"`
 	Start        string            `json:"start"`

@@ -12,7 +12,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/leatdev/leat/api"
 	"github.com/leatdev/leat/controlplane"
-	"github.com/leatdev/leat/internal/deploy"
 	"github.com/leatdev/leat/internal/redistest"
 )
 
@@ -33,7 +32,7 @@ func TestDashboardPools(t *testing.T) {
 	}
 	revA, revB := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	p, err := controlplane.New(controlplane.Config{File: f, Client: s.client, App: "shop", Prefix: s.prefix, RedisURL: redistest.URL(t),
-		Logger: quiet(), Resolve: func(context.Context, deploy.Source) (string, error) { return revB, nil }})
+		Logger: quiet(), Resolve: func(context.Context, controlplane.Source) (string, error) { return revB, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

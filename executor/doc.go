@@ -1,121 +1,49 @@
-// Package executor runs one processor on one worker: membership, partition
-// locks, fetching, consumers, heartbeats, rebalancing and the failure
-// policies. The app package starts one Executor per processor.
+// Package executor holds the types of the processor runtime that users
+// configure and observe: Options (lock expiry, prefetch, grace period, start
+// position, retries and the failure policy), the Hook interfaces that
+// metrics implement, the errors a processor returns or meets, the fields of
+// a dead letter, and Executor, the view of a running processor that
+// app.App.Executors lists. The app package runs one executor per processor;
+// the machinery behind it is internal. This documentation says what the
+// runtime does with these settings; docs/concepts.md tells the whole story.
 //
-// # Pieces
+// Each partition of a processor's stream is owned by one executor at a
+// time, under a lock of LockExpiry that the owner refreshes three times per
+// expiry. The owner trusts its lock until LockExpiry minus a margin
+// (LockExpiry/100 + min(LockExpiry/10, 500ms)) after the start of its last
+// successful refresh, and the processor's context ends at that moment,
+// whatever the network does: a processor that honours its context stops
+// before another owner can start.
 //
-// An executor runs its commands on clients of its own with fixed pools
-// (connections.go), so a worker's connections do not grow with its
-// partitions or with the application pool's size. It owns these
-// goroutines, and waits for all of them:
+// # Failure policies
 //
-//   - heartbeat: refreshes its deadline in the processor's members sorted set
-//     every min(LockExpiry/3, 1s) and finds members whose deadline passed;
-//   - listen: reads the processor's control stream (join, leave, dead,
-//     assigned and released notices) from the last ID it saw, never "$";
-//   - fetcher: one goroutine reading every owned partition into a bounded
-//     buffer of Prefetch events, a partition again once its buffer is half
-//     empty, several partitions per round trip;
-//   - acker: XACKs of every partition, flushed every few milliseconds in one
-//     pipelined round trip;
-//   - refresher: extends the locks of every owned partition together, with
-//     one script that reports the locks lost (lock.go);
-//   - trim checker: looks for entries trimmed before they were read, every
-//     few heartbeat periods, with one script reading every partition's
-//     counters (trim.go);
-//   - per owned partition: a goroutine that acquires, drains and releases it,
-//     and a consumer calling the processor, so a slow partition never
-//     stalls the others.
-//
-// # Rebalancing
-//
-// The assignment (which executor owns which partition) is computed by
-// rebalance.Assign under the processor's admin lock from the live members and
-// the previous assignment, so only partitions that must move, move. It is
-// stored with a version and announced on the control stream; every executor
-// also checks it every LockExpiry/2, so a lost notice delays nothing for
-// long. An executor releases the partitions it no longer has and acquires
-// the new ones; partitions it keeps never pause.
-//
-// A partition changes hands like this:
-//
-//	old owner                          new owner
-//	stop handing out events            try the lock: held (its TTL comes
-//	finish the event in flight           back with the failure); wait
-//	  (at most Grace, then cancel)
-//	acknowledge, release the lock,
-//	announce "released" on the    ->  woken by the notice: lock obtained
-//	  control stream
-//	                                   take over the group's pending
-//	                                     entries (XAUTOCLAIM), in order
-//	                                   then read new entries
-//
-// The new owner tries again when the notice arrives, when the lock's TTL
-// runs out, or after LockExpiry/4 in case a notice was missed, whichever is
-// first; Redis gives the lock only once it was released or expired, so a
-// partition never has two holders. A graceful hand-over therefore pauses
-// the partition for the old owner's drain plus a few round trips.
-//
-// After a crash the lock is not released: it expires LockExpiry after its
-// last refresh, and the dead executor's heartbeat expires as fast; a
-// survivor notices at its next heartbeat and rebalances, and the new owner's
-// first attempt succeeds (or, if the lock still has TTL left, the attempt
-// after it, timed by that TTL). The partition resumes at most LockExpiry +
-// min(LockExpiry/3, 1s) after the crash, plus round trips: 11s with the
-// default 10s expiry.
-//
-// # Lock arithmetic
-//
-// A partition lock is a key holding a random token drawn at each
-// acquisition, followed by the executor's ID and worker name (for logs and
-// inspect); refreshes, releases and fenced reads and writes compare the
-// whole value, so no other acquisition, even one with the same identity, can
-// pass for this one. Its TTL is LockExpiry; one refresher per executor
-// extends all its locks together every LockExpiry/3, in one round trip: one
-// script call on a single server (up to 1,000 locks a call), one per lock,
-// pipelined, on Cluster, where each partition has its own hash slot. The
-// executor trusts a lock until
-//
-//	start of the last successful acquisition or refresh + LockExpiry - margin
-//	margin = LockExpiry/100 + min(LockExpiry/10, 500ms)
-//
-// The TTL counts from when Redis ran the command, which is after it was
-// sent, so trust ends before the key can expire; the margin covers clock
-// rate differences (1%) and the delay between checking trust and handing an
-// event out. Every refresh attempt is bounded by the trust that remains, on
-// a client of its own whose socket deadlines follow the context, so a frozen
-// network cannot hold an attempt past it.
-//
-// The processor's context is the partition's trust (internal/lease.Trust):
-// its Deadline is the end of trust, a timer cancels it at that moment
-// whatever the network does, and its Err and Done read the clock themselves,
-// so a processor that checks ctx.Err() right after its process resumed from
-// a freeze longer than LockExpiry (SIGSTOP, a long GC pause) already sees it
-// cancelled. It is also cancelled when a refresh or a fenced read finds the
-// lock gone, on a release after Grace, and when the worker stops. Once
-// cancelled, no further event is handed out, and the buffered events are
-// dropped (they stay pending in Redis for the next owner). Contexts derived
-// from it end through the timer, a few microseconds later.
-//
-// Reads are fenced: entries enter the consumer group's pending list only for
-// the holder of the lock, checked by Redis in the same atomic step (an
-// optimistic transaction watching the lock keys, or a script on Cluster).
-// An executor that stalled past its lock expiry therefore never takes
-// entries meant for the new owner. A stalled executor that finds itself
-// reaped joins again instead of failing.
-//
+// When the processor returns an error, the events handed out and not
+// acknowledged are the failing ones. When the error is a transient Redis
+// error (stream.IsTransient), Transient
+// retries them in place first, for up to 30s by default, without counting
+// them as Retry attempts and only while the partition is trusted. Retry
+// retries them in place, with
+// exponential backoff and jitter, so order holds; then OnError applies:
+// Halt, Quarantine, Ignore or DeadLetter. Halt and Quarantine record a report
+// in the processor's quarantine hash. A halt does not cascade: an executor
+// that acquires a partition halted after it started holds the partition
+// without processing it, since it runs the code that just failed; executors
+// started later try it again. Entries the processor cannot be
+// given (undecodable, trimmed from the stream before they were acknowledged)
+// go straight to OnError. A panic in the processor is recovered and handled
+// as an error carrying its stack.
 // # Fencing tokens and fenced writes
 //
 // Each acquisition of a partition lock also increments the partition's
 // fencing counter (same hash slot, same script) and hands the processor its
-// value: core.Events.Token. Tokens grow strictly from one owner to the
+// value: the Token of the partition's stream.Events. Tokens grow strictly from one owner to the
 // next (and keep growing if Redis lost the counter, see internal/lease), so
 // a store that keeps the highest token it saw and refuses lower ones cannot
 // be written by an owner that resumed after its successor started.
-// core.Events.Fenced does this for Redis itself: the processor's commands
+// The Events' Fenced does this for Redis itself: the processor's commands
 // run in a MULTI/EXEC transaction that Redis applies only while the lock
 // still holds this acquisition's value (WATCH, GET, MULTI, EXEC), else
-// core.ErrNotOwner, and the partition's work ends.
+// stream.ErrNotOwner, and the partition's work ends.
 //
 // What remains the processor's job: return when its context ends (a
 // processor that keeps running after its lock was lost can overlap with the
@@ -144,26 +72,8 @@
 //
 // Each executor is a consumer of the group under its own ID, fresh on every
 // run. On releasing a partition, after acknowledging, it deletes its consumer
-// there if nothing is pending; CleanConsumers, run by the app's leader every
+// there if nothing is pending; the app's leader, every
 // minute, deletes the consumers of executors that are not live members once
 // their pending entries were claimed. A script checks the pending count and
 // deletes in one step, so no pending entry is lost with a consumer.
-//
-// # Failure policies
-//
-// When the processor returns an error, the events handed out and not
-// acknowledged are the failing ones. When the error is a transient Redis
-// error (topology.IsTransient, exported as stream.IsTransient), Transient
-// retries them in place first, for up to 30s by default, without counting
-// them as Retry attempts and only while the partition is trusted. Retry
-// retries them in place, with
-// exponential backoff and jitter, so order holds; then OnError applies:
-// Halt, Quarantine, Ignore or DeadLetter. Halt and Quarantine record a report
-// in the processor's quarantine hash. A halt does not cascade: an executor
-// that acquires a partition halted after it started holds the partition
-// without processing it, since it runs the code that just failed; executors
-// started later try it again. Entries the processor cannot be
-// given (undecodable, trimmed from the stream before they were acknowledged)
-// go straight to OnError. A panic in the processor is recovered and handled
-// as an error carrying its stack.
 package executor

@@ -48,12 +48,14 @@ func (e *RetryAfterError) Error() string {
 // Unwrap returns the error of the attempt.
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
-// retryDelay returns the wait asked for by a RetryAfter in err's chain, and
-// whether a retry middleware decided on it.
-func retryDelay(err error) (d time.Duration, ok, decided bool) {
-	var ra *RetryAfterError
-	if errors.As(err, &ra) {
-		return max(ra.After, 0), true, ra.Decided
-	}
-	return 0, false, false
+// ErrProcessorStuck is returned by Run when a processor did not return
+// within Grace plus a bounded extra wait after its context was cancelled.
+var ErrProcessorStuck = errors.New("executor: processor ignores its context")
+
+// PanicError is a panic recovered from a processor, with its stack.
+type PanicError struct {
+	Value any
+	Stack []byte
 }
+
+func (e *PanicError) Error() string { return fmt.Sprintf("processor panic: %v\n%s", e.Value, e.Stack) }

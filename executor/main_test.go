@@ -3,9 +3,7 @@ package executor
 import (
 	"testing"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"go.uber.org/goleak"
 )
 
-// TestMain runs the tests against a redis-server of their own and checks
-// for leaked goroutines.
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -278,16 +278,7 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// refreshEvery is how often locks and heartbeats are refreshed: three times
-// per expiry, so two refreshes in a row may fail before trust is lost.
-func (o Options) refreshEvery() time.Duration { return o.LockExpiry / 3 }
-
-// heartbeatEvery is how often an executor refreshes its heartbeat and looks
-// for dead members: at most every second, so a crashed executor is found at
-// most LockExpiry + 1s after its last heartbeat.
-func (o Options) heartbeatEvery() time.Duration { return min(o.LockExpiry/3, time.Second) }
-
-// abandonAfter is how long a processor may still run after its context was
-// cancelled at the end of the grace period before the executor gives up on
-// it (and halts): as long as the grace period, between 1s and 10s.
-func (o Options) abandonAfter() time.Duration { return min(max(o.Grace, time.Second), 10*time.Second) }
+// RetentionWarning is the fraction of a partition's size (XADD MAXLEN ~)
+// that a processor's lag may reach before the executor warns that
+// retention may soon trim unread entries.
+const RetentionWarning = 0.8

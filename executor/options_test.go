@@ -4,9 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/lease"
 )
 
 func TestOptionsDefaults(t *testing.T) {
@@ -62,22 +59,6 @@ func TestOptionsValidation(t *testing.T) {
 	}
 }
 
-func TestTrustArithmetic(t *testing.T) {
-	for _, exp := range []time.Duration{300 * time.Millisecond, 2 * time.Second, 10 * time.Second, time.Minute} {
-		o := Options{LockExpiry: exp}
-		// Two refreshes in a row may fail before trust runs out.
-		if trust := exp - lease.Margin(exp); trust <= 2*o.refreshEvery() {
-			t.Errorf("expiry %s: trust %s leaves no room for two failed refreshes every %s", exp, trust, o.refreshEvery())
-		}
-		if lease.Margin(exp) < exp/100 {
-			t.Errorf("expiry %s: margin %s below the clock-rate allowance", exp, lease.Margin(exp))
-		}
-		if o.heartbeatEvery() > time.Second || o.heartbeatEvery() > exp/3 {
-			t.Errorf("expiry %s: heartbeat every %s", exp, o.heartbeatEvery())
-		}
-	}
-}
-
 func TestParsePolicy(t *testing.T) {
 	for _, p := range []Policy{Halt, Quarantine, Ignore, DeadLetter} {
 		got, err := ParsePolicy(p.String())
@@ -87,25 +68,5 @@ func TestParsePolicy(t *testing.T) {
 	}
 	if _, err := ParsePolicy("retry"); err == nil {
 		t.Error("ParsePolicy accepted an unknown policy")
-	}
-}
-
-// nextID is the smallest entry ID after its argument: where a recheck
-// starts (fetchState.recheck).
-func TestNextID(t *testing.T) {
-	for _, tc := range []struct{ id, want string }{
-		{"", "0-0"},
-		{"0-0", "0-1"},
-		{"1700000000000-9", "1700000000000-10"},
-		{"5-18446744073709551615", "6-0"},
-		{"junk", "0-0"},
-	} {
-		got := nextID(tc.id)
-		if got != tc.want {
-			t.Errorf("nextID(%q) = %q, want %q", tc.id, got, tc.want)
-		}
-		if tc.id != "" && tc.id != "junk" && core.CompareIDs(got, tc.id) <= 0 {
-			t.Errorf("nextID(%q) = %q is not after it", tc.id, got)
-		}
 	}
 }

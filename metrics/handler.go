@@ -54,7 +54,7 @@ var (
 // WorkerReady returns a readiness check for NewHandler: ready when Redis
 // answers ping and each executor that executors returns holds what it was
 // assigned (executor.Settled). With an app: WorkerReady(a.Executors, a.Ping).
-func WorkerReady(executors func() []*executor.Executor, ping func(context.Context) error) func(context.Context) error {
+func WorkerReady(executors func() []executor.Executor, ping func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err := ping(ctx); err != nil {
 			return fmt.Errorf("redis: %w", err)

@@ -51,10 +51,11 @@ var layers = []struct {
 	// The runtime.
 	{"stream", library, []string{"internal/core", "internal/rdb", "internal/topology"}},
 	{"rebalance", library, nil},
-	{"executor", library, []string{"internal/core", "internal/lease", "internal/rdb", "internal/topology", "rebalance"}},
+	{"executor", library, []string{"internal/core"}},
+	{"internal/runner", library, []string{"executor", "internal/core", "internal/lease", "internal/rdb", "internal/topology", "rebalance"}},
 	{"middleware", library, []string{"executor", "internal/core", "internal/rdb", "stream"}},
 	{"inspect", library, []string{"internal/core", "internal/lease", "internal/rdb"}},
-	{"app", library, []string{"executor", "internal/clock", "internal/core", "internal/declared", "internal/lease", "internal/netguard", "internal/rdb", "internal/schedule", "internal/topology", "middleware", "stream"}},
+	{"app", library, []string{"executor", "internal/clock", "internal/core", "internal/declared", "internal/lease", "internal/netguard", "internal/rdb", "internal/runner", "internal/schedule", "internal/topology", "middleware", "stream"}},
 	{"task", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/declared", "internal/lease", "internal/netguard", "internal/rdb", "internal/rounds", "internal/schedule", "internal/topology", "middleware"}},
 	// The configuration file, read by the command and by programs.
 	{"config", library, []string{"app", "internal/rdb", "internal/schedule", "stream", "task"}},

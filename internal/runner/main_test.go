@@ -1,0 +1,11 @@
+package runner
+
+import (
+	"testing"
+
+	"github.com/leatdev/leat/internal/redistest"
+)
+
+// TestMain runs the tests against a redis-server of their own and checks
+// for leaked goroutines.
+func TestMain(m *testing.M) { redistest.Main(m) }
