@@ -33,10 +33,18 @@ type Delivery struct {
 	Err error
 }
 
-// Feed delivers the entries of one partition to one processor call. The
-// runtime (package executor) implements it; processors use it through
-// Events.
+// Feed is what the runtime (internal/runner) hands one processor call for
+// one partition: its deliveries, and the staging of its table writes, which
+// commit with their acknowledgement. Processors use it through
+// stream.Events.
 type Feed interface {
+	Deliveries
+	Stager
+}
+
+// Deliveries hands out the entries of one partition and takes back their
+// outcome.
+type Deliveries interface {
 	// Next blocks until at least one delivery is available and returns up
 	// to n of them, waiting at most within for the batch to fill. It
 	// returns nil when the partition's work ends (shutdown, rebalance or
@@ -60,6 +68,11 @@ type Feed interface {
 	// Partition is the partition's number; Processor the processor's name.
 	Partition() int
 	Processor() string
+}
+
+// Stager stages a processor call's writes to its tables (and to string keys
+// of the partition's slot) until the acknowledgement they commit with.
+type Stager interface {
 	// Stage records a write to one of the processor's tables. Staged
 	// writes are applied by the next Done, atomically with the
 	// acknowledgement of its deliveries and only while the lock acquisition

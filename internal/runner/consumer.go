@@ -95,7 +95,7 @@ func (p *partition) call() (err error) {
 	return p.e.handler(p.ctx(), p)
 }
 
-// Next implements core.Feed.
+// Next implements core.Deliveries.
 func (p *partition) Next(n int, within time.Duration) []core.Delivery {
 	if p.halted || p.stopped() {
 		return nil
@@ -208,7 +208,7 @@ func (p *partition) take(ds []core.Delivery) {
 	}
 }
 
-// Done implements core.Feed: the deliveries are acknowledged. With table
+// Done implements core.Deliveries: the deliveries are acknowledged. With table
 // writes staged, or deliveries done before them awaiting their commit, they
 // are sealed and committed with those (see seal).
 func (p *partition) Done(ds []core.Delivery) {
@@ -232,7 +232,7 @@ func (p *partition) ack(ds []core.Delivery) {
 	p.e.acks.addDeliveries(p.key, ds)
 }
 
-// Reject implements core.Feed.
+// Reject implements core.Deliveries.
 //
 // The events handed out after ds were not given to the processor: the call
 // ends at the rejection.

@@ -174,7 +174,7 @@ func (e *Executor) held() []*partition {
 	return out
 }
 
-// Fenced implements core.Feed: fn's commands run in a MULTI/EXEC
+// Fenced implements core.Deliveries: fn's commands run in a MULTI/EXEC
 // transaction that Redis executes only if p's lock still holds this
 // acquisition's value (see rdb.Fenced). Once the executor stopped trusting
 // the lock, nothing is sent; a write that fails because trust ended while
@@ -195,7 +195,7 @@ func (p *partition) Fenced(ctx context.Context, fn func(redis.Pipeliner) error) 
 	return err
 }
 
-// Token implements core.Feed: the fencing token of this acquisition.
+// Token implements core.Deliveries: the fencing token of this acquisition.
 func (p *partition) Token() int64 {
 	if p.lock == nil {
 		return 0

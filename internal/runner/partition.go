@@ -291,13 +291,13 @@ func (p *partition) lost() bool {
 	return errors.Is(cause, errLockLost) || errors.Is(cause, lease.ErrTrustExpired)
 }
 
-// Partition implements core.Feed.
+// Partition implements core.Deliveries.
 func (p *partition) Partition() int { return p.n }
 
-// Processor implements core.Feed.
+// Processor implements core.Deliveries.
 func (p *partition) Processor() string { return p.e.processor }
 
-// LocalKey implements core.Feed.
+// LocalKey implements core.Deliveries.
 func (p *partition) LocalKey(name string) string {
 	return p.e.keys.Local(name, p.e.stream.Name(), p.n)
 }

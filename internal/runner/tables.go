@@ -11,7 +11,7 @@ import (
 	"github.com/leatdev/leat/internal/rdb"
 )
 
-// A partition's tables: the writes its loop body stages (core.Feed.Stage)
+// A partition's tables: the writes its loop body stages (core.Stager.Stage)
 // are applied with the acknowledgement of the deliveries Done marks, in one
 // script that checks the partition's lock, writes the tables' hashes and
 // acknowledges, so a table holds exactly the writes of the events
@@ -33,7 +33,7 @@ type tableValue struct {
 	ok bool
 }
 
-// Stage implements core.Feed.
+// Stage implements core.Stager.
 func (p *partition) Stage(w core.TableWrite) {
 	if p.stagedAt == nil {
 		p.stagedAt = map[tableKey]int{}
@@ -49,19 +49,19 @@ func (p *partition) Stage(w core.TableWrite) {
 
 type tableKey struct{ table, key string }
 
-// StageKey implements core.Feed: a string key's write, as Stage's (in
+// StageKey implements core.Stager: a string key's write, as Stage's (in
 // table "", which no table is called).
 func (p *partition) StageKey(key string, value []byte, ttl time.Duration) {
 	p.Stage(core.TableWrite{Key: key, Value: value, TTL: max(ttl, time.Millisecond)})
 }
 
-// StagedKey implements core.Feed.
+// StagedKey implements core.Stager.
 func (p *partition) StagedKey(key string) bool {
 	_, ok := p.Staged("", key)
 	return ok
 }
 
-// Staged implements core.Feed: the write staged by the current loop body,
+// Staged implements core.Stager: the write staged by the current loop body,
 // else the one sealed with a delivery done and not yet committed.
 func (p *partition) Staged(table, key string) (core.TableWrite, bool) {
 	k := tableKey{table, key}
@@ -74,7 +74,7 @@ func (p *partition) Staged(table, key string) (core.TableWrite, bool) {
 	return core.TableWrite{}, false
 }
 
-// Discard implements core.Feed: the staged writes only (the sealed ones
+// Discard implements core.Stager: the staged writes only (the sealed ones
 // belong to deliveries done).
 func (p *partition) Discard() {
 	clear(p.staged)
@@ -82,7 +82,7 @@ func (p *partition) Discard() {
 	clear(p.stagedAt)
 }
 
-// ReadTable implements core.Feed.
+// ReadTable implements core.Stager.
 func (p *partition) ReadTable(ctx context.Context, table, key string) ([]byte, bool, error) {
 	if v, ok := p.tableCache[tableKey{table, key}]; ok {
 		return v.v, v.ok, nil
