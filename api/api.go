@@ -152,6 +152,7 @@ func (h *handler) routes() []route {
 		write("DELETE /v1/queues/{queue}/rate", h.clearRate),
 		write("PUT /v1/queues/{queue}/concurrency", h.setConcurrency),
 		write("DELETE /v1/queues/{queue}/concurrency", h.clearConcurrency),
+		write("PUT /v1/queues/{queue}/global-concurrency", h.setGlobalConcurrency),
 		write("POST /v1/queues/{queue}/dead/requeue", h.requeueDead),
 		write("DELETE /v1/queues/{queue}/dead", h.deleteDead),
 		write("POST /v1/queues/{queue}/tasks", h.enqueue),

@@ -644,6 +644,37 @@ func TestQueueConcurrency(t *testing.T) {
 	e.do(t, "PUT", "/v1/queues/nope/concurrency", `{"n":1}`).want(t, 404, "unknown_queue")
 }
 
+// PUT global-concurrency caps a queue's running tasks over all workers,
+// shown in the queue's row; 0 lifts it, and bad values are refused.
+func TestSetGlobalConcurrency(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{})
+	global := func(r reply) float64 {
+		t.Helper()
+		n, ok := r.body["global_concurrency"].(float64)
+		if !ok {
+			t.Fatalf("no global_concurrency in %s", r.raw)
+		}
+		return n
+	}
+	if n := global(e.do(t, "GET", "/v1/queues/work", "").want(t, 200, "")); n != 0 {
+		t.Fatalf("global concurrency before any: %v", n)
+	}
+	if n := global(e.do(t, "PUT", "/v1/queues/work/global-concurrency", `{"n":4}`).want(t, 200, "")); n != 4 {
+		t.Fatalf("global concurrency set: %v", n)
+	}
+	e.do(t, "PUT", "/v1/queues/work/global-concurrency", `{"n":-1}`).want(t, 400, "bad_concurrency")
+	e.do(t, "PUT", "/v1/queues/work/global-concurrency", `{"n":1000001}`).want(t, 400, "bad_concurrency")
+	e.do(t, "PUT", "/v1/queues/work/global-concurrency", `{}`).want(t, 400, "bad_json")
+	if n := global(e.do(t, "GET", "/v1/queues/work", "").want(t, 200, "")); n != 4 {
+		t.Fatalf("global concurrency after refused changes: %v, want 4", n)
+	}
+	if n := global(e.do(t, "PUT", "/v1/queues/work/global-concurrency", `{"n":0}`).want(t, 200, "")); n != 0 {
+		t.Fatalf("global concurrency lifted: %v", n)
+	}
+	e.do(t, "PUT", "/v1/queues/nope/global-concurrency", `{"n":1}`).want(t, 404, "unknown_queue")
+}
+
 func TestAuthAndReadOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Options{Token: "s3cret", ReadOnly: true, MaxBody: 64})

@@ -384,7 +384,10 @@ type queueRow struct {
 	PausedAt    *time.Time           `json:"paused_at"` // null when not paused
 	Rate        rateRow              `json:"rate"`
 	Concurrency concurrencyRow       `json:"concurrency"`
-	Leader      string               `json:"leader"` // the queue leader's worker ID; "" when none
+	// GlobalConcurrency caps the queue's running tasks over all workers;
+	// 0 is no cap.
+	GlobalConcurrency int    `json:"global_concurrency"`
+	Leader            string `json:"leader"` // the queue leader's worker ID; "" when none
 }
 
 // concurrencyRow is how many tasks each worker of a queue runs at once: set
@@ -405,8 +408,9 @@ type rateRow struct {
 // rowOf is the row of a queue's summary.
 func rowOf(sum task.Summary) queueRow {
 	r := queueRow{Queue: sum.Definition.Name, Counts: sum.Counts, Definition: viewDefinition(sum.Definition),
-		Rate:        rateRow{N: sum.Rate.N, Window: sum.Rate.Window.String(), Live: sum.LiveRate},
-		Concurrency: concurrencyRow{N: sum.Concurrency, Live: sum.LiveConcurrency}, Leader: sum.Leader}
+		Rate:              rateRow{N: sum.Rate.N, Window: sum.Rate.Window.String(), Live: sum.LiveRate},
+		Concurrency:       concurrencyRow{N: sum.Concurrency, Live: sum.LiveConcurrency},
+		GlobalConcurrency: sum.GlobalConcurrency, Leader: sum.Leader}
 	if sum.Paused {
 		at := sum.PausedAt.UTC()
 		r.PausedAt = &at
@@ -524,6 +528,26 @@ func (h *handler) setConcurrency(w http.ResponseWriter, r *http.Request) {
 			return refuse(w, "bad_json", errors.New(`request body: field "n" is missing`))
 		}
 		if err := q.SetConcurrency(ctx, *req.N); err != nil {
+			return refuse(w, "bad_concurrency", err)
+		}
+		return nil
+	})
+}
+
+// setGlobalConcurrency caps the queue's running tasks over all workers,
+// live (task.Queue.SetGlobalConcurrency): body {"n": N}, 0 lifts the cap.
+func (h *handler) setGlobalConcurrency(w http.ResponseWriter, r *http.Request) {
+	h.changeQueue(w, r, func(ctx context.Context, q *rawQueue) error {
+		var req struct {
+			N *int `json:"n"`
+		}
+		if err := h.readObject(w, r, &req); err != nil {
+			return err
+		}
+		if req.N == nil {
+			return refuse(w, "bad_json", errors.New(`request body: field "n" is missing`))
+		}
+		if err := q.SetGlobalConcurrency(ctx, *req.N); err != nil {
 			return refuse(w, "bad_concurrency", err)
 		}
 		return nil

@@ -282,7 +282,7 @@ func TestProducerACL(t *testing.T) {
 
 	for _, args := range [][]string{
 		{"tasks", "pause", "jobs"}, {"tasks", "resume", "jobs"}, {"tasks", "rate", "jobs", "5/1s"},
-		{"tasks", "rate", "jobs", "default"}, {"tasks", "concurrency", "jobs", "3"},
+		{"tasks", "rate", "jobs", "default"}, {"tasks", "concurrency", "jobs", "3"}, {"tasks", "global-concurrency", "jobs", "2"},
 		{"tasks", "cancel", chosen}, {"tasks", "requeue", chosen}, {"tasks", "delete", chosen},
 		{"tasks", "requeue", "--all", "jobs"}, {"tasks", "delete", "--all", "jobs"},
 	} {
@@ -420,6 +420,15 @@ func TestOperatorACL(t *testing.T) {
 		t.Fatalf("live concurrency %q, want 3", v)
 	}
 	tasks("concurrency", "jobs", "default")
+	if r := tasks("global-concurrency", "jobs", "2"); !strings.Contains(r.stdout, "at most 2 tasks running at once over all workers") {
+		t.Fatalf("global-concurrency: %+v", r)
+	}
+	if n, err := q.jobs.GlobalConcurrency(ctx); err != nil || n != 2 {
+		t.Fatalf("global concurrency %d, %v, want 2", n, err)
+	}
+	if r := tasks("global-concurrency", "jobs", "none"); !strings.Contains(r.stdout, "no cap over all workers") {
+		t.Fatalf("global-concurrency none: %+v", r)
+	}
 	if m := s.client.HGetAll(ctx, s.keys.TaskConfig("jobs")).Val(); len(m) != 0 {
 		t.Fatalf("live settings %v, want none left", m)
 	}

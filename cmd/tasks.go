@@ -43,7 +43,7 @@ func tasksCommand(setup Setup) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "tasks",
-		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, cancel, requeue or delete a task, pause or resume a queue, or set its concurrency or rate",
+		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, cancel, requeue or delete a task, pause or resume a queue, or set its concurrency, global concurrency or rate",
 		Description: "Without a subcommand, prints one row per task queue of the app with the number of\n" +
 			"its tasks in each state (kept as tasks move: reading them never scans).",
 		Flags:        []cli.Flag{jsonFlag(), helpFlag()},
@@ -208,6 +208,8 @@ func tasksCommand(setup Setup) *cli.Command {
 				}),
 			sub("rate", "show or set a queue's rate limit over all workers, live: N/DURATION (say 100/1s), none, or default (the program's)", "QUEUE [N/DURATION|none|default]", nil,
 				queueRate),
+			sub("global-concurrency", "show or set, live, the most tasks of a queue running at once over all workers: N, or none", "QUEUE [N|none]", nil,
+				queueGlobal),
 		},
 	}
 }

@@ -152,6 +152,7 @@ func (w *worker) record(ctx context.Context, batch []ended) error {
 		return err
 	}
 	w.hook(batch, cmds)
+	w.wakeGlobalWaiters(ctx)
 	return nil
 }
 

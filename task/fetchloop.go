@@ -86,6 +86,13 @@ func (w *worker) fetchLoop(ctx, runCtx context.Context) {
 			w.awaitWake(ctx, w.poll, woken)
 			continue
 		}
+		if errors.Is(err, rdb.ErrGlobalFull) {
+			// a worker finishing a task wakes this one (WakeGlobalWaiters)
+			w.unreserve(n)
+			w.noteGlobal(true)
+			w.awaitWake(ctx, w.poll, woken)
+			continue
+		}
 		var limited *rdb.RateLimitedError
 		if errors.As(err, &limited) {
 			w.unreserve(n)

@@ -22,9 +22,10 @@ func (w *worker) readLimit(ctx context.Context) {
 		if w.q.set.concFn == nil {
 			return // nothing known has changed
 		}
-		live = []any{nil, nil}
+		live = []any{nil, nil, nil}
 	} else {
 		w.readLiveRate(live[1])
+		w.readGlobal(live[2])
 	}
 	c, _ := live[0].(string)
 	v, ok := rdb.ParseLiveConcurrency(c)

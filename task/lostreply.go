@@ -293,11 +293,12 @@ func (w *worker) openGate() {
 // rated reports whether a rate limit over the queue applies (its program's,
 // or one set live as last read), which may leave entries a blocking read
 // gave pending with this worker.
-func (w *worker) rated() bool { return w.q.set.qrate.N > 0 || w.liveRate.Load() }
+func (w *worker) rated() bool { return w.q.set.qrate.N > 0 || w.liveRate.Load() || w.global.Load() }
 
 // heldBack reports whether err is a fetch's refusal to take tasks (the
-// queue paused, or over its rate): the script ran and took nothing.
+// queue paused, over its rate or at its global concurrency): the script ran
+// and took nothing.
 func heldBack(err error) bool {
 	var limited *rdb.RateLimitedError
-	return errors.Is(err, rdb.ErrPaused) || errors.As(err, &limited)
+	return errors.Is(err, rdb.ErrPaused) || errors.Is(err, rdb.ErrGlobalFull) || errors.As(err, &limited)
 }

@@ -26,6 +26,9 @@ type Summary struct {
 	// definition's (a worker's ConcurrencyFunc may change its own).
 	Concurrency     int
 	LiveConcurrency bool
+	// GlobalConcurrency caps the tasks running at once over all workers
+	// (Queue.SetGlobalConcurrency); 0 is no cap.
+	GlobalConcurrency int
 	// Leader is the worker ID of the queue's leader, which promotes its due
 	// tasks, fires its cron schedules and reclaims the tasks of dead
 	// workers; "" when no worker holds the queue's lease (none handles it).
@@ -98,6 +101,9 @@ func summaryOf(r rdb.SummaryRead, d Definition) (Summary, error) {
 		if n, ok := rdb.ParseLiveConcurrency(v); ok {
 			s.Concurrency, s.LiveConcurrency = n, true
 		}
+	}
+	if v, ok := live[3].(string); ok {
+		s.GlobalConcurrency, _ = rdb.ParseLiveGlobal(v)
 	}
 	switch v, err := r.Leader, r.LeaderErr; {
 	case err == nil:

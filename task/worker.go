@@ -80,6 +80,7 @@ type worker struct {
 	working  sync.WaitGroup      // running handlers
 	paused   atomic.Bool         // the last fetch found the queue paused
 	liveRate atomic.Bool         // a rate limit was set live (SetRate), when last read
+	global   atomic.Bool         // a global concurrency applies (SetGlobalConcurrency), when last read
 
 	// The recovery of this worker's own pending entries (FetchOwn) never
 	// runs while entries a blocking read gave it wait for their given call

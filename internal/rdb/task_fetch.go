@@ -165,6 +165,9 @@ func runFetch(ctx context.Context, c Client, k []string, args []any) ([]Fetched,
 		if strings.HasPrefix(errText(err), "PAUSED ") {
 			err = ErrPaused
 		}
+		if strings.HasPrefix(errText(err), "FULL ") {
+			err = ErrGlobalFull
+		}
 		if ms, ok := strings.CutPrefix(errText(err), "RATE "); ok {
 			n, _ := strconv.ParseInt(ms, 10, 64)
 			err = &RateLimitedError{Wait: time.Duration(n) * time.Millisecond}

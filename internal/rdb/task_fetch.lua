@@ -14,6 +14,10 @@
 --          the live setting (field "rate" of KEYS[15]: "N WINDOW_MS", set
 --          with Queue.SetRate; "0 0" is no limit) takes its place
 -- ARGV[7]  its window ms
+-- The live settings' field "global" caps the tasks active over all workers
+-- (the counts' "active"): a call takes at most what it leaves, and with
+-- nothing left fails with "FULL" (and sets the field "gwait", so that the
+-- next worker to finish a task wakes the fetchers: WakeGlobalWaiters).
 -- read:    ARGV[8] number of levels n, ARGV[9..8+n] quota per level,
 --          ARGV[9+n] total: levels are read up to their quota in order, then
 --          the rest is filled from the levels in order (strict priority =
@@ -60,24 +64,39 @@ local qrate, qwindow = tonumber(ARGV[6]), tonumber(ARGV[7])
 local memo = KEYS[17]
 local now = now_ms()
 local now_text = tostring(now)
-local live = redis.call('HMGET', KEYS[15], 'paused', 'rate')
+local live = redis.call('HMGET', KEYS[15], 'paused', 'rate', 'global')
 local paused = live[1] ~= false
 if live[2] then
   local n, w = string.match(live[2], '^(%d+) (%d+)$')
   if n then qrate, qwindow = tonumber(n), tonumber(w) end
 end
--- budget: tasks the queue's rate leaves this call (nil: no limit); spent
--- counts the tasks taken anew, added to the window's count at the end
+-- budget: tasks the queue's rate and global concurrency leave this call
+-- (nil: no limit); spent counts the tasks taken anew, added to the
+-- window's count at the end
 local budget, spent = nil, 0
 if qrate > 0 then budget = qrate - tonumber(redis.call('GET', KEYS[16]) or '0') end
+-- full: the queue runs as many tasks as its global concurrency (field
+-- "global") allows, counted by the queue's active count
+local full = false
+local global = tonumber(live[3] or '')
+if global and global >= 1 then
+  local free = global - tonumber(redis.call('HGET', KEYS[6], 'active') or '0')
+  if not budget or free < budget then budget = free end
+  full = free <= 0
+end
 -- kept: entries given to this consumer and left pending (paused, or over
 -- the budget)
 local kept = 0
--- held_back: the queue is paused or has no budget left; refuse returns the
--- error that says which.
+-- held_back: the queue is paused or has no budget left (its rate's or its
+-- global concurrency's); refuse returns the error that says which.
 local function held_back() return paused or (budget and budget <= 0) end
 local function refuse()
   if paused then return redis.error_reply('PAUSED the queue is paused') end
+  if full then
+    -- a worker that finishes a task wakes the fetchers refused here
+    redis.call('HSET', KEYS[15], 'gwait', '1')
+    return redis.error_reply('FULL the queue runs its global concurrency')
+  end
   local ttl = redis.call('PTTL', KEYS[16])
   if ttl < 0 then ttl = qwindow end
   return redis.error_reply('RATE ' .. ttl)

@@ -25,7 +25,7 @@ func ReadCounts(ctx context.Context, c redis.Cmdable, counts string) (map[string
 // LiveLimits returns ConcurrencyField and RateField of the config hash
 // config in that order (HMGET), each a string or nil when absent.
 func LiveLimits(ctx context.Context, c redis.Cmdable, config string) ([]any, error) {
-	return c.HMGet(ctx, config, ConcurrencyField, RateField).Result()
+	return c.HMGet(ctx, config, ConcurrencyField, RateField, GlobalField).Result()
 }
 
 // CreateGroup creates the stream stream, if missing, and its consumer
