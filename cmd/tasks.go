@@ -43,7 +43,7 @@ func tasksCommand(setup Setup) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "tasks",
-		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, cancel, requeue or delete a task, pause or resume a queue, or set its concurrency, global concurrency or rate",
+		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, cancel, requeue or delete a task, pause or resume a queue, set its concurrency, global concurrency or rate, or drain, clean or obliterate it",
 		Description: "Without a subcommand, prints one row per task queue of the app with the number of\n" +
 			"its tasks in each state (kept as tasks move: reading them never scans).",
 		Flags:        []cli.Flag{jsonFlag(), helpFlag()},
@@ -60,7 +60,7 @@ func tasksCommand(setup Setup) *cli.Command {
 			defer a.Close()
 			return printCounts(c, a)
 		},
-		Subcommands: []*cli.Command{
+		Subcommands: append([]*cli.Command{
 			sub("list", "list a queue's dead tasks (latest first), finished ones still retained, or scheduled ones (soonest first)", "QUEUE",
 				[]cli.Flag{jsonFlag(),
 					&cli.StringFlag{Name: flagState, Value: string(task.ListDead), Usage: "`LISTING`: dead, recent or scheduled"},
@@ -210,7 +210,7 @@ func tasksCommand(setup Setup) *cli.Command {
 				queueRate),
 			sub("global-concurrency", "show or set, live, the most tasks of a queue running at once over all workers: N, or none", "QUEUE [N|none]", nil,
 				queueGlobal),
-		},
+		}, cleanupCommands(sub)...),
 	}
 }
 

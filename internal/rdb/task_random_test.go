@@ -14,7 +14,8 @@ import (
 )
 
 // TestRandomOperations runs random enqueues, fetches, outcomes (late ones
-// included), reclaims, promotions, cancels and requeues, and checks after
+// included), reclaims, promotions, cancels, requeues, drains and cleans
+// (in calls of two, so every cursor is crossed), and checks after
 // each that the counts equal a scan of the task hashes, and that every key
 // of the keyed tasks has exactly the tokens it should: one while its first
 // task is pending or active, none while it waits for a retry or after a
@@ -84,6 +85,30 @@ func TestRandomOperations(t *testing.T) {
 			op = "cancel"
 			if _, _, err := rdb.Cancel(f.ctx, f.c, f.keys, ids[r.IntN(len(ids))]); err != nil {
 				t.Fatal(err)
+			}
+		case x == 97:
+			op = "drain"
+			for cursor := ""; ; {
+				n, next, err := rdb.Drain(f.ctx, f.c, f.keys, f.ks.TaskUpdatesPrefix("q"), f.ks.TaskLogsPrefix("q"), 1, 2, cursor)
+				if err != nil {
+					t.Fatal(err)
+				}
+				op += " " + strconv.Itoa(n)
+				if next == "" {
+					break
+				}
+				cursor = next
+			}
+		case x == 98:
+			st := []string{"succeeded", "failed", "cancelled", "dead"}[r.IntN(4)]
+			op = "clean " + st
+			for offset := 0; offset >= 0; {
+				n, next, err := rdb.Clean(f.ctx, f.c, f.keys, f.ks.TaskUpdatesPrefix("q"), f.ks.TaskLogsPrefix("q"), st, time.Now().Add(time.Hour), offset, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				op += " " + strconv.Itoa(n)
+				offset = next
 			}
 		case len(ids) > 0:
 			op = "requeue"
