@@ -37,6 +37,18 @@ func TestDurationsAnsweredAsStrings(t *testing.T) {
 		}
 	}
 
+	// A queue whose tasks are unique for a while.
+	other := newApp(t, e.client, e.prefix)
+	if _, err := task.Declare[int, int](other, "once", task.UniqueFor(90*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.do(t, "GET", "/v1/queues/once", "").want(t, 200, "").body["definition"].(map[string]any); d["unique_ttl"] != "1h30m0s" {
+		t.Errorf("unique_ttl %#v, want \"1h30m0s\"", d["unique_ttl"])
+	}
+
 	r := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"},"timeout":"45s","retention":"2h"}`).want(t, 200, "")
 	id := r.body["id"].(string)
 	redistest.Eventually(t, 10*time.Second, "task succeeded", func() bool {

@@ -33,12 +33,14 @@ type definitionView struct {
 	DeadAge    duration `json:"dead_age"`
 	KeyWindow  duration `json:"key_window,omitempty"`
 	RateWindow duration `json:"rate_window,omitempty"`
+	UniqueTTL  duration `json:"unique_ttl,omitempty"`
 }
 
 func viewDefinition(d task.Definition) definitionView {
 	return definitionView{Definition: d, Timeout: duration(d.Timeout), BackoffMin: duration(d.BackoffMin),
 		BackoffMax: duration(d.BackoffMax), Retention: duration(d.Retention), Visibility: duration(d.Visibility),
-		DeadAge: duration(d.DeadAge), KeyWindow: duration(d.KeyWindow), RateWindow: duration(d.RateWindow)}
+		DeadAge: duration(d.DeadAge), KeyWindow: duration(d.KeyWindow), RateWindow: duration(d.RateWindow),
+		UniqueTTL: duration(d.UniqueTTL)}
 }
 
 // updateView is a task.Update as the API answers it.
