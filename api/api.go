@@ -104,7 +104,7 @@ func NewHandler(a *app.App, opts Options) http.Handler {
 		opts.MaxFollowers = DefaultMaxFollowers
 	}
 	h := &handler{a: a, opts: opts, in: inspect.New(a.Client(), a.Config().KeyPrefix, a.Name()), mux: http.NewServeMux(),
-		g: newGuard(opts), log: a.Logger(), follows: newFollowers(opts.MaxFollowers)}
+		g: newGuard(opts), log: a.Logger(), follows: newFollowers(opts.MaxFollowers, a.Logger())}
 	for _, rt := range h.routes() {
 		var fn http.Handler = rt.fn
 		if rt.write {

@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -45,6 +47,7 @@ const followKeep = task.UpdatesCap + 1
 // it and waits for it to return, so that no reader outlives its followers.
 type followers struct {
 	max int
+	log *slog.Logger // where a reader's failure goes (its followers get no detail)
 
 	mu    sync.Mutex
 	n     int                // followers connected, at most max
@@ -65,8 +68,8 @@ type follow struct {
 	wake   chan struct{} // closed at each change, then replaced
 }
 
-func newFollowers(max int) *followers {
-	return &followers{max: max, tasks: map[string]*follow{}}
+func newFollowers(max int, log *slog.Logger) *followers {
+	return &followers{max: max, log: log, tasks: map[string]*follow{}}
 }
 
 // reserve takes a follower's slot; false when all are taken.
@@ -151,8 +154,7 @@ func (fs *followers) read(ctx context.Context, f *follow, q *rawQueue, id string
 			if ctx.Err() != nil {
 				break
 			}
-			b, _ := json.Marshal(apiError{Error: err.Error(), Code: "follow_failed"})
-			fs.add(f, fmt.Appendf(nil, "event: error\ndata: %s\n\n", b))
+			fs.add(f, fs.failed(q.Name(), id, err))
 			break
 		}
 		n++
@@ -160,6 +162,20 @@ func (fs *followers) read(ctx context.Context, f *follow, q *rawQueue, id string
 		fs.add(f, fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", n, u.Kind, b))
 	}
 	fs.end(f)
+}
+
+// failed returns the error event that ends the events of task id when
+// reading them failed. A task that is gone is said so; any other failure
+// (Redis unreachable, refusing) goes to the log, as internalError does,
+// since its text may name Redis's address or carry what Redis said.
+func (fs *followers) failed(queue, id string, err error) []byte {
+	msg := err.Error()
+	if !errors.Is(err, task.ErrNotFound) {
+		fs.log.Error("api: following task events failed", "queue", queue, "task", id, "err", err)
+		msg = "reading the task's events failed: the server logged the details"
+	}
+	b, _ := json.Marshal(apiError{Error: msg, Code: "follow_failed"})
+	return fmt.Appendf(nil, "event: error\ndata: %s\n\n", b)
 }
 
 // add appends an event to f's log, dropping the oldest beyond followKeep,

@@ -289,3 +289,38 @@ func cutByReadTimeout(t *testing.T, addr string) {
 		t.Fatalf("the server did not cut a request that stopped half-way: %v", err)
 	}
 }
+
+// A live setting that Redis refuses to store is the server's failure, not
+// the client's: 500 without what Redis said (which names its user and the
+// key), not 400 bad_rate or bad_concurrency with it. Values out of range
+// are still the client's (400).
+func TestLiveSettingRefusedByRedisIsInternal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{})
+	// A user that may read the app's keys and write none of them.
+	opt, err := redis.ParseURL(redistest.User(t, "+@all", "%R~"+e.prefix+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	var log redistest.Log
+	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: e.prefix, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	ro := &env{srv: httptest.NewServer(api.NewHandler(a, api.Options{}))}
+	t.Cleanup(ro.srv.Close)
+	for _, req := range [][2]string{{"/v1/queues/work/concurrency", `{"n":7}`}, {"/v1/queues/work/rate", `{"n":5,"window":"1s"}`}} {
+		r := ro.do(t, "PUT", req[0], req[1]).want(t, 500, "internal")
+		if strings.Contains(r.raw, "NOPERM") || strings.Contains(r.raw, opt.Username) || strings.Contains(r.raw, e.prefix) {
+			t.Errorf("PUT %s tells what Redis said: %s", req[0], r.raw)
+		}
+	}
+	if s := log.String(); !strings.Contains(s, "NOPERM") {
+		t.Errorf("the log lacks Redis's refusal: %s", s)
+	}
+	ro.do(t, "PUT", "/v1/queues/work/concurrency", `{"n":0}`).want(t, 400, "bad_concurrency")
+	ro.do(t, "PUT", "/v1/queues/work/rate", `{"n":-1,"window":"1s"}`).want(t, 400, "bad_rate")
+}

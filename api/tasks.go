@@ -501,10 +501,11 @@ func (h *handler) setRate(w http.ResponseWriter, r *http.Request) {
 		if req.N == nil {
 			return refuse(w, "bad_json", errors.New(`request body: field "n" is missing (0 for no limit)`))
 		}
-		if err := q.SetRate(ctx, *req.N, time.Duration(req.Window)); err != nil {
+		err := q.SetRate(ctx, *req.N, time.Duration(req.Window))
+		if errors.Is(err, task.ErrBadSetting) {
 			return refuse(w, "bad_rate", err)
 		}
-		return nil
+		return err
 	})
 }
 
@@ -527,10 +528,11 @@ func (h *handler) setConcurrency(w http.ResponseWriter, r *http.Request) {
 		if req.N == nil {
 			return refuse(w, "bad_json", errors.New(`request body: field "n" is missing`))
 		}
-		if err := q.SetConcurrency(ctx, *req.N); err != nil {
+		err := q.SetConcurrency(ctx, *req.N)
+		if errors.Is(err, task.ErrBadSetting) {
 			return refuse(w, "bad_concurrency", err)
 		}
-		return nil
+		return err
 	})
 }
 

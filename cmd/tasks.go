@@ -200,7 +200,11 @@ func tasksCommand(setup Setup) *cli.Command {
 						_, err = fmt.Fprintf(c.App.Writer, "%s: each worker's own concurrency (applied within a second)\n", q.Name())
 						return err
 					}
-					if err := q.SetConcurrency(c.Context, n); err != nil {
+					err = q.SetConcurrency(c.Context, n)
+					if errors.Is(err, task.ErrBadSetting) {
+						return usageError{err}
+					}
+					if err != nil {
 						return err
 					}
 					_, err = fmt.Fprintf(c.App.Writer, "%s: concurrency %d per worker (applied within a second)\n", q.Name(), n)
@@ -503,6 +507,9 @@ func queueRate(c *cli.Context, a *app.App) error {
 			return usageError{perr}
 		}
 		err = q.SetRate(c.Context, n, window)
+	}
+	if errors.Is(err, task.ErrBadSetting) {
+		return usageError{err}
 	}
 	if err != nil {
 		return err

@@ -203,6 +203,7 @@ func TestTasksCLI(t *testing.T) {
 		t.Fatalf("concurrency: %+v", r)
 	}
 	wantFailure(t, run(t, nil, "", s.args("tasks", "concurrency", "greet", "0")...), 2, "at least 1")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "concurrency", "greet", "1000000000")...), 2, "above the maximum of 1000")
 	if r := run(t, nil, "", s.args("tasks", "concurrency", "greet", "default")...); r.status != 0 || r.stdout != "greet: each worker's own concurrency (applied within a second)\n" {
 		t.Fatalf("concurrency default: %+v", r)
 	}

@@ -8,10 +8,15 @@ package task
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/leatdev/leat/internal/rdb"
 )
+
+// ErrBadSetting is matched by the error of SetRate and SetConcurrency for
+// a value out of range; their other errors are Redis's.
+var ErrBadSetting = errors.New("task: bad live setting")
 
 // readLimit applies the concurrency set with SetConcurrency, else the
 // program's, and the queue's ConcurrencyFunc, if any, and notes the rate

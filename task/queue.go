@@ -355,14 +355,15 @@ func (d Definition) options() []Option {
 // SetConcurrency sets how many tasks of the queue each worker runs at once,
 // for the workers running now and later, until set again or cleared
 // (ClearConcurrency); it overrides the Concurrency option. Workers apply it
-// within a second. It refuses more than the app's MaxTaskConcurrency
-// (app.Config), and a worker whose own maximum is lower runs that many.
+// within a second. It refuses (ErrBadSetting) less than 1 and more than
+// the app's MaxTaskConcurrency (app.Config); a worker whose own maximum is
+// lower runs that many.
 func (q *core) SetConcurrency(ctx context.Context, n int) error {
 	if n < 1 {
-		return fmt.Errorf("concurrency %d must be at least 1", n)
+		return fmt.Errorf("%w: concurrency %d must be at least 1", ErrBadSetting, n)
 	}
 	if m := q.maxConcurrency(); n > m {
-		return fmt.Errorf("concurrency %d is above the maximum of %d per worker (app.Config.MaxTaskConcurrency, --max-concurrency)", n, m)
+		return fmt.Errorf("%w: concurrency %d is above the maximum of %d per worker (app.Config.MaxTaskConcurrency, --max-concurrency)", ErrBadSetting, n, m)
 	}
 	return rdb.SetLiveConcurrency(ctx, q.rdb, q.ks.TaskConfig(q.name), n)
 }

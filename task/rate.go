@@ -15,10 +15,10 @@ import (
 // apply it at their next fetch; those waiting out a window fetch again at
 // once (a message on the queue's channel) or, if that is lost, within a
 // second. The current window keeps its count and its end: a new window
-// lasts the new length.
+// lasts the new length. A rate out of range is refused (ErrBadSetting).
 func (q *core) SetRate(ctx context.Context, n int, window time.Duration) error {
 	if n < 0 || (n > 0 && window < time.Millisecond) || (n == 0 && window != 0) {
-		return fmt.Errorf("rate %d per %s: need n >= 1 and a window of at least 1ms, or 0 per 0 for no limit", n, window)
+		return fmt.Errorf("%w: rate %d per %s: need n >= 1 and a window of at least 1ms, or 0 per 0 for no limit", ErrBadSetting, n, window)
 	}
 	err := rdb.SetLiveRate(ctx, q.rdb, q.ks.TaskConfig(q.name), rdb.Rate{N: n, Window: window})
 	if err != nil {
