@@ -65,8 +65,9 @@ type hookHit struct {
 
 // TestWebhookSigned: deliveries are signed per Standard Webhooks with the
 // task's secret, else the queue's; the webhook-id is the same for every
-// attempt of a delivery; a 410 answer fails the delivery at once; a 503
-// answer's Retry-After is waited out; the secret shows in no Info.
+// attempt of a delivery; a 400, 404 or 410 answer fails the delivery at
+// once; a 503 answer's Retry-After is waited out; the secret shows in no
+// Info.
 func TestWebhookSigned(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
@@ -87,6 +88,10 @@ func TestWebhookSigned(t *testing.T) {
 		switch {
 		case r.URL.Path == "/gone":
 			w.WriteHeader(http.StatusGone)
+		case r.URL.Path == "/bad":
+			w.WriteHeader(http.StatusBadRequest)
+		case r.URL.Path == "/missing":
+			w.WriteHeader(http.StatusNotFound)
 		case r.URL.Path == "/busy" && n == 1:
 			w.Header().Set("Retry-After", "2")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -111,10 +116,12 @@ func TestWebhookSigned(t *testing.T) {
 	e.run(a)
 	ids := map[string]string{}
 	for path, opts := range map[string][]task.EnqueueOption{
-		"/flaky": {task.Webhook(srv.URL + "/flaky")},
-		"/own":   {task.Webhook(srv.URL + "/own?own=1"), task.WithWebhookSecret(taskSecret)},
-		"/gone":  {task.Webhook(srv.URL + "/gone")},
-		"/busy":  {task.Webhook(srv.URL + "/busy")},
+		"/flaky":   {task.Webhook(srv.URL + "/flaky")},
+		"/own":     {task.Webhook(srv.URL + "/own?own=1"), task.WithWebhookSecret(taskSecret)},
+		"/gone":    {task.Webhook(srv.URL + "/gone")},
+		"/bad":     {task.Webhook(srv.URL + "/bad")},
+		"/missing": {task.Webhook(srv.URL + "/missing")},
+		"/busy":    {task.Webhook(srv.URL + "/busy")},
 	} {
 		id, err := q.Enqueue(ctx, 1, opts...)
 		if err != nil {
@@ -123,7 +130,7 @@ func TestWebhookSigned(t *testing.T) {
 		ids[path] = id
 	}
 	want := map[string]string{"/flaky": task.WebhookDelivered, "/own": task.WebhookDelivered,
-		"/gone": task.WebhookFailed, "/busy": task.WebhookDelivered}
+		"/gone": task.WebhookFailed, "/bad": task.WebhookFailed, "/missing": task.WebhookFailed, "/busy": task.WebhookDelivered}
 	infos := map[string]*task.Info{}
 	eventually(t, 30*time.Second, "every delivery ended", func() bool {
 		for path, id := range ids {
@@ -154,8 +161,10 @@ func TestWebhookSigned(t *testing.T) {
 	if ids := hits["/own"]; len(ids) != 1 {
 		t.Errorf("own: %d attempts", len(ids))
 	}
-	if n := len(hits["/gone"]); n != 1 || infos["/gone"].Webhook.Attempts != 1 || !strings.Contains(infos["/gone"].Webhook.LastError, "410") {
-		t.Errorf("gone: %d requests, %+v; want failed after one", n, infos["/gone"].Webhook)
+	for path, status := range map[string]string{"/gone": "410", "/bad": "400", "/missing": "404"} {
+		if n := len(hits[path]); n != 1 || infos[path].Webhook.Attempts != 1 || !strings.Contains(infos[path].Webhook.LastError, status) {
+			t.Errorf("%s: %d requests, %+v; want failed after one", path, n, infos[path].Webhook)
+		}
 	}
 	if b := hits["/busy"]; len(b) != 2 || b[1].at.Sub(b[0].at) < 2*time.Second {
 		t.Errorf("busy: %d attempts, the second %s after the first; want 2, not before Retry-After's 2s", len(b), b[len(b)-1].at.Sub(b[0].at))
