@@ -121,12 +121,14 @@ func TestWorkerExecTestInputStartFailure(t *testing.T) {
 	needPython(t)
 	r := run(t, nil, "", "--redis", "redis://127.0.0.1:1", "worker", "--exec",
 		`python3 -c 'import sys; print("no module named torch", file=sys.stderr); sys.exit(3)'`, "--test-input", `{}`)
-	if r.status != 1 || !strings.Contains(r.stderr, "no module named torch") || strings.Count(r.stderr, "exited before its ready line") != 2 {
+	if r.status != 1 || !strings.Contains(r.stderr, "no module named torch") || strings.Count(r.stderr, "exited before its ready line") != 2 ||
+		strings.Contains(r.stderr, "restart") {
 		t.Fatalf("want exit status 1 after one start, its failure logged and returned with the handler's stderr: %+v", r)
 	}
 	r = run(t, nil, "", "--redis", "redis://127.0.0.1:1", "worker", "--start-timeout", "4s", "--exec",
 		`python3 -c 'import sys, time; print("loading", file=sys.stderr, flush=True); time.sleep(60)'`, "--test-input", `{}`)
-	if r.status != 1 || !strings.Contains(r.stderr, "loading") || strings.Count(r.stderr, "no ready line within 4s") != 2 {
+	if r.status != 1 || !strings.Contains(r.stderr, "loading") || strings.Count(r.stderr, "no ready line within 4s") != 2 ||
+		!strings.Contains(r.stderr, "flush") || strings.Contains(r.stderr, "restart") {
 		t.Fatalf("want exit status 1 after one start, its failure logged and returned with the handler's stderr: %+v", r)
 	}
 }

@@ -115,6 +115,7 @@ type Exec struct {
 	closed    bool
 	warming   bool          // a Wait is starting a process
 	gated     bool          // Wait was called: a worker fetches through it (FetchWhen)
+	once      bool          // RunOnce was called: nothing restarts a process that failed
 	changed   chan struct{} // closed and replaced when what Wait waits for may have changed
 	replaced  int           // processes stopped to be replaced
 	asked     int           // the concurrency a process asked for (0: none)
@@ -279,6 +280,9 @@ func (e *Exec) RunOnce(ctx context.Context, id string, payload json.RawMessage, 
 	if report == nil {
 		report = func(string, json.RawMessage) {}
 	}
+	e.mu.Lock()
+	e.once = true
+	e.mu.Unlock()
 	return e.run(ctx, false, id, payload, 1, nil, report, nil)
 }
 

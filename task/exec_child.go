@@ -210,12 +210,16 @@ func (e *Exec) failed(err error) {
 		e.lastErr = &ExecStartError{Reason: "processes restart after a failure: " + err.Error()}
 	}
 	e.notify()
-	fails, closed := e.fails, e.closed
+	fails, closed, once := e.fails, e.closed, e.once
 	e.mu.Unlock()
-	if closed {
-		return
+	switch {
+	case closed:
+	case once:
+		// RunOnce returns the failure: nothing starts another process.
+		e.log.Error("task handler process failed", "error", err)
+	default:
+		e.log.Error("task handler process failed: restarting after a backoff", "error", err, "failures", fails, "backoff", d)
 	}
-	e.log.Error("task handler process failed: restarting after a backoff", "error", err, "failures", fails, "backoff", d)
 }
 
 // answered returns c to the idle processes after a task's answer.

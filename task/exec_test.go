@@ -630,6 +630,11 @@ sys.exit(1)`
 	if l := logs.String(); !strings.Contains(l, "No module named") || !strings.Contains(l, "line 11") || strings.Contains(l, "line 10\\") {
 		t.Fatalf("logs at warn: %s", l)
 	}
+	// RunOnce does not restart the handler, and its log does not say it
+	// would.
+	if l := logs.String(); strings.Contains(l, "restart") {
+		t.Fatalf("logs promise a restart: %s", l)
+	}
 	if s := ex.Stats(); s.Started != 1 {
 		t.Fatalf("stats %+v: RunOnce restarted the handler", s)
 	}
