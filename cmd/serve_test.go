@@ -240,6 +240,31 @@ func TestServeCutsTrickledBody(t *testing.T) {
 	<-trickled
 }
 
+// An answer still being written at the write timeout is cut: a client
+// that reads it, however slowly, does not hold the connection forever.
+func TestServeCutsLongAnswer(t *testing.T) {
+	t.Parallel()
+	l := defaultLimits
+	l.write = 300 * time.Millisecond
+	endless := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("x", 1024) + "\n")
+		rc := http.NewResponseController(w)
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		}
+	})
+	c := dial(t, serveLimited(t, endless, l))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	closedByServer(t, c, "an answer written past the write timeout")
+}
+
 // An idle keep-alive connection is closed at the idle timeout.
 func TestServeClosesIdleConnection(t *testing.T) {
 	t.Parallel()
