@@ -549,10 +549,11 @@ func (h *handler) setGlobalConcurrency(w http.ResponseWriter, r *http.Request) {
 		if req.N == nil {
 			return refuse(w, "bad_json", errors.New(`request body: field "n" is missing`))
 		}
-		if err := q.SetGlobalConcurrency(ctx, *req.N); err != nil {
+		err := q.SetGlobalConcurrency(ctx, *req.N)
+		if errors.Is(err, task.ErrBadSetting) {
 			return refuse(w, "bad_concurrency", err)
 		}
-		return nil
+		return err
 	})
 }
 

@@ -18,10 +18,11 @@ const maxGlobalConcurrency = 1_000_000
 // again. Running tasks are not stopped when n is lowered: no new one starts
 // until fewer than n run. A worker held back by the cap fetches again as
 // soon as any worker finishes a task (a message on the queue's channel) or,
-// if that is lost, within a second.
+// if that is lost, within a second. A value out of range is refused
+// (ErrBadSetting).
 func (q *core) SetGlobalConcurrency(ctx context.Context, n int) error {
 	if n < 0 || n > maxGlobalConcurrency {
-		return fmt.Errorf("global concurrency %d: want 1 to %d, or 0 for no cap", n, maxGlobalConcurrency)
+		return fmt.Errorf("%w: global concurrency %d: want 1 to %d, or 0 for no cap", ErrBadSetting, n, maxGlobalConcurrency)
 	}
 	config := q.ks.TaskConfig(q.name)
 	var err error

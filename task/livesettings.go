@@ -14,8 +14,9 @@ import (
 	"github.com/leatdev/leat/internal/rdb"
 )
 
-// ErrBadSetting is matched by the error of SetRate and SetConcurrency for
-// a value out of range; their other errors are Redis's.
+// ErrBadSetting is matched by the error of SetRate, SetConcurrency and
+// SetGlobalConcurrency for a value out of range; their other errors are
+// Redis's.
 var ErrBadSetting = errors.New("task: bad live setting")
 
 // readLimit applies the concurrency set with SetConcurrency, else the
