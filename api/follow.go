@@ -257,8 +257,11 @@ func (h *handler) taskEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if len(frames) > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(followWriteTimeout))
+			// A deadline per frame: a follower that keeps reading, however
+			// slowly through a big batch, is never cut; one that accepts
+			// nothing for followWriteTimeout is.
 			for _, fr := range frames {
+				_ = rc.SetWriteDeadline(time.Now().Add(followWriteTimeout))
 				if _, err := w.Write(fr); err != nil {
 					return
 				}
