@@ -164,11 +164,13 @@ func (h *handler) routes() []route {
 		read("GET /v1/queues/{queue}/tasks/{id}", h.taskInfo),
 		write("DELETE /v1/queues/{queue}/tasks/{id}", h.deleteTask),
 		read("GET /v1/queues/{queue}/tasks/{id}/events", holdOpen(forever, h.taskEvents)),
+		write("PATCH /v1/queues/{queue}/tasks/{id}", h.editTask),
 		write("POST /v1/queues/{queue}/tasks/{id}/cancel", h.cancel),
 		write("POST /v1/queues/{queue}/tasks/{id}/requeue", h.requeue),
 		read("GET /v1/tasks/{id}", h.taskInfo),
 		write("DELETE /v1/tasks/{id}", h.deleteTask),
 		read("GET /v1/tasks/{id}/events", holdOpen(forever, h.taskEvents)),
+		write("PATCH /v1/tasks/{id}", h.editTask),
 		write("POST /v1/tasks/{id}/cancel", h.cancel),
 		write("POST /v1/tasks/{id}/requeue", h.requeue),
 	}

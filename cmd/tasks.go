@@ -43,7 +43,7 @@ func tasksCommand(setup Setup) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "tasks",
-		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, cancel, requeue or delete a task, pause or resume a queue, set its concurrency, global concurrency or rate, or drain, clean or obliterate it",
+		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, edit, cancel, requeue or delete a task, pause or resume a queue, set its concurrency, global concurrency or rate, or drain, clean or obliterate it",
 		Description: "Without a subcommand, prints one row per task queue of the app with the number of\n" +
 			"its tasks in each state (kept as tasks move: reading them never scans).",
 		Flags:        []cli.Flag{jsonFlag(), helpFlag()},
@@ -140,6 +140,8 @@ func tasksCommand(setup Setup) *cli.Command {
 					}
 					return nil
 				})),
+			sub("edit", "change a task that waits to run: its payload, its priority, or when it runs", "ID [--payload JSON] [--priority LEVEL] [--run-now | --delay DURATION | --at TIME]",
+				editFlags(), withTask(editTask)),
 			sub("cancel", "cancel a pending, scheduled, retrying or running task", "ID", nil,
 				withTask(func(c *cli.Context, q *rawQueue) error {
 					st, err := q.Cancel(c.Context, c.Args().Get(0))

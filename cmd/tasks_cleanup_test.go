@@ -44,3 +44,24 @@ func TestCleanupCLI(t *testing.T) {
 		t.Fatalf("obliterate --force: %+v", r)
 	}
 }
+
+// leat tasks edit changes a waiting task's payload, priority and due time,
+// and refuses what cannot be changed.
+func TestEditCLI(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	runTaskWorker(t, s)
+	later := strings.TrimSpace(run(t, nil, "", s.args("enqueue", "--delay", "1h", "greet", `{"name":"later"}`)...).stdout)
+	wantFailure(t, run(t, nil, "", s.args("tasks", "edit", later)...), 2, "say what to change")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "edit", later, "--run-now", "--delay", "1m")...), 2, "exclusive")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "edit", later, "--payload", "{nope")...), 2, "not valid JSON")
+	wantFailure(t, run(t, nil, "", s.args("tasks", "edit", later, "--priority", "urgent")...), 2, "unknown priority")
+	if r := run(t, nil, "", s.args("tasks", "edit", later, "--payload", `{"name":"grace"}`, "--priority", "low", "--run-now")...); r.status != 0 ||
+		r.stdout != later+": payload, priority low, ready now\n" {
+		t.Fatalf("edit: %+v", r)
+	}
+	if r := run(t, nil, "", s.args("tasks", "wait", later)...); r.status != 0 || !strings.Contains(r.stdout, "hello grace") {
+		t.Fatalf("the edited task's result: %+v", r)
+	}
+	wantFailure(t, run(t, nil, "", s.args("tasks", "edit", later, "--run-now")...), 2, "only a task that waits to run")
+}

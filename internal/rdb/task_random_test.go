@@ -14,7 +14,8 @@ import (
 )
 
 // TestRandomOperations runs random enqueues, fetches, outcomes (late ones
-// included), reclaims, promotions, cancels, requeues, drains and cleans
+// included), reclaims, promotions, cancels, requeues, edits, drains and
+// cleans
 // (in calls of two, so every cursor is crossed), and checks after
 // each that the counts equal a scan of the task hashes, and that every key
 // of the keyed tasks has exactly the tokens it should: one while its first
@@ -86,6 +87,15 @@ func TestRandomOperations(t *testing.T) {
 			if _, _, err := rdb.Cancel(f.ctx, f.c, f.keys, ids[r.IntN(len(ids))]); err != nil {
 				t.Fatal(err)
 			}
+		case x == 96 && len(ids) > 0:
+			id := ids[r.IntN(len(ids))]
+			what := []string{rdb.EditNow, rdb.EditAt, rdb.EditAt, rdb.EditLevel, rdb.EditPayload}[r.IntN(5)]
+			at := time.Now().Add(time.Duration(r.IntN(3)-1) * time.Hour)
+			st, outcome, err := rdb.EditTask(f.ctx, f.c, f.keys, id, what, at, 0, []byte(`2`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			op = fmt.Sprintf("edit %s %s at %s: %s %s", id, what, at.Format(time.TimeOnly), st, outcome)
 		case x == 97:
 			op = "drain"
 			for cursor := ""; ; {
