@@ -105,6 +105,10 @@ type Cron struct {
 	Payload  json.RawMessage // the tasks' payload, JSON
 	Level    string          // priority level ("": the queue's default)
 	Key      string          // the tasks' key (keyed queues)
+	// Start, End and Times limit the schedule (task.Starting, task.Until,
+	// task.Times): zero values are none.
+	Start, End time.Time
+	Times      int64
 }
 
 // HandlerKind says what runs a queue's tasks.

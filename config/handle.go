@@ -66,6 +66,15 @@ func Handle[P, R any](a *app.App, f *File, name string, fn func(ctx context.Cont
 		if c.Key != "" {
 			eo = append(eo, task.Key(c.Key))
 		}
+		if !c.Start.IsZero() {
+			eo = append(eo, task.Starting(c.Start))
+		}
+		if !c.End.IsZero() {
+			eo = append(eo, task.Until(c.End))
+		}
+		if c.Times > 0 {
+			eo = append(eo, task.Times(c.Times))
+		}
 		if err := tq.Cron(c.Name, c.Schedule, p, eo...); err != nil {
 			return nil, fmt.Errorf("%s: queue %q: %w", f.Path, name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/leatdev/leat/internal/schedule"
 	"github.com/leatdev/leat/task"
@@ -20,7 +21,7 @@ func (d *decoder) crons(n *yaml.Node, path string, q *Queue) []Cron {
 	seen := map[string]bool{}
 	for i, c := range n.Content {
 		p := fmt.Sprintf("%s[%d]", path, i)
-		m, _, ok := d.mapping(c, p, []string{"name", "schedule", "payload", "level", "key"})
+		m, _, ok := d.mapping(c, p, []string{"name", "schedule", "payload", "level", "key", "start", "end", "times"})
 		if !ok {
 			continue
 		}
@@ -57,6 +58,26 @@ func (d *decoder) crons(n *yaml.Node, path string, q *Queue) []Cron {
 		}
 		if e, ok := m["key"]; ok {
 			cr.Key, _ = d.str(e.value, join(p, "key"))
+		}
+		for _, f := range []struct {
+			name string
+			at   *time.Time
+		}{{"start", &cr.Start}, {"end", &cr.End}} {
+			if e, ok := m[f.name]; ok {
+				if s, ok := d.str(e.value, join(p, f.name)); ok {
+					t, err := time.Parse(time.RFC3339, s)
+					if err != nil {
+						d.errorf(e.value, join(p, f.name), "%q: want an RFC 3339 time (\"2027-01-01T00:00:00Z\")", s)
+					}
+					*f.at = t
+				}
+			}
+		}
+		if !cr.Start.IsZero() && !cr.End.IsZero() && cr.End.Before(cr.Start) {
+			d.errorf(m["end"].value, join(p, "end"), "%s is before start %s", cr.End.Format(time.RFC3339), cr.Start.Format(time.RFC3339))
+		}
+		if e, ok := m["times"]; ok {
+			cr.Times, _ = d.integer(e.value, join(p, "times"), 1, 1<<40)
 		}
 		switch {
 		case q.Keyed && cr.Key == "":

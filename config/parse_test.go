@@ -42,6 +42,9 @@ queues:
         schedule: "0 3 * * *"
         payload: {text: "a b", n: 2, ok: true, f: 1.5, none: null, list: [1, "x"]}
         level: premium
+        start: "2027-01-01T00:00:00Z"
+        end: "2027-06-30T00:00:00Z"
+        times: 12
     handler:
       exec:
         command: python3 handler.py
@@ -105,7 +108,8 @@ func TestParseFull(t *testing.T) {
 		q.WebhookAttempts != 3 || q.WebhookBackoff != time.Second {
 		t.Fatalf("queue %+v", q)
 	}
-	if len(q.Cron) != 1 || q.Cron[0].Level != "premium" ||
+	if len(q.Cron) != 1 || q.Cron[0].Level != "premium" || q.Cron[0].Times != 12 ||
+		!q.Cron[0].Start.Equal(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) || !q.Cron[0].End.Equal(time.Date(2027, 6, 30, 0, 0, 0, 0, time.UTC)) ||
 		string(q.Cron[0].Payload) != `{"f":1.5,"list":[1,"x"],"n":2,"none":null,"ok":true,"text":"a b"}` {
 		t.Fatalf("cron %+v (%s)", q.Cron, q.Cron[0].Payload)
 	}
@@ -157,6 +161,10 @@ func TestParseRefuses(t *testing.T) {
 		{"backoff", "queues:\n  q:\n    backoff: {min: 1m, max: 1s}\n", []string{`leat.yaml:3: queues.q.backoff: max 1s is below min 1m0s`}},
 		{"cron", "queues:\n  q:\n    cron:\n      - name: n\n        schedule: \"61 * * * *\"\n        level: gold\n", []string{
 			`leat.yaml:5: queues.q.cron[0].schedule: "61 * * * *"`, `leat.yaml:6: queues.q.cron[0].level: unknown level "gold" (levels: default)`,
+		}},
+		{"cron limits", "queues:\n  q:\n    cron:\n      - name: n\n        schedule: \"@hourly\"\n        start: tomorrow\n        times: 0\n      - name: m\n        schedule: \"@hourly\"\n        start: \"2027-02-01T00:00:00Z\"\n        end: \"2027-01-01T00:00:00Z\"\n", []string{
+			`leat.yaml:6: queues.q.cron[0].start: "tomorrow": want an RFC 3339 time`, `leat.yaml:7: queues.q.cron[0].times: must be an integer 1..1099511627776, got 0`,
+			`leat.yaml:11: queues.q.cron[1].end: 2027-01-01T00:00:00Z is before start 2027-02-01T00:00:00Z`,
 		}},
 		{"handler kind", "queues:\n  q:\n    handler:\n      lua: x\n", []string{`leat.yaml:4: queues.q.handler.lua: unknown field (known: exec, wasm)`}},
 		{"wasm handler", "queues:\n  q:\n    handler:\n      wasm:\n        memory_pages: \"8\"\n        read_only: true\n        pool: 1\n", []string{

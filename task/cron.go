@@ -24,8 +24,13 @@ type cronEntry struct {
 	sched   cron.Schedule
 	payload []byte
 	opts    []EnqueueOption
-	next    time.Time // next tick to enqueue; zero until loaded
+	limits  scheduleLimits
+	next    time.Time // next tick to enqueue; zero until loaded or ended
+	count   int64     // ticks enqueued in all (recorded in Redis)
 }
+
+// after returns the schedule's next tick after t.
+func (c *cronEntry) after(t time.Time) time.Time { return schedule.After(c.sched, t) }
 
 // Cron enqueues a task with payload p at every tick of spec, a cron
 // expression (five fields, or six with seconds first, or a descriptor such
@@ -40,6 +45,10 @@ type cronEntry struct {
 // still runs finds a later term there and stops. Ticks follow the app's
 // clock of background schedules: the system's, or the testing kit's
 // (leattest). Register schedules before the worker starts.
+//
+// Starting, Until and Times, among opts, limit the schedule: its first
+// tick, its last, and how many ticks it enqueues in all; an ended schedule
+// enqueues nothing more, whoever leads.
 func (q *Queue[P, R]) Cron(name, spec string, p P, opts ...EnqueueOption) error {
 	if err := rdb.CheckName("cron schedule", name); err != nil {
 		return err
@@ -47,6 +56,10 @@ func (q *Queue[P, R]) Cron(name, spec string, p P, opts ...EnqueueOption) error 
 	s, err := schedule.Parse(spec)
 	if err != nil {
 		return fmt.Errorf("cron schedule %q: %q: %w", name, spec, err)
+	}
+	limits, opts, err := splitScheduleOptions(opts)
+	if err != nil {
+		return fmt.Errorf("cron schedule %q: %w", name, err)
 	}
 	var es enqueueSettings
 	for _, o := range opts {
@@ -69,7 +82,7 @@ func (q *Queue[P, R]) Cron(name, spec string, p P, opts ...EnqueueOption) error 
 			return fmt.Errorf("cron schedule %q is already registered", name)
 		}
 	}
-	q.cron = append(q.cron, &cronEntry{name: name, sched: s, payload: b, opts: opts})
+	q.cron = append(q.cron, &cronEntry{name: name, sched: s, payload: b, opts: opts, limits: limits})
 	return nil
 }
 
@@ -84,10 +97,14 @@ func (q *core) loadCron(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("task queue %q: load cron ticks: %w", q.name, err)
 	}
 	for _, c := range q.cron {
-		c.next = schedule.After(c.sched, now)
+		c.next, c.count = c.first(now), 0
 		if v, ok := m[c.name]; ok {
-			if ms, err := strconv.ParseInt(strings.SplitN(v, ":", 2)[0], 10, 64); err == nil {
-				c.next = schedule.After(c.sched, time.UnixMilli(ms))
+			f := strings.Split(v, ":")
+			if ms, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				c.next = c.first(time.UnixMilli(ms))
+			}
+			if len(f) == 3 {
+				c.count, _ = strconv.ParseInt(f[2], 10, 64)
 			}
 		}
 	}
@@ -127,6 +144,9 @@ var errDeposed = errors.New("task: a later leader term fired cron ticks")
 func (q *core) fireCron(ctx context.Context, term int64, now time.Time) (time.Time, error) {
 	var next time.Time
 	for _, c := range q.cron {
+		if c.next.IsZero() {
+			continue // ended
+		}
 		due := 0
 		for t := c.next; !t.After(now) && due <= maxCatchUp; t = schedule.After(c.sched, t) {
 			due++
@@ -136,6 +156,9 @@ func (q *core) fireCron(ctx context.Context, term int64, now time.Time) (time.Ti
 		}
 		for !c.next.After(now) && ctx.Err() == nil {
 			tick := c.next
+			if c.ended(tick) {
+				break
+			}
 			opts := append([]EnqueueOption{scheduleID(ReservedIDPrefix + c.name + ":" + strconv.FormatInt(tick.UnixMilli(), 10))}, c.opts...)
 			if _, err := q.enqueueRaw(ctx, [][]byte{c.payload}, opts); err != nil && !errors.Is(err, ErrDuplicate) {
 				q.log.Warn("cron enqueue failed", "schedule", c.name, "error", err)
@@ -149,7 +172,15 @@ func (q *core) fireCron(ctx context.Context, term int64, now time.Time) (time.Ti
 			if r < 0 {
 				return next, fmt.Errorf("task queue %q: %w", q.name, errDeposed)
 			}
+			if r > 0 {
+				c.count = int64(r)
+			}
 			c.next = schedule.After(c.sched, tick)
+		}
+		if c.ended(c.next) {
+			q.log.Info("cron schedule ended", "schedule", c.name, "ticks", c.count)
+			c.next = time.Time{}
+			continue
 		}
 		if next.IsZero() || c.next.Before(next) {
 			next = c.next

@@ -107,7 +107,7 @@ func (s KeySpace) TaskConfig(queue string) string { return s.key("tconf", s.task
 func (s KeySpace) TaskWorkers(queue string) string { return s.key("tworkers", s.taskTag(queue)) }
 
 // TaskCron is the hash of the last fired tick of each cron schedule of a
-// queue: field = schedule name, value = "tick-ms:term" (no TTL).
+// queue: field = schedule name, value = "tick-ms:term:count" (no TTL).
 func (s KeySpace) TaskCron(queue string) string { return s.key("tcron", s.taskTag(queue)) }
 
 // TaskCancel is the channel on which cancellations of running tasks of a

@@ -18,8 +18,8 @@ var (
 )
 
 // CronTick records that tick of schedule name was enqueued by the leader of
-// term (cron.lua): 1 recorded, 0 recorded before, -1 a later term recorded
-// one (stop).
+// term (cron.lua): the schedule's count of ticks when recorded (1 or more),
+// 0 recorded before, -1 a later term recorded one (stop).
 //
 // KEYS: cron hash. ARGV: name, tick ms, term.
 func CronTick(ctx context.Context, c redis.Scripter, cronKey, name string, tick time.Time, term int64) (int, error) {
@@ -28,7 +28,7 @@ func CronTick(ctx context.Context, c redis.Scripter, cronKey, name string, tick 
 }
 
 // CronTicks returns the cron hash cronKey: the last tick recorded per
-// schedule name ("TICK_MS:TERM", see cron.lua).
+// schedule name ("TICK_MS:TERM:COUNT", see cron.lua).
 func CronTicks(ctx context.Context, c redis.Cmdable, cronKey string) (map[string]string, error) {
 	return c.HGetAll(ctx, cronKey).Result()
 }
