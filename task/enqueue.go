@@ -50,6 +50,8 @@ type enqueueSettings struct {
 	webhook    string
 	hookSecret string
 	headers    map[string]string // merged Headers options
+	uniqueMode string            // rdb.UniqueDebounce, rdb.UniqueThrottle or ""
+	debounce   time.Duration     // Debounce's delay
 	scheduled  bool              // the ID is a schedule's tick (scheduleID)
 }
 
@@ -151,7 +153,7 @@ func Unique(ttl time.Duration) EnqueueOption {
 		if ttl <= 0 {
 			return fmt.Errorf("unique TTL %s must be positive", ttl)
 		}
-		s.unique, s.uniqueTTL = true, ttl
+		s.unique, s.uniqueTTL, s.uniqueMode, s.debounce = true, ttl, "", 0
 		return nil
 	})
 }
@@ -163,7 +165,7 @@ func UniqueKey(key string, ttl time.Duration) EnqueueOption {
 		if key == "" || ttl <= 0 {
 			return fmt.Errorf("unique key %q, TTL %s: need a key and a positive TTL", key, ttl)
 		}
-		s.unique, s.uniqueKey, s.uniqueTTL = true, key, ttl
+		s.unique, s.uniqueKey, s.uniqueTTL, s.uniqueMode, s.debounce = true, key, ttl, "", 0
 		return nil
 	})
 }
@@ -174,6 +176,39 @@ func UniqueKey(key string, ttl time.Duration) EnqueueOption {
 func Priority(level string) EnqueueOption {
 	return enqueueFunc(func(s *enqueueSettings) error {
 		s.priority = level
+		return nil
+	})
+}
+
+// Debounce enqueues the task after d, unique by key: while the key's task
+// is still waiting for its time, a Debounce of the same key replaces that
+// task's payload and headers and moves it to d from now instead of adding a
+// task, and returns its ID with no error; once that task is ready, running
+// or ended, a new one is enqueued. Only the last of a burst runs, d after
+// the burst. It writes the waiting task, which a producer's Redis ACL does
+// not allow (docs/configuration.md): debounce from a worker's or an
+// operator's user.
+func Debounce(key string, d time.Duration) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if key == "" || d <= 0 {
+			return fmt.Errorf("debounce key %q, delay %s: need a key and a positive delay", key, d)
+		}
+		s.unique, s.uniqueKey, s.uniqueTTL, s.uniqueMode = true, key, d+time.Hour, rdb.UniqueDebounce
+		s.debounce = d
+		return nil
+	})
+}
+
+// Throttle enqueues the task unless a task of the same key was enqueued
+// less than window ago, whether that task has ended or not: at most one
+// task per key and window (ErrDuplicate and the first task's ID
+// otherwise).
+func Throttle(key string, window time.Duration) EnqueueOption {
+	return enqueueFunc(func(s *enqueueSettings) error {
+		if key == "" || window <= 0 {
+			return fmt.Errorf("throttle key %q, window %s: need a key and a positive window", key, window)
+		}
+		s.unique, s.uniqueKey, s.uniqueTTL, s.uniqueMode = true, key, window, rdb.UniqueThrottle
 		return nil
 	})
 }
@@ -294,12 +329,15 @@ func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []Enqueue
 	if s.delay > 0 {
 		runAt = time.Now().Add(s.delay)
 	}
+	if s.debounce > 0 {
+		runAt = time.Now().Add(s.debounce)
+	}
 	tasks := make([]rdb.NewTask, len(payloads))
 	for i, p := range payloads {
 		t := rdb.NewTask{
 			ID: s.id, Payload: p, Level: level, RunAt: runAt, MaxRetries: maxRetries, Timeout: timeout,
 			Retention: retention, Key: s.key, UniqueKey: s.uniqueKey, UniqueTTL: s.uniqueTTL,
-			Webhook: s.webhook, WebhookSecret: s.hookSecret, Headers: headers,
+			Webhook: s.webhook, WebhookSecret: s.hookSecret, Headers: headers, UniqueMode: s.uniqueMode,
 		}
 		if t.ID == "" {
 			t.ID = uuid.Must(uuid.NewV7()).String()
@@ -339,6 +377,9 @@ func (q *core) checkEnqueue(s *enqueueSettings, n int) error {
 	}
 	if !s.runAt.IsZero() && s.delay > 0 {
 		return errors.New("At and Delay are exclusive")
+	}
+	if s.debounce > 0 && (!s.runAt.IsZero() || s.delay > 0) {
+		return errors.New("Debounce sets the delay: not with At or Delay")
 	}
 	if _, ok := q.level(s.priority); !ok {
 		names := make([]string, len(q.set.levels))

@@ -228,7 +228,8 @@ end
 
 local function release_unique(h, id, u)
   if u == nil then u = redis.call('HGET', h, 'u') end
-  if u and u ~= '' then
+  -- a throttle's key (field 'ut') stays for its whole TTL
+  if u and u ~= '' and not redis.call('HGET', h, 'ut') then
     local uk = KEYS[7] .. u
     if redis.call('GET', uk) == id then redis.call('DEL', uk) end
   end

@@ -59,12 +59,23 @@ type NewTask struct {
 	// Headers are the task's headers as a JSON object of strings (nil =
 	// none).
 	Headers []byte
+	// UniqueMode is what a unique key does (UniqueKey): "" refuses the
+	// task while the key's task has not ended; UniqueDebounce replaces the
+	// payload and due time of the key's task while it is scheduled;
+	// UniqueThrottle keeps the key for its whole TTL, the task ended or not.
+	UniqueMode string
 }
+
+// Unique modes of NewTask.
+const (
+	UniqueDebounce = "debounce"
+	UniqueThrottle = "throttle"
+)
 
 // EnqueueArgs returns the ARGV of enqueue.lua for tasks of the queue whose
 // task hashes start with prefix (KeySpace.TaskPrefix).
 func EnqueueArgs(prefix string, tasks []NewTask) []any {
-	args := make([]any, 0, 2+14*len(tasks))
+	args := make([]any, 0, 2+15*len(tasks))
 	args = append(args, prefix, len(tasks))
 	for _, t := range tasks {
 		var at int64
@@ -73,7 +84,7 @@ func EnqueueArgs(prefix string, tasks []NewTask) []any {
 		}
 		args = append(args, t.ID, t.Payload, t.Level, at, t.MaxRetries, t.Timeout.Milliseconds(),
 			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook, t.Token, t.Headers,
-			t.WebhookSecret)
+			t.WebhookSecret, t.UniqueMode)
 	}
 	return args
 }
@@ -84,7 +95,7 @@ func EnqueueArgs(prefix string, tasks []NewTask) []any {
 //
 // KEYS: Target.Keys. ARGV: Target.Prefix, n, then id, payload, level, run-at ms, max retries,
 // timeout ms, retention ms, unique key, unique TTL ms, key, webhook, token,
-// headers, webhook secret per task. A task that exists with its ID and its non-empty Token (an
+// headers, webhook secret, unique mode per task. A task that exists with its ID and its non-empty Token (an
 // earlier run of the same call) counts as created.
 func Enqueue(ctx context.Context, c redis.Scripter, q Target, tasks []NewTask) (created []bool, ids []string, err error) {
 	v, err := enqueue.Run(ctx, c, q.Keys, EnqueueArgs(q.Prefix, tasks)...).Slice()

@@ -13,19 +13,26 @@
 --   KEYS[7]  set of keys with tasks waiting or running
 --   KEYS[8]  wake list of the queue's leader
 -- ARGV[1]  task hash prefix (+ task ID): read, and written only by RENAMENX
--- ARGV[2]  number of tasks n, then 14 values per task:
+-- ARGV[2]  number of tasks n, then 15 values per task:
 --          id, payload, level, run-at ms (0 = now), max retries, timeout ms,
 --          retention ms, unique key ("" = none), unique TTL ms, task key
 --          ("" = unkeyed), webhook URL ("" = none), enqueue token ("" =
 --          none: a random value of the caller's enqueue, kept in field 'n'),
 --          headers (a JSON object of strings, kept in field 'h'; "" = none),
---          webhook signing secret (kept in field 'whk'; "" = none)
+--          webhook signing secret (kept in field 'whk'; "" = none),
+--          unique mode: "" (the key refuses tasks until its task ends),
+--          "debounce" (a task of the key still scheduled gets this one's
+--          payload, headers and due time instead: status 3) or "throttle"
+--          (the key refuses tasks for its whole TTL: field 'ut' keeps
+--          release_unique from freeing it when the task ends)
 --
 -- Returns {status, id, ...} per task: status 1 when created, 0 when a task
 -- with this ID or unique key exists (id is then the existing task's ID),
 -- 2 when the existing task is this very one, created by an earlier run of
 -- the same enqueue (same ID and same non-empty token) whose reply was lost:
--- running a call again never creates a task twice.
+-- running a call again never creates a task twice; 3 when a debounce
+-- updated the key's scheduled task (id is its ID). A debounce writes that
+-- task's hash, which a producer's ACL does not allow.
 
 -- The helpers of common.lua index KEYS by the common layout: the keys of
 -- this call go where they look for them (an enqueue never touches the
@@ -38,14 +45,31 @@ local now = now_ms()
 local now_text = tostring(now)
 local out = {}
 for i = 0, n - 1 do
-  local b = 3 + i * 14
+  local b = 3 + i * 15
   local id, payload, level, run_at = ARGV[b], ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
-  local ukey, uttl, key, token = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9], ARGV[b + 11]
+  local ukey, uttl, key, token, mode = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9], ARGV[b + 11], ARGV[b + 14]
   local h = KEYS[1] .. id
   local existing = nil
   if ukey ~= '' then existing = redis.call('GET', KEYS[7] .. ukey) end
+  local debounced = false
+  if existing and mode == 'debounce' and existing ~= id then
+    local eh = KEYS[1] .. existing
+    if redis.call('HGET', eh, 's') == 'scheduled' and run_at > now then
+      redis.call('HSET', eh, 'p', payload, 'd', ARGV[b + 3])
+      if ARGV[b + 12] ~= '' then redis.call('HSET', eh, 'h', ARGV[b + 12]) else redis.call('HDEL', eh, 'h') end
+      redis.call('ZADD', KEYS[3], ARGV[b + 3], existing)
+      wake_if_first(existing)
+      redis.call('SET', KEYS[7] .. ukey, existing, 'PX', uttl)
+      debounced = true
+    else
+      existing = nil -- ready, running or ended: a new task takes the key
+    end
+  end
   if not existing and redis.call('EXISTS', h) == 1 then existing = id end
-  if existing and existing == id and token ~= '' and redis.call('HGET', h, 'n') == token then
+  if debounced then
+    table.insert(out, 3)
+    table.insert(out, existing)
+  elseif existing and existing == id and token ~= '' and redis.call('HGET', h, 'n') == token then
     table.insert(out, 2)
     table.insert(out, id)
   elseif existing then
@@ -69,6 +93,7 @@ for i = 0, n - 1 do
     if ARGV[b + 10] ~= '' then redis.call('HSET', st, 'wh', ARGV[b + 10]) end
     if ARGV[b + 13] ~= '' then redis.call('HSET', st, 'whk', ARGV[b + 13]) end
     if token ~= '' then redis.call('HSET', st, 'n', token) end
+    if mode == 'throttle' then redis.call('HSET', st, 'ut', '1') end
     if ARGV[b + 12] ~= '' then redis.call('HSET', st, 'h', ARGV[b + 12]) end
     -- h does not exist (checked above, in this same script): the rename
     -- cannot fail
