@@ -153,6 +153,7 @@ func (w *worker) record(ctx context.Context, batch []ended) error {
 	}
 	w.hook(batch, cmds)
 	w.wakeGlobalWaiters(ctx)
+	w.advanceFlows(ctx, batch, cmds)
 	return nil
 }
 

@@ -63,7 +63,7 @@ var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
 const ReservedIDPrefix = "cron:"
 
 // ID gives the task an ID of the caller's choice (1 to 200 letters, digits,
-// '_', '.', ':', '-', not starting with ReservedIDPrefix), instead of a
+// '_', '.', ':', '-', not starting with ReservedIDPrefix or FlowIDPrefix), instead of a
 // generated one. Enqueueing a second task with an ID that exists returns
 // ErrDuplicate. Not for EnqueueMany.
 func ID(id string) EnqueueOption {
@@ -73,6 +73,9 @@ func ID(id string) EnqueueOption {
 		}
 		if strings.HasPrefix(id, ReservedIDPrefix) {
 			return fmt.Errorf("task ID %q is reserved: IDs starting with %q are the cron scheduler's", id, ReservedIDPrefix)
+		}
+		if strings.HasPrefix(id, FlowIDPrefix) {
+			return fmt.Errorf("task ID %q is reserved: IDs starting with %q are flow nodes'", id, FlowIDPrefix)
 		}
 		s.id = id
 		return nil
@@ -291,24 +294,35 @@ func encodePayload(p any) ([]byte, error) {
 
 // enqueueRaw creates a task per encoded payload.
 func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []EnqueueOption) ([]string, error) {
+	tasks, s, err := q.newTasks(payloads, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.registerRetry(ctx); err != nil {
+		return nil, err
+	}
+	return q.create(ctx, tasks, s.id == "")
+}
+
+// newTasks checks opts and returns the tasks an enqueue of payloads
+// creates, with the settings opts make (an error matching ErrInvalid when
+// they are refused).
+func (q *core) newTasks(payloads [][]byte, opts []EnqueueOption) ([]rdb.NewTask, *enqueueSettings, error) {
 	var s enqueueSettings
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
 		if err := o.applyEnqueue(&s); err != nil {
-			return nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
+			return nil, nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
 		}
 	}
 	if err := q.checkEnqueue(&s, len(payloads)); err != nil {
-		return nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
+		return nil, nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
 	}
 	headers, err := encodeHeaders(s.headers)
 	if err != nil {
-		return nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
-	}
-	if err := q.registerRetry(ctx); err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("%w: task queue %q: %w", ErrInvalid, q.name, err)
 	}
 	if !s.unique && q.set.uniqueTTL > 0 {
 		s.unique, s.uniqueTTL = true, q.set.uniqueTTL // UniqueFor
@@ -350,7 +364,7 @@ func (q *core) enqueueRaw(ctx context.Context, payloads [][]byte, opts []Enqueue
 		}
 		tasks[i] = t
 	}
-	return q.create(ctx, tasks, s.id == "")
+	return tasks, &s, nil
 }
 
 // newToken returns a random enqueue token: 16 hex digits.

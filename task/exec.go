@@ -259,7 +259,7 @@ func (e *Exec) Handle(ctx context.Context, t *Task[json.RawMessage]) (json.RawMe
 	e.mu.Lock()
 	gated := e.gated
 	e.mu.Unlock()
-	res, err := e.run(ctx, !gated, t.ID, t.Payload, t.Attempt, t.Headers, func(kind string, data json.RawMessage) {
+	res, err := e.run(ctx, !gated, t.ID, t.Payload, t.Attempt, t.Headers, t.Parents, func(kind string, data json.RawMessage) {
 		if err := t.send(kind, data); err != nil {
 			e.log.Warn("task update lost", "task", t.ID, "error", err)
 		}
@@ -283,7 +283,7 @@ func (e *Exec) RunOnce(ctx context.Context, id string, payload json.RawMessage, 
 	e.mu.Lock()
 	e.once = true
 	e.mu.Unlock()
-	return e.run(ctx, false, id, payload, 1, nil, report, nil)
+	return e.run(ctx, false, id, payload, 1, nil, nil, report, nil)
 }
 
 // Close stops the processes: their stdin is closed, and those still alive

@@ -101,11 +101,11 @@ func (c *child) keepTail(line string) {
 	c.tail = append(c.tail, line)
 }
 
-func (e *Exec) run(ctx context.Context, retry bool, id string, payload json.RawMessage, attempt int, headers map[string]string, report func(string, json.RawMessage), logLines func([]string)) (json.RawMessage, error) {
+func (e *Exec) run(ctx context.Context, retry bool, id string, payload json.RawMessage, attempt int, headers map[string]string, parents map[string]Parent, report func(string, json.RawMessage), logLines func([]string)) (json.RawMessage, error) {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	line, err := json.Marshal(request{TaskID: id, Payload: payload, Attempt: attempt, Headers: headers})
+	line, err := json.Marshal(request{TaskID: id, Payload: payload, Attempt: attempt, Headers: headers, Parents: parents})
 	if err != nil {
 		return nil, SkipRetry(fmt.Errorf("encode request: %w", err))
 	}

@@ -14,6 +14,9 @@ type request struct {
 	Attempt int             `json:"attempt"`
 	// Headers are the task's headers (task.Headers), absent when none.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Parents are a flow node's parents (Task.Parents), absent for a task
+	// of no flow.
+	Parents map[string]Parent `json:"parents,omitempty"`
 }
 
 // message is a line a process writes.

@@ -3,8 +3,10 @@ package task_test
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/task"
 )
 
 func TestMain(m *testing.M) {
@@ -12,5 +14,6 @@ func TestMain(m *testing.M) {
 	if os.Getenv(workerModeEnv) != "" {
 		os.Exit(workerProcessMain())
 	}
+	task.SetFlowTimings(100*time.Millisecond, time.Second, 300*time.Millisecond)
 	redistest.Main(m)
 }

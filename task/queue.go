@@ -140,6 +140,11 @@ func Handle[P, R any](a *app.App, name string, fn func(ctx context.Context, t *T
 	if err := a.Background("task-"+name, q.lead, app.Schedule{LeaderOnly: true, Lease: rdb.TaskLease(name)}); err != nil {
 		return nil, err
 	}
+	// The app's flows are moved on by the workers of their queues, and
+	// repaired by one of them (flow_sweep.go).
+	if err := registerFlowSweep(a); err != nil {
+		return nil, err
+	}
 	return q, nil
 }
 

@@ -49,6 +49,12 @@ func (q *Queue[P, R]) call(ctx context.Context, f *rdb.Fetched, payload []byte, 
 		var zero R
 		return zero, SkipRetry(fmt.Errorf("decode payload: %w", err))
 	}
+	parents, err := q.parents(ctx, f.ID)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	t.Parents = parents
 	return q.handler(ctx, t)
 }
 

@@ -26,6 +26,11 @@ type Task[P any] struct {
 	// Headers are the task's headers, as enqueued (see Headers; nil when
 	// none).
 	Headers map[string]string
+	// Parents are, for a node of a flow (AddNode), what it sees of its
+	// parents, by node name: those that succeeded, with their results, and
+	// those that failed with the policy ContinueOnFailure, with their
+	// errors (nil for a task of no flow).
+	Parents map[string]Parent
 
 	rep reporter // where Progress and Partial go (nil: nowhere)
 }

@@ -1,0 +1,320 @@
+// Flows: the scripts of a flow's record (flow_*.lua, all in the flow's
+// hash slot) and the app's indexes of flows (FlowsLive, FlowsDone). The
+// scripts that create and release a flow's node tasks run in their queues'
+// slots (task_flow.go).
+
+package rdb
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed flow_create.lua
+	flowCreateSrc string
+	//go:embed flow_start.lua
+	flowStartSrc string
+	//go:embed flow_node.lua
+	flowNodeSrc string
+	//go:embed flow_cancel.lua
+	flowCancelSrc string
+	//go:embed flow_parents.lua
+	flowParentsSrc string
+
+	flowCreate  = redis.NewScript(Describe("flow_create.lua", flowCreateSrc))
+	flowStart   = redis.NewScript(Describe("flow_start.lua", flowStartSrc))
+	flowNode    = redis.NewScript(Describe("flow_node.lua", flowNodeSrc))
+	flowCancel  = redis.NewScript(Describe("flow_cancel.lua", flowCancelSrc))
+	flowParents = redis.NewScript(Describe("flow_parents.lua", flowParentsSrc))
+)
+
+// FlowNodeDef is a node of a flow as its record keeps it.
+type FlowNodeDef struct {
+	Name, Queue, Policy string
+	Parents, Children   string // comma-separated names
+	NParents            int
+}
+
+// FlowRef is a node of a flow and its queue.
+type FlowRef struct{ Node, Queue string }
+
+// FlowCreate records flow id as submitting (flow_create.lua) and returns
+// "created", or the state of the flow that exists with this ID.
+//
+// KEYS: record, definition. ARGV: retention ms, definition, n, then name,
+// queue, policy, parents, children, parent count per node.
+func FlowCreate(ctx context.Context, c redis.Scripter, s KeySpace, id string, retention time.Duration, def []byte, nodes []FlowNodeDef) (string, error) {
+	args := make([]any, 0, 3+6*len(nodes))
+	args = append(args, retention.Milliseconds(), def, len(nodes))
+	for _, n := range nodes {
+		args = append(args, n.Name, n.Queue, n.Policy, n.Parents, n.Children, n.NParents)
+	}
+	return flowCreate.Run(ctx, c, []string{s.Flow(id), s.FlowDef(id)}, args...).Text()
+}
+
+// FlowStart marks flow id running and its roots queued (flow_start.lua),
+// and returns its state and the nodes to release.
+//
+// KEYS: record, release set. ARGV: the roots.
+func FlowStart(ctx context.Context, c redis.Scripter, s KeySpace, id string, roots []string) (string, []FlowRef, error) {
+	args := make([]any, len(roots))
+	for i, r := range roots {
+		args[i] = r
+	}
+	v, err := flowStart.Run(ctx, c, []string{s.Flow(id), s.FlowRelease(id)}, args...).Slice()
+	if err != nil {
+		return "", nil, err
+	}
+	if len(v) == 0 {
+		return "", nil, errors.New("flow start: empty reply")
+	}
+	return toString(v[0]), refs(v[1:]), nil
+}
+
+// FlowStep is what recording a node's outcome (FlowNode) or cancelling a
+// flow (FlowCancel) leaves to do.
+type FlowStep struct {
+	State   string    // the flow's state after the call ("" for no such flow)
+	Expiry  time.Time // the end of the flow's retention, once it ended
+	Release []FlowRef // node tasks to release
+	Cancel  []FlowRef // node tasks to cancel
+}
+
+// FlowNode records how node's task ended (flow_node.lua): outcome
+// succeeded (data = result), failed, dead or cancelled (data = error).
+//
+// KEYS: record, release set, cancel set, definition. ARGV: node, outcome,
+// data.
+func FlowNode(ctx context.Context, c redis.Scripter, s KeySpace, id, node, outcome string, data []byte) (FlowStep, error) {
+	v, err := flowNode.Run(ctx, c, flowKeys(s, id), node, outcome, data).Slice()
+	if err != nil {
+		return FlowStep{}, err
+	}
+	if len(v) < 3 {
+		return FlowStep{}, fmt.Errorf("flow node: reply of %d values", len(v))
+	}
+	st := FlowStep{State: toString(v[0])}
+	if ms := toInt(v[1]); ms > 0 {
+		st.Expiry = time.UnixMilli(ms)
+	}
+	all := refs(v[3:])
+	r := min(int(toInt(v[2])), len(all))
+	st.Release, st.Cancel = all[:r], all[r:]
+	return st, nil
+}
+
+// FlowCancel cancels running flow id (flow_cancel.lua) and returns its
+// state before and the node tasks to cancel.
+//
+// KEYS: record, release set, cancel set, definition.
+func FlowCancel(ctx context.Context, c redis.Scripter, s KeySpace, id string) (FlowStep, error) {
+	v, err := flowCancel.Run(ctx, c, flowKeys(s, id)).Slice()
+	if err != nil {
+		return FlowStep{}, err
+	}
+	st := FlowStep{State: toString(v[0])}
+	if len(v) >= 2 {
+		st.Expiry = time.UnixMilli(toInt(v[1]))
+		st.Cancel = refs(v[2:])
+	}
+	return st, nil
+}
+
+func flowKeys(s KeySpace, id string) []string {
+	return []string{s.Flow(id), s.FlowRelease(id), s.FlowCancel(id), s.FlowDef(id)}
+}
+
+// FlowParent is what a node's handler sees of one of its parents.
+type FlowParent struct {
+	Node, State, Result, Error string
+}
+
+// FlowParents returns what node's handler sees of its parents
+// (flow_parents.lua).
+//
+// KEYS: record. ARGV: node.
+func FlowParents(ctx context.Context, c redis.Scripter, s KeySpace, id, node string) ([]FlowParent, error) {
+	v, err := flowParents.Run(ctx, c, []string{s.Flow(id)}, node).Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]FlowParent, 0, len(v)/4)
+	for i := 0; i+3 < len(v); i += 4 {
+		out = append(out, FlowParent{Node: toString(v[i]), State: toString(v[i+1]), Result: toString(v[i+2]), Error: toString(v[i+3])})
+	}
+	return out, nil
+}
+
+func refs(v []any) []FlowRef {
+	out := make([]FlowRef, 0, len(v)/2)
+	for i := 0; i+1 < len(v); i += 2 {
+		out = append(out, FlowRef{Node: toString(v[i]), Queue: toString(v[i+1])})
+	}
+	return out
+}
+
+// FlowDone removes nodes from flow id's release set (done: their tasks
+// were released) and cancel set (done: cancelled), in one round trip.
+func FlowDone(ctx context.Context, c redis.UniversalClient, s KeySpace, id string, released, cancelled []string) error {
+	if len(released) == 0 && len(cancelled) == 0 {
+		return nil
+	}
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if len(released) > 0 {
+			p.SRem(ctx, s.FlowRelease(id), strs(released)...)
+		}
+		if len(cancelled) > 0 {
+			p.SRem(ctx, s.FlowCancel(id), strs(cancelled)...)
+		}
+		return nil
+	})
+	return err
+}
+
+func strs(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// FlowIndex adds flow id to the app's live flows (score: now).
+func FlowIndex(ctx context.Context, c redis.UniversalClient, s KeySpace, id string, at time.Time) error {
+	return c.ZAddNX(ctx, s.FlowsLive(), redis.Z{Score: float64(at.UnixMilli()), Member: id}).Err()
+}
+
+// FlowEnded moves flow id from the live flows to the ended ones, kept
+// there until expiry (the end of its retention).
+func FlowEnded(ctx context.Context, c redis.UniversalClient, s KeySpace, id string, expiry time.Time) error {
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, s.FlowsDone(), redis.Z{Score: float64(expiry.UnixMilli()), Member: id})
+		p.ZRem(ctx, s.FlowsLive(), id)
+		return nil
+	})
+	return err
+}
+
+// FlowForget removes flow id from the live flows (its record is gone).
+func FlowForget(ctx context.Context, c redis.UniversalClient, s KeySpace, id string) error {
+	return c.ZRem(ctx, s.FlowsLive(), id).Err()
+}
+
+// FlowIDs returns the app's live flows (oldest first, at most n; their
+// scores are created ms) and, with ended, the ended ones kept until now
+// or later (scores: end of retention).
+func FlowIDs(ctx context.Context, c redis.UniversalClient, s KeySpace, n int64, ended bool) (live, done []redis.Z, err error) {
+	live, err = c.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: s.FlowsLive(), Start: 0, Stop: n - 1}).Result()
+	if err != nil || !ended {
+		return live, nil, err
+	}
+	done, err = c.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
+		Key: s.FlowsDone(), ByScore: true, Start: strconv.FormatInt(time.Now().UnixMilli(), 10), Stop: "+inf",
+		Count: n,
+	}).Result()
+	return live, done, err
+}
+
+// FlowTrimDone removes the ended flows whose retention ended before now.
+func FlowTrimDone(ctx context.Context, c redis.UniversalClient, s KeySpace, now time.Time) error {
+	return c.ZRemRangeByScore(ctx, s.FlowsDone(), "-inf", strconv.FormatInt(now.UnixMilli(), 10)).Err()
+}
+
+// FlowState is what a listing or the sweep reads of a flow's record.
+type FlowState struct {
+	State            string
+	Created, Changed time.Time
+	Ended            time.Time
+	Nodes, Left      int
+	Retention        time.Duration
+	Release, Cancel  []string // members of the release and cancel sets (Sweep reads only)
+}
+
+// FlowStates reads the state of flows ids in one round trip; a flow whose
+// record is gone has State "". With sets, the release and cancel sets too.
+func FlowStates(ctx context.Context, c redis.UniversalClient, s KeySpace, ids []string, sets bool) ([]FlowState, error) {
+	pipe := c.Pipeline()
+	hm := make([]*redis.SliceCmd, len(ids))
+	rel := make([]*redis.StringSliceCmd, len(ids))
+	can := make([]*redis.StringSliceCmd, len(ids))
+	for i, id := range ids {
+		hm[i] = pipe.HMGet(ctx, s.Flow(id), "st", "c", "at", "f", "n", "left", "ret")
+		if sets {
+			rel[i] = pipe.SMembers(ctx, s.FlowRelease(id))
+			can[i] = pipe.SMembers(ctx, s.FlowCancel(id))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]FlowState, len(ids))
+	for i := range ids {
+		v := hm[i].Val()
+		if len(v) < 7 {
+			continue
+		}
+		ms := func(x any) time.Time {
+			if n, _ := strconv.ParseInt(toString(x), 10, 64); n > 0 {
+				return time.UnixMilli(n)
+			}
+			return time.Time{}
+		}
+		num := func(x any) int { n, _ := strconv.Atoi(toString(x)); return n }
+		out[i] = FlowState{State: toString(v[0]), Created: ms(v[1]), Changed: ms(v[2]), Ended: ms(v[3]), Nodes: num(v[4]), Left: num(v[5]),
+			Retention: time.Duration(num(v[6])) * time.Millisecond}
+		if sets {
+			out[i].Release, out[i].Cancel = rel[i].Val(), can[i].Val()
+		}
+	}
+	return out, nil
+}
+
+// FlowRecord returns every field of flow id's record (empty: no such flow).
+func FlowRecord(ctx context.Context, c redis.UniversalClient, s KeySpace, id string) (map[string]string, error) {
+	return c.HGetAll(ctx, s.Flow(id)).Result()
+}
+
+// FlowQueues returns the queue of each of nodes of flow id ("" for an
+// unknown node).
+func FlowQueues(ctx context.Context, c redis.UniversalClient, s KeySpace, id string, nodes []string) ([]string, error) {
+	fields := make([]string, len(nodes))
+	for i, n := range nodes {
+		fields[i] = "q:" + n
+	}
+	v, err := c.HMGet(ctx, s.Flow(id), fields...).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(nodes))
+	for i := range nodes {
+		if i < len(v) {
+			out[i] = toString(v[i])
+		}
+	}
+	return out, nil
+}
+
+// FlowRecordState returns the state of flow id ("" for no such flow).
+func FlowRecordState(ctx context.Context, c redis.UniversalClient, s KeySpace, id string) (string, error) {
+	v, err := c.HGet(ctx, s.Flow(id), "st").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, err
+}
+
+// FlowDefinition returns flow id's definition (nil when gone).
+func FlowDefinition(ctx context.Context, c redis.UniversalClient, s KeySpace, id string) ([]byte, error) {
+	b, err := c.Get(ctx, s.FlowDef(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return b, err
+}

@@ -1,0 +1,159 @@
+// Moving flows on: when a node's task has ended and its outcome is
+// recorded in its queue, the worker records it in the flow
+// (rdb.FlowNode), which answers with the children that became ready and
+// the nodes to cancel; the worker then releases and cancels those in their
+// queues and confirms it. What a kill or a lost reply leaves undone in
+// between, the sweep (flow_sweep.go) does.
+
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/rdb"
+	"github.com/redis/go-redis/v9"
+)
+
+// flows is what moves an app's flows on.
+type flows struct {
+	c   redis.UniversalClient
+	ks  rdb.KeySpace
+	log *slog.Logger
+}
+
+func flowsOf(a *app.App) *flows {
+	cfg := a.Config()
+	return &flows{c: a.Client(), ks: rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name), log: a.Logger()}
+}
+
+// A Parent is what a flow node's handler sees of one of its parents.
+type Parent struct {
+	// State is the parent's: Succeeded, or Failed, Dead or Cancelled when
+	// its failure policy is ContinueOnFailure.
+	State State `json:"state"`
+	// Result is the parent's result (JSON) when it succeeded.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Error is the parent's last error when it did not succeed.
+	Error string `json:"error,omitempty"`
+}
+
+// parents returns what the handler of flow node taskID sees of its
+// parents (nil for a task of no flow).
+func (q *core) parents(ctx context.Context, taskID string) (map[string]Parent, error) {
+	id, node, ok := flowNodeOf(taskID)
+	if !ok {
+		return nil, nil
+	}
+	ps, err := rdb.FlowParents(ctx, q.rdb, q.ks, id, node)
+	if err != nil {
+		return nil, fmt.Errorf("read the results of the flow node's parents: %w", err)
+	}
+	out := make(map[string]Parent, len(ps))
+	for _, p := range ps {
+		pa := Parent{State: State(p.State), Error: p.Error}
+		if p.Result != "" && json.Valid([]byte(p.Result)) {
+			pa.Result = json.RawMessage(p.Result)
+		}
+		out[p.Node] = pa
+	}
+	return out, nil
+}
+
+// advanceFlows records in their flows the outcomes of flow nodes of batch
+// that ended their tasks (the finish.lua calls cmds recorded them). A
+// failure is logged: the sweep finds the node later.
+func (w *worker) advanceFlows(ctx context.Context, batch []ended, cmds rdb.FinishReplies) {
+	var fl *flows
+	for c := range cmds {
+		for i, st := range cmds.States(c) {
+			k := c*completeBatch + i
+			if k >= len(batch) || !State(st).Final() {
+				continue
+			}
+			e := batch[k]
+			if _, _, ok := flowNodeOf(e.ID); !ok {
+				continue
+			}
+			if fl == nil {
+				fl = &flows{c: w.q.rdb, ks: w.q.ks, log: w.q.log}
+			}
+			if err := fl.nodeEnded(ctx, e.ID, st, e.Data); err != nil {
+				w.q.log.Warn("moving a flow on failed: its leader does it later", "task", e.ID, "error", err)
+			}
+		}
+	}
+}
+
+// nodeEnded records in its flow that the task of node taskID ended in
+// state with data (its result or its error), then does what that leaves
+// to do.
+func (fl *flows) nodeEnded(ctx context.Context, taskID, state string, data []byte) error {
+	id, node, ok := flowNodeOf(taskID)
+	if !ok {
+		return nil
+	}
+	step, err := rdb.FlowNode(ctx, fl.c, fl.ks, id, node, state, data)
+	if err != nil {
+		return err
+	}
+	return fl.settle(ctx, id, step)
+}
+
+// settle releases and cancels the node tasks step names, confirms it in
+// the flow's record, and moves an ended flow with nothing left to do to
+// the ended flows.
+func (fl *flows) settle(ctx context.Context, id string, step rdb.FlowStep) error {
+	if step.State == "" {
+		return nil
+	}
+	var errs []error
+	byQueue := map[string][]string{}
+	var order []string
+	for _, r := range step.Release {
+		if _, ok := byQueue[r.Queue]; !ok {
+			order = append(order, r.Queue)
+		}
+		byQueue[r.Queue] = append(byQueue[r.Queue], r.Node)
+	}
+	var released, cancelled []string
+	for _, q := range order {
+		nodes := byQueue[q]
+		ids := make([]string, len(nodes))
+		for i, n := range nodes {
+			ids[i] = FlowTaskID(id, n)
+		}
+		if _, err := rdb.FlowRelease(ctx, fl.c, rdb.Keys(fl.ks, q), ids); err != nil {
+			errs = append(errs, fmt.Errorf("release in queue %q: %w", q, err))
+			continue
+		}
+		released = append(released, nodes...)
+	}
+	for _, r := range step.Cancel {
+		tid := FlowTaskID(id, r.Node)
+		_, action, err := rdb.Cancel(ctx, fl.c, rdb.Keys(fl.ks, r.Queue), tid)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cancel in queue %q: %w", r.Queue, err))
+			continue
+		}
+		if action == "signal" {
+			if err := rdb.SignalCancel(ctx, fl.c, fl.ks.TaskCancel(r.Queue), tid); err != nil {
+				fl.log.Warn("publishing a cancellation failed", "task", tid, "error", err)
+			}
+		}
+		cancelled = append(cancelled, r.Node)
+	}
+	if err := rdb.FlowDone(ctx, fl.c, fl.ks, id, released, cancelled); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 && FlowState(step.State).Final() && !step.Expiry.IsZero() {
+		if err := rdb.FlowEnded(ctx, fl.c, fl.ks, id, step.Expiry); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
