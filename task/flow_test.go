@@ -353,3 +353,5 @@ func TestFlowInvalid(t *testing.T) {
 		}
 	}
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
