@@ -95,7 +95,7 @@ func New(setup Setup) *cli.App {
 		}, taskLimitFlags()...)),
 		Commands: []*cli.Command{
 			sendCommand(setup), sendManyCommand(setup), workerCommand(setup), resetCommand(setup), inspectCommand(setup), tableCommand(setup), benchCommand(),
-			enqueueCommand(setup), tasksCommand(setup), deadCommand(setup), serveCommand(setup), applyCommand(), configCommand(setup),
+			enqueueCommand(setup), tasksCommand(setup), flowsCommand(setup), deadCommand(setup), serveCommand(setup), applyCommand(), configCommand(setup),
 			wasmCommand(setup), completionCommand(), referenceCommand(),
 		},
 		// "leat ... --generate-bash-completion" lists what may come next, for
