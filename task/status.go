@@ -181,12 +181,18 @@ func (q *core) Counts(ctx context.Context) (map[State]int64, error) {
 	return countsOf(m), nil
 }
 
-// countsOf reads the hash of a queue's counts: every state, 0 when absent.
+// countsOf reads the hash of a queue's counts: every state, 0 when absent,
+// and Waiting when present.
 func countsOf(m map[string]string) map[State]int64 {
 	out := make(map[State]int64, len(States))
 	for _, s := range States {
 		n, _ := strconv.ParseInt(m[string(s)], 10, 64)
 		out[s] = n
+	}
+	// flow nodes not released yet: only queues that ran flows have them
+	if v, ok := m[string(Waiting)]; ok {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		out[Waiting] = n
 	}
 	return out
 }

@@ -63,6 +63,9 @@ local function finish_flow(state)
   redis.call('PEXPIRE', F, ret)
   redis.call('PEXPIRE', KEYS[4], ret)
   expiry = now + ret
+  -- every node ended, so every node was released: what the release set
+  -- still holds is confirmations lost
+  if state == 'succeeded' then redis.call('DEL', R) end
 end
 
 if st == 'running' then
