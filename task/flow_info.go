@@ -38,6 +38,10 @@ func (s FlowState) Final() bool {
 // ended: invisible to workers, counted as "waiting" in its queue.
 const Waiting State = "waiting"
 
+// WaitingChildren is the state of a flow node whose handler succeeded
+// and added children (AddChild) that have not all ended.
+const WaitingChildren State = "waiting-children"
+
 // FlowNodeInfo is a node of a flow and its state.
 type FlowNodeInfo struct {
 	Name      string          `json:"name"`
@@ -45,6 +49,7 @@ type FlowNodeInfo struct {
 	TaskID    string          `json:"task_id"`
 	State     State           `json:"state"` // Waiting, its task's state, or how it ended
 	Parents   []string        `json:"parents,omitempty"`
+	SpawnedBy string          `json:"spawned_by,omitempty"` // the node that added it at run time (AddChild)
 	OnFailure FailurePolicy   `json:"on_failure"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	Error     string          `json:"error,omitempty"`
@@ -89,13 +94,13 @@ func GetFlow(ctx context.Context, a *app.App, id string) (*FlowInfo, error) {
 			continue
 		}
 		n := FlowNodeInfo{Name: name, Queue: m["q:"+name], TaskID: FlowTaskID(id, name), State: State(st),
-			OnFailure: FailurePolicy(m["o:"+name]), Error: m["e:"+name]}
+			OnFailure: FailurePolicy(m["o:"+name]), Error: m["e:"+name], SpawnedBy: m["sp:"+name]}
 		if p := m["p:"+name]; p != "" {
 			n.Parents = strings.Split(p, ",")
 		}
 		if r := m["r:"+name]; r != "" && json.Valid([]byte(r)) {
 			n.Result = json.RawMessage(r)
-			if m["c:"+name] == "" {
+			if m["c:"+name] == "" && n.SpawnedBy == "" {
 				in.Results[name] = n.Result
 			}
 		}
@@ -129,6 +134,9 @@ func sortNodes(nodes []FlowNodeInfo) {
 	parents := map[string][]string{}
 	for _, n := range nodes {
 		parents[n.Name] = n.Parents
+		if n.SpawnedBy != "" {
+			parents[n.Name] = []string{n.SpawnedBy}
+		}
 	}
 	depth := map[string]int{}
 	var of func(string, int) int

@@ -19,6 +19,8 @@ package task
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -167,6 +169,15 @@ func (fl *flows) checkNodes(ctx context.Context, id string) error {
 			}
 			fl.log.Info("recording a flow node whose task ended unrecorded", "flow", id, "node", n.node, "state", ts)
 			if err := fl.nodeEnded(ctx, FlowTaskID(id, n.node), string(ts), []byte(data)); err != nil {
+				return err
+			}
+		case ts == "" && n.state == "queued" && m["t:"+n.node] != "":
+			// a child added at run time whose adder died before creating it
+			var it flowItem
+			if err := json.Unmarshal([]byte(m["t:"+n.node]), &it); err != nil {
+				return fmt.Errorf("node %q: its definition: %w", n.node, err)
+			}
+			if err := fl.createSpawned(ctx, id, n.node, it); err != nil {
 				return err
 			}
 		case ts == "" && n.state == "queued":

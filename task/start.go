@@ -55,7 +55,7 @@ func (q *Queue[P, R]) call(ctx context.Context, f *rdb.Fetched, payload []byte, 
 		return zero, err
 	}
 	t.Parents = parents
-	return q.handler(ctx, t)
+	return q.handler(withNode(ctx, q.core, f.ID), t)
 }
 
 // start runs f's handler on its own goroutine.

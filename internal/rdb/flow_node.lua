@@ -3,6 +3,10 @@
 -- again (its reply lost) changes nothing and hands back the work still to
 -- do, so that a caller finishes what an earlier run started.
 --
+-- A node whose handler added children at run time (flow_spawn.lua) and
+-- succeeded waits for them ("waiting-children") before it ends: the end
+-- of its last such child ends it, and releases its own children.
+--
 -- KEYS[1]  the flow's record
 -- KEYS[2]  the flow's release set
 -- KEYS[3]  the flow's cancel set
@@ -38,27 +42,32 @@ local function pending_work(st)
   return out
 end
 
-local v = redis.call('HMGET', F, 'st', 's:' .. node, 'c:' .. node, 'o:' .. node, 'ret')
+local v = redis.call('HMGET', F, 'st', 's:' .. node, 'o:' .. node, 'ret', 'k:' .. node)
 local st, ns = v[1], v[2]
 if not st or not ns then return {'', 0, 0} end
 if ns ~= 'queued' and ns ~= 'waiting' then return pending_work(st) end
 
 local now = now_ms()
 local nowt = tostring(now)
-redis.call('HSET', F, 's:' .. node, outcome, 'at', nowt)
+redis.call('HSET', F, 'at', nowt)
 if outcome == 'succeeded' then
   redis.call('HSET', F, 'r:' .. node, data)
 else
   redis.call('HSET', F, 'e:' .. node, data)
 end
-local left = redis.call('HINCRBY', F, 'left', -1)
+if outcome == 'succeeded' and st == 'running' and tonumber(v[5] or '0') > 0 then
+  redis.call('HSET', F, 's:' .. node, 'waiting-children')
+  return {st, 0, 0}
+end
+redis.call('HSET', F, 's:' .. node, outcome)
+
 local expiry = 0
 local rel, can = {}, {}
 
 local function finish_flow(state)
   st = state
   redis.call('HSET', F, 'st', state, 'f', nowt)
-  local ret = tonumber(v[5] or '1')
+  local ret = tonumber(v[4] or '1')
   if ret < 1 then ret = 1 end
   redis.call('PEXPIRE', F, ret)
   redis.call('PEXPIRE', KEYS[4], ret)
@@ -68,10 +77,13 @@ local function finish_flow(state)
   if state == 'succeeded' then redis.call('DEL', R) end
 end
 
-if st == 'running' then
-  if outcome == 'succeeded' or v[4] ~= 'fail' then
-    local children = v[3] or ''
-    for child in string.gmatch(children, '[^,]+') do
+-- ended counts name as ended and, unless it failed the flow, queues its
+-- children whose parents have all ended, then ends the node that added
+-- it at run time when it was that node's last such child.
+local function ended(name, passes)
+  redis.call('HINCRBY', F, 'left', -1)
+  if passes then
+    for child in string.gmatch(redis.call('HGET', F, 'c:' .. name) or '', '[^,]+') do
       local w = redis.call('HINCRBY', F, 'w:' .. child, -1)
       if w == 0 and redis.call('HGET', F, 's:' .. child) == 'waiting' then
         redis.call('HSET', F, 's:' .. child, 'queued')
@@ -79,30 +91,41 @@ if st == 'running' then
         table.insert(rel, child)
       end
     end
-    if left <= 0 then finish_flow('succeeded') end
-  else
-    -- The node fails the flow: nodes not started are cancelled here, and
-    -- every node not ended has its task cancelled (a running one is asked
-    -- to stop).
-    redis.call('HSET', F, 'why', node)
-    local all = redis.call('HGETALL', F)
-    for i = 1, #all, 2 do
-      local f, s = all[i], all[i + 1]
-      if string.sub(f, 1, 2) == 's:' and (s == 'waiting' or s == 'queued') then
-        local m = string.sub(f, 3)
-        if s == 'waiting' then
-          redis.call('HSET', F, f, 'cancelled')
-          redis.call('HINCRBY', F, 'left', -1)
-        end
-        redis.call('SADD', X, m)
-        redis.call('SREM', R, m)
-        table.insert(can, m)
-      end
-    end
-    finish_flow('failed')
   end
-elseif st == 'failed' or st == 'cancelled' then
+  local p = redis.call('HGET', F, 'sp:' .. name)
+  if p and redis.call('HINCRBY', F, 'k:' .. p, -1) <= 0 and redis.call('HGET', F, 's:' .. p) == 'waiting-children' then
+    redis.call('HSET', F, 's:' .. p, 'succeeded')
+    ended(p, true)
+  end
+end
+
+if st ~= 'running' then
   -- a node that ran on while its flow ended: only its outcome is recorded
+  redis.call('HINCRBY', F, 'left', -1)
+elseif outcome == 'succeeded' or v[3] ~= 'fail' then
+  ended(node, true)
+  if tonumber(redis.call('HGET', F, 'left')) <= 0 then finish_flow('succeeded') end
+else
+  -- The node fails the flow: nodes not started are cancelled here, and
+  -- every node not ended has its task cancelled (a running one is asked
+  -- to stop).
+  redis.call('HINCRBY', F, 'left', -1)
+  redis.call('HSET', F, 'why', node)
+  local all = redis.call('HGETALL', F)
+  for i = 1, #all, 2 do
+    local f, s = all[i], all[i + 1]
+    if string.sub(f, 1, 2) == 's:' and (s == 'waiting' or s == 'queued') then
+      local m = string.sub(f, 3)
+      if s == 'waiting' then
+        redis.call('HSET', F, f, 'cancelled')
+        redis.call('HINCRBY', F, 'left', -1)
+      end
+      redis.call('SADD', X, m)
+      redis.call('SREM', R, m)
+      table.insert(can, m)
+    end
+  end
+  finish_flow('failed')
 end
 
 local out = {st, expiry, #rel}

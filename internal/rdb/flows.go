@@ -27,13 +27,35 @@ var (
 	flowCancelSrc string
 	//go:embed flow_parents.lua
 	flowParentsSrc string
+	//go:embed flow_spawn.lua
+	flowSpawnSrc string
 
 	flowCreate  = redis.NewScript(Describe("flow_create.lua", flowCreateSrc))
 	flowStart   = redis.NewScript(Describe("flow_start.lua", flowStartSrc))
 	flowNode    = redis.NewScript(Describe("flow_node.lua", flowNodeSrc))
 	flowCancel  = redis.NewScript(Describe("flow_cancel.lua", flowCancelSrc))
 	flowParents = redis.NewScript(Describe("flow_parents.lua", flowParentsSrc))
+	flowSpawn   = redis.NewScript(Describe("flow_spawn.lua", flowSpawnSrc))
 )
+
+// FlowSpawn adds child to running node parent of flow id (flow_spawn.lua)
+// and returns "added", "exists" (added by an earlier call of parent) or
+// "refused" with why.
+//
+// KEYS: record, release set. ARGV: parent, child, queue, policy, task.
+func FlowSpawn(ctx context.Context, c redis.Scripter, s KeySpace, id, parent, child, queue, policy string, task []byte) (string, string, error) {
+	v, err := flowSpawn.Run(ctx, c, []string{s.Flow(id), s.FlowRelease(id)}, parent, child, queue, policy, task).StringSlice()
+	if err != nil {
+		return "", "", err
+	}
+	if len(v) == 0 {
+		return "", "", errors.New("flow spawn: empty reply")
+	}
+	if len(v) == 1 {
+		return v[0], "", nil
+	}
+	return v[0], v[1], nil
+}
 
 // FlowNodeDef is a node of a flow as its record keeps it.
 type FlowNodeDef struct {

@@ -15,7 +15,9 @@ func (s KeySpace) flowTag(id string) string { return s.App + ":flow:" + id }
 // state (waiting, queued, succeeded, failed, dead, cancelled), "w:N"
 // parents not yet ended, "p:N" and "c:N" its parents and children
 // (comma-separated), "o:N" its failure policy, "r:N" its result, "e:N" its
-// error.
+// error; for a child added at run time "sp:N" the node that added it and
+// "t:N" its task (JSON), and on that node "k:N" the children it added
+// not yet ended and "sc:N" those it added (comma-separated).
 func (s KeySpace) Flow(id string) string { return s.key("flow", s.flowTag(id)) }
 
 // FlowDef is the definition of a flow's node tasks as submitted (a JSON

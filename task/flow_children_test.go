@@ -1,0 +1,97 @@
+package task_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leatdev/leat/task"
+)
+
+// TestFlowAddChild: a node's handler maps over a list by adding a child
+// per item at run time; the node waits for them, and its own child (the
+// reduce step) starts only once they have all ended, seeing their results.
+func TestFlowAddChild(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	var squares *task.Queue[int, int]
+	var mapped, reducedEarly atomic.Int32
+	release := make(chan struct{})
+	squares, err := task.Handle(a, "squares", func(ctx context.Context, tk *task.Task[int]) (int, error) {
+		<-release
+		mapped.Add(1)
+		return tk.Payload * tk.Payload, nil
+	}, task.Concurrency(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := task.Handle(a, "steps", func(ctx context.Context, tk *task.Task[string]) (int, error) {
+		switch tk.Payload {
+		case "split":
+			for i := range 5 {
+				// added twice: the second adds nothing
+				for range 2 {
+					if err := task.AddChild(ctx, squares, fmt.Sprintf("sq-%d", i), i, ""); err != nil {
+						return 0, err
+					}
+				}
+			}
+			if err := task.AddChild(ctx, squares, "split", 1, ""); err == nil {
+				return 0, errors.New("a child named as an existing node was added")
+			}
+			return 5, nil
+		case "sum":
+			if mapped.Load() != 5 {
+				reducedEarly.Add(1)
+			}
+			sum := 0
+			for name, p := range tk.Parents {
+				if strings.HasPrefix(name, "sq-") {
+					var n int
+					if err := jsonUnmarshal(p.Result, &n); err != nil {
+						return 0, err
+					}
+					sum += n
+				}
+			}
+			return sum, nil
+		}
+		return 0, task.AddChild(ctx, squares, "x", 1, "")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	f := task.NewFlow(a)
+	task.AddNode(f, "sum", steps, "sum").After(task.AddNode(f, "split", steps, "split"))
+	id, err := f.Submit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "split waiting for its children", func() bool {
+		in, err := task.GetFlow(ctx, a, id)
+		return err == nil && len(in.Nodes) == 7 && in.Nodes[0].State == task.WaitingChildren
+	})
+	close(release)
+	info, err := task.WaitFlow(ctx, a, id)
+	if err != nil || info.State != task.FlowSucceeded {
+		t.Fatalf("flow %+v %v", info, err)
+	}
+	if string(info.Results["sum"]) != "30" || len(info.Results) != 1 || reducedEarly.Load() != 0 {
+		t.Fatalf("results %s, reduced early %d", info.Results, reducedEarly.Load())
+	}
+	for _, n := range info.Nodes {
+		if strings.HasPrefix(n.Name, "sq-") && n.SpawnedBy != "split" {
+			t.Fatalf("node %+v", n)
+		}
+	}
+	// outside a flow node's handler
+	if err := task.AddChild(ctx, squares, "x", 1, ""); !errors.Is(err, task.ErrNotFlowNode) {
+		t.Fatalf("AddChild outside a node: %v", err)
+	}
+}
