@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/rdb"
@@ -104,38 +105,36 @@ func (fl *flows) nodeEnded(ctx context.Context, taskID, state string, data []byt
 	return fl.settle(ctx, id, step)
 }
 
-// settle releases and cancels the node tasks step names, confirms it in
-// the flow's record, and moves an ended flow with nothing left to do to
-// the ended flows.
+// settle revives, releases and cancels the node tasks step names (in
+// that order), confirms it in the flow's record, moves a resumed flow back
+// to the live flows and an ended flow with nothing left to do to the
+// ended flows.
 func (fl *flows) settle(ctx context.Context, id string, step rdb.FlowStep) error {
 	if step.State == "" {
 		return nil
 	}
 	var errs []error
-	byQueue := map[string][]string{}
-	var order []string
-	for _, r := range step.Release {
-		if _, ok := byQueue[r.Queue]; !ok {
-			order = append(order, r.Queue)
+	if step.Resumed {
+		if err := rdb.FlowResumed(ctx, fl.c, fl.ks, id, time.Now()); err != nil {
+			errs = append(errs, err)
 		}
-		byQueue[r.Queue] = append(byQueue[r.Queue], r.Node)
 	}
-	var released, cancelled []string
-	for _, q := range order {
-		nodes := byQueue[q]
-		ids := make([]string, len(nodes))
-		for i, n := range nodes {
-			ids[i] = FlowTaskID(id, n)
-		}
-		if _, err := rdb.FlowRelease(ctx, fl.c, rdb.Keys(fl.ks, q), ids); err != nil {
-			errs = append(errs, fmt.Errorf("release in queue %q: %w", q, err))
-			continue
-		}
-		released = append(released, nodes...)
+	revive := func(ctx context.Context, c redis.Scripter, k []string, ids []string) (int, error) {
+		return rdb.FlowRevive(ctx, c, k, step.Gen, ids)
 	}
+	revived, err := fl.perQueue(ctx, id, step.Revive, revive)
+	if err != nil {
+		// a release before its revival would find the task cancelled
+		return errors.Join(append(errs, err)...)
+	}
+	released, err := fl.perQueue(ctx, id, step.Release, rdb.FlowRelease)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var cancelled []string
 	for _, r := range step.Cancel {
 		tid := FlowTaskID(id, r.Node)
-		_, action, err := rdb.Cancel(ctx, fl.c, rdb.Keys(fl.ks, r.Queue), tid)
+		_, action, err := rdb.CancelNode(ctx, fl.c, rdb.Keys(fl.ks, r.Queue), tid, step.Gen)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cancel in queue %q: %w", r.Queue, err))
 			continue
@@ -147,7 +146,7 @@ func (fl *flows) settle(ctx context.Context, id string, step rdb.FlowStep) error
 		}
 		cancelled = append(cancelled, r.Node)
 	}
-	if err := rdb.FlowDone(ctx, fl.c, fl.ks, id, released, cancelled); err != nil {
+	if err := rdb.FlowDone(ctx, fl.c, fl.ks, id, released, cancelled, revived); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 && FlowState(step.State).Final() && !step.Expiry.IsZero() {
@@ -156,4 +155,33 @@ func (fl *flows) settle(ctx context.Context, id string, step rdb.FlowStep) error
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// perQueue runs op (FlowRelease or FlowRevive) on the tasks of refs, one
+// call per queue, and returns the nodes done.
+func (fl *flows) perQueue(ctx context.Context, id string, refs []rdb.FlowRef,
+	op func(context.Context, redis.Scripter, []string, []string) (int, error)) ([]string, error) {
+	byQueue := map[string][]string{}
+	var order []string
+	for _, r := range refs {
+		if _, ok := byQueue[r.Queue]; !ok {
+			order = append(order, r.Queue)
+		}
+		byQueue[r.Queue] = append(byQueue[r.Queue], r.Node)
+	}
+	var done []string
+	var errs []error
+	for _, q := range order {
+		nodes := byQueue[q]
+		ids := make([]string, len(nodes))
+		for i, n := range nodes {
+			ids[i] = FlowTaskID(id, n)
+		}
+		if _, err := op(ctx, fl.c, rdb.Keys(fl.ks, q), ids); err != nil {
+			errs = append(errs, fmt.Errorf("queue %q: %w", q, err))
+			continue
+		}
+		done = append(done, nodes...)
+	}
+	return done, errors.Join(errs...)
 }

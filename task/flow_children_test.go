@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,5 +94,73 @@ func TestFlowAddChild(t *testing.T) {
 	// outside a flow node's handler
 	if err := task.AddChild(ctx, squares, "x", 1, ""); !errors.Is(err, task.ErrNotFlowNode) {
 		t.Fatalf("AddChild outside a node: %v", err)
+	}
+}
+
+// TestFlowResume: a node that dies fails its flow and the nodes after it
+// are cancelled; requeued, it succeeds and the flow resumes from it: the
+// cancelled nodes run, once, and the flow succeeds.
+func TestFlowResume(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	var runs sync.Map // node -> *atomic.Int32
+	q, err := task.Handle(a, "resq", func(ctx context.Context, tk *task.Task[string]) (string, error) {
+		n, _ := runs.LoadOrStore(tk.ID, new(atomic.Int32))
+		if n.(*atomic.Int32).Add(1) == 1 && tk.Payload == "A" {
+			return "", errors.New("down")
+		}
+		return echo(ctx, tk)
+	}, task.MaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	f := task.NewFlow(a)
+	na := task.AddNode(f, "a", q, "A")
+	nb := task.AddNode(f, "b", q, "B").After(na)
+	task.AddNode(f, "c", q, "C").After(nb, task.AddNode(f, "x", q, "X"))
+	id, err := f.Submit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := task.WaitFlow(ctx, a, id)
+	if err != nil || info.State != task.FlowFailed || info.FailedBy != "a" {
+		t.Fatalf("flow %+v %v", info, err)
+	}
+	if err := q.Requeue(ctx, task.FlowTaskID(id, "a")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		in, err := task.GetFlow(ctx, a, id)
+		if err == nil && in.State == task.FlowSucceeded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the flow did not resume: %+v %v", in, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	info, err = task.GetFlow(ctx, a, id)
+	if err != nil || string(info.Results["c"]) != `"C(b=B(a=A()),x=X())"` {
+		t.Fatalf("flow %+v %v", info, err)
+	}
+	for _, n := range []string{"a", "b", "c", "x"} {
+		r, _ := runs.Load(task.FlowTaskID(id, n))
+		want := int32(1)
+		if n == "a" {
+			want = 2
+		}
+		if r == nil || r.(*atomic.Int32).Load() != want {
+			t.Fatalf("node %s ran %v times", n, r)
+		}
+	}
+	if l, err := task.ListFlows(ctx, a, task.FlowSucceeded, 0); err != nil || len(l) != 1 {
+		t.Fatalf("listing %v %v", l, err)
+	}
+	c, err := q.Counts(ctx)
+	if err != nil || c[task.Succeeded] != 4 || c[task.Cancelled] != 0 || c[task.Waiting] != 0 || c[task.Dead] != 0 {
+		t.Fatalf("counts %v %v", c, err)
 	}
 }

@@ -75,8 +75,10 @@ func TestFlowLostReplies(t *testing.T) {
 			if err != nil || info.State != task.FlowSucceeded {
 				t.Fatalf("flow %+v %v", info, err)
 			}
-			if lose.Lost() != 1 {
-				t.Fatalf("%d replies lost, want 1", lose.Lost())
+			// (two commands sent at once, the worker's and the sweep's, may
+			// both lose theirs)
+			if lose.Lost() < 1 {
+				t.Fatal("no reply lost")
 			}
 			if n := kidRuns.Load(); n != 1 {
 				t.Fatalf("the child ran %d times", n)

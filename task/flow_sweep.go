@@ -57,7 +57,7 @@ func registerFlowSweep(a *app.App) error {
 // sweep runs once over the live flows.
 func (fl *flows) sweep(ctx context.Context) error {
 	now := time.Now()
-	if err := rdb.FlowTrimDone(ctx, fl.c, fl.ks, now); err != nil {
+	if err := fl.trimDone(ctx, now); err != nil {
 		return err
 	}
 	live, _, err := rdb.FlowIDs(ctx, fl.c, fl.ks, sweepBatch, false)
@@ -104,11 +104,11 @@ func (fl *flows) sweep(ctx context.Context) error {
 // repairFlow does what flow id's sets leave to do and, when check, checks
 // its nodes against their tasks.
 func (fl *flows) repairFlow(ctx context.Context, id string, s rdb.FlowState, check bool) error {
-	step := rdb.FlowStep{State: s.State}
+	step := rdb.FlowStep{State: s.State, Gen: s.Gen}
 	if FlowState(s.State).Final() {
 		step.Expiry = s.Ended.Add(s.Retention)
 	}
-	nodes := append(append([]string(nil), s.Release...), s.Cancel...)
+	nodes := append(append(append([]string(nil), s.Release...), s.Cancel...), s.Revive...)
 	if len(nodes) > 0 {
 		queues, err := rdb.FlowQueues(ctx, fl.c, fl.ks, id, nodes)
 		if err != nil {
@@ -116,10 +116,13 @@ func (fl *flows) repairFlow(ctx context.Context, id string, s rdb.FlowState, che
 		}
 		for i, n := range nodes {
 			r := rdb.FlowRef{Node: n, Queue: queues[i]}
-			if i < len(s.Release) {
+			switch {
+			case i < len(s.Release):
 				step.Release = append(step.Release, r)
-			} else {
+			case i < len(s.Release)+len(s.Cancel):
 				step.Cancel = append(step.Cancel, r)
+			default:
+				step.Revive = append(step.Revive, r)
 			}
 		}
 	}
@@ -199,4 +202,26 @@ func cutNode(field string) (string, bool) {
 		return field[2:], true
 	}
 	return "", false
+}
+
+// trimDone drops from the ended flows those past their retention, but
+// moves back to the live flows one that resumed while its worker died
+// before moving it (its record has no TTL again).
+func (fl *flows) trimDone(ctx context.Context, now time.Time) error {
+	due, err := rdb.FlowsDue(ctx, fl.c, fl.ks, now, sweepBatch)
+	if err != nil || len(due) == 0 {
+		return err
+	}
+	states, err := rdb.FlowStates(ctx, fl.c, fl.ks, due, false)
+	if err != nil {
+		return err
+	}
+	for i, s := range states {
+		if s.State != "" && !FlowState(s.State).Final() {
+			if err := rdb.FlowResumed(ctx, fl.c, fl.ks, due[i], now); err != nil {
+				return err
+			}
+		}
+	}
+	return rdb.FlowTrimDone(ctx, fl.c, fl.ks, now)
 }

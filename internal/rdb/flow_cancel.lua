@@ -5,17 +5,20 @@
 -- KEYS[2]  the flow's release set
 -- KEYS[3]  the flow's cancel set
 -- KEYS[4]  the flow's definition
+-- KEYS[5]  the flow's revive set
 --
--- Returns {state before, expiry ms, node, queue, ...}: the nodes whose
+-- Returns {state before, expiry ms, generation, node, queue, ...}: the
+-- flow's generation (see flow_node.lua) and the nodes whose
 -- tasks are to be cancelled; the state before is "" for no such flow, and
 -- a flow that is not running is left alone.
 local F = KEYS[1]
 local v = redis.call('HMGET', F, 'st', 'ret')
 if not v[1] then return {''} end
 if v[1] ~= 'running' then return {v[1]} end
+redis.call('DEL', KEYS[5])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local out = {'running', 0}
+local out = {'running', 0, tonumber(redis.call('HGET', F, 'g') or '0')}
 local all = redis.call('HGETALL', F)
 for i = 1, #all, 2 do
   local f, s = all[i], all[i + 1]

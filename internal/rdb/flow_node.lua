@@ -11,15 +11,24 @@
 -- KEYS[2]  the flow's release set
 -- KEYS[3]  the flow's cancel set
 -- KEYS[4]  the flow's definition
+-- KEYS[5]  the flow's revive set
 -- ARGV[1]  node
 -- ARGV[2]  outcome: succeeded, failed, dead or cancelled
 -- ARGV[3]  result (succeeded) or error
 --
--- Returns {state, expiry ms, r, node, queue, ... (r pairs: to release),
--- node, queue, ... (to cancel)}: the flow's state after the call, the end
--- of its retention when it has ended (else 0), the nodes whose tasks are
--- to be released (waiting -> pending) and those to be cancelled.
-local F, R, X = KEYS[1], KEYS[2], KEYS[3]
+-- A node that failed its flow (dead or failed), requeued and now
+-- succeeded, resumes the flow: the nodes the failure cancelled are waiting
+-- again (their tasks revived: cancelled -> waiting), and the flow goes on
+-- from the node.
+--
+-- Returns {state, expiry ms, r, c, resumed, generation, node, queue, ...
+-- (r pairs: to release), node, queue, ... (c pairs: to cancel), node,
+-- queue, ... (to revive)}: the flow's state after the call, the end of
+-- its retention when it has ended (else 0), whether it resumed (1), its
+-- generation (resumes so far: cancellations and revivals carry it) and
+-- the nodes whose tasks are to be released (waiting -> pending),
+-- cancelled, and revived.
+local F, R, X, V = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local node, outcome, data = ARGV[1], ARGV[2], ARGV[3]
 
 local function now_ms()
@@ -28,24 +37,69 @@ local function now_ms()
 end
 
 local function pending_work(st)
-  local out = {st, 0, 0}
-  local rel = redis.call('SMEMBERS', R)
-  out[3] = #rel
-  for _, m in ipairs(rel) do
-    table.insert(out, m)
-    table.insert(out, redis.call('HGET', F, 'q:' .. m) or '')
-  end
-  for _, m in ipairs(redis.call('SMEMBERS', X)) do
-    table.insert(out, m)
-    table.insert(out, redis.call('HGET', F, 'q:' .. m) or '')
+  local rel, can, rev = redis.call('SMEMBERS', R), redis.call('SMEMBERS', X), redis.call('SMEMBERS', V)
+  -- nodes to revive: the flow resumed, maybe with no caller told
+  local resumed = 0
+  if #rev > 0 then resumed = 1 end
+  local out = {st, 0, #rel, #can, resumed, tonumber(redis.call('HGET', F, 'g') or '0')}
+  for _, set in ipairs({rel, can, rev}) do
+    for _, m in ipairs(set) do
+      table.insert(out, m)
+      table.insert(out, redis.call('HGET', F, 'q:' .. m) or '')
+    end
   end
   return out
 end
 
-local v = redis.call('HMGET', F, 'st', 's:' .. node, 'o:' .. node, 'ret', 'k:' .. node)
+local v = redis.call('HMGET', F, 'st', 's:' .. node, 'o:' .. node, 'ret', 'k:' .. node, 'why')
 local st, ns = v[1], v[2]
-if not st or not ns then return {'', 0, 0} end
-if ns ~= 'queued' and ns ~= 'waiting' then return pending_work(st) end
+if not st or not ns then return {'', 0, 0, 0, 0, 0} end
+local resumed = 0
+local rev = {}
+if outcome == 'succeeded' and st == 'failed' and v[6] == node and (ns == 'dead' or ns == 'failed') then
+  -- the node that failed the flow was requeued and succeeded: the nodes
+  -- the failure cancelled wait again, their tasks to be revived
+  resumed = 1
+  -- a new generation: the failure's cancellations still under way skip
+  -- the tasks revived (their generation is newer)
+  redis.call('HINCRBY', F, 'g', 1)
+  st = 'running'
+  redis.call('HSET', F, 'st', 'running')
+  redis.call('HDEL', F, 'f', 'why', 'e:' .. node)
+  redis.call('PERSIST', F)
+  redis.call('PERSIST', KEYS[4])
+  redis.call('HINCRBY', F, 'left', 1)
+  -- a parent passes its children when it succeeded, or failed with a
+  -- policy other than "fail"; nodes that ended while the flow was failed
+  -- passed nobody, so the revived nodes count their parents again
+  local function passed(p)
+    local pv = redis.call('HMGET', F, 's:' .. p, 'o:' .. p)
+    return pv[1] == 'succeeded' or ((pv[1] == 'failed' or pv[1] == 'dead' or pv[1] == 'cancelled') and pv[2] ~= 'fail')
+  end
+  for m in string.gmatch(redis.call('HGET', F, 'fx') or '', '[^,]+') do
+    redis.call('SREM', X, m)
+    if redis.call('HGET', F, 's:' .. m) == 'cancelled' then
+      redis.call('HINCRBY', F, 'left', 1)
+      redis.call('HDEL', F, 'e:' .. m)
+      redis.call('SADD', V, m)
+      table.insert(rev, m)
+      local w = 0
+      for p in string.gmatch(redis.call('HGET', F, 'p:' .. m) or '', '[^,]+') do
+        if not passed(p) then w = w + 1 end
+      end
+      redis.call('HSET', F, 'w:' .. m, w)
+      if w == 0 then
+        redis.call('HSET', F, 's:' .. m, 'queued')
+        redis.call('SADD', R, m)
+      else
+        redis.call('HSET', F, 's:' .. m, 'waiting')
+      end
+    end
+  end
+  redis.call('HDEL', F, 'fx')
+elseif ns ~= 'queued' and ns ~= 'waiting' then
+  return pending_work(st)
+end
 
 local now = now_ms()
 local nowt = tostring(now)
@@ -55,14 +109,14 @@ if outcome == 'succeeded' then
 else
   redis.call('HSET', F, 'e:' .. node, data)
 end
-if outcome == 'succeeded' and st == 'running' and tonumber(v[5] or '0') > 0 then
-  redis.call('HSET', F, 's:' .. node, 'waiting-children')
-  return {st, 0, 0}
-end
-redis.call('HSET', F, 's:' .. node, outcome)
-
 local expiry = 0
 local rel, can = {}, {}
+local waits = outcome == 'succeeded' and st == 'running' and tonumber(v[5] or '0') > 0
+if waits then
+  redis.call('HSET', F, 's:' .. node, 'waiting-children')
+else
+  redis.call('HSET', F, 's:' .. node, outcome)
+end
 
 local function finish_flow(state)
   st = state
@@ -99,7 +153,9 @@ local function ended(name, passes)
   end
 end
 
-if st ~= 'running' then
+if waits then
+  -- not ended: its last child added at run time ends it
+elseif st ~= 'running' then
   -- a node that ran on while its flow ended: only its outcome is recorded
   redis.call('HINCRBY', F, 'left', -1)
 elseif outcome == 'succeeded' or v[3] ~= 'fail' then
@@ -111,6 +167,7 @@ else
   -- to stop).
   redis.call('HINCRBY', F, 'left', -1)
   redis.call('HSET', F, 'why', node)
+  redis.call('DEL', V)
   local all = redis.call('HGETALL', F)
   for i = 1, #all, 2 do
     local f, s = all[i], all[i + 1]
@@ -125,16 +182,20 @@ else
       table.insert(can, m)
     end
   end
+  -- what a requeue of the node revives
+  redis.call('HSET', F, 'fx', table.concat(can, ','))
   finish_flow('failed')
 end
 
-local out = {st, expiry, #rel}
-for _, m in ipairs(rel) do
-  table.insert(out, m)
-  table.insert(out, redis.call('HGET', F, 'q:' .. m))
+-- the revived nodes queued at once are released with the others
+for _, m in ipairs(rev) do
+  if redis.call('HGET', F, 's:' .. m) == 'queued' then table.insert(rel, m) end
 end
-for _, m in ipairs(can) do
-  table.insert(out, m)
-  table.insert(out, redis.call('HGET', F, 'q:' .. m))
+local out = {st, expiry, #rel, #can, resumed, tonumber(redis.call('HGET', F, 'g') or '0')}
+for _, set in ipairs({rel, can, rev}) do
+  for _, m in ipairs(set) do
+    table.insert(out, m)
+    table.insert(out, redis.call('HGET', F, 'q:' .. m))
+  end
 end
 return out

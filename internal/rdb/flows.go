@@ -107,50 +107,58 @@ type FlowStep struct {
 	Expiry  time.Time // the end of the flow's retention, once it ended
 	Release []FlowRef // node tasks to release
 	Cancel  []FlowRef // node tasks to cancel
+	Revive  []FlowRef // node tasks to revive (cancelled -> waiting), before the releases
+	Resumed bool      // the flow failed and runs again (back to the live flows)
+	// Gen is the flow's generation (resumes so far): cancellations and
+	// revivals carry it, so that a cancellation of an earlier generation
+	// leaves a revived task alone.
+	Gen int64
 }
 
 // FlowNode records how node's task ended (flow_node.lua): outcome
 // succeeded (data = result), failed, dead or cancelled (data = error).
 //
-// KEYS: record, release set, cancel set, definition. ARGV: node, outcome,
-// data.
+// KEYS: record, release set, cancel set, definition, revive set. ARGV:
+// node, outcome, data.
 func FlowNode(ctx context.Context, c redis.Scripter, s KeySpace, id, node, outcome string, data []byte) (FlowStep, error) {
 	v, err := flowNode.Run(ctx, c, flowKeys(s, id), node, outcome, data).Slice()
 	if err != nil {
 		return FlowStep{}, err
 	}
-	if len(v) < 3 {
+	if len(v) < 6 {
 		return FlowStep{}, fmt.Errorf("flow node: reply of %d values", len(v))
 	}
-	st := FlowStep{State: toString(v[0])}
+	st := FlowStep{State: toString(v[0]), Resumed: toInt(v[4]) == 1, Gen: toInt(v[5])}
 	if ms := toInt(v[1]); ms > 0 {
 		st.Expiry = time.UnixMilli(ms)
 	}
-	all := refs(v[3:])
+	all := refs(v[6:])
 	r := min(int(toInt(v[2])), len(all))
-	st.Release, st.Cancel = all[:r], all[r:]
+	k := min(r+int(toInt(v[3])), len(all))
+	st.Release, st.Cancel, st.Revive = all[:r], all[r:k], all[k:]
 	return st, nil
 }
 
 // FlowCancel cancels running flow id (flow_cancel.lua) and returns its
 // state before and the node tasks to cancel.
 //
-// KEYS: record, release set, cancel set, definition.
+// KEYS: record, release set, cancel set, definition, revive set.
 func FlowCancel(ctx context.Context, c redis.Scripter, s KeySpace, id string) (FlowStep, error) {
 	v, err := flowCancel.Run(ctx, c, flowKeys(s, id)).Slice()
 	if err != nil {
 		return FlowStep{}, err
 	}
 	st := FlowStep{State: toString(v[0])}
-	if len(v) >= 2 {
+	if len(v) >= 3 {
 		st.Expiry = time.UnixMilli(toInt(v[1]))
-		st.Cancel = refs(v[2:])
+		st.Gen = toInt(v[2])
+		st.Cancel = refs(v[3:])
 	}
 	return st, nil
 }
 
 func flowKeys(s KeySpace, id string) []string {
-	return []string{s.Flow(id), s.FlowRelease(id), s.FlowCancel(id), s.FlowDef(id)}
+	return []string{s.Flow(id), s.FlowRelease(id), s.FlowCancel(id), s.FlowDef(id), s.FlowRevive(id)}
 }
 
 // FlowParent is what a node's handler sees of one of its parents.
@@ -183,12 +191,16 @@ func refs(v []any) []FlowRef {
 }
 
 // FlowDone removes nodes from flow id's release set (done: their tasks
-// were released) and cancel set (done: cancelled), in one round trip.
-func FlowDone(ctx context.Context, c redis.UniversalClient, s KeySpace, id string, released, cancelled []string) error {
-	if len(released) == 0 && len(cancelled) == 0 {
+// were released), cancel set (done: cancelled) and revive set (done:
+// revived), in one round trip.
+func FlowDone(ctx context.Context, c redis.UniversalClient, s KeySpace, id string, released, cancelled, revived []string) error {
+	if len(released) == 0 && len(cancelled) == 0 && len(revived) == 0 {
 		return nil
 	}
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if len(revived) > 0 {
+			p.SRem(ctx, s.FlowRevive(id), strs(revived)...)
+		}
 		if len(released) > 0 {
 			p.SRem(ctx, s.FlowRelease(id), strs(released)...)
 		}
@@ -224,6 +236,24 @@ func FlowEnded(ctx context.Context, c redis.UniversalClient, s KeySpace, id stri
 	return err
 }
 
+// FlowResumed moves flow id from the ended flows back to the live ones
+// (score: at).
+func FlowResumed(ctx context.Context, c redis.UniversalClient, s KeySpace, id string, at time.Time) error {
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, s.FlowsLive(), redis.Z{Score: float64(at.UnixMilli()), Member: id})
+		p.ZRem(ctx, s.FlowsDone(), id)
+		return nil
+	})
+	return err
+}
+
+// FlowsDue returns the ended flows whose retention ended by now (they are
+// dropped from the index by FlowTrimDone).
+func FlowsDue(ctx context.Context, c redis.UniversalClient, s KeySpace, now time.Time, n int64) ([]string, error) {
+	return c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.FlowsDone(), ByScore: true, Start: "-inf",
+		Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: n}).Result()
+}
+
 // FlowForget removes flow id from the live flows (its record is gone).
 func FlowForget(ctx context.Context, c redis.UniversalClient, s KeySpace, id string) error {
 	return c.ZRem(ctx, s.FlowsLive(), id).Err()
@@ -256,7 +286,9 @@ type FlowState struct {
 	Ended            time.Time
 	Nodes, Left      int
 	Retention        time.Duration
-	Release, Cancel  []string // members of the release and cancel sets (Sweep reads only)
+	Gen              int64 // the flow's generation (FlowStep.Gen)
+	Release, Cancel  []string // members of the release and cancel sets (with sets only)
+	Revive           []string // members of the revive set (with sets only)
 }
 
 // FlowStates reads the state of flows ids in one round trip; a flow whose
@@ -266,11 +298,13 @@ func FlowStates(ctx context.Context, c redis.UniversalClient, s KeySpace, ids []
 	hm := make([]*redis.SliceCmd, len(ids))
 	rel := make([]*redis.StringSliceCmd, len(ids))
 	can := make([]*redis.StringSliceCmd, len(ids))
+	rev := make([]*redis.StringSliceCmd, len(ids))
 	for i, id := range ids {
-		hm[i] = pipe.HMGet(ctx, s.Flow(id), "st", "c", "at", "f", "n", "left", "ret")
+		hm[i] = pipe.HMGet(ctx, s.Flow(id), "st", "c", "at", "f", "n", "left", "ret", "g")
 		if sets {
 			rel[i] = pipe.SMembers(ctx, s.FlowRelease(id))
 			can[i] = pipe.SMembers(ctx, s.FlowCancel(id))
+			rev[i] = pipe.SMembers(ctx, s.FlowRevive(id))
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -279,7 +313,7 @@ func FlowStates(ctx context.Context, c redis.UniversalClient, s KeySpace, ids []
 	out := make([]FlowState, len(ids))
 	for i := range ids {
 		v := hm[i].Val()
-		if len(v) < 7 {
+		if len(v) < 8 {
 			continue
 		}
 		ms := func(x any) time.Time {
@@ -290,9 +324,9 @@ func FlowStates(ctx context.Context, c redis.UniversalClient, s KeySpace, ids []
 		}
 		num := func(x any) int { n, _ := strconv.Atoi(toString(x)); return n }
 		out[i] = FlowState{State: toString(v[0]), Created: ms(v[1]), Changed: ms(v[2]), Ended: ms(v[3]), Nodes: num(v[4]), Left: num(v[5]),
-			Retention: time.Duration(num(v[6])) * time.Millisecond}
+			Retention: time.Duration(num(v[6])) * time.Millisecond, Gen: int64(num(v[7]))}
 		if sets {
-			out[i].Release, out[i].Cancel = rel[i].Val(), can[i].Val()
+			out[i].Release, out[i].Cancel, out[i].Revive = rel[i].Val(), can[i].Val(), rev[i].Val()
 		}
 	}
 	return out, nil

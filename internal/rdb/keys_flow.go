@@ -35,6 +35,12 @@ func (s KeySpace) FlowRelease(id string) string { return s.key("frel", s.flowTag
 // cancellation is done. Redis deletes it when empty.
 func (s KeySpace) FlowCancel(id string) string { return s.key("fcan", s.flowTag(id)) }
 
+// FlowRevive is the set of a flow's nodes whose tasks, cancelled by the
+// flow's failure, are to be revived (cancelled -> waiting) because the
+// node that failed it was requeued and succeeded: a member leaves once
+// revived. Redis deletes it when empty.
+func (s KeySpace) FlowRevive(id string) string { return s.key("frev", s.flowTag(id)) }
+
 // FlowsLive is the sorted set of the app's flows being submitted or
 // running, or ended with work left (a release or a cancellation): member =
 // flow ID, score = created ms (no TTL; the sweep moves ended flows to

@@ -2,16 +2,19 @@
 --
 -- KEYS     the queue's keys (see common.lua), then KEYS[17]: the task's hash
 -- ARGV[1]  task ID
+-- ARGV[2]  (a flow node's cancellation by its flow) the flow's generation:
+--          a task revived by a later one (field 'fg') is left alone
 --
 -- Returns {state before, action}: action "cancelled" (dropped now),
 -- "signal" (active: the caller publishes the ID so its worker cancels the
--- handler's context), "final" (already finished: nothing done), or
--- "missing".
+-- handler's context), "final" (already finished: nothing done), "stale"
+-- (ARGV[2]: nothing done), or "missing".
 local id = ARGV[1]
 local h = KEYS[17]
 local v = redis.call('HMGET', h, 's', 'k', 'l', 'x')
 local st, key = v[1], v[2]
 if not st then return {'', 'missing'} end
+if ARGV[2] and tonumber(redis.call('HGET', h, 'fg') or '0') > tonumber(ARGV[2]) then return {st, 'stale'} end
 if key == '' then key = nil end
 local now = now_ms()
 if st == 'active' then

@@ -17,10 +17,29 @@ var (
 	flowNodesSrc string
 	//go:embed task_flow_release.lua
 	flowReleaseSrc string
+	//go:embed task_flow_revive.lua
+	flowReviveSrc string
 
 	flowNodes   = script("task_flow_nodes.lua", flowNodesSrc)
 	flowRelease = script("task_flow_release.lua", flowReleaseSrc)
+	flowRevive  = script("task_flow_revive.lua", flowReviveSrc)
 )
+
+// FlowRevive makes the cancelled tasks ids of the queue of keys k waiting
+// again and returns how many moved (a task in any other state stays).
+//
+// KEYS: Keys, then each task's hash. ARGV: the flow's generation (kept in
+// each task: CancelNode), the task IDs.
+func FlowRevive(ctx context.Context, c redis.Scripter, k []string, gen int64, ids []string) (int, error) {
+	keys := slices.Clip(k)
+	args := make([]any, 0, 1+len(ids))
+	args = append(args, gen)
+	for _, id := range ids {
+		keys = append(keys, k[0]+id)
+		args = append(args, id)
+	}
+	return flowRevive.Run(ctx, c, keys, args...).Int()
+}
 
 // FlowNodes creates the waiting tasks of a flow in the queue of keys k
 // (Keys) and returns how many it created (a task that exists is left

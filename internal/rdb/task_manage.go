@@ -27,6 +27,19 @@ func Cancel(ctx context.Context, c redis.Scripter, k []string, id string) (state
 	return v[0], v[1], nil
 }
 
+// CancelNode is Cancel for the task of a flow node, on behalf of
+// generation gen of its flow: a task revived by a later generation (its
+// field 'fg' greater) is left alone (action "stale").
+//
+// KEYS: Keys, then the task's hash. ARGV: task ID, generation.
+func CancelNode(ctx context.Context, c redis.Scripter, k []string, id string, gen int64) (state, action string, err error) {
+	v, err := cancel.Run(ctx, c, append(slices.Clip(k), k[0]+id), id, gen).StringSlice()
+	if err != nil {
+		return "", "", err
+	}
+	return v[0], v[1], nil
+}
+
 // Requeue makes a dead or failed task ready again (requeue.lua) and returns
 // its state before ("" when missing).
 //
