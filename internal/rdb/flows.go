@@ -286,7 +286,7 @@ type FlowState struct {
 	Ended            time.Time
 	Nodes, Left      int
 	Retention        time.Duration
-	Gen              int64 // the flow's generation (FlowStep.Gen)
+	Gen              int64    // the flow's generation (FlowStep.Gen)
 	Release, Cancel  []string // members of the release and cancel sets (with sets only)
 	Revive           []string // members of the revive set (with sets only)
 }
