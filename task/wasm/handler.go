@@ -354,7 +354,7 @@ func (h *Handler) release(m *module, inst instance) {
 // partial results to the task's updates. A trap, an exit or a timeout
 // fails the attempt, which is retried as the queue says.
 func (h *Handler) Handle(ctx context.Context, t *task.Task[json.RawMessage]) (json.RawMessage, error) {
-	c := newCall(request{TaskID: t.ID, Payload: t.Payload, Attempt: t.Attempt, Headers: t.Headers},
+	c := newCall(request{TaskID: t.ID, Payload: t.Payload, Attempt: t.Attempt, Headers: t.Headers, Parents: t.Parents},
 		func(kind string, data json.RawMessage) {
 			var err error
 			if kind == task.KindProgress {

@@ -17,6 +17,9 @@ type request struct {
 	Payload json.RawMessage   `json:"payload"`
 	Attempt int               `json:"attempt"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// Parents are a flow node's parents (task.Task.Parents), absent for a
+	// task of no flow.
+	Parents map[string]task.Parent `json:"parents,omitempty"`
 }
 
 // message is a line a lines module writes, or the envelope a reactor's

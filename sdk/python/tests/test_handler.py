@@ -36,6 +36,15 @@ class RunOnceTest(unittest.TestCase):
         self.assertEqual(got, {"n": 2, "state": {"model": "m1"}, "tenant": "t1", "attempt": 3})
         self.assertEqual(seen, [("progress", {"pct": 50}), ("partial", "chunk")])
 
+    def test_flow_parents(self):
+        @leat.task
+        def handle(payload, ctx):
+            return {name: p.get("result") for name, p in ctx.parents.items()}
+
+        got = leat.run_once("d", parents={"b": {"state": "succeeded", "result": 1}, "c": {"state": "succeeded", "result": 2}})
+        self.assertEqual(got, {"b": 1, "c": 2})
+        self.assertEqual(leat.run_once("d"), {})
+
     def test_payload_only_handler(self):
         leat.task(lambda payload: payload * 2)
         self.assertEqual(leat.run_once(21), 42)

@@ -137,12 +137,15 @@ class Context:
     """What a handler gets besides its payload.
 
     task_id, attempt (1 for the first run), headers (a dict of strings,
-    {} when the task has none) and state (the @load function's value)."""
+    {} when the task has none), parents (for a node of a flow: its parents
+    by node name, each a dict with "state", and "result" or "error"; {}
+    otherwise) and state (the @load function's value)."""
 
-    def __init__(self, task_id, attempt, headers, state, send):
+    def __init__(self, task_id, attempt, headers, state, send, parents=None):
         self.task_id = task_id
         self.attempt = attempt
         self.headers = headers
+        self.parents = parents if parents is not None else {}
         self.state = state
         self._send = send
         self._done = False
@@ -247,7 +250,8 @@ class _Runner:
 
     def handle(self, req, send):
         """Runs the task of request req and returns its final line."""
-        ctx = Context(req["task_id"], _attempt(req.get("attempt")), _headers(req.get("headers")), self.state, send)
+        ctx = Context(req["task_id"], _attempt(req.get("attempt")), _headers(req.get("headers")), self.state, send,
+                      _parents(req.get("parents")))
         tid = ctx.task_id
 
         def reply(msg):
@@ -283,6 +287,12 @@ def _attempt(v):
 
 def _headers(v):
     return dict(v) if isinstance(v, dict) else {}
+
+
+def _parents(v):
+    if not isinstance(v, dict):
+        return {}
+    return {k: dict(p) for k, p in v.items() if isinstance(p, dict)}
 
 
 def _requests(lines):
@@ -356,7 +366,7 @@ def run():
         runner.close()
 
 
-def run_once(payload=None, *, task_id="local", attempt=1, headers=None, on_update=None):
+def run_once(payload=None, *, task_id="local", attempt=1, headers=None, parents=None, on_update=None):
     """Runs one task in this process, without a worker, and returns its
     result: for tests, and `python3 handler.py --once JSON` (main()).
 
@@ -376,7 +386,7 @@ def run_once(payload=None, *, task_id="local", attempt=1, headers=None, on_updat
                     if kind in msg and on_update is not None:
                         on_update(kind, msg[kind])
 
-            ctx = Context(task_id, attempt, _headers(headers), runner.state, send)
+            ctx = Context(task_id, attempt, _headers(headers), runner.state, send, _parents(parents))
             try:
                 result = runner.call(ctx, payload)
                 if isinstance(result, Result):
