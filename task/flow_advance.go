@@ -119,15 +119,18 @@ func (fl *flows) settle(ctx context.Context, id string, step rdb.FlowStep) error
 			errs = append(errs, err)
 		}
 	}
-	revive := func(ctx context.Context, c redis.Scripter, k []string, ids []string) (int, error) {
-		return rdb.FlowRevive(ctx, c, k, step.Gen, ids)
-	}
-	revived, err := fl.perQueue(ctx, id, step.Revive, revive)
+	revived, err := fl.perQueue(id, step.Revive, func(k, ids []string) error {
+		_, err := rdb.FlowRevive(ctx, fl.c, k, step.Gen, ids)
+		return err
+	})
 	if err != nil {
 		// a release before its revival would find the task cancelled
 		return errors.Join(append(errs, err)...)
 	}
-	released, err := fl.perQueue(ctx, id, step.Release, rdb.FlowRelease)
+	released, err := fl.perQueue(id, step.Release, func(k, ids []string) error {
+		_, err := rdb.FlowRelease(ctx, fl.c, k, ids)
+		return err
+	})
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -157,10 +160,10 @@ func (fl *flows) settle(ctx context.Context, id string, step rdb.FlowStep) error
 	return errors.Join(errs...)
 }
 
-// perQueue runs op (FlowRelease or FlowRevive) on the tasks of refs, one
-// call per queue, and returns the nodes done.
-func (fl *flows) perQueue(ctx context.Context, id string, refs []rdb.FlowRef,
-	op func(context.Context, redis.Scripter, []string, []string) (int, error)) ([]string, error) {
+// perQueue runs op (a release or a revival) on the tasks of refs, one
+// call per queue (given the queue's keys and the task IDs), and returns
+// the nodes done.
+func (fl *flows) perQueue(id string, refs []rdb.FlowRef, op func(keys, ids []string) error) ([]string, error) {
 	byQueue := map[string][]string{}
 	var order []string
 	for _, r := range refs {
@@ -177,7 +180,7 @@ func (fl *flows) perQueue(ctx context.Context, id string, refs []rdb.FlowRef,
 		for i, n := range nodes {
 			ids[i] = FlowTaskID(id, n)
 		}
-		if _, err := op(ctx, fl.c, rdb.Keys(fl.ks, q), ids); err != nil {
+		if err := op(rdb.Keys(fl.ks, q), ids); err != nil {
 			errs = append(errs, fmt.Errorf("queue %q: %w", q, err))
 			continue
 		}

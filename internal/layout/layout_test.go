@@ -86,6 +86,7 @@ var layers = []struct {
 	{"examples/wasm/lines", top, nil},
 	{"examples/wasm/reactor", top, nil},
 	{"examples/tasks-python", top, nil},
+	{"examples/flows", top, nil},
 	{"examples/orders", top, []string{"app", "cmd", "stream"}},
 	{"e2e", top, nil},
 	{"sdk/python", top, nil},
