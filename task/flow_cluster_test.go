@@ -2,6 +2,7 @@ package task_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -26,8 +27,14 @@ func TestFlowCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var queues []*task.Queue[string, string]
+	handler := func(ctx context.Context, tk *task.Task[string]) (string, error) {
+		if tk.Payload == "FAIL" {
+			return "", task.SkipRetry(errors.New("bad input"))
+		}
+		return echo(ctx, tk)
+	}
 	for _, name := range []string{"cq1", "cq2", "cq3"} {
-		q, err := task.Handle(a, name, echo)
+		q, err := task.Handle(a, name, handler)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,4 +57,31 @@ func TestFlowCluster(t *testing.T) {
 	if err != nil || info.State != task.FlowSucceeded || string(info.Results["d"]) != diamondResult {
 		t.Fatalf("flow %+v %v", info, err)
 	}
+	// a node failing its flow cancels the nodes of other slots
+	g := task.NewFlow(a)
+	bad := task.AddNode(g, "bad", queues[1], "FAIL")
+	task.AddNode(g, "never", queues[2], "N").After(bad)
+	task.AddNode(g, "nor", queues[0], "N").After(bad)
+	gid, err := g.Submit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err = task.WaitFlow(ctx, a, gid)
+	if err != nil || info.State != task.FlowFailed || info.FailedBy != "bad" {
+		t.Fatalf("failing flow %+v %v", info, err)
+	}
+	for _, n := range info.Nodes {
+		if n.Name != "bad" && n.State != task.Cancelled {
+			t.Fatalf("node %s is %s", n.Name, n.State)
+		}
+	}
+	eventually(t, 10*time.Second, "the nodes' tasks cancelled in their queues", func() bool {
+		for i, n := range []string{"never", "nor"} {
+			in, err := queues[2-2*i].Info(ctx, task.FlowTaskID(gid, n))
+			if err != nil || in.State != task.Cancelled {
+				return false
+			}
+		}
+		return true
+	})
 }
