@@ -105,9 +105,16 @@ func TestFlowResume(t *testing.T) {
 	ctx := ctxT(t)
 	a := e.app("w1")
 	var runs sync.Map // node -> *atomic.Int32
+	var holds atomic.Int32
 	q, err := task.Handle(a, "resq", func(ctx context.Context, tk *task.Task[string]) (string, error) {
 		n, _ := runs.LoadOrStore(tk.ID, new(atomic.Int32))
 		if n.(*atomic.Int32).Add(1) == 1 && tk.Payload == "A" {
+			for holds.Load() == 0 { // fail while "hold" runs
+				if ctx.Err() != nil {
+					return "", ctx.Err()
+				}
+				time.Sleep(time.Millisecond)
+			}
 			return "", errors.New("down")
 		}
 		return echo(ctx, tk)
@@ -115,8 +122,22 @@ func TestFlowResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// one at a time: "hold" runs (stopped when the flow fails) while
+	// "behind" is pending (cancelled in its queue then)
+	slow, err := task.Handle(a, "slowq", func(ctx context.Context, tk *task.Task[string]) (string, error) {
+		if tk.Payload == "HOLD" && holds.Add(1) == 1 {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return tk.Payload, nil
+	}, task.Concurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.run(a)
 	f := task.NewFlow(a)
+	task.AddNode(f, "hold", slow, "HOLD")
+	task.AddNode(f, "behind", slow, "BEHIND")
 	na := task.AddNode(f, "a", q, "A")
 	nb := task.AddNode(f, "b", q, "B").After(na)
 	task.AddNode(f, "c", q, "C").After(nb, task.AddNode(f, "x", q, "X"))
@@ -128,6 +149,15 @@ func TestFlowResume(t *testing.T) {
 	if err != nil || info.State != task.FlowFailed || info.FailedBy != "a" {
 		t.Fatalf("flow %+v %v", info, err)
 	}
+	eventually(t, 10*time.Second, "the running and the pending node cancelled", func() bool {
+		for _, n := range []string{"hold", "behind"} {
+			in, err := slow.Info(ctx, task.FlowTaskID(id, n))
+			if err != nil || in.State != task.Cancelled {
+				return false
+			}
+		}
+		return true
+	})
 	if err := q.Requeue(ctx, task.FlowTaskID(id, "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +189,16 @@ func TestFlowResume(t *testing.T) {
 	if l, err := task.ListFlows(ctx, a, task.FlowSucceeded, 0); err != nil || len(l) != 1 {
 		t.Fatalf("listing %v %v", l, err)
 	}
-	c, err := q.Counts(ctx)
-	if err != nil || c[task.Succeeded] != 4 || c[task.Cancelled] != 0 || c[task.Waiting] != 0 || c[task.Dead] != 0 {
-		t.Fatalf("counts %v %v", c, err)
+	for _, q := range []interface {
+		Counts(context.Context) (map[task.State]int64, error)
+	}{q, slow} {
+		c, err := q.Counts(ctx)
+		if err != nil || c[task.Succeeded] == 0 || c[task.Cancelled] != 0 || c[task.Waiting] != 0 || c[task.Dead] != 0 {
+			t.Fatalf("counts %v %v", c, err)
+		}
+	}
+	in, err := slow.Info(ctx, task.FlowTaskID(id, "behind"))
+	if err != nil || in.State != task.Succeeded {
+		t.Fatalf("behind: %+v %v", in, err)
 	}
 }

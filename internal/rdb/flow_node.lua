@@ -78,7 +78,14 @@ if outcome == 'succeeded' and st == 'failed' and v[6] == node and (ns == 'dead' 
   end
   for m in string.gmatch(redis.call('HGET', F, 'fx') or '', '[^,]+') do
     redis.call('SREM', X, m)
-    if redis.call('HGET', F, 's:' .. m) == 'cancelled' then
+    local ms = redis.call('HGET', F, 's:' .. m)
+    if ms == 'queued' then
+      -- released before the failure: its task may have been cancelled in
+      -- its queue (pending then, so no outcome came back), or still runs
+      redis.call('SADD', V, m)
+      redis.call('SADD', R, m)
+      table.insert(rev, m)
+    elseif ms == 'cancelled' then
       redis.call('HINCRBY', F, 'left', 1)
       redis.call('HDEL', F, 'e:' .. m)
       redis.call('SADD', V, m)
@@ -187,9 +194,11 @@ else
   finish_flow('failed')
 end
 
--- the revived nodes queued at once are released with the others
+-- the revived nodes queued are released with the others
+local listed = {}
+for _, m in ipairs(rel) do listed[m] = true end
 for _, m in ipairs(rev) do
-  if redis.call('HGET', F, 's:' .. m) == 'queued' then table.insert(rel, m) end
+  if not listed[m] and redis.call('HGET', F, 's:' .. m) == 'queued' then table.insert(rel, m) end
 end
 local out = {st, expiry, #rel, #can, resumed, tonumber(redis.call('HGET', F, 'g') or '0')}
 for _, set in ipairs({rel, can, rev}) do
