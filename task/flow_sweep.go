@@ -8,7 +8,8 @@
 //   - releases the nodes of a release set and cancels those of a cancel
 //     set (a worker marked them, then died or lost the link);
 //   - checks the nodes of a running flow that has not changed for
-//     flowIdleCheck against their tasks: a task that ended without its
+//     flowIdleCheck against their tasks (at most once per flowIdleCheck):
+//     a task that ended without its
 //     flow knowing (its worker died between the two steps) is recorded
 //     as the worker would have; a queued node whose task still waits is
 //     released;
@@ -50,12 +51,20 @@ func registerFlowSweep(a *app.App) error {
 	if _, loaded := declared.Of(a).LoadOrStore("task-flow-sweep", true); loaded {
 		return nil
 	}
-	fl := flowsOf(a)
-	return a.Background("task-flows", fl.sweep, app.Schedule{Every: time.Duration(flowSweepEvery.Load()), LeaderOnly: true, Lease: rdb.FlowLease})
+	sw := &sweeper{flows: flowsOf(a), checked: map[string]time.Time{}}
+	return a.Background("task-flows", sw.sweep, app.Schedule{Every: time.Duration(flowSweepEvery.Load()), LeaderOnly: true, Lease: rdb.FlowLease})
+}
+
+// sweeper is the sweep's state: when each idle running flow's nodes were
+// last checked against their tasks (at most once per flowIdleCheck, as a
+// check reads every node not ended). Runs of the sweep never overlap.
+type sweeper struct {
+	*flows
+	checked map[string]time.Time
 }
 
 // sweep runs once over the live flows.
-func (fl *flows) sweep(ctx context.Context) error {
+func (fl *sweeper) sweep(ctx context.Context) error {
 	now := time.Now()
 	if err := fl.trimDone(ctx, now); err != nil {
 		return err
@@ -74,6 +83,15 @@ func (fl *flows) sweep(ctx context.Context) error {
 		return err
 	}
 	submitTimeout, idle := time.Duration(flowSubmitTimeout.Load()), time.Duration(flowIdleCheck.Load())
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for id := range fl.checked {
+		if !seen[id] {
+			delete(fl.checked, id)
+		}
+	}
 	for i, id := range ids {
 		if ctx.Err() != nil {
 			return nil
@@ -92,7 +110,11 @@ func (fl *flows) sweep(ctx context.Context) error {
 				err = fl.resume(ctx, id)
 			}
 		default:
-			err = fl.repairFlow(ctx, id, s, now.Sub(s.Changed) > idle)
+			check := now.Sub(s.Changed) > idle && now.Sub(fl.checked[id]) > idle
+			if check {
+				fl.checked[id] = now
+			}
+			err = fl.repairFlow(ctx, id, s, check)
 		}
 		if err != nil {
 			fl.log.Warn("sweeping a flow failed", "flow", id, "error", err)
