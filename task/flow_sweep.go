@@ -9,10 +9,11 @@
 //     set (a worker marked them, then died or lost the link);
 //   - checks the nodes of a running flow that has not changed for
 //     flowIdleCheck against their tasks (at most once per flowIdleCheck):
-//     a task that ended without its
-//     flow knowing (its worker died between the two steps) is recorded
-//     as the worker would have; a queued node whose task still waits is
-//     released;
+//     a task that ended without its flow knowing (its worker died between
+//     the two steps) is recorded as the worker would have; a queued node
+//     whose task still waits is released; a child added at run time whose
+//     adder died before creating its task gets it;
+//   - revives the nodes of a revive set (a failed flow resumed);
 //   - moves ended flows with nothing left to do to the ended flows, and
 //     forgets those past their retention.
 
