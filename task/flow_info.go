@@ -120,9 +120,8 @@ func GetFlow(ctx context.Context, a *app.App, id string) (*FlowInfo, error) {
 			return nil, err
 		}
 		for j, i := range queued {
-			in.Nodes[i].State = Pending
 			if s := State(live[j][0]); s != "" {
-				in.Nodes[i].State = s
+				in.Nodes[i].State = s // else "queued": its task is gone
 			}
 		}
 	}
