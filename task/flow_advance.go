@@ -66,10 +66,11 @@ func (q *core) parents(ctx context.Context, taskID string) (map[string]Parent, e
 }
 
 // advanceFlows records in their flows the outcomes of flow nodes of batch
-// that ended their tasks (the finish.lua calls cmds recorded them). A
+// that ended their tasks (the finish.lua calls cmds recorded them), the
+// script calls sharing a round trip, then does what each leaves to do. A
 // failure is logged: the sweep finds the node later.
 func (w *worker) advanceFlows(ctx context.Context, batch []ended, cmds rdb.FinishReplies) {
-	var fl *flows
+	var ends []rdb.NodeEnd
 	for c := range cmds {
 		for i, st := range cmds.States(c) {
 			k := c*completeBatch + i
@@ -77,15 +78,23 @@ func (w *worker) advanceFlows(ctx context.Context, batch []ended, cmds rdb.Finis
 				continue
 			}
 			e := batch[k]
-			if _, _, ok := flowNodeOf(e.ID); !ok {
-				continue
+			if id, node, ok := flowNodeOf(e.ID); ok {
+				ends = append(ends, rdb.NodeEnd{Flow: id, Node: node, Outcome: st, Data: e.Data})
 			}
-			if fl == nil {
-				fl = &flows{c: w.q.rdb, ks: w.q.ks, log: w.q.log}
-			}
-			if err := fl.nodeEnded(ctx, e.ID, st, e.Data); err != nil {
-				w.q.log.Warn("moving a flow on failed: its leader does it later", "task", e.ID, "error", err)
-			}
+		}
+	}
+	if len(ends) == 0 {
+		return
+	}
+	fl := &flows{c: w.q.rdb, ks: w.q.ks, log: w.q.log}
+	steps, errs := rdb.FlowNodeAll(ctx, fl.c, fl.ks, ends)
+	for i, e := range ends {
+		err := errs[i]
+		if err == nil {
+			err = fl.settle(ctx, e.Flow, steps[i])
+		}
+		if err != nil {
+			w.q.log.Warn("moving a flow on failed: its leader does it later", "flow", e.Flow, "node", e.Node, "error", err)
 		}
 	}
 }

@@ -125,6 +125,52 @@ func FlowNode(ctx context.Context, c redis.Scripter, s KeySpace, id, node, outco
 	if err != nil {
 		return FlowStep{}, err
 	}
+	return parseFlowStep(v)
+}
+
+// NodeEnd is a node's outcome to record (FlowNodeAll).
+type NodeEnd struct {
+	Flow, Node, Outcome string
+	Data                []byte
+}
+
+// FlowNodeAll records the outcomes of ends as FlowNode does, the script
+// calls sharing one pipeline (the script loaded first when the server
+// lacks it), and returns each one's step and error.
+func FlowNodeAll(ctx context.Context, c redis.UniversalClient, s KeySpace, ends []NodeEnd) ([]FlowStep, []error) {
+	steps, errs := make([]FlowStep, len(ends)), make([]error, len(ends))
+	todo := make([]int, len(ends))
+	for i := range todo {
+		todo[i] = i
+	}
+	for try := 0; try < 2 && len(todo) > 0; try++ {
+		pipe := c.Pipeline()
+		cmds := make([]*redis.Cmd, len(todo))
+		for j, i := range todo {
+			e := ends[i]
+			cmds[j] = flowNode.EvalSha(ctx, pipe, flowKeys(s, e.Flow), e.Node, e.Outcome, e.Data)
+		}
+		_, _ = pipe.Exec(ctx) // replies are read one by one
+		var again []int
+		for j, i := range todo {
+			v, err := cmds[j].Slice()
+			if err == nil {
+				steps[i], err = parseFlowStep(v)
+			}
+			errs[i] = err
+			if IsNoScript(err) {
+				again = append(again, i) // nothing of it ran
+			}
+		}
+		if len(again) == 0 || flowNode.Load(ctx, c).Err() != nil {
+			break
+		}
+		todo = again
+	}
+	return steps, errs
+}
+
+func parseFlowStep(v []any) (FlowStep, error) {
 	if len(v) < 6 {
 		return FlowStep{}, fmt.Errorf("flow node: reply of %d values", len(v))
 	}
