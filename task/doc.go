@@ -261,6 +261,23 @@
 // stderr is logged and kept in the task's log (written in batches, every
 // 100ms at most); stdout belongs to the protocol.
 //
+// # Flows
+//
+// A flow ([NewFlow], [AddNode], [Node.After], [Flow.Chain], [Flow.Chord],
+// [Flow.Submit]) is a directed acyclic graph of tasks across any queues,
+// submitted in one call and recorded whole or not at all. Each node is a
+// task of its queue, created [Waiting] at submit time and made pending
+// once all its parents have ended as their failure policies allow
+// ([FailFlow], [IgnoreFailure], [ContinueOnFailure]); its handler reads
+// their results in [Task.Parents], and may add children to its node at
+// run time ([AddChild]). The flow's record lives in its own hash slot:
+// when a node's task ends, the completer that recorded its outcome
+// records it in the flow too and releases the children that became ready,
+// each step one idempotent script in one slot; a leader-side sweep
+// finishes what a kill or a lost reply left between the steps.
+// [GetFlow], [WaitFlow], [CancelFlow] and [ListFlows] read and act on
+// flows. docs/flows.md has the whole design.
+//
 // # Memory
 //
 // Every key a task creates has a bounded life: a task's hash lives until
