@@ -93,6 +93,23 @@ func TestEditWaitingTasks(t *testing.T) {
 		t.Fatalf("SetPayload of an ended task: %v, want ErrFinished", err)
 	}
 
+	// A flow's node waiting for its parents is not released by an edit (the
+	// queue paused: the parent stays pending).
+	if err := q.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f := task.NewFlow(a)
+	parent := task.AddNode(f, "parent", q, 0)
+	task.AddNode(f, "child", q, 1).After(parent)
+	flowID, err := f.Submit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := task.FlowIDPrefix + flowID + ":child"
+	if err := q.RunNow(ctx, child); !errors.Is(err, task.ErrFinished) {
+		t.Fatalf("RunNow of a flow's waiting node: %v, want ErrFinished", err)
+	}
+
 	// Keyed: a pending task keeps its key's line; a delayed one joins it
 	// when run now.
 	if err := k.Pause(ctx); err != nil {

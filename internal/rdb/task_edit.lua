@@ -6,8 +6,9 @@
 -- ARGV[2]  what: "now" (make it ready now), "at" (due at ARGV[3], Unix
 --          ms), "level" (priority level ARGV[3]) or "payload" (ARGV[3])
 --
--- Returns {state before, outcome}: outcome "ok"; "missing"; "running" or
--- "ended" (the task no longer waits: nothing changed); "keyed" (a pending
+-- Returns {state before, outcome}: outcome "ok"; "missing"; "running",
+-- "ended" or "other" (the task does not wait to run: nothing changed; a
+-- flow's node waiting for its parents is "other"); "keyed" (a pending
 -- task of a keyed queue waits in its key's line: it cannot be delayed or
 -- moved to another level).
 local id, what, arg = ARGV[1], ARGV[2], ARGV[3]
@@ -18,6 +19,8 @@ if not st then return {'', 'missing'} end
 if key == '' then key = nil end
 if st == 'active' then return {st, 'running'} end
 if is_final(st) then return {st, 'ended'} end
+-- a flow's node waiting for its parents ('waiting') is released by its flow
+if st ~= 'pending' and st ~= 'scheduled' and st ~= 'retrying' then return {st, 'other'} end
 
 if what == 'payload' then
   redis.call('HSET', h, 'p', arg)
