@@ -39,7 +39,7 @@ func reference(a *cli.App) string {
 	b.WriteString("Every command and flag of `" + a.Name + "`, as `" + a.Name + " help COMMAND` shows them. ")
 	b.WriteString("The guide to the commands is [CLI](cli.md). A command's flags go before or after its arguments ")
 	b.WriteString("(after `--` everything is an argument); global flags go before the command.\n\n")
-	b.WriteString("Commands:\n\n")
+	b.WriteString("Commands (each section says what the command does):\n\n")
 	var index func(prefix string, cmds []*cli.Command, depth int)
 	index = func(prefix string, cmds []*cli.Command, depth int) {
 		for _, c := range cmds {
@@ -47,7 +47,7 @@ func reference(a *cli.App) string {
 				continue
 			}
 			name := prefix + " " + c.Name
-			fmt.Fprintf(&b, "%s- [`%s`](#%s): %s\n", strings.Repeat("  ", depth), name, anchor(name), c.Usage)
+			fmt.Fprintf(&b, "%s- [`%s`](#%s)\n", strings.Repeat("  ", depth), name, anchor(name))
 			index(name, c.Subcommands, depth+1)
 		}
 	}
