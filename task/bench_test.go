@@ -19,7 +19,27 @@ import (
 // rate). Enqueueing is not timed.
 //
 //	go test -run '^$' -bench NoopTasks -benchtime 100000x ./task
-func BenchmarkNoopTasks(b *testing.B) {
+func BenchmarkNoopTasks(b *testing.B) { runNoopTasks(b, nil) }
+
+// BenchmarkGlobalConcurrency runs BenchmarkNoopTasks's tasks with a global
+// concurrency that does not bind (the cost of the check and of the wakes)
+// and with one that does (half the worker's concurrency).
+func BenchmarkGlobalConcurrency(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		n    int
+	}{{"off", 0}, {"above", 2 * benchConcurrency}, {"half", benchConcurrency / 2}} {
+		b.Run(tc.name, func(b *testing.B) {
+			runNoopTasks(b, func(ctx context.Context, q *task.Queue[job, out]) error {
+				return q.SetGlobalConcurrency(ctx, tc.n)
+			})
+		})
+	}
+}
+
+// runNoopTasks runs b.N no-op tasks enqueued beforehand through one worker
+// of concurrency benchConcurrency, after prepare (if any) set the queue up.
+func runNoopTasks(b *testing.B, prepare func(context.Context, *task.Queue[job, out]) error) {
 	c, prefix := redistest.Client(b)
 	ctx := context.Background()
 	a, err := app.New(app.Config{Name: "bench", Client: c, KeyPrefix: prefix, Logger: testLogger()})
@@ -38,6 +58,11 @@ func BenchmarkNoopTasks(b *testing.B) {
 	}
 	if _, err := q.EnqueueMany(ctx, ps); err != nil {
 		b.Fatal(err)
+	}
+	if prepare != nil {
+		if err := prepare(ctx, q); err != nil {
+			b.Fatal(err)
+		}
 	}
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
