@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/task"
@@ -83,107 +82,26 @@ func readFlow(c *cli.Context, a *app.App, r io.Reader) (*task.Flow, error) {
 	if len(names) != len(f.Nodes) {
 		return nil, usageErrorf("the flow file: nodes must be a map of node names to nodes")
 	}
-	var opts []task.FlowOption
+	spec := task.FlowSpec{ID: f.ID, Retention: f.Retention, Nodes: make(map[string]task.FlowNodeSpec, len(f.Nodes))}
 	var errs []error
-	if f.ID != "" {
-		opts = append(opts, task.FlowID(f.ID))
-	}
-	if f.Retention != "" {
-		d, err := time.ParseDuration(f.Retention)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("retention: %w", err))
-		} else {
-			opts = append(opts, task.FlowRetention(d))
-		}
-	}
-	flow := task.NewFlow(a, opts...)
-	queues := map[string]*rawQueue{}
-	nodes := map[string]*task.Node{}
 	for _, name := range names {
 		n := f.Nodes[name]
-		if n.Queue == "" {
-			errs = append(errs, fmt.Errorf("node %q: no queue", name))
-			continue
-		}
-		q, ok := queues[n.Queue]
-		if !ok {
-			q, err = lookupQueue(c, a, n.Queue)
-			if err != nil {
-				var u usageError
-				if !errors.As(err, &u) {
-					return nil, err // Redis, not the file
-				}
-				errs = append(errs, fmt.Errorf("node %q: %w", name, err))
-				continue
-			}
-			queues[n.Queue] = q
-		}
 		payload, err := json.Marshal(n.Payload)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("node %q: payload: %w", name, err))
 			continue
 		}
-		eopts, err := n.Options.enqueueOptions()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("node %q: %w", name, err))
-			continue
-		}
-		node := task.AddNode(flow, name, q, json.RawMessage(payload), eopts...)
-		if n.OnFailure != "" {
-			node.OnFailure(task.FailurePolicy(n.OnFailure))
-		}
-		nodes[name] = node
-	}
-	for _, name := range names {
-		node := nodes[name]
-		if node == nil {
-			continue
-		}
-		for _, p := range f.Nodes[name].Parents {
-			parent := nodes[p]
-			if parent == nil {
-				if _, ok := f.Nodes[p]; !ok {
-					errs = append(errs, fmt.Errorf("node %q: unknown parent %q", name, p))
-				}
-				continue
-			}
-			node.After(parent)
-		}
+		spec.Nodes[name] = task.FlowNodeSpec{Queue: n.Queue, Payload: payload, Parents: n.Parents,
+			OnFailure: task.FailurePolicy(n.OnFailure), Options: task.FlowNodeOptions(n.Options)}
 	}
 	if len(errs) > 0 {
 		return nil, usageError{fmt.Errorf("the flow file: %w", errors.Join(errs...))}
 	}
-	return flow, nil
-}
-
-func (o nodeOptions) enqueueOptions() ([]task.EnqueueOption, error) {
-	var opts []task.EnqueueOption
-	if o.MaxRetries != nil {
-		opts = append(opts, task.WithMaxRetries(*o.MaxRetries))
+	flow, err := task.BuildFlow(c.Context, a, spec, names)
+	if errors.Is(err, task.ErrInvalidFlow) {
+		return nil, usageErrorf("the flow file: %s", strings.TrimPrefix(err.Error(), task.ErrInvalidFlow.Error()+": "))
 	}
-	for _, d := range []struct {
-		name, v string
-		opt     func(time.Duration) task.EnqueueOption
-	}{{"timeout", o.Timeout, task.WithTimeout}, {"retention", o.Retention, task.WithRetention}} {
-		if d.v == "" {
-			continue
-		}
-		v, err := time.ParseDuration(d.v)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.name, err)
-		}
-		opts = append(opts, d.opt(v))
-	}
-	if o.Priority != "" {
-		opts = append(opts, task.Priority(o.Priority))
-	}
-	if o.Key != nil {
-		opts = append(opts, task.Key(*o.Key))
-	}
-	if len(o.Headers) > 0 {
-		opts = append(opts, task.Headers(o.Headers))
-	}
-	return opts, nil
+	return flow, err
 }
 
 // sinkResults prints the results of a flow's sinks: the result alone for
