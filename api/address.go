@@ -28,7 +28,7 @@ func (h *handler) lookupAddress(w http.ResponseWriter, r *http.Request, opts []t
 		writeError(w, http.StatusNotFound, "unknown_level", err.Error())
 		return nil, nil
 	case err != nil:
-		internalError(w, err)
+		schemaError(w, err)
 		return nil, nil
 	}
 	if level == "" {

@@ -29,7 +29,8 @@ type order struct {
 }
 
 type job struct {
-	Do string `json:"do"`
+	Do  string `json:"do"`
+	Pad string `json:"pad,omitempty"`
 }
 
 // env is app "shop" on the test server: stream "orders" declared by the
@@ -366,39 +367,39 @@ func TestTasks(t *testing.T) {
 	redistest.Eventually(t, 10*time.Second, "blocked task cancelled", func() bool {
 		return e.do(t, "GET", "/v1/tasks/"+bid, "").body["state"] == "cancelled"
 	})
-	e.do(t, "POST", "/v1/queues/work/runsync?timeout=soon", `{"payload":1}`).want(t, 400, "bad_timeout")
-	e.do(t, "POST", "/v1/queues/work/runsync?timeout=-1s", `{"payload":1}`).want(t, 400, "bad_timeout")
-	e.do(t, "POST", "/v1/queues/work/runsync?timeout=1000h", `{"payload":1}`).want(t, 400, "bad_timeout")
+	e.do(t, "POST", "/v1/queues/work/runsync?timeout=soon", `{"payload":{}}`).want(t, 400, "bad_timeout")
+	e.do(t, "POST", "/v1/queues/work/runsync?timeout=-1s", `{"payload":{}}`).want(t, 400, "bad_timeout")
+	e.do(t, "POST", "/v1/queues/work/runsync?timeout=1000h", `{"payload":{}}`).want(t, 400, "bad_timeout")
 
 	// Bad input.
 	for _, c := range []struct{ body, code, says string }{
-		{`{"payload":1,"colour":"red"}`, "bad_json", "colour"},
-		{`{"payload":1,"delay":10}`, "bad_json", "duration"},
-		{`{"payload":1,"delay":"soon"}`, "bad_json", `duration "soon": want a number and a unit`},
-		{`{"payload":1,"delay":"1x"}`, "bad_json", `duration "1x": want a number and a unit`},
-		{`{"payload":1,"max_retries":"x"}`, "bad_json", "max_retries"},
-		{`{"payload":1,"max_retries":-2}`, "bad_task", "negative"},
+		{`{"payload":{},"colour":"red"}`, "bad_json", "colour"},
+		{`{"payload":{},"delay":10}`, "bad_json", "duration"},
+		{`{"payload":{},"delay":"soon"}`, "bad_json", `duration "soon": want a number and a unit`},
+		{`{"payload":{},"delay":"1x"}`, "bad_json", `duration "1x": want a number and a unit`},
+		{`{"payload":{},"max_retries":"x"}`, "bad_json", "max_retries"},
+		{`{"payload":{},"max_retries":-2}`, "bad_task", "negative"},
 		// Text encoding/json would decode with replacements, or by
 		// dropping a value, anywhere in the body.
 		{`{"payload":{"t":"\ud800"}}`, "bad_json", `\ud800 is half of a UTF-16 surrogate pair`},
 		{"{\"payload\":{\"t\":\"\xff\"}}", "bad_json", "invalid UTF-8"},
 		{"{\"payload\":1,\"unique_key\":\"k\xff\"}", "bad_json", "invalid UTF-8"},
-		{`{"payload":1,"payload":2}`, "bad_json", `field "payload" appears twice`},
+		{`{"payload":{},"payload":2}`, "bad_json", `field "payload" appears twice`},
 		{`{"payload":{"n":1,"n":2}}`, "bad_json", `field "payload.n" appears twice`},
-		{`{"payload":1,"priority":"urgent"}`, "bad_task", "urgent"},
-		{`{"payload":1,"key":"k"}`, "bad_task", "keyed"},
-		{`{"payload":1,"id":"a b"}`, "bad_task", "invalid"},
-		{`{"payload":1,"unique_key":"k"}`, "bad_task", "unique"},
-		{`{"payload":1,"webhook":"ftp://x"}`, "bad_task", "ftp"},
-		{`{"payload":1,"webhook":"http://169.254.169.254/latest"}`, "bad_task", "link-local"},
-		{`{"payload":1,"webhook":"https://h/x","webhook_secret":"hunter2"}`, "bad_task", "webhook secret"},
-		{`{"payload":1,"id":"cron:nightly:1798761600000"}`, "bad_task", "reserved"},
-		{`{"payload":1,"retention":"2558000h"}`, "bad_task", "out of range"},
-		{`{"payload":1,"max_retries":9223372036854775807}`, "bad_task", "out of range"},
-		{`{"payload":1,"headers":{"n":1}}`, "bad_json", "headers"},
-		{`{"payload":1,"headers":{"":"x"}}`, "bad_task", "header name is empty"},
+		{`{"payload":{},"priority":"urgent"}`, "bad_task", "urgent"},
+		{`{"payload":{},"key":"k"}`, "bad_task", "keyed"},
+		{`{"payload":{},"id":"a b"}`, "bad_task", "invalid"},
+		{`{"payload":{},"unique_key":"k"}`, "bad_task", "unique"},
+		{`{"payload":{},"webhook":"ftp://x"}`, "bad_task", "ftp"},
+		{`{"payload":{},"webhook":"http://169.254.169.254/latest"}`, "bad_task", "link-local"},
+		{`{"payload":{},"webhook":"https://h/x","webhook_secret":"hunter2"}`, "bad_task", "webhook secret"},
+		{`{"payload":{},"id":"cron:nightly:1798761600000"}`, "bad_task", "reserved"},
+		{`{"payload":{},"retention":"2558000h"}`, "bad_task", "out of range"},
+		{`{"payload":{},"max_retries":9223372036854775807}`, "bad_task", "out of range"},
+		{`{"payload":{},"headers":{"n":1}}`, "bad_json", "headers"},
+		{`{"payload":{},"headers":{"":"x"}}`, "bad_task", "header name is empty"},
 		{`{"id":"t9"}`, "bad_json", "payload"},
-		{`{"payload":1}{}`, "bad_json", "more than one"},
+		{`{"payload":{}}{}`, "bad_json", "more than one"},
 		{`{"payload":`, "bad_json", ""},
 		{`[1]`, "bad_json", "array"},
 		{``, "bad_json", "empty"},
@@ -408,8 +409,8 @@ func TestTasks(t *testing.T) {
 			t.Errorf("%s: error %q does not say %q", c.body, r.body["error"], c.says)
 		}
 	}
-	e.do(t, "POST", "/v1/queues/nope/tasks", `{"payload":1}`).want(t, 404, "unknown_queue")
-	e.do(t, "POST", "/v1/queues/bad%20name/tasks", `{"payload":1}`).want(t, 400, "bad_name")
+	e.do(t, "POST", "/v1/queues/nope/tasks", `{"payload":{}}`).want(t, 404, "unknown_queue")
+	e.do(t, "POST", "/v1/queues/bad%20name/tasks", `{"payload":{}}`).want(t, 400, "bad_name")
 	big := `{"payload":"` + strings.Repeat("x", api.DefaultMaxBody) + `"}`
 	e.do(t, "POST", "/v1/queues/work/tasks", big).want(t, 413, "too_large")
 	e.do(t, "POST", "/v1/queues/work/runsync", big).want(t, 413, "too_large")
@@ -680,7 +681,7 @@ func TestAuthAndReadOnly(t *testing.T) {
 	e := newEnv(t, api.Options{Token: "s3cret", ReadOnly: true, MaxBody: 64})
 	for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "s3cret"}, {"Authorization", "Basic s3cret"}} {
 		e.do(t, "GET", "/v1/overview", "", hdr...).want(t, 401, "unauthorized")
-		e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":1}`, hdr...).want(t, 401, "unauthorized")
+		e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{}}`, hdr...).want(t, 401, "unauthorized")
 	}
 	auth := []string{"Authorization", "Bearer s3cret"}
 	e.do(t, "GET", "/v1/overview", "", auth...).want(t, 200, "")
@@ -694,7 +695,7 @@ func TestAuthAndReadOnly(t *testing.T) {
 		"/v1/queues/work/tasks/x/cancel", "/v1/queues/work/tasks/x/requeue", "/v1/tasks/x/cancel", "/v1/tasks/x/requeue",
 		"/v1/queues/work/pause", "/v1/queues/work/resume", "/v1/queues/work/dead/requeue",
 		"/v1/streams/orders/processors/totals/dead/replay"} {
-		e.do(t, "POST", p, `{"payload":1}`, auth...).want(t, 403, "read_only")
+		e.do(t, "POST", p, `{"payload":{}}`, auth...).want(t, 403, "read_only")
 	}
 	// The size limit applies before anything else is read.
 	e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":"`+strings.Repeat("x", 100)+`"}`, auth...).want(t, 413, "too_large")
@@ -703,7 +704,7 @@ func TestAuthAndReadOnly(t *testing.T) {
 func TestCustomBodyLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Options{MaxBody: 100})
-	e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":"`+strings.Repeat("x", 80)+`"}`).want(t, 200, "")
+	e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"`+strings.Repeat("x", 76)+`"}}`).want(t, 200, "")
 	r := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":"`+strings.Repeat("x", 101)+`"}`).want(t, 413, "too_large")
 	if !strings.Contains(r.body["error"].(string), "100 bytes") {
 		t.Fatalf("limit not named: %s", r.raw)
@@ -711,7 +712,9 @@ func TestCustomBodyLimit(t *testing.T) {
 }
 
 // Served by a program that declares a queue with a payload type, the API
-// refuses payloads that type's handlers would not decode exactly.
+// refuses payloads that type's handlers would not decode exactly; served
+// by a program that knows only the registry, it refuses them too, by the
+// schema the workers' program recorded there.
 func TestEnqueueChecksDeclaredPayload(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Options{})
@@ -721,16 +724,19 @@ func TestEnqueueChecksDeclaredPayload(t *testing.T) {
 	}
 	typed := &env{client: e.client, prefix: e.prefix, srv: httptest.NewServer(api.NewHandler(a, api.Options{}))}
 	t.Cleanup(typed.srv.Close)
-	for _, c := range []struct{ body, says string }{
-		{`{"payload":{"do":"x","extra":1}}`, `unknown field "extra"`},
-		{`{"payload":{"do":5}}`, `field "do": number does not fit (want a string)`},
-		{`{"payload":1}`, `number does not fit the payload (want an object)`},
+	for _, c := range []struct{ body, says, registry string }{
+		{`{"payload":{"do":"x","extra":1}}`, `unknown field "extra"`, `unknown field "extra"; known: do, pad`},
+		{`{"payload":{"do":5}}`, `field "do": number does not fit (want a string)`, `field "do": want a string, got a number`},
+		{`{"payload":1}`, `number does not fit the payload (want an object)`, `payload 0: want an object, got a number`},
 	} {
 		r := typed.do(t, "POST", "/v1/queues/work/tasks", c.body).want(t, 400, "bad_task")
 		if !strings.Contains(r.body["error"].(string), c.says) {
 			t.Errorf("%s: error %q does not say %q", c.body, r.body["error"], c.says)
 		}
-		e.do(t, "POST", "/v1/queues/work/tasks", c.body).want(t, 200, "") // a program that knows only the registry
+		r = e.do(t, "POST", "/v1/queues/work/tasks", c.body).want(t, 400, "bad_task") // a program that knows only the registry
+		if !strings.Contains(r.body["error"].(string), c.registry) {
+			t.Errorf("%s: error %q does not say %q", c.body, r.body["error"], c.registry)
+		}
 	}
 	typed.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"}}`).want(t, 200, "")
 }

@@ -12,15 +12,30 @@ import (
 	"github.com/leatdev/leat/inspect"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/schema"
 )
 
 // maxRecords bounds the records of one send.
 const maxRecords = 10_000
 
 // openStream returns stream name: declared by the app's code, else opened
-// from the app's registry in Redis. It answers the request and returns nil
-// when it cannot.
+// from the app's registry in Redis with the schema its program recorded
+// there (read again for each request). It answers the request and returns
+// nil when it cannot.
 func (h *handler) openStream(w http.ResponseWriter, r *http.Request, name string) *core.Core {
+	st := h.lookupStream(w, r, name)
+	if st == nil {
+		return nil
+	}
+	if err := st.LoadSchema(r.Context()); err != nil {
+		schemaError(w, err)
+		return nil
+	}
+	return st
+}
+
+// lookupStream is openStream without the schema.
+func (h *handler) lookupStream(w http.ResponseWriter, r *http.Request, name string) *core.Core {
 	if err := rdb.CheckName("stream", name); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_name", err.Error())
 		return nil
@@ -205,4 +220,15 @@ func internalError(w http.ResponseWriter, err error) {
 	}
 	log.Error("api: internal error", "route", route, "err", err)
 	writeError(w, http.StatusInternalServerError, "internal", "internal error: the server logged the details")
+}
+
+// schemaError answers a failed read of the schema of a stream or queue: a
+// corrupt schema in the registry is named (500 bad_schema), so an operator
+// can find it; any other error is an internal one.
+func schemaError(w http.ResponseWriter, err error) {
+	if errors.Is(err, schema.ErrCorrupt) {
+		writeError(w, http.StatusInternalServerError, "bad_schema", err.Error())
+		return
+	}
+	internalError(w, err)
 }

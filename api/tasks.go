@@ -180,7 +180,7 @@ func (h *handler) lookupQueue(w http.ResponseWriter, r *http.Request) *rawQueue 
 		writeError(w, http.StatusNotFound, "unknown_queue", fmt.Sprintf("unknown task queue %q: no program of app %q declared it", name, h.a.Name()))
 		return nil
 	case err != nil:
-		internalError(w, err)
+		schemaError(w, err)
 		return nil
 	}
 	return q

@@ -46,9 +46,10 @@ func enqueueCommand(setup Setup) *cli.Command {
 			"inference.premium; a bare QUEUE is its level named default, or its first. With --file FILE (or - for\n" +
 			"standard input), every non-blank line is one JSON payload: all lines are checked\n" +
 			"first, and on the first bad line the command names it, exits with status 2 and\n" +
-			"enqueues nothing; memory stays small however long the input is. Embedded in a\n" +
-			"program that declares the queue with a payload type, the CLI refuses payloads that\n" +
-			"type's handlers would not decode exactly (an unknown field, a value of another kind).\n" +
+			"enqueues nothing; memory stays small however long the input is. Payloads the\n" +
+			"handlers would not decode exactly (an unknown field, a value of another kind or\n" +
+			"out of range) are refused: by the payload type of the program embedding the CLI,\n" +
+			"else by the schema the program that declared the queue with a type recorded.\n" +
 			"A duplicate (--id or --unique) prints the existing task's ID and says so on stderr.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagFile, Usage: "read JSON lines from `FILE`, - for standard input"},
@@ -117,7 +118,7 @@ func enqueueCommand(setup Setup) *cli.Command {
 			}
 			warnPaused(c, q)
 			if in != nil {
-				return enqueueFile(c, q, in, opts, declared.TaskPayload(a, q.Name()))
+				return enqueueFile(c, q, in, opts, declared.QueueCheck(q))
 			}
 			ids, err := q.EnqueueMany(c.Context, []json.RawMessage{json.RawMessage(args[1])}, opts...)
 			return printIDs(c, ids, err)

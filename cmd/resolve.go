@@ -38,6 +38,8 @@ func withStream(c *cli.Context, setup Setup, name string, r routing, fn func(*co
 //   - defined in the app's registry in Redis: the definition routes, and
 //     --partitions may only repeat it; --key may only repeat its key field,
 //     or names the field holding the key of a stream keyed by a Go function;
+//     records are checked against the schema the program that declared the
+//     stream with a Go type recorded there;
 //   - unknown: --key (required) and --partitions (default the app's) define
 //     it, and the first send registers it.
 //
@@ -90,6 +92,9 @@ func resolveStream(ctx context.Context, a *app.App, name string, r routing) (*co
 	st, err := core.Open(catalogOf(a), def)
 	if err != nil {
 		return nil, fmt.Errorf("open stream %q: %w", name, err)
+	}
+	if err := st.LoadSchema(ctx); err != nil {
+		return nil, err
 	}
 	return st, nil
 }

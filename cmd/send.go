@@ -14,7 +14,9 @@ func sendCommand(setup Setup) *cli.Command {
 		ArgsUsage: "STREAM JSON",
 		Description: "The record is routed by its key field to one partition of STREAM. A stream the\n" +
 			"registry does not know yet needs --key (and optionally --partitions); the send\n" +
-			"registers it.",
+			"registers it. A record the stream's processors would not decode (an unknown\n" +
+			"field, a value of another kind or out of range) is refused, by the stream's Go\n" +
+			"type in a program that declares it, else by the schema that program recorded.",
 		Flags:        sendFlags(),
 		HideHelp:     true, // see helpFlag
 		OnUsageError: onUsageError,

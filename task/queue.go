@@ -51,8 +51,13 @@ type core struct {
 
 	// check refuses payloads the queue's handlers would not decode exactly:
 	// set on a queue looked up from the registry (json.RawMessage
-	// payloads) that this program declared with a payload type.
+	// payloads), from the payload type this program declared it with, else
+	// from the schema its declaring program recorded in the registry.
 	check declared.PayloadCheck
+	// schema is the schema of the payload type a declaration gives (nil: a
+	// type that takes any JSON), recorded in the registry with the queue's
+	// definition.
+	schema []byte
 
 	joined rounds.Group[enqueueWork] // enqueues sharing round trips (join.go)
 }
@@ -106,6 +111,9 @@ func declare[P, R any](a *app.App, name string, opts []Option) (*Queue[P, R], er
 	}
 	if check := payloadCheck[P](); check != nil {
 		declared.SetTaskPayload(a, name, check)
+	}
+	if c.schema, err = payloadSchema[P](); err != nil {
+		return nil, fmt.Errorf("task queue %q: schema: %w", name, err)
 	}
 	return &Queue[P, R]{core: c}, nil
 }
@@ -235,6 +243,8 @@ func (q *core) register(ctx context.Context) error {
 			return fmt.Errorf("task queue %q: register (the Redis user may not write the registry, "+
 				"and the queue is not registered yet: start one of its workers first): %w", q.name, err)
 		}
+	} else if err := q.writeSchema(ctx); err != nil {
+		return err
 	}
 	q.reg = true
 	return nil
@@ -262,12 +272,14 @@ func Queues(ctx context.Context, a *app.App) ([]Definition, error) {
 
 // Lookup returns queue name as recorded in Redis by the program that
 // declared it, with untyped JSON payloads and results: for tools without
-// the app's code, such as the CLI. When a's program declared the queue with
+// the app's code, such as the CLI. When a program declared the queue with
 // a payload type, the queue refuses payloads that type would not decode
-// exactly (see EnqueueMany). It returns ErrUnknownQueue when no
-// program declared the queue.
+// exactly (see EnqueueMany): a's program's own type when it declared the
+// queue, else the schema of the type the latest declaring program recorded
+// in the registry. It returns ErrUnknownQueue when no program declared the
+// queue.
 func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessage, json.RawMessage], error) {
-	opts, err := recorded(ctx, a, name)
+	opts, sch, err := recordedWithSchema(ctx, a, name)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +288,10 @@ func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessag
 		return nil, err
 	}
 	q.reg = true
-	q.check = declared.TaskPayload(a, name) // nil unless declared typed in this program
+	q.check = declared.TaskPayload(a, name) // declared typed in this program
+	if q.check == nil && sch != nil {
+		q.check = sch.CheckJSON
+	}
 	return q, nil
 }
 

@@ -151,7 +151,7 @@ func TestEnqueueRefusesLossyText(t *testing.T) {
 // nothing written, a payload that type's handlers would not decode
 // exactly: an unknown field (encoding/json would drop it), a value of
 // another kind or out of range. Looked up by another program, which knows
-// only the registry, the queue takes any JSON.
+// only the registry, the queue refuses them by the schema recorded there.
 func TestLookupChecksDeclaredPayload(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
@@ -201,7 +201,12 @@ func TestLookupChecksDeclaredPayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Enqueue(ctx, json.RawMessage(`{"n":1,"nn":2}`)); err != nil {
+	// A program that did not declare the queue checks by the schema the
+	// declaring one recorded.
+	if _, err := other.Enqueue(ctx, json.RawMessage(`{"n":1,"nn":2}`)); !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), `unknown field "nn"; known: inner, n, small, tags`) {
+		t.Fatalf("a program that did not declare the queue: %v, want the recorded schema's refusal", err)
+	}
+	if _, err := other.Enqueue(ctx, json.RawMessage(`{"n":1,"inner":{"on":true}}`)); err != nil {
 		t.Fatalf("a program that did not declare the queue: %v", err)
 	}
 }

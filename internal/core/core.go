@@ -25,6 +25,7 @@ type Core struct {
 	recordType string // Go type of records, for conflict messages
 	fromJSON   func([]byte) (Entry, error)
 	typed      any // the *Typed[T] of the declaration
+	schema     schemaState
 
 	regMu      sync.Mutex
 	registered bool
@@ -103,6 +104,9 @@ func (c *Core) Register(ctx context.Context) error {
 	}
 	ec, err := register(ctx, c.catalog.client, c.catalog.keys.Registry(), c.def)
 	if err != nil {
+		return err
+	}
+	if err := c.writeSchema(ctx); err != nil {
 		return err
 	}
 	c.entryCodec.Store(&ec)

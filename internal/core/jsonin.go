@@ -52,7 +52,8 @@ func (c *Core) EncodeJSON(data []byte, h Headers) (Entry, error) {
 // Open returns the untyped stream of a registry definition, declared in cat,
 // whose records are JSON objects (map[string]any). Integers keep their exact
 // value; the key field must be set (for streams keyed by a Go function, pass
-// the field that holds the key).
+// the field that holds the key). It never records a schema; LoadSchema reads
+// the one the program declaring the stream recorded, for EncodeJSON to check.
 func Open(cat *Catalog, def Definition) (*Core, error) {
 	codec, err := LookupCodec(def.Codec)
 	if err != nil {
@@ -65,7 +66,14 @@ func Open(cat *Catalog, def Definition) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.Core, nil
+	c := s.Core
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	if !c.schema.opened && !c.registered {
+		c.schema.opened = true
+		c.fromJSON = c.checkSchema(c.fromJSON)
+	}
+	return c, nil
 }
 
 // jsonRecordReader returns the function that reads one JSON record into a

@@ -79,6 +79,11 @@ func Declare[T any](cat *Catalog, name string, spec Spec) (*Typed[T], error) {
 	if err := core.def.validate(); err != nil {
 		return nil, err
 	}
+	record, err := recordSchema[T](spec)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: schema: %w", name, err)
+	}
+	core.schema.record = record
 	readJSON := jsonRecordReader[T](tagsOf(spec.Codec), spec.KeyField)
 	core.fromJSON = func(b []byte) (Entry, error) {
 		var v T

@@ -22,6 +22,11 @@ var Of func(app any) *sync.Map
 // refuses a JSON payload the queue's handlers would not decode exactly.
 type PayloadCheck func(payload []byte) error
 
+// QueueCheck returns the payload check of a task queue value (a
+// *task.Queue, looked up from the registry or declared): what its enqueues
+// refuse beyond invalid JSON, or nil; set by package task.
+var QueueCheck func(queue any) PayloadCheck
+
 // taskPayload is the key of task queue name's payload check.
 func taskPayload(name string) string { return "task-payload/" + name }
 

@@ -41,13 +41,14 @@ var layers = []struct {
 	{"internal/netguard", library, nil},
 	{"internal/schedule", library, nil},
 	{"internal/declared", library, nil},
+	{"internal/schema", library, nil},
 	{"internal/layout", library, nil},
 	{"internal/docscheck", tool, nil},
 	{"internal/redistest", tool, nil},
 	// The Redis protocol: commands, Lua scripts and their wrappers; leases.
 	{"internal/rdb", library, []string{"internal/resp", "internal/topology"}},
 	{"internal/lease", library, []string{"internal/rdb", "internal/topology"}},
-	{"internal/core", library, []string{"internal/rdb", "internal/rounds", "internal/topology"}},
+	{"internal/core", library, []string{"internal/rdb", "internal/rounds", "internal/schema", "internal/topology"}},
 	// The runtime.
 	{"stream", library, []string{"internal/core", "internal/rdb", "internal/topology"}},
 	{"rebalance", library, nil},
@@ -56,7 +57,7 @@ var layers = []struct {
 	{"middleware", library, []string{"executor", "internal/core", "internal/rdb", "stream"}},
 	{"inspect", library, []string{"internal/core", "internal/lease", "internal/rdb"}},
 	{"app", library, []string{"executor", "internal/clock", "internal/core", "internal/declared", "internal/lease", "internal/netguard", "internal/rdb", "internal/runner", "internal/schedule", "internal/topology", "middleware", "stream"}},
-	{"task", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/declared", "internal/lease", "internal/netguard", "internal/rdb", "internal/rounds", "internal/schedule", "internal/topology", "middleware"}},
+	{"task", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/declared", "internal/lease", "internal/netguard", "internal/rdb", "internal/rounds", "internal/schedule", "internal/schema", "internal/topology", "middleware"}},
 	// The configuration file, read by the command and by programs.
 	{"config", library, []string{"app", "internal/rdb", "internal/schedule", "stream", "task"}},
 	// The control plane: deployments on a worker's disk, pools and workers.
@@ -68,7 +69,7 @@ var layers = []struct {
 	{"internal/wasmtest", tool, []string{"internal/redistest", "task/wasm"}},
 	// The edge: metrics and the HTTP API beside the runtime.
 	{"metrics", library, []string{"executor", "inspect"}},
-	{"api", library, []string{"app", "controlplane", "inspect", "internal/core", "internal/rdb", "task"}},
+	{"api", library, []string{"app", "controlplane", "inspect", "internal/core", "internal/rdb", "internal/schema", "task"}},
 	// Tools that drive a whole app sit above the runtime they drive.
 	{"internal/bench", tool, []string{"app", "executor", "internal/core", "internal/rdb", "stream", "task"}},
 	{"internal/chaos", tool, []string{"app", "executor", "stream", "task"}},

@@ -21,6 +21,9 @@
 //     UNBLOCK) and replies read as raw RESP; where the executor builds a
 //     pipeline as it goes, a helper queues the commands on the pipeline it
 //     is given, so every read keeps its round trips.
+//   - schema.go, keys_schema.go: the schemas of typed streams and task
+//     queues in the registry (written on registration, read by the CLI and
+//     the HTTP API).
 //   - send.go, stream_registry.go: sending entries (XADD, alone or
 //     pipelined; Pipelined for the guarded sends' and lock refreshes'
 //     pipelines) and reading the stream registry.
