@@ -173,7 +173,17 @@ func (h *handler) streamReport(w http.ResponseWriter, r *http.Request) {
 		internalError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	// The rate entries arrive at, from the entries' IDs: a page loaded
+	// after a burst sees it.
+	ap, err := h.in.Appended(r.Context(), name, len(rep.Partitions))
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		*inspect.StreamReport
+		Appended inspect.Appended `json:"appended"`
+	}{rep, ap})
 }
 
 // tableValues answers the values of the ?key= keys (1 to 100) in a

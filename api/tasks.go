@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/leatdev/leat/inspect"
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/rdb"
 	"github.com/leatdev/leat/task"
@@ -388,6 +389,9 @@ type queueRow struct {
 	// 0 is no cap.
 	GlobalConcurrency int    `json:"global_concurrency"`
 	Leader            string `json:"leader"` // the queue leader's worker ID; "" when none
+	// Finished is the tasks that reached a final state in each 10 s of the
+	// last minute, from the server's counters (GET /v1/queues only).
+	Finished *inspect.Finished `json:"finished,omitempty"`
 }
 
 // concurrencyRow is how many tasks each worker of a queue runs at once: set
@@ -425,8 +429,18 @@ func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rows := make([]queueRow, 0, len(sums))
+	names := make([]string, 0, len(sums))
 	for _, sum := range sums {
 		rows = append(rows, rowOf(sum))
+		names = append(names, sum.Definition.Name)
+	}
+	fin, err := h.in.Finished(r.Context(), names)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	for j := range rows {
+		rows[j].Finished = &fin[j]
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queues": rows})
 }

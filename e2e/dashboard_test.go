@@ -73,6 +73,11 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("%+v %v", in, err)
 	}
 	later, _ := s.emails.Enqueue(ctx, email{To: "eve@example.com"}, task.Delay(time.Hour))
+	// A task ID of the caller's, longer than a column would show.
+	const longID = "receipt-2026-11-29-customer-fay-at-example-com-order-000042"
+	if _, err := s.emails.Enqueue(ctx, email{To: "fay@example.com"}, task.ID(longID), task.Delay(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 
 	// The backlog settles: every partition done but the blocked one (lag
 	// and pending) and the quarantined one.
@@ -118,6 +123,35 @@ func TestDashboard(t *testing.T) {
 	if cells != s.partitions {
 		t.Errorf("%d cells in the heat map, want %d", cells, s.partitions)
 	}
+	// The scale is absolute, by powers of ten, with its legend: the blocked
+	// partition's colour is its lag's step whatever the others hold; every
+	// partition number reads on its colour (contrast 4.2:1 or more).
+	waitTrue(t, b, "the lag scale's legend", `document.querySelectorAll('#heat-scale .lg-step').length === 7 && document.querySelector('#heat-scale').innerText.includes('1k–9.9k')`)
+	steps := eval[map[string]string](t, b, `Object.fromEntries([...document.querySelectorAll('#heat-scale .lg-step')].map((s) => [s.innerText.trim().split(/\s+/)[0], getComputedStyle(s.querySelector('.swatch')).backgroundColor]))`)
+	_, bp := billing(s.report(ctx), s.blockedP)
+	want := map[bool]string{true: "1–9", false: "10–99"}[*bp.Lag < 10]
+	if *bp.Lag >= 100 {
+		want = "100–999"
+	}
+	if got := eval[string](t, b, fmt.Sprintf(`getComputedStyle(document.querySelector('#heat .cell[data-p="%d"]')).backgroundColor`, s.blockedP)); got != steps[want] {
+		t.Errorf("the blocked partition (lag %d) is %s, want step %s's %s (steps %v)", *bp.Lag, got, want, steps[want], steps)
+	}
+	for _, mode := range []string{"lag", "pending", "owner"} {
+		run(t, b, "colour by "+mode, chromedp.Click(chromedp.CSS(`#colour-by button[data-colour="`+mode+`"]`)))
+		if low := eval[[]string](t, b, `(() => {
+			const lum = (css) => { const [r, g, b] = css.match(/\d+/g).map(Number).map((c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; });
+				return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+			return [...document.querySelectorAll('#heat .cell')].filter((c) => {
+				const s = c.querySelector('span');
+				if (!s || getComputedStyle(s).display === 'none') return false;
+				const a = lum(getComputedStyle(c).backgroundColor), b = lum(getComputedStyle(s).color);
+				return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05) < 4.2;
+			}).map((c) => c.dataset.p + ' ' + getComputedStyle(c).backgroundColor + ' ' + getComputedStyle(c.querySelector('span')).color);
+		})()`); len(low) > 0 {
+			t.Errorf("colour by %s: partition numbers hard to read: %v", mode, low)
+		}
+	}
+	run(t, b, "colour by lag", chromedp.Click(chromedp.CSS(`#colour-by button[data-colour="lag"]`)))
 	// Sorting by lag puts the partition with the most lag first; a filter
 	// keeps one row.
 	run(t, b, "sort by lag", chromedp.Click(chromedp.CSS(`#parts th[data-sort="lag"]`)))
@@ -176,6 +210,18 @@ func TestDashboard(t *testing.T) {
 	run(t, rb, "list scheduled tasks", chromedp.Click(chromedp.CSS(`#list-tabs button[data-list="scheduled"]`)))
 	cancelBtn := fmt.Sprintf(`button[data-action="cancel"][data-id="%s"]`, later)
 	waitTrue(t, rb, "a disabled Cancel button", `document.querySelector('`+cancelBtn+`') && document.querySelector('`+cancelBtn+`').disabled`)
+	// A task ID is shown whole, and can be copied whole.
+	longLink := `#task-list a[data-open="` + longID + `"]`
+	waitTrue(t, rb, "the long task ID listed", `!!document.querySelector('`+longLink+`')`)
+	if got := text(t, rb, longLink); got != longID {
+		t.Errorf("task ID shown as %q, want %q whole", got, longID)
+	}
+	if w := eval[[]int](t, rb, `[document.querySelector('`+longLink+`').scrollWidth, document.querySelector('`+longLink+`').clientWidth]`); w[0] > w[1]+1 {
+		t.Errorf("the task ID is cut: %d of %d pixels shown", w[1], w[0])
+	}
+	copyBtn := `#task-list button[data-copy="` + longID + `"]`
+	run(t, rb, "copy the ID", chromedp.Click(chromedp.CSS(copyBtn)))
+	waitTrue(t, rb, "the ID copied or selected", `['copied', 'selected'].includes(document.querySelector('`+copyBtn+`').innerText) && (document.querySelector('`+copyBtn+`').innerText === 'copied' || getSelection().toString() === `+jsString(longID)+`)`)
 
 	// The queue: counts per state as Redis keeps them; Requeue runs the
 	// dead task again, and now it succeeds.
@@ -191,7 +237,7 @@ func TestDashboard(t *testing.T) {
 	for _, st := range task.States {
 		waitText(t, b, "#count-"+string(st)+" .kpi-value", func() string { return num(counts()[st]) })
 	}
-	if n := counts(); n[task.Dead] != 1 || n[task.Succeeded] != 3 || n[task.Scheduled] != 1 {
+	if n := counts(); n[task.Dead] != 1 || n[task.Succeeded] != 3 || n[task.Scheduled] != 2 {
 		t.Errorf("counts %v", n)
 	}
 	// A task's detail: listings carry no payload; a click on the task's ID

@@ -141,17 +141,41 @@ function workerColour(w) {
   return PALETTE[(i >= 0 ? i : h) % PALETTE.length];
 }
 
-// lagColour maps a lag to a colour from pale green (none) through amber to red.
-function lagColour(v, max) {
+// The heat map's scale is absolute, by powers of ten, so a colour means the
+// same count whatever the other partitions hold: LAG_BUCKETS[i] colours the
+// counts from its 'from' up to the next one's.
+const LAG_BUCKETS = [
+  { from: 1, label: '1–9', colour: '#fef3c7' },
+  { from: 10, label: '10–99', colour: '#fcd34d' },
+  { from: 100, label: '100–999', colour: '#f59e0b' },
+  { from: 1000, label: '1k–9.9k', colour: '#ea580c' },
+  { from: 10000, label: '10k–99k', colour: '#b91c1c' },
+  { from: 100000, label: '100k+', colour: '#581c87' },
+];
+
+// lagColour maps a count (lag, pending) to the colour of its bucket: pale
+// green for none.
+function lagColour(v) {
   if (v === null || v === undefined) return css('--cell-none');
   if (v <= 0) return css('--cell-zero');
-  const f = Math.min(1, Math.log1p(v) / Math.log1p(Math.max(max, 1)));
-  const stops = [[254, 243, 199], [251, 191, 36], [234, 88, 12], [185, 28, 28]];
-  const x = f * (stops.length - 1);
-  const i = Math.min(stops.length - 2, Math.floor(x));
-  const t = x - i;
-  const c = stops[i].map((a, k) => Math.round(a + (stops[i + 1][k] - a) * t));
-  return `rgb(${c[0]},${c[1]},${c[2]})`;
+  let c = LAG_BUCKETS[0].colour;
+  for (const b of LAG_BUCKETS) if (v >= b.from) c = b.colour;
+  return c;
+}
+
+// textOn returns the text colour, near black or white, with the more
+// contrast on background bg (#rrggbb or rgb()): at least 4.2:1 on any.
+function textOn(bg) {
+  let r, g, b;
+  const hex = /^#([0-9a-f]{6})$/i.exec(bg || '');
+  const fn = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(bg || '');
+  if (hex) [r, g, b] = [0, 2, 4].map((i) => parseInt(hex[1].slice(i, i + 2), 16));
+  else if (fn) [r, g, b] = fn.slice(1, 4).map(Number);
+  else return '#111827';
+  const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  const lum = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  const dark = 0.0088; // #111827
+  return (lum + 0.05) / (dark + 0.05) >= 1.05 / (lum + 0.05) ? '#111827' : '#ffffff';
 }
 
 // ---------- API ----------
@@ -235,45 +259,48 @@ async function poll() {
 function record() {
   const ov = S.overview;
   const t = Date.parse(ov.time) || Date.now();
-  const s = { t, added: {}, lag: {}, succeeded: {} };
+  const s = { t, lag: {} };
   for (const [name, r] of Object.entries(S.reports)) {
-    // Counters carry the time they were read at, for exact rates.
-    s.added[name] = [Date.parse(r.time) || t, r.partitions.reduce((a, p) => a + p.entries_added, 0)];
     for (const p of r.processors) if (p.lag !== null) s.lag[name + '/' + p.processor] = p.lag;
   }
   s.counts = {};
-  for (const q of S.queues) {
-    s.succeeded[q.queue] = [t, q.counts.succeeded || 0];
-    s.counts[q.queue] = { ...q.counts };
-  }
+  for (const q of S.queues) s.counts[q.queue] = { ...q.counts };
   const last = S.hist[S.hist.length - 1];
   if (last && t <= last.t) return;
   S.hist.push(s);
   while (S.hist.length && S.hist[0].t < t - HISTORY_MS) S.hist.shift();
 }
 
-// rates turns a counter of the history ([time read, value]) into
-// per-second rates between samples (a counter going down, such as succeeded
-// tasks leaving at the end of their retention, counts as zero).
-function rates(get) {
+// Rates come from the server, never from the page's own polls, so a page
+// opened after a burst shows it: a stream's entries appended per 5 s of the
+// last minute (counted from their IDs) and a queue's tasks finished per
+// 10 s (the task scripts' counters). series turns such buckets ({time,
+// bucket_ms, counts}, oldest first, the last ending at time) into
+// per-second points at each bucket's end; an unknown bucket (null) is left
+// out.
+function series(b) {
+  if (!b || !b.counts) return [];
+  const end = Date.parse(b.time), n = b.counts.length, w = b.bucket_ms;
   const out = [];
-  for (let i = 1; i < S.hist.length; i++) {
-    const a = get(S.hist[i - 1]), b = get(S.hist[i]);
-    if (!a || !b) continue;
-    const dt = (b[0] - a[0]) / 1000;
-    if (dt > 0) out.push([S.hist[i].t, Math.max(0, b[1] - a[1]) / dt]);
-  }
+  b.counts.forEach((c, i) => {
+    if (c === null || c === undefined) return;
+    // The last bucket of finished tasks has begun and ends at time.
+    const t = end - (n - 1 - i) * w;
+    const span = i === n - 1 && b.partial ? Math.max(1, (end % w) || w) : w;
+    out.push([t, c / (span / 1000)]);
+  });
   return out;
 }
+
+// appendedSeries is stream name's appended points; finishedSeries queue
+// q's finished ones.
+function appendedSeries(name) { return series(S.reports[name]?.appended); }
+function finishedSeries(q) { return q.finished ? series({ ...q.finished, partial: true }) : []; }
 
 function levels(get) {
   return S.hist.filter((h) => get(h) !== undefined).map((h) => [h.t, get(h)]);
 }
 
-function lastRate(series) {
-  const p = series[series.length - 1];
-  return p ? p[1] : null;
-}
 
 function start() {
   stop();
@@ -396,7 +423,7 @@ function overviewSkeleton() {
     <div class="grid3">
       ${panel('Events appended / s', '<div class="chart" id="ch-added"></div>')}
       ${panel('Lag (entries not yet delivered)', '<div class="chart" id="ch-lag"></div>')}
-      ${panel('Tasks succeeded / s', '<div class="chart" id="ch-tasks"></div>')}
+      ${panel('Tasks finished / s', '<div class="chart" id="ch-tasks"></div>')}
     </div>
     ${panel('Processors', '<div id="ov-procs"></div>')}
     <div class="grid2 tables">
@@ -442,16 +469,13 @@ function renderOverview() {
   const lag = lags.length ? lags.reduce((a, b) => a + b, 0) : null;
   const pending = ov.processors.reduce((a, p) => a + p.pending, 0);
   const quarantined = ov.processors.reduce((a, p) => a + p.quarantined, 0);
-  const added = rates((h) => {
-    const cs = Object.values(h.added);
-    return cs.length ? [Math.max(...cs.map((c) => c[0])), sum(cs.map((c) => c[1]))] : undefined;
-  });
+  const appended = Object.values(S.reports).map((r) => r.appended?.per_second || 0);
   const workers = ov.workers.filter((w) => w.id);
   const dead = S.queues.reduce((a, q) => a + (q.counts.dead || 0), 0);
   $('#ov-kpis').innerHTML = [
     kpi('Streams', fmt(ov.streams.length), { sub: fmt(ov.streams.reduce((a, s) => a + s.partitions, 0)) + ' partitions' }),
     kpi('Entries kept', fmt(length), { id: 'kpi-entries' }),
-    kpi('Appended / s', fmtRate(lastRate(added))),
+    kpi('Appended / s', fmtRate(appended.length ? sum(appended) : null), { id: 'kpi-appended', sub: 'last 10 s' }),
     kpi('Lag', fmt(lag), { cls: lag > 0 ? 'warn' : '', id: 'kpi-lag' }),
     kpi('Pending', fmt(pending), { id: 'kpi-pending' }),
     kpi('Quarantined', fmt(quarantined), { cls: quarantined ? 'bad' : '', id: 'kpi-quarantined', sub: 'partitions' }),
@@ -460,10 +484,10 @@ function renderOverview() {
   ].join('');
   $('#ov-warnings').innerHTML = warnings(ov.warnings);
 
-  chart($('#ch-added'), Object.keys(S.reports).map((name, i) => ({ name, colour: PALETTE[i % PALETTE.length], points: rates((h) => h.added[name]) })), {});
+  chart($('#ch-added'), Object.keys(S.reports).map((name, i) => ({ name, colour: PALETTE[i % PALETTE.length], points: appendedSeries(name) })), {});
   const lagKeys = ov.processors.map((p) => p.stream + '/' + p.processor);
   chart($('#ch-lag'), lagKeys.map((k, i) => ({ name: k, colour: PALETTE[i % PALETTE.length], points: levels((h) => h.lag[k]) })), { levels: true });
-  chart($('#ch-tasks'), S.queues.map((q, i) => ({ name: q.queue, colour: PALETTE[i % PALETTE.length], points: rates((h) => h.succeeded[q.queue]) })), {});
+  chart($('#ch-tasks'), S.queues.map((q, i) => ({ name: q.queue, colour: PALETTE[i % PALETTE.length], points: finishedSeries(q) })), {});
 
   $('#ov-procs').innerHTML = table(
     [['Stream', ''], ['Processor', ''], ['Executors', 'r'], ['Owned', 'r'], ['Lag', 'r'], ['Pending', 'r'], ['Quarantined', 'r'], ['Dead letters', 'r']],
@@ -672,12 +696,12 @@ function renderStream(name) {
     ['key', rep.key_field || 'Go function'],
   ].map(([k, v]) => `<span class="chip"><span class="muted">${k}</span> ${esc(v)}</span>`).join('');
 
-  const added = rates((h) => h.added[name]);
+  const added = appendedSeries(name);
   const rows = rowsOf(rep, proc);
   const owners = new Set(rows.map((r) => r.worker).filter(Boolean));
   $('#st-kpis').innerHTML = [
     kpi('Length', fmt(rep.length), { id: 'stream-length', sub: 'entries kept' }),
-    kpi('Appended / s', fmtRate(lastRate(added))),
+    kpi('Appended / s', fmtRate(rep.appended?.per_second ?? null), { id: 'stream-appended', sub: 'last 10 s' }),
     kpi('Lag', fmt(proc?.lag ?? null), { id: 'stream-lag', cls: proc?.lag > 0 ? 'warn' : '', sub: proc ? esc(proc.processor) : 'no processor' }),
     kpi('Pending', fmt(proc?.pending ?? 0), { id: 'stream-pending' }),
     kpi('Owned', proc ? `${fmt(proc.owned)}<span class="kpi-of">/${fmt(rep.partitions.length)}</span>` : '–', { sub: `${owners.size} worker${owners.size === 1 ? '' : 's'}` }),
@@ -694,8 +718,6 @@ function renderStream(name) {
     : '') + tables;
 
   // Heat map.
-  const maxLag = Math.max(0, ...rows.map((r) => r.lag || 0));
-  const maxPending = Math.max(0, ...rows.map((r) => r.pending));
   const cols = rows.length <= 16 ? rows.length : rows.length <= 64 ? 16 : 32;
   const heat = $('#heat');
   heat.style.gridTemplateColumns = `repeat(${Math.max(cols, 1)}, minmax(0, 1fr))`;
@@ -704,8 +726,8 @@ function renderStream(name) {
   heat.innerHTML = rows.map((r) => {
     let bg;
     if (S.colour === 'owner') bg = workerColour(r.worker);
-    else if (S.colour === 'pending') bg = r.pending ? lagColour(r.pending, maxPending) : css('--cell-idle');
-    else bg = lagColour(r.lag, maxLag);
+    else if (S.colour === 'pending') bg = r.pending ? lagColour(r.pending) : css('--cell-idle');
+    else bg = lagColour(r.lag);
     const cls = ['cell', r.quarantine ? 'quarantined' : '', r.risk ? 'risk' : '', !r.worker ? 'unowned' : '', S.picked === r.partition ? 'picked' : ''].join(' ');
     const tip = [
       `<b>partition ${r.partition}</b>`,
@@ -716,10 +738,10 @@ function renderStream(name) {
       r.risk ? '<span class="warn-text">retention risk</span>' : '',
     ].filter(Boolean).join('<br>');
     const label = rows.length <= 64 ? `<span>${r.partition}</span>` : '';
-    return `<div class="${cls}" data-p="${r.partition}" data-tip="${esc(tip)}" style="background:${bg}">${label}</div>`;
+    return `<div class="${cls}" data-p="${r.partition}" data-tip="${esc(tip)}" style="background:${bg};color:${textOn(bg)}">${label}</div>`;
   }).join('');
   $$('#colour-by button').forEach((b) => b.classList.toggle('on', b.dataset.colour === S.colour));
-  $('#heat-legend').innerHTML = legend(S.colour, S.colour === 'pending' ? maxPending : maxLag, rows);
+  $('#heat-legend').innerHTML = legend(S.colour, rows);
 
   chart($('#ch-st-added'), [{ name, colour: PALETTE[0], points: added }], {});
   chart($('#ch-st-lag'), procs.map((p, i) => ({ name: p.processor, colour: PALETTE[i % PALETTE.length], points: levels((h) => h.lag[name + '/' + p.processor]) })), { levels: true });
@@ -766,15 +788,20 @@ function statusBadge(r) {
 
 function trim(s, n) { return s && s.length > n ? s.slice(0, n - 1) + '…' : s || ''; }
 
-function legend(mode, max, rows) {
+function legend(mode, rows) {
   if (mode === 'owner') {
     const counts = {};
     rows.forEach((r) => { counts[r.worker] = (counts[r.worker] || 0) + 1; });
     return Object.keys(counts).sort().map((w) => `<span class="lg"><span class="swatch" style="background:${workerColour(w)}"></span>${w ? esc(w) : 'unowned'} <span class="muted num">${counts[w]}</span></span>`).join('') + qLegend(rows);
   }
-  const stops = [0, 0.25, 0.5, 0.75, 1].map((f) => Math.round(Math.expm1(f * Math.log1p(Math.max(max, 1)))));
-  const grad = `linear-gradient(90deg, ${stops.map((v) => lagColour(v, max)).join(',')})`;
-  return `<span class="lg">${mode} <span class="num">0</span><span class="ramp" style="background:${grad}"></span><span class="num">${fmt(max)}</span></span>` + qLegend(rows);
+  // One swatch per bucket of the absolute scale, with its range.
+  const zero = mode === 'pending' ? css('--cell-idle') : css('--cell-zero');
+  const sw = (bg, label, n) => `<span class="lg-step"><span class="swatch cellish" style="background:${bg}"></span>${label}` +
+    (n ? ` <span class="muted num">${n}</span>` : '') + '</span>';
+  const count = (lo, hi) => rows.filter((r) => { const v = mode === 'pending' ? r.pending : r.lag; return v !== null && v >= lo && v < hi; }).length;
+  const steps = [sw(zero, '0', count(0, 1))].concat(LAG_BUCKETS.map((b, i) =>
+    sw(b.colour, b.label, count(b.from, LAG_BUCKETS[i + 1]?.from ?? Infinity))));
+  return `<span class="lg scale" id="heat-scale" aria-label="${mode} scale"><span class="lg-title">${mode}</span>${steps.join('')}</span>` + qLegend(rows);
 }
 
 function qLegend(rows) {
@@ -812,7 +839,7 @@ function queueSkeleton() {
     <div id="q-counts" class="kpis states"></div>
     <div id="q-bar" class="stack"></div>
     <div class="grid2">
-      ${panel('Succeeded / s', '<div class="chart" id="ch-q-succ"></div>')}
+      ${panel('Finished / s', '<div class="chart" id="ch-q-succ"></div>')}
       ${panel('Dead, pending and active', '<div class="chart" id="ch-q-levels"></div>')}
     </div>
     ${panel('Workers', '<div id="q-workers"></div>')}
@@ -865,7 +892,7 @@ function renderQueue(name) {
   const total = STATES.reduce((a, s) => a + (q.counts[s] || 0), 0);
   $('#q-bar').innerHTML = total ? STATES.filter((s) => q.counts[s]).map((s) => `<span class="seg-${s}" style="flex:${q.counts[s]}" title="${s}: ${fmt(q.counts[s])}"></span>`).join('') : '<span class="empty-bar"></span>';
 
-  chart($('#ch-q-succ'), [{ name: 'succeeded', colour: '#059669', points: rates((h) => h.succeeded[name]) }], {});
+  chart($('#ch-q-succ'), [{ name: 'finished', colour: '#059669', points: finishedSeries(q) }], {});
   levelsChart(name);
 
   // the workers of this queue, as the overview lists them
@@ -895,7 +922,9 @@ function renderQueue(name) {
       const ended = ['succeeded', 'failed', 'dead', 'cancelled'].includes(t.state);
       const open = S.open && S.open.queue === name && S.open.id === t.id;
       return `<tr data-task="${esc(t.id)}"${open ? ' class="picked"' : ''}>
-        <td class="mono" title="${esc(t.id)}"><a href="#" class="task-open" data-open="${esc(t.id)}" aria-expanded="${open}">${esc(trim(t.id, 28))}</a>${t.key ? ` <span class="muted">key ${esc(t.key)}</span>` : ''}</td>
+        <td class="mono task-id-cell"><a href="#" class="task-open task-id" data-open="${esc(t.id)}" aria-expanded="${open}">${esc(t.id)}</a>` +
+        `<button class="copy" type="button" data-copy="${esc(t.id)}" title="copy the task ID" aria-label="copy task ID ${esc(t.id)}">copy</button>` +
+        `${t.key ? ` <span class="muted">key ${esc(t.key)}</span>` : ''}</td>
         <td><span class="badge ${STATE_CLASS[t.state] || ''}">${esc(t.state)}</span></td>
         <td class="r num">${fmt(t.attempts)}<span class="muted">/${fmt(t.max_retries + 1)}</span></td>
         <td class="err" title="${esc(t.error)}">${esc(trim(t.error, 60)) || '<span class="muted">–</span>'}</td>
@@ -966,7 +995,27 @@ function taskDetail(o) {
   return `<dl class="detail">${rows.map(([k, v]) => `<dt>${k}</dt><dd><pre data-field="${k}">${esc(v)}</pre></dd>`).join('')}</dl>`;
 }
 
+// copyText puts text on the clipboard and says so on the button; where the
+// clipboard is not available (a page not on localhost nor HTTPS), it
+// selects the ID's text for the user to copy.
+async function copyText(b) {
+  try {
+    await navigator.clipboard.writeText(b.dataset.copy);
+    b.textContent = 'copied';
+  } catch (_) {
+    const idEl = b.parentElement.querySelector('.task-id');
+    const range = document.createRange();
+    range.selectNodeContents(idEl);
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    b.textContent = 'selected';
+  }
+  setTimeout(() => { b.textContent = 'copy'; }, 1500);
+}
+
 async function onTaskAction(e) {
+  const copy = e.target.closest('button[data-copy]');
+  if (copy) return copyText(copy);
   const opener = e.target.closest('a[data-open]');
   if (opener) {
     e.preventDefault();

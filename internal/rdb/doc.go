@@ -21,6 +21,9 @@
 //     UNBLOCK) and replies read as raw RESP; where the executor builds a
 //     pipeline as it goes, a helper queues the commands on the pipeline it
 //     is given, so every read keeps its round trips.
+//   - appended.go (appended.lua): recent rates for the HTTP API, the
+//     entries a stream's partitions took per bucket (counted from their
+//     IDs) and the finished-task counters of queues per bucket.
 //   - schema.go, keys_schema.go: the schemas of typed streams and task
 //     queues in the registry (written on registration, read by the CLI and
 //     the HTTP API).
