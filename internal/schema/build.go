@@ -13,6 +13,9 @@ import (
 type StructField struct {
 	Name string
 	Type reflect.Type
+	// Quoted is a field whose number or boolean is written in a JSON
+	// string (encoding/json's ",string" option): checked as any value.
+	Quoted bool
 }
 
 // Options say how a type is read.
@@ -125,7 +128,11 @@ func (b *builder) typeOf(t reflect.Type, depth int) *Type {
 		fs := b.o.Fields(t)
 		obj := &Type{Kind: Object, Fields: make([]Field, 0, len(fs))}
 		for _, f := range fs {
-			obj.Fields = append(obj.Fields, Field{Name: f.Name, Type: b.typeOf(f.Type, depth+1)})
+			ft := &Type{Kind: Any}
+			if !f.Quoted {
+				ft = b.typeOf(f.Type, depth+1)
+			}
+			obj.Fields = append(obj.Fields, Field{Name: f.Name, Type: ft})
 		}
 		return obj
 	}

@@ -50,7 +50,7 @@ func JSONFields(t reflect.Type) []StructField {
 				if tag == "-" {
 					continue
 				}
-				name, _, _ := strings.Cut(tag, ",")
+				name, opts, _ := strings.Cut(tag, ",")
 				index := append(append([]int(nil), l.index...), i)
 				if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
 					next = append(next, level{t: ft, index: index})
@@ -60,7 +60,11 @@ func JSONFields(t reflect.Type) []StructField {
 				if name == "" {
 					name = f.Name
 				}
-				all = append(all, found{StructField{Name: name, Type: f.Type}, depth, tagged, index})
+				quoted := false
+				for _, o := range strings.Split(opts, ",") {
+					quoted = quoted || o == "string"
+				}
+				all = append(all, found{StructField{Name: name, Type: f.Type, Quoted: quoted}, depth, tagged, index})
 			}
 		}
 	}

@@ -37,6 +37,7 @@ type Order struct {
 	ByDay    map[uint16]int    `json:"by_day"`
 	Extra    any               `json:"extra"`
 	Note     *string           `json:"note"`
+	Cents    int64             `json:"cents,string"`
 	Skipped  string            `json:"-"`
 	secret   string
 }
@@ -75,8 +76,9 @@ func TestSchemaAgreesWithEncodingJSON(t *testing.T) {
 		{`{"id":1,"amount":5,"customer":"ada"}`, ""},
 		{`{"tenant":"t","items":[{"sku":"a","count":255}],"pair":[1,2,3],"blob":"aGk=","at":"2026-11-29T01:00:00Z"}`, ""},
 		{`{"tags":{"a":"b"},"by_day":{"7":1},"extra":{"x":[1]},"note":null,"id":null}`, ""},
+		{`{"cents":"125"}`, ""},             // ",string": the number in a string
 		{`{"AMOUNT":5,"Customer":"x"}`, ""}, // encoding/json matches names in any case
-		{`{"amout":5}`, `unknown field "amout" (did you mean "amount"?); known: amount, at, blob, by_day, customer, extra, id, items, note, paid, pair, price, tags, tenant`},
+		{`{"amout":5}`, `unknown field "amout" (did you mean "amount"?); known: amount, at, blob, by_day, cents, customer, extra, id, items, note, paid, pair, price, tags, tenant`},
 		{`{"Skipped":"x"}`, `unknown field "Skipped"`},
 		{`{"secret":"x"}`, `unknown field "secret"`},
 		{`{"items":[{"sku":"a","cnt":1}]}`, `unknown field "items[0].cnt"`},
@@ -203,4 +205,20 @@ func TestJSONFieldsConflicts(t *testing.T) {
 	if decodesJSON[conflict]([]byte(`{"A":"x"}`)) {
 		t.Error("encoding/json decodes the conflicting field: the test's premise is wrong")
 	}
+}
+
+// FuzzParseCheck: any registry entry either parses or is refused, and a
+// schema that parses checks any JSON without panicking.
+func FuzzParseCheck(f *testing.F) {
+	s, _ := Of(reflect.TypeFor[Order](), Options{Decoder: DecoderJSON}).Marshal()
+	f.Add(s, []byte(`{"amount":5,"items":[{"count":1}],"by_day":{"1":2}}`))
+	f.Add([]byte(`{"version":1,"decoder":"stream","type":{"kind":"map","key":{"kind":"integer","min":"0","max":"9"},"elem":{"kind":"array","len":2,"elem":{"kind":"number","bits":32}}}}`), []byte(`{"1":[1,2]}`))
+	f.Add([]byte(`{"version":1,"decoder":"stream","type":{"kind":"object","fields":[{"name":"a","type":{"kind":"none"}}]},"required":["a"]}`), []byte(`{"a":null}`))
+	f.Fuzz(func(t *testing.T, schema, record []byte) {
+		s, err := Parse(schema)
+		if err != nil {
+			return
+		}
+		_ = s.CheckJSON(record)
+	})
 }
