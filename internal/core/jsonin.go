@@ -49,33 +49,6 @@ func (c *Core) EncodeJSON(data []byte, h Headers) (Entry, error) {
 	return e, nil
 }
 
-// Open returns the untyped stream of a registry definition, declared in cat,
-// whose records are JSON objects (map[string]any). Integers keep their exact
-// value; the key field must be set (for streams keyed by a Go function, pass
-// the field that holds the key). It never records a schema; LoadSchema reads
-// the one the program declaring the stream recorded, for EncodeJSON to check.
-func Open(cat *Catalog, def Definition) (*Core, error) {
-	codec, err := LookupCodec(def.Codec)
-	if err != nil {
-		return nil, fmt.Errorf("stream %q: %w", def.Name, err)
-	}
-	if def.KeyField == "" {
-		return nil, fmt.Errorf("stream %q: no key field to route JSON records by", def.Name)
-	}
-	s, err := Declare[map[string]any](cat, def.Name, Spec{Partitions: def.Partitions, Size: def.Size, Codec: codec, KeyField: def.KeyField, WhenFull: def.WhenFull})
-	if err != nil {
-		return nil, err
-	}
-	c := s.Core
-	c.regMu.Lock()
-	defer c.regMu.Unlock()
-	if !c.schema.opened && !c.registered {
-		c.schema.opened = true
-		c.fromJSON = c.checkSchema(c.fromJSON)
-	}
-	return c, nil
-}
-
 // jsonRecordReader returns the function that reads one JSON record into a
 // T, with the field names of tags. When keyField is set, the record must
 // have that field, not null: a record without its key is refused rather
