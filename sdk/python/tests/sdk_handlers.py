@@ -54,6 +54,8 @@ def plain(payload, ctx):
     if op == "refresh_fail":
         ctx.refresh_worker()
         raise leat.Fail("spent")
+    if op == "parents":  # a flow node's parents' results, by name
+        return {name: p.get("result") for name, p in sorted(ctx.parents.items())}
     if op == "concurrency":
         leat.set_concurrency(payload["n"])
         return "asked"

@@ -207,6 +207,29 @@ class ClientTest(unittest.TestCase):
             c.wait(slow, timeout=60)
         self.assertEqual(cm.exception.state, "cancelled")
 
+    def test_flows(self):
+        c = self.client
+        with self.assertRaises(leat.BadRequest) as cm:
+            c.submit_flow({"a": {"queue": "plain", "parents": ["missing"]}})
+        self.assertEqual(cm.exception.code, "bad_flow")
+        flow_id = c.submit_flow({
+            "a": {"queue": "plain", "payload": {"op": "echo", "n": "a"}},
+            "b": {"queue": "plain", "payload": {"op": "echo", "n": "b"}, "parents": ["a"]},
+            "c": {"queue": "plain", "payload": {"op": "echo", "n": "c"}, "parents": ["a"]},
+            "d": {"queue": "plain", "payload": {"op": "parents"}, "parents": ["b", "c"]},
+        })
+        info = c.wait_flow(flow_id, timeout=120)
+        self.assertEqual(info["state"], "succeeded")
+        d = info["results"]["d"]
+        self.assertEqual((d["b"]["payload"]["n"], d["c"]["payload"]["n"]), ("b", "c"))
+        self.assertIn(flow_id, [f["id"] for f in c.list_flows(state="succeeded")])
+        with self.assertRaises(leat.Conflict):
+            c.cancel_flow(flow_id)
+        slow = c.submit_flow({"s": {"queue": "plain", "payload": {"op": "sleep", "seconds": 30}}, "t": {"queue": "plain", "parents": ["s"]}})
+        with self.assertRaises(leat.WaitTimeout):
+            c.wait_flow(slow, timeout=0.5)
+        self.assertEqual(c.cancel_flow(slow)["state"], "cancelled")
+
     def test_send_to_stream(self):
         c = self.client
         before = c.stream("events")["length"]

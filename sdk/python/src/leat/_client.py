@@ -15,6 +15,7 @@ __all__ = ["Client", "Update", "FINAL_STATES"]
 
 #: The states in which a task has ended.
 FINAL_STATES = frozenset(("succeeded", "failed", "dead", "cancelled"))
+FINAL_FLOW_STATES = frozenset(("succeeded", "failed", "cancelled"))
 
 # The API's bounds on a send: records and bytes a request.
 _MAX_RECORDS = 10000
@@ -309,6 +310,61 @@ class Client:
         """Deletes an ended task and returns the state it was in; raises
         Conflict ("wrong_state") for one that has not ended."""
         return self._call("DELETE", self._task_path(task_id, queue))["state_before"]
+
+    # Flows.
+
+    def submit_flow(self, nodes, flow_id=None, retention=None):
+        """Submits a flow, a graph of tasks across queues, whole or not at
+        all, and returns its ID. nodes maps node names to {"queue",
+        "payload", "parents" (names), "on_failure" ("fail", "ignore" or
+        "continue"), "options" ({"max_retries", "timeout", "priority", "key",
+        "headers", ...})}. A bad flow raises BadRequest ("bad_flow") naming
+        every mistake, and nothing is written. flow_id makes the submission
+        idempotent; retention (seconds, a timedelta or "24h") keeps the
+        flow's record that long once it ended."""
+        body = {"nodes": nodes}
+        if flow_id is not None:
+            body["id"] = flow_id
+        if retention is not None:
+            body["retention"] = duration(retention)
+        return self._call("POST", "/v1/flows", body)["id"]
+
+    def get_flow(self, flow_id):
+        """Returns a flow's status: its state, each node's ("nodes": name,
+        queue, task_id, state, parents, result, error) and the results of
+        its sinks ("results", by node name)."""
+        return self._call("GET", "/v1/flows/%s" % _q(flow_id))
+
+    def wait_flow(self, flow_id, timeout=None):
+        """Waits for a flow to end and returns its status (get_flow's);
+        raises WaitTimeout when timeout seconds (None: no bound) pass first.
+        The server holds each request up to 25 seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = 25.0
+            if deadline is not None:
+                wait = min(wait, max(deadline - time.monotonic(), 0.001))
+            info = self._call("GET", "/v1/flows/%s" % _q(flow_id), query={"wait": duration(round(wait, 3))}, timeout=wait + 35)
+            if info.get("state") in FINAL_FLOW_STATES:
+                return info
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(flow_id, "flow %s did not end within %ss: it is %s" % (flow_id, timeout, info.get("state")), info)
+
+    def cancel_flow(self, flow_id):
+        """Cancels a running flow and returns its status; raises Conflict
+        ("wrong_state") when it has ended."""
+        return self._call("POST", "/v1/flows/%s/cancel" % _q(flow_id))
+
+    def list_flows(self, state=None, limit=None):
+        """Returns the app's flows, newest first: state one state
+        ("running", "succeeded", "failed", "cancelled"), limit at most this
+        many (default 100)."""
+        query = {}
+        if state is not None:
+            query["state"] = state
+        if limit is not None:
+            query["limit"] = str(limit)
+        return self._call("GET", "/v1/flows", query=query)["flows"]
 
     # Streams.
 

@@ -1,0 +1,138 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leatdev/leat/task"
+)
+
+// maxFlowList bounds GET /v1/flows's limit.
+const maxFlowList = 1000
+
+// submitFlow submits the flow of the body, a task.FlowSpec, and answers its
+// ID: {"id": ID}. A flow refused for bad input (names, queues, parents, a
+// cycle, options, payloads) is 400 bad_flow, with every mistake.
+func (h *handler) submitFlow(w http.ResponseWriter, r *http.Request) {
+	var spec task.FlowSpec
+	if err := h.readObject(w, r, &spec); err != nil {
+		return
+	}
+	f, err := task.BuildFlow(r.Context(), h.a, spec, nil)
+	if err == nil {
+		var id string
+		if id, err = f.Submit(r.Context()); err == nil {
+			writeJSON(w, http.StatusOK, map[string]any{"id": id})
+			return
+		}
+	}
+	if errors.Is(err, task.ErrInvalidFlow) {
+		writeError(w, http.StatusBadRequest, "bad_flow", strings.TrimPrefix(err.Error(), task.ErrInvalidFlow.Error()+": "))
+		return
+	}
+	internalError(w, err)
+}
+
+// listFlows answers the app's flows, newest first: ?state= one state
+// (default all but those being submitted), ?limit= at most (default 100).
+func (h *handler) listFlows(w http.ResponseWriter, r *http.Request) {
+	limit := 100
+	if s := r.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxFlowList {
+			writeError(w, http.StatusBadRequest, "bad_limit", fmt.Sprintf("limit %q: want 1 to %d", s, maxFlowList))
+			return
+		}
+		limit = n
+	}
+	state := task.FlowState(r.URL.Query().Get("state"))
+	switch state {
+	case "", task.FlowSubmitting, task.FlowRunning, task.FlowSucceeded, task.FlowFailed, task.FlowCancelled:
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("state %q: want submitting, running, succeeded, failed or cancelled", state))
+		return
+	}
+	flows, err := task.ListFlows(r.Context(), h.a, state, limit)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	if flows == nil {
+		flows = []task.FlowSummary{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"flows": flows})
+}
+
+// flowWait is how long GET /v1/flows/{id}?wait= may wait: its value, at
+// most MaxWait; without one (or an invalid one, answered at once) a
+// millisecond, so the answer's write stays bounded (holdOpen's margin).
+func (h *handler) flowWait(r *http.Request) time.Duration {
+	if d, err := time.ParseDuration(r.URL.Query().Get("wait")); err == nil && d > 0 && d <= h.opts.MaxWait {
+		return d
+	}
+	return time.Millisecond
+}
+
+// getFlow answers a flow's status (task.FlowInfo); with ?wait=DURATION it
+// waits up to then for the flow to end first, and answers it as it is
+// then.
+func (h *handler) getFlow(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var wait time.Duration
+	if s := r.URL.Query().Get("wait"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 || d > h.opts.MaxWait {
+			writeError(w, http.StatusBadRequest, "bad_timeout", fmt.Sprintf("wait %q must be a positive duration of at most %s", s, h.opts.MaxWait))
+			return
+		}
+		wait = d
+	}
+	var in *task.FlowInfo
+	var err error
+	if wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		in, err = task.WaitFlow(ctx, h.a, id)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+			in, err = task.GetFlow(r.Context(), h.a, id)
+		}
+	} else {
+		in, err = task.GetFlow(r.Context(), h.a, id)
+	}
+	switch {
+	case errors.Is(err, task.ErrNotFound):
+		writeError(w, http.StatusNotFound, "unknown_flow", err.Error())
+	case err != nil:
+		internalError(w, err)
+	default:
+		writeJSON(w, http.StatusOK, in)
+	}
+}
+
+// cancelFlow cancels a running flow (task.CancelFlow) and answers it.
+func (h *handler) cancelFlow(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	err := task.CancelFlow(r.Context(), h.a, id)
+	switch {
+	case errors.Is(err, task.ErrNotFound):
+		writeError(w, http.StatusNotFound, "unknown_flow", err.Error())
+		return
+	case errors.Is(err, task.ErrFinished):
+		writeError(w, http.StatusConflict, "wrong_state", err.Error())
+		return
+	case err != nil:
+		internalError(w, err)
+		return
+	}
+	in, err := task.GetFlow(r.Context(), h.a, id)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, in)
+}
