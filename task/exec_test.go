@@ -785,8 +785,10 @@ func TestExecStderrBatched(t *testing.T) {
 func TestExecStartFailureHandsBack(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
+	// The backoff after a failed start is the window the test sees the
+	// task handed back in: long enough for a loaded machine's polls.
 	ex := newExec(t, task.ExecConfig{
-		BackoffMin: time.Second, Env: []string{"STARTS_FILE=" + filepath.Join(t.TempDir(), "starts"), "EXIT_AFTER=1"},
+		BackoffMin: 5 * time.Second, Env: []string{"STARTS_FILE=" + filepath.Join(t.TempDir(), "starts"), "EXIT_AFTER=1"},
 	})
 	q := execQueue(t, e, ex, task.Timeout(time.Minute))
 	hung := enqueueOp(t, q, op{Op: "hang"})

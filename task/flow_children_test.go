@@ -149,7 +149,7 @@ func TestFlowResume(t *testing.T) {
 	if err != nil || info.State != task.FlowFailed || info.FailedBy != "a" {
 		t.Fatalf("flow %+v %v", info, err)
 	}
-	eventually(t, 10*time.Second, "the running and the pending node cancelled", func() bool {
+	eventually(t, 30*time.Second, "the running and the pending node cancelled", func() bool {
 		for _, n := range []string{"hold", "behind"} {
 			in, err := slow.Info(ctx, task.FlowTaskID(id, n))
 			if err != nil || in.State != task.Cancelled {

@@ -53,7 +53,26 @@ func registerFlowSweep(a *app.App) error {
 		return nil
 	}
 	sw := &sweeper{flows: flowsOf(a), checked: map[string]time.Time{}}
-	return a.Background("task-flows", sw.sweep, app.Schedule{Every: time.Duration(flowSweepEvery.Load()), LeaderOnly: true, Lease: rdb.FlowLease})
+	return a.Background("task-flows", sw.run, app.Schedule{LeaderOnly: true, Lease: rdb.FlowLease})
+}
+
+// run sweeps every flowSweepEvery, on the real clock (a repair, like the
+// queues' reclaims: a testing kit's clock does not move it), until the
+// leader term (ctx) ends. It never returns before: a leader-only task run
+// once per term that returned would be recorded as done.
+func (fl *sweeper) run(ctx context.Context) error {
+	t := time.NewTicker(time.Duration(flowSweepEvery.Load()))
+	defer t.Stop()
+	for {
+		if err := fl.sweep(ctx); err != nil && ctx.Err() == nil {
+			fl.log.Warn("flow sweep failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 // sweeper is the sweep's state: when each idle running flow's nodes were

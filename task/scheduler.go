@@ -60,15 +60,25 @@ func (q *core) lead(ctx context.Context) error {
 	sh := shareOf(ctx, q)
 	defer sh.drop()
 	clk := clock.Of(q.app)
-	// one queue's set-up at a time, as the workers' (share.setUp)
-	sh.setup.Lock()
-	err := q.createGroups(ctx)
-	if err == nil {
-		err = q.loadCron(ctx, clk.Now())
-	}
-	sh.setup.Unlock()
-	if err != nil {
-		return err
+	// The term's set-up is tried again until it works or the term ends:
+	// lead is a leader-only task run once per term, and one that returned
+	// while the term lasts would be recorded as done and never run again.
+	for failures := 1; ; failures++ {
+		// one queue's set-up at a time, as the workers' (share.setUp)
+		sh.setup.Lock()
+		err := q.createGroups(ctx)
+		if err == nil {
+			err = q.loadCron(ctx, clk.Now())
+		}
+		sh.setup.Unlock()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		q.log.Warn("task queue leader set-up failed: trying again", "error", err)
+		sleep(ctx, min(time.Duration(failures)*200*time.Millisecond, 2*time.Second))
 	}
 	q.log.Info("task queue leader started", "term", term)
 	// The cron schedules run on a goroutine of their own, on the app's
