@@ -143,7 +143,12 @@ func (fl *flows) settle(ctx context.Context, id string, step rdb.FlowStep) error
 	if err != nil {
 		errs = append(errs, err)
 	}
+	// Every node is cancelled before any running one is told to stop: a
+	// running node that stopped at once would free its worker's slot for a
+	// pending node of the same flow not cancelled yet.
 	var cancelled []string
+	type signal struct{ queue, task string }
+	var signals []signal
 	for _, r := range step.Cancel {
 		tid := FlowTaskID(id, r.Node)
 		_, action, err := rdb.CancelNode(ctx, fl.c, rdb.Keys(fl.ks, r.Queue), tid, step.Gen)
@@ -152,11 +157,14 @@ func (fl *flows) settle(ctx context.Context, id string, step rdb.FlowStep) error
 			continue
 		}
 		if action == "signal" {
-			if err := rdb.SignalCancel(ctx, fl.c, fl.ks.TaskCancel(r.Queue), tid); err != nil {
-				fl.log.Warn("publishing a cancellation failed", "task", tid, "error", err)
-			}
+			signals = append(signals, signal{r.Queue, tid})
 		}
 		cancelled = append(cancelled, r.Node)
+	}
+	for _, sg := range signals {
+		if err := rdb.SignalCancel(ctx, fl.c, fl.ks.TaskCancel(sg.queue), sg.task); err != nil {
+			fl.log.Warn("publishing a cancellation failed", "task", sg.task, "error", err)
+		}
 	}
 	if err := rdb.FlowDone(ctx, fl.c, fl.ks, id, released, cancelled, revived); err != nil {
 		errs = append(errs, err)
