@@ -128,7 +128,7 @@ func TestWorkerExecTestInputStartFailure(t *testing.T) {
 	// A shell, not Python, that never says ready: it writes to stderr well
 	// within the start timeout however loaded the machine is.
 	r = run(t, nil, "", "--redis", "redis://127.0.0.1:1", "worker", "--start-timeout", "4s", "--exec",
-		`sh -c 'echo loading >&2; exec sleep 60'`, "--test-input", `{}`)
+		`/bin/sh -c 'echo loading >&2; exec sleep 60'`, "--test-input", `{}`)
 	if r.status != 1 || !strings.Contains(r.stderr, "loading") || strings.Count(r.stderr, "no ready line within 4s") != 2 ||
 		!strings.Contains(r.stderr, "flush") || strings.Contains(r.stderr, "restart") {
 		t.Fatalf("want exit status 1 after one start, its failure logged and returned with the handler's stderr: %+v", r)
