@@ -12,7 +12,7 @@ import (
 // drain deletes the queue's tasks that wait to run (task.Queue.Drain) and
 // answers how many.
 func (h *handler) drain(w http.ResponseWriter, r *http.Request) {
-	h.changeDead(w, r, "deleted", (*rawQueue).Drain)
+	h.changeCount(w, r, "deleted", (*rawQueue).Drain)
 }
 
 // clean deletes the queue's ended tasks of a state that ended at least a

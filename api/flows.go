@@ -68,11 +68,25 @@ func (h *handler) listFlows(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"flows": flows})
 }
 
-// flowWait is how long GET /v1/flows/{id}?wait= may wait: its value, at
-// most MaxWait; without one (or an invalid one, answered at once) a
-// millisecond, so the answer's write stays bounded (holdOpen's margin).
+// waitParam reads GET /v1/flows/{id}'s ?wait: a positive duration of at
+// most MaxWait, 0 when absent.
+func (h *handler) waitParam(r *http.Request) (time.Duration, error) {
+	s := r.URL.Query().Get("wait")
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 || d > h.opts.MaxWait {
+		return 0, fmt.Errorf("wait %q must be a positive duration of at most %s", s, h.opts.MaxWait)
+	}
+	return d, nil
+}
+
+// flowWait is how long GET /v1/flows/{id} may answer for (holdOpen): its
+// ?wait; without one (or an invalid one, answered at once) a millisecond,
+// so the answer's write stays bounded by holdOpen's margin.
 func (h *handler) flowWait(r *http.Request) time.Duration {
-	if d, err := time.ParseDuration(r.URL.Query().Get("wait")); err == nil && d > 0 && d <= h.opts.MaxWait {
+	if d, err := h.waitParam(r); err == nil && d > 0 {
 		return d
 	}
 	return time.Millisecond
@@ -83,17 +97,12 @@ func (h *handler) flowWait(r *http.Request) time.Duration {
 // then.
 func (h *handler) getFlow(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var wait time.Duration
-	if s := r.URL.Query().Get("wait"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 || d > h.opts.MaxWait {
-			writeError(w, http.StatusBadRequest, "bad_timeout", fmt.Sprintf("wait %q must be a positive duration of at most %s", s, h.opts.MaxWait))
-			return
-		}
-		wait = d
+	wait, err := h.waitParam(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_timeout", err.Error())
+		return
 	}
 	var in *task.FlowInfo
-	var err error
 	if wait > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		in, err = task.WaitFlow(ctx, h.a, id)

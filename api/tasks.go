@@ -341,18 +341,18 @@ func (h *handler) changeTask(w http.ResponseWriter, r *http.Request, change func
 // requeueDead requeues every task of the queue that is dead
 // (task.Queue.RequeueDead).
 func (h *handler) requeueDead(w http.ResponseWriter, r *http.Request) {
-	h.changeDead(w, r, "requeued", (*rawQueue).RequeueDead)
+	h.changeCount(w, r, "requeued", (*rawQueue).RequeueDead)
 }
 
 // deleteDead deletes every task of the queue that is dead
 // (task.Queue.DeleteDead).
 func (h *handler) deleteDead(w http.ResponseWriter, r *http.Request) {
-	h.changeDead(w, r, "deleted", (*rawQueue).DeleteDead)
+	h.changeCount(w, r, "deleted", (*rawQueue).DeleteDead)
 }
 
-// changeDead runs change on the request's queue and answers how many dead
+// changeCount runs change on the request's queue and answers how many
 // tasks it changed, as field.
-func (h *handler) changeDead(w http.ResponseWriter, r *http.Request, field string, change func(*rawQueue, context.Context) (int, error)) {
+func (h *handler) changeCount(w http.ResponseWriter, r *http.Request, field string, change func(*rawQueue, context.Context) (int, error)) {
 	q := h.lookupQueue(w, r)
 	if q == nil {
 		return

@@ -74,12 +74,3 @@ func (q *core) edit(ctx context.Context, id, what string, at time.Time, level in
 	}
 	return fmt.Errorf("%w: task %q is %s: only a task that waits to run (pending, scheduled, retrying) can be changed", ErrFinished, id, st)
 }
-
-// unknownLevel says which levels the queue has.
-func (q *core) unknownLevel(level string) error {
-	names := make([]string, len(q.set.levels))
-	for i, l := range q.set.levels {
-		names[i] = l.Name
-	}
-	return fmt.Errorf("unknown priority %q (levels: %v)", level, names)
-}

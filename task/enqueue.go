@@ -338,11 +338,7 @@ func (q *core) checkEnqueue(s *enqueueSettings, n int) error {
 		return errors.New("Debounce sets the delay: not with At or Delay")
 	}
 	if _, ok := q.level(s.priority); !ok {
-		names := make([]string, len(q.set.levels))
-		for i, l := range q.set.levels {
-			names[i] = l.Name
-		}
-		return fmt.Errorf("unknown priority %q (levels: %v)", s.priority, names)
+		return q.unknownLevel(s.priority)
 	}
 	switch {
 	case q.set.keyed && !s.hasKey:

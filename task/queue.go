@@ -444,3 +444,12 @@ func Find(ctx context.Context, a *app.App, id string) (*Queue[json.RawMessage, j
 	}
 	return nil, fmt.Errorf("task %q in any queue of app %q: %w", id, cfg.Name, ErrNotFound)
 }
+
+// unknownLevel says which levels the queue has.
+func (q *core) unknownLevel(level string) error {
+	names := make([]string, len(q.set.levels))
+	for i, l := range q.set.levels {
+		names[i] = l.Name
+	}
+	return fmt.Errorf("unknown priority %q (levels: %v)", level, names)
+}
