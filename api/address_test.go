@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/leatdev/leat/api"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 

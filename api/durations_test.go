@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/api"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/api"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // A page that reads the API once, right after a burst, gets the burst's

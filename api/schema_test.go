@@ -8,7 +8,7 @@ import (
 
 	"github.com/leatdev/leat/api"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"

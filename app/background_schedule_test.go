@@ -12,7 +12,7 @@ import (
 	_ "time/tzdata"
 
 	"github.com/leatdev/leat/internal/clock"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 func mustZone(t *testing.T, name string) *time.Location {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // A campaign whose try took the leader lease but lost every reply (the

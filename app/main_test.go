@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 func TestMain(m *testing.M) {

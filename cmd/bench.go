@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/bench"
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/tools/bench"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"

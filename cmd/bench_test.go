@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leatdev/leat/internal/bench"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/bench"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // benchLine is one line of the bench table: benchmark, variant (or ratio),

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // TestRedisURLNeverShowsPasswords gives malformed Redis URLs holding a

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {

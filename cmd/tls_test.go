@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // tlsShop is app "shop" on a TLS-only server, with the global flags that

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/internal/wasmtest"
+	"github.com/leatdev/leat/internal/tools/redistest"
+	"github.com/leatdev/leat/internal/tools/wasmtest"
 	"github.com/leatdev/leat/task"
 )
 

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/leatdev/leat/internal/bench"
+	"github.com/leatdev/leat/internal/tools/bench"
 	"github.com/leatdev/leat/task"
 	"github.com/leatdev/leat/task/wasm"
 	"github.com/redis/go-redis/v9"

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/controlplane"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/leatdev/leat/api"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // Without Chromium on PATH, a browser test is skipped with the command

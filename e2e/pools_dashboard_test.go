@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/leatdev/leat/api"
 	"github.com/leatdev/leat/controlplane"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // The overview shows the control plane's workers: pool, revision, health

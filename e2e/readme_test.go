@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // TestReadmeWalkThrough runs what README.md tells a new user to run, as

@@ -7,7 +7,7 @@ import (
 
 	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // On 1 November 2026 New York goes from 02:00 EDT back to 01:00 EST: a

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"
 )

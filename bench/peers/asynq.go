@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/leatdev/leat/internal/bench"
+	"github.com/leatdev/leat/internal/tools/bench"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -23,7 +23,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/leatdev/leat/internal/bench"
+	"github.com/leatdev/leat/internal/tools/bench"
 	"github.com/redis/go-redis/v9"
 )
 

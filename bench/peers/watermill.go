@@ -12,7 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/leatdev/leat/internal/bench"
+	"github.com/leatdev/leat/internal/tools/bench"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // TestWalkThrough runs the README's walk-through with the leat binary and

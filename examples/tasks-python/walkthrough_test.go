@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // TestWalkThrough runs the README's walk-through with the leat binary and

@@ -6,7 +6,7 @@
 //	protocol   internal/rdb, internal/lease, internal/core
 //	runtime    stream, rebalance, executor, middleware, inspect, app, task
 //	edge       metrics, api
-//	tools      internal/bench, internal/chaos (they drive a whole app)
+//	tools      internal/tools/bench, internal/tools/chaos (they drive a whole app)
 //	tester     leattest
 //	command    cmd, cmd/leat
 //	workspace  examples/..., e2e, sdk/python
@@ -19,8 +19,8 @@
 //
 // Each row has a kind. Library packages (the public ones, the internal ones
 // below them, and leattest) never import the CLI library (urfave/cli) or a
-// tool. Tools are the test harness (internal/redistest), the benchmark
-// (internal/bench) and fault injection (internal/chaos). The harness is a
+// tool. Tools are the test harness (internal/tools/redistest), the benchmark
+// (internal/tools/bench) and fault injection (internal/tools/chaos). The harness is a
 // leaf, but bench and chaos import app, executor, stream and task, so they
 // sit above the runtime in the table, not beside the Redis protocol
 // packages below it; only the command and the workspace's other modules
@@ -32,6 +32,6 @@
 // connection's, pipeline's, subscription's or script's method that sends a
 // command, or on redis.NewScript; passing clients through, making them,
 // reading replies and checking errors stay allowed. The tools
-// (internal/redistest, internal/bench, internal/chaos) are exempt.
+// (internal/tools/redistest, internal/tools/bench, internal/tools/chaos) are exempt.
 // taskredis_test.go holds package task to the same rule by its syntax.
 package layout

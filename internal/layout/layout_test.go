@@ -43,8 +43,8 @@ var layers = []struct {
 	{"internal/declared", library, nil},
 	{"internal/schema", library, nil},
 	{"internal/layout", library, nil},
-	{"internal/docscheck", tool, nil},
-	{"internal/redistest", tool, nil},
+	{"internal/tools/docscheck", tool, nil},
+	{"internal/tools/redistest", tool, nil},
 	// The Redis protocol: commands, Lua scripts and their wrappers; leases.
 	{"internal/rdb", library, []string{"internal/resp", "internal/topology"}},
 	{"internal/lease", library, []string{"internal/rdb", "internal/topology"}},
@@ -66,18 +66,18 @@ var layers = []struct {
 	// WebAssembly handlers of task queues, and the tool that builds the
 	// test handlers.
 	{"task/wasm", library, []string{"app", "internal/rdb", "task"}},
-	{"internal/wasmtest", tool, []string{"internal/redistest", "task/wasm"}},
+	{"internal/tools/wasmtest", tool, []string{"internal/tools/redistest", "task/wasm"}},
 	// The edge: metrics and the HTTP API beside the runtime.
 	{"metrics", library, []string{"executor", "inspect"}},
 	{"api", library, []string{"app", "controlplane", "inspect", "internal/core", "internal/rdb", "internal/schema", "task"}},
 	// Tools that drive a whole app sit above the runtime they drive.
-	{"internal/bench", tool, []string{"app", "executor", "internal/core", "internal/rdb", "stream", "task"}},
-	{"internal/chaos", tool, []string{"app", "executor", "stream", "task"}},
-	{"internal/chaos/chaosworker", tool, []string{"app", "internal/chaos", "stream", "task"}},
+	{"internal/tools/bench", tool, []string{"app", "executor", "internal/core", "internal/rdb", "stream", "task"}},
+	{"internal/tools/chaos", tool, []string{"app", "executor", "stream", "task"}},
+	{"internal/tools/chaos/chaosworker", tool, []string{"app", "internal/tools/chaos", "stream", "task"}},
 	// The public tester package, a module of its own.
 	{"leattest", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/rdb", "stream", "task"}},
 	// The command.
-	{"cmd", edge, []string{cli, "api", "app", "config", "controlplane", "executor", "inspect", "internal/bench", "internal/core", "internal/declared", "internal/deploy", "internal/netguard", "internal/rdb", "metrics", "stream", "task", "task/wasm"}},
+	{"cmd", edge, []string{cli, "api", "app", "config", "controlplane", "executor", "inspect", "internal/tools/bench", "internal/core", "internal/declared", "internal/deploy", "internal/netguard", "internal/rdb", "metrics", "stream", "task", "task/wasm"}},
 	{"cmd/leat", edge, []string{"cmd"}},
 	// The other modules of the workspace.
 	{"examples/quickstart", top, []string{"app", "leattest", "stream"}},

@@ -22,7 +22,7 @@ const redisHome = "internal/rdb"
 // redisTools are the packages that may run Redis commands besides
 // internal/rdb: tools, not the runtime (the test harness, the benchmarks,
 // whose raw go-redis baseline is their point, and fault injection).
-var redisTools = []string{"internal/redistest", "internal/bench", "internal/chaos"}
+var redisTools = []string{"internal/tools/redistest", "internal/tools/bench", "internal/tools/chaos"}
 
 // redisPassThrough are the go-redis methods that send no command of the
 // application: closing, taking a connection from a pool, hooks and

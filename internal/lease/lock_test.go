@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // A background task's record is written only by the holder of the leader

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/leatdev/leat/internal/rdb"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/executor"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

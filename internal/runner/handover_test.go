@@ -8,7 +8,7 @@ import (
 
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // drainAll is a processor that acknowledges every event until its partition's

@@ -3,7 +3,7 @@ package runner
 import (
 	"testing"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // TestMain runs the tests against a redis-server of their own and checks

@@ -9,7 +9,7 @@ import (
 
 	"github.com/leatdev/leat/executor"
 	"github.com/leatdev/leat/internal/core"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // Staged writes: the last write of a key wins and is what Staged returns;

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/internal/wasmtest"
+	"github.com/leatdev/leat/internal/tools/redistest"
+	"github.com/leatdev/leat/internal/tools/wasmtest"
 	"github.com/leatdev/leat/task"
 	"github.com/leatdev/leat/task/wasm"
 )

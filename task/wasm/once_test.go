@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/internal/wasmtest"
+	"github.com/leatdev/leat/internal/tools/redistest"
+	"github.com/leatdev/leat/internal/tools/wasmtest"
 	"github.com/leatdev/leat/task"
 	"github.com/leatdev/leat/task/wasm"
 )

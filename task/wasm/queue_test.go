@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/redistest"
-	"github.com/leatdev/leat/internal/wasmtest"
+	"github.com/leatdev/leat/internal/tools/redistest"
+	"github.com/leatdev/leat/internal/tools/wasmtest"
 	"github.com/leatdev/leat/task"
 	"github.com/leatdev/leat/task/wasm"
 	"github.com/redis/go-redis/v9"

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leatdev/leat/internal/chaos"
+	"github.com/leatdev/leat/internal/tools/chaos"
 )
 
 // records parses worker record files given as strings, one per source.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 func TestStartTLS(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task/wasm"
 )
 
@@ -27,7 +27,7 @@ var (
 // source returns the directory of a test handler.
 func source(name string) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "task", "wasm", "testdata", name)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "task", "wasm", "testdata", name)
 }
 
 // Lines returns the path of the lines test handler built with its

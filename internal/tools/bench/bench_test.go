@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/bench"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/bench"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -21,7 +21,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // root is the repository's root, from this package's directory.
-const root = "../.."
+const root = "../../.."
 
 // page is a Markdown file of the documentation, split into its text (code
 // blocks blanked) and its code blocks.

@@ -1,9 +1,9 @@
 //go:build linux
 
 // Command chaosworker is the worker program of leat's chaos runner
-// (internal/chaos): one app worker running the runner's stream processors
+// (internal/tools/chaos): one app worker running the runner's stream processors
 // (apply, and tally, which keeps a table) and task queue, recording what it processed (see the package
-// documentation of internal/chaos for the record format).
+// documentation of internal/tools/chaos for the record format).
 //
 //	chaosworker -redis URL -prefix PREFIX -id WORKER -out FILE
 //
@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
-	"github.com/leatdev/leat/internal/chaos"
+	"github.com/leatdev/leat/internal/tools/chaos"
 	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
 	"github.com/redis/go-redis/v9"

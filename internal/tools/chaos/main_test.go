@@ -3,7 +3,7 @@ package chaos_test
 import (
 	"testing"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leatdev/leat/internal/chaos"
+	"github.com/leatdev/leat/internal/tools/chaos"
 	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/redistest"
 )
 
 // A graceful restart of a persistent server keeps every acknowledged

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/internal/chaos"
-	"github.com/leatdev/leat/internal/redistest"
+	"github.com/leatdev/leat/internal/tools/chaos"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
