@@ -92,6 +92,10 @@ type Stager interface {
 	// commit.
 	StageKey(key string, value []byte, ttl time.Duration)
 	StagedKey(key string) bool
+	// StageOutput stages a record for a stream, written as Stage's writes
+	// are applied: with the next acknowledgement, in the same step, only
+	// while the lock acquisition is held; dropped by Discard.
+	StageOutput(o Output)
 }
 
 // TableWrite is a write to a processor's table: Value for Key, or the key

@@ -36,6 +36,7 @@ func (p *partition) consume() {
 		p.park()
 		return
 	}
+	p.relayLeft() // Cluster: outputs a former owner committed and did not relay
 	for !p.stopping() {
 		p.consumed, p.halted, p.rejected, p.rejectErr = 0, false, p.rejected[:0], nil
 		p.Discard() // table writes of a call that failed or left its loop
@@ -212,7 +213,7 @@ func (p *partition) take(ds []core.Delivery) {
 // writes staged, or deliveries done before them awaiting their commit, they
 // are sealed and committed with those (see seal).
 func (p *partition) Done(ds []core.Delivery) {
-	if len(p.staged) > 0 || p.sealedN > 0 {
+	if len(p.staged) > 0 || len(p.outputs) > 0 || p.sealedN > 0 {
 		if !p.seal(ds) {
 			return
 		}

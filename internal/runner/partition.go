@@ -75,6 +75,8 @@ type partition struct {
 	sealedLast  map[tableKey]core.TableWrite // the last sealed write of each key
 	sealedN     int                          // pending[:sealedN] are done, their writes sealed, awaiting the commit
 	sealedSince time.Time                    // when the first of them was done
+	outputs     []core.Output                // records staged for other streams (outputs.go), sealed with the writes
+	commitSeq   uint64                       // commits of outputs made, naming each (outputs.go)
 	tableCache  map[tableKey]tableValue      // values read or committed while the lock is held
 }
 

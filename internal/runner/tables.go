@@ -80,6 +80,8 @@ func (p *partition) Discard() {
 	clear(p.staged)
 	p.staged = p.staged[:0]
 	clear(p.stagedAt)
+	clear(p.outputs)
+	p.outputs = p.outputs[:0]
 }
 
 // ReadTable implements core.Stager.
@@ -121,8 +123,9 @@ const (
 
 // sealedDone is one Done call's deliveries (n of them) and their writes.
 type sealedDone struct {
-	n      int
-	writes []core.TableWrite
+	n       int
+	writes  []core.TableWrite
+	outputs []core.Output
 }
 
 // seal moves the staged writes of ds, the deliveries after the sealed ones,
@@ -143,7 +146,7 @@ func (p *partition) seal(ds []core.Delivery) bool {
 	for _, w := range p.staged {
 		p.sealedLast[tableKey{w.Table, w.Key}] = w
 	}
-	p.sealed = append(p.sealed, sealedDone{n: len(ds), writes: slices.Clone(p.staged)})
+	p.sealed = append(p.sealed, sealedDone{n: len(ds), writes: slices.Clone(p.staged), outputs: slices.Clone(p.outputs)})
 	p.Discard()
 	if p.sealedN < commitMax && len(p.buf) > 0 && time.Since(p.sealedSince) < p.e.commitInterval && !p.stopping() {
 		return true
@@ -170,9 +173,13 @@ func (p *partition) flush() bool {
 	for _, w := range p.sealedLast { // one per key: the order does not matter
 		writes = append(writes, w)
 	}
+	var outs []core.Output
+	for _, d := range sealed { // all of them, in order
+		outs = append(outs, d.outputs...)
+	}
 	p.sealedN, p.sealed = 0, nil
 	clear(p.sealedLast)
-	err := p.commit(ds, writes)
+	err := p.commit(ds, writes, outs)
 	if err == nil {
 		return true
 	}
@@ -184,7 +191,7 @@ func (p *partition) flush() bool {
 	}
 	for i, d := range sealed {
 		one := slices.Clone(p.pending[:d.n])
-		if err := p.commit(one, d.writes); err != nil {
+		if err := p.commit(one, d.writes, d.outputs); err != nil {
 			if !errors.Is(err, errCommitEnded) {
 				p.Reject(one, err)
 				for _, later := range sealed[i+1:] {
@@ -200,13 +207,13 @@ func (p *partition) flush() bool {
 // errCommitEnded: a commit not applied because the partition's work ended.
 var errCommitEnded = errors.New("executor: the partition's work ended before the commit")
 
-// commit applies writes and acknowledges ds, the head of pending, in one
+// commit applies writes, adds outs (see outputs.go) and acknowledges ds, the head of pending, in one
 // script run while the lock holds this acquisition's value; transient
 // errors are tried again while the lock is trusted. It returns nil when
 // done (ds taken from pending), errCommitEnded when the lock was lost or
 // the partition's work ended (nothing may have been applied: the next
 // owner finds what Redis holds), or the error that failed it for good.
-func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite) error {
+func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite, outs []core.Output) error {
 	if p.lock == nil || p.ctx().Err() != nil {
 		return errCommitEnded
 	}
@@ -222,6 +229,10 @@ func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite) error {
 	var held bool
 	err := ride(p.ctx(), func(ctx context.Context) error {
 		var err error
+		if len(outs) > 0 {
+			held, err = p.commitOutputs(ctx, list, ws, outs)
+			return err
+		}
 		held, err = rdb.CommitTables(ctx, p.e.app, p.lockKey, p.lock.Value(), p.key, p.e.processor, list, ws)
 		return err
 	})
@@ -234,6 +245,9 @@ func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite) error {
 			}
 		}
 		p.take(ds)
+		if len(outs) > 0 {
+			p.relay() // Cluster: from the outbox to the partitions
+		}
 		return nil
 	case err == nil:
 		p.log.Warn("table writes refused: the partition lock is held by another acquisition")
