@@ -72,11 +72,25 @@ func workerProcessMain() int {
 		return 2
 	}
 	tables := os.Getenv("LEAT_TEST_TABLE") != ""
+	// With LEAT_TEST_OUTPUT set, each event is also forwarded, re-keyed, to
+	// the stream "forwarded" as an exactly-once output, before the delay.
+	fwd, err := declareForwarded(a)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	outputs := os.Getenv("LEAT_TEST_OUTPUT") != ""
 	err = app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
 		st := counts.In(events)
+		out := fwd.In(events)
 		for e := range events.All() {
 			if tables {
 				if err := addOne(ctx, st, string(e.Key)); err != nil {
+					return err
+				}
+			}
+			if outputs {
+				if err := out.Send(forwarded(e.Record)); err != nil {
 					return err
 				}
 			}
