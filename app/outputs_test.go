@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -59,14 +60,21 @@ func forwardedSeen(t *testing.T, c redis.UniversalClient, prefix string) map[str
 func waitForwarded(t *testing.T, c redis.UniversalClient, prefix string, want []event, within time.Duration) {
 	t.Helper()
 	var seen map[string]int
+	var missing []string
+	defer func() {
+		if t.Failed() && len(missing) > 0 {
+			t.Logf("%d not forwarded, such as %v", len(missing), missing[:min(len(missing), 10)])
+		}
+	}()
 	redistest.Eventually(t, within, fmt.Sprintf("%d events forwarded", len(want)), func() bool {
 		seen = forwardedSeen(t, c, prefix)
+		missing = missing[:0]
 		for _, e := range want {
-			if seen[fmt.Sprintf("fwd-%s/%d", e.Key, e.Seq)] == 0 {
-				return false
+			if k := fmt.Sprintf("fwd-%s/%d", e.Key, e.Seq); seen[k] == 0 {
+				missing = append(missing, k)
 			}
 		}
-		return true
+		return len(missing) == 0
 	})
 	checkForwarded(t, seen, want)
 }
@@ -110,6 +118,26 @@ func checkForwarded(t *testing.T, seen map[string]int, want []event) {
 func forwardingApp(t *testing.T, env *env, mod func(*app.Config), batches bool, each func(ctx context.Context, e *stream.Event[event]) error, opts ...app.ProcessorOption) (*app.App, *stream.Stream[event]) {
 	t.Helper()
 	a, s := env.newApp(4, mod)
+	return a, forwardOn(t, a, s, batches, each, opts...)
+}
+
+// forwardingAppOn is forwardingApp on the client c.
+func forwardingAppOn(t *testing.T, env *env, c redis.UniversalClient, batches bool, each func(ctx context.Context, e *stream.Event[event]) error) (*app.App, *stream.Stream[event]) {
+	t.Helper()
+	a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: env.prefix, Logger: testLogger(), Processing: fastOptions(), LeaderLease: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := stream.Declare[event](a, "events", stream.KeyField("key"), stream.Partitions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, forwardOn(t, a, s, batches, each)
+}
+
+// forwardOn declares the processor p of forwardingApp on a's stream s.
+func forwardOn(t *testing.T, a *app.App, s *stream.Stream[event], batches bool, each func(ctx context.Context, e *stream.Event[event]) error, opts ...app.ProcessorOption) *stream.Stream[event] {
+	t.Helper()
 	fwd, err := declareForwarded(a)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +174,7 @@ func forwardingApp(t *testing.T, env *env, mod func(*app.Config), batches bool, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a, s
+	return s
 }
 
 // Every event is forwarded once, one at a time and in batches, by two
@@ -336,5 +364,95 @@ func TestOutputsFencedAfterFrozenLink(t *testing.T) {
 	for time.Now().Before(deadline) {
 		checkForwarded(t, forwardedSeen(t, env.client, env.prefix), all)
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// On Redis Cluster the outputs go through the source partition's outbox
+// and are relayed to their partitions, on other masters: every event is
+// forwarded once while a worker stuck in the middle of an event, its
+// outputs staged, is stopped and another takes its partitions over (the
+// event and those before it not yet committed are processed again there),
+// and what a former owner
+// left in an outbox is relayed by the next owner when it takes the
+// partition.
+func TestOutputsCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client(t)
+	prefix := redistest.Prefix(t)
+	ks := rdb.NewKeySpace(prefix, "shop")
+	ctx := context.Background()
+
+	// A former owner of partition 1 committed two outputs and died before
+	// relaying them; the first of them it had relayed already.
+	box := ks.Outbox("events", "p", 1)
+	var left []event
+	for i := range 2 {
+		e := event{Key: "left", Seq: i}
+		left = append(left, e)
+		data, err := msgpack.Marshal(forwarded(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := forwarded(e)
+		out := rdb.OutboxEntry(box, "forwarded", 0, rdb.OutputEntry{Size: 1000, Fields: []any{"key", f.Key, "codec", "msgpack", "data", data}})
+		id, err := c.Do(ctx, append([]any{"XADD", box, "*"}, out.Fields...)...).Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			args := append([]any{"XADD", ks.Partition("forwarded", 0), "*"}, out.Fields[8:]...)
+			if err := c.Do(ctx, args...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.HSet(ctx, ks.Relayed("forwarded", 0), rdb.OutboxSource("events", "p", 1), id).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	var stalled atomic.Bool
+	stalledNow := make(chan struct{})
+	newWorker := func(stalls bool) (*worker, *stream.Stream[event]) {
+		env := &env{t: t, prefix: prefix}
+		a, s := forwardingAppOn(t, env, c, false, func(ctx context.Context, e *stream.Event[event]) error {
+			if stalls && e.Record.Seq == 20 {
+				if stalled.CompareAndSwap(false, true) {
+					close(stalledNow)
+					<-ctx.Done() // until the worker stops
+				}
+			}
+			return nil
+		})
+		return startWorker(t, a), s
+	}
+	w1, s := newWorker(true)
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	sent := sendEvents(t, s, keys, 40, 0)
+	select {
+	case <-stalledNow:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker did not reach the event it stalls in")
+	}
+	w2, _ := newWorker(false)
+	// The stuck worker stops: its processor call is cancelled in the
+	// middle of the event, after staging outputs, and the other worker
+	// takes every partition over.
+	if err := w1.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	want := append(sent, left...)
+	waitForwarded(t, c, prefix, want, 60*time.Second)
+	if err := w2.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	checkForwarded(t, forwardedSeen(t, c, prefix), want)
+	for p := range 4 {
+		if n := c.XLen(ctx, ks.Outbox("events", "p", p)).Val(); n != 0 {
+			t.Errorf("outbox of partition %d keeps %d entries after relaying", p, n)
+		}
 	}
 }
