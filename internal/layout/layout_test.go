@@ -89,6 +89,7 @@ var layers = []struct {
 	{"examples/tasks-python", top, nil},
 	{"examples/flows", top, nil},
 	{"examples/orders", top, []string{"app", "cmd", "stream"}},
+	{"examples/rekey", top, []string{"app", "leattest", "stream"}},
 	{"e2e", top, nil},
 	{"sdk/python", top, nil},
 }
