@@ -80,6 +80,29 @@
 // [Store.Get] sees the call's staged writes; [Table.Get] reads applied values
 // from anywhere, and [Table.Scan] walks all of them. A key's value lives in its own partition ([ErrOtherPartition]).
 //
+// # Exactly-once outputs
+//
+// [Stream.In] opens a stream in a processor call as an [Output]: what a loop
+// body sends through it ([Output.Send], [Output.SendMessages]) is staged and
+// written when its event or batch is acknowledged, in the same script as the
+// acknowledgement and the table writes, only while the worker holds the
+// partition. An event processed twice (a crash, a stall past the lock
+// expiry, a frozen link, a retry) sends its records once; an event that
+// failed sends none:
+//
+//	sales := byProduct.In(events)
+//	for e := range events.All() {
+//		if err := sales.Send(Sale{Order: e.Record.ID, Product: e.Record.Product}); err != nil {
+//			return err
+//		}
+//	}
+//
+// On Redis Cluster the records go through an outbox in the source
+// partition's hash slot and are relayed to their partitions right after the
+// commit, by a write that adds nothing twice. Records from one source
+// partition to one destination partition keep their order. A plain
+// [Stream.Send] in a processor stays at least once. See docs/exactly-once.md.
+//
 // # Registry
 //
 // Each declared stream's [Definition] is written to a hash in Redis when the
