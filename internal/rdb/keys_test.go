@@ -32,6 +32,11 @@ func TestClusterLayout(t *testing.T) {
 		if tag(s.Lock("orders", "totals", p)) != tag(pk) || tag(s.Fence("orders", "totals", p)) != tag(pk) || tag(s.Local("totals", "orders", p)) != tag(pk) {
 			t.Fatalf("lock, fence or local key of partition %d is not in its slot", p)
 		}
+		// the commit script writes the outbox and the commit mark with the
+		// acknowledgement; the relay script the partition and its marks
+		if tag(s.Outbox("orders", "totals", p)) != tag(pk) || tag(s.Committed("orders", "totals", p)) != tag(pk) || tag(s.Relayed("orders", p)) != tag(pk) {
+			t.Fatalf("outbox, commit mark or relay marks of partition %d are not in its slot", p)
+		}
 	}
 	group := []string{s.Members("orders", "totals"), s.Assignment("orders", "totals"), s.Control("orders", "totals"),
 		s.Admin("orders", "totals"), s.DeadLetter("orders", "totals"), s.Quarantine("orders", "totals")}
@@ -43,7 +48,8 @@ func TestClusterLayout(t *testing.T) {
 	if tag(s.Registry()) != "shop" || tag(s.Leader()) != "shop" || tag(s.LeaderTerm()) != "shop" || tag(s.Processors()) != "shop" {
 		t.Fatal("app keys do not share the app tag")
 	}
-	all := append(group, s.Registry(), s.Leader(), s.Processors(), s.LeaderTerm(), s.Partition("orders", 0), s.Lock("orders", "totals", 0), s.Fence("orders", "totals", 0))
+	all := append(group, s.Registry(), s.Leader(), s.Processors(), s.LeaderTerm(), s.Partition("orders", 0), s.Lock("orders", "totals", 0), s.Fence("orders", "totals", 0),
+		s.Outbox("orders", "totals", 0), s.Committed("orders", "totals", 0), s.Relayed("orders", 0))
 	uniq := map[string]bool{}
 	for _, k := range all {
 		if uniq[k] || !strings.HasPrefix(k, "leat:") {
