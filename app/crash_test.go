@@ -49,8 +49,16 @@ func workerProcessMain() int {
 	}
 	c := redis.NewClient(opt)
 	defer c.Close()
+	// With LEAT_TEST_CLUSTER (comma-separated addresses) the app runs on
+	// that Redis Cluster; the test's own records stay on c.
+	var appClient redis.UniversalClient = c
+	if addrs := os.Getenv("LEAT_TEST_CLUSTER"); addrs != "" {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
+		defer cc.Close()
+		appClient = cc
+	}
 	a, err := app.New(app.Config{
-		Name: "shop", Client: c, KeyPrefix: prefix, WorkerID: id, Logger: testLogger(),
+		Name: "shop", Client: appClient, KeyPrefix: prefix, WorkerID: id, Logger: testLogger(),
 		Processing:  executor.Options{LockExpiry: 2 * time.Second, ReadBlock: 200 * time.Millisecond, Grace: 2 * time.Second},
 		LeaderLease: 2 * time.Second,
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -455,4 +456,64 @@ func TestOutputsCluster(t *testing.T) {
 			t.Errorf("outbox of partition %d keeps %d entries after relaying", p, n)
 		}
 	}
+}
+
+// TestOutputsExactlyOnceThroughStallsAndKills on Redis Cluster: the worker
+// processes run the app on a 3-master cluster, where outputs go through
+// the outbox and its relay (the test's records of processing stay on a
+// standalone server).
+func TestOutputsClusterThroughStallsAndKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	t.Parallel()
+	env := newEnv(t)
+	cl := redistest.StartCluster(t, 3)
+	cc := cl.Client(t)
+	a, err := app.New(app.Config{Name: "shop", Client: cc, KeyPrefix: env.prefix, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := stream.Declare[event](a, "events", stream.KeyField("key"), stream.Partitions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := crashKeys(s)
+	start := func(id string) *proc {
+		return spawn(t, env, id, workerModeEnv+"=1", "LEAT_TEST_REDIS_URL_W="+redistest.URL(t),
+			"LEAT_TEST_CLUSTER="+strings.Join(cl.Addrs, ","),
+			"LEAT_TEST_PARTITIONS=4", "LEAT_TEST_DELAY=2ms", "LEAT_TEST_OUTPUT=1")
+	}
+	w1, w2 := start("w1"), start("w2")
+	begin := time.Now()
+	stop := flow(t, s, keys, 0)
+	redistest.Eventually(t, 30*time.Second, "both workers processing", func() bool {
+		return len(partitionsBy(t, env, "w1", begin)) > 0 && len(partitionsBy(t, env, "w2", begin)) > 0
+	})
+
+	w1.signal(t, syscall.SIGSTOP) // mid-event, or between a commit and its relay
+	stalled := time.Now()
+	redistest.Eventually(t, 30*time.Second, "w2 takes over every partition", func() bool {
+		return len(partitionsBy(t, env, "w2", stalled)) == 4 && time.Since(stalled) > 3*time.Second
+	})
+	w1.signal(t, syscall.SIGCONT)
+	resumed := time.Now()
+	redistest.Eventually(t, 30*time.Second, "w1 rejoins and processes again", func() bool {
+		return len(partitionsBy(t, env, "w1", resumed)) > 0
+	})
+
+	w2.signal(t, syscall.SIGKILL)
+	_ = w2.cmd.Wait()
+	killed := time.Now()
+	w3 := start("w3")
+	redistest.Eventually(t, 30*time.Second, "w3 processes", func() bool {
+		return len(partitionsBy(t, env, "w3", killed)) > 0
+	})
+	sent := stop()
+	redistest.Eventually(t, 30*time.Second, "everything processed", func() bool { return uniqueProcessed(t, env) >= len(sent) })
+	waitForwarded(t, cc, env.prefix, sent, 30*time.Second)
+	w1.stop(t)
+	w3.stop(t)
+	checkForwarded(t, forwardedSeen(t, cc, env.prefix), sent)
+	t.Logf("%d events sent, %d processings", len(sent), len(processed(t, env)))
 }
