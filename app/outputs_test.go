@@ -517,3 +517,45 @@ func TestOutputsClusterThroughStallsAndKills(t *testing.T) {
 	checkForwarded(t, forwardedSeen(t, cc, env.prefix), sent)
 	t.Logf("%d events sent, %d processings", len(sent), len(processed(t, env)))
 }
+
+// An output on a stream of an app on another connection is refused at
+// Send (ErrOutputElsewhere), and nothing is written.
+func TestOutputsRefuseAnotherConnection(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	other := redis.NewClient(env.client.Options())
+	t.Cleanup(func() { other.Close() })
+	b, _ := env.newApp(4, func(c *app.Config) { c.Client = other })
+	elsewhere, err := declareForwarded(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, s := env.newApp(4, nil)
+	got := make(chan error, 1)
+	err = app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
+		out := elsewhere.In(events)
+		for e := range events.All() {
+			select {
+			case got <- out.Send(forwarded(e.Record)):
+			default:
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, a)
+	sendEvents(t, s, []string{"a"}, 1, 0)
+	select {
+	case err := <-got:
+		if !errors.Is(err, stream.ErrOutputElsewhere) {
+			t.Fatalf("Send on another connection's stream: %v, want ErrOutputElsewhere", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the event was not processed")
+	}
+	if n := len(forwardedSeen(t, env.client, env.prefix)); n != 0 {
+		t.Fatalf("%d records written", n)
+	}
+}

@@ -112,7 +112,8 @@ func (t *Table[V]) decode(key string, data []byte) (V, bool, error) {
 	return v, true, nil
 }
 
-// Partition is what a table is opened on: the *Events of a processor call.
+// Partition is what a table (Table.In) or an output (Stream.In) is opened
+// on: the *Events of a processor call.
 type Partition interface {
 	partitionFeed() (core.Feed, *core.Core)
 }
