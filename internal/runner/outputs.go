@@ -36,12 +36,18 @@ func (p *partition) clustered() bool {
 
 func (p *partition) outbox() string { return p.e.keys.Outbox(p.e.stream.Name(), p.e.processor, p.n) }
 
-// commitOutputs runs one try of the commit of ids, ws and outs; a
-// destination without room (a stream that never trims unprocessed
-// entries) is waited for, with backoff, while ctx lasts. Every try of one
-// commit carries the same name, so that one whose reply was lost is not
-// applied twice.
-func (p *partition) commitOutputs(ctx context.Context, ids []string, ws []rdb.TableWrite, outs []core.Output) (bool, error) {
+// outputCommit is a commit's outputs as the commit script takes them, and
+// the commit's name, the same for all its tries.
+type outputCommit struct {
+	entries []rdb.OutputEntry
+	name    string
+}
+
+// prepareOutputs encodes outs for the commit script (to their partitions,
+// or to the outbox on Redis Cluster) and names the commit: every try of
+// one commit carries the same name, so that a try whose reply was lost is
+// not applied twice by the next.
+func (p *partition) prepareOutputs(ctx context.Context, outs []core.Output) (*outputCommit, error) {
 	entries := make([]rdb.OutputEntry, len(outs))
 	box := ""
 	if p.clustered() {
@@ -49,7 +55,7 @@ func (p *partition) commitOutputs(ctx context.Context, ids []string, ws []rdb.Ta
 	}
 	for i, o := range outs {
 		if err := o.Stream.Register(ctx); err != nil {
-			return false, err
+			return nil, err
 		}
 		e := rdb.OutputEntry{
 			Key:    o.Stream.PartitionKey(o.Entry.Partition),
@@ -63,10 +69,16 @@ func (p *partition) commitOutputs(ctx context.Context, ids []string, ws []rdb.Ta
 		entries[i] = e
 	}
 	p.commitSeq++
-	name := p.lock.Value() + ":" + strconv.FormatUint(p.commitSeq, 10)
+	return &outputCommit{entries: entries, name: p.lock.Value() + ":" + strconv.FormatUint(p.commitSeq, 10)}, nil
+}
+
+// commitOutputs runs one try of the commit of ids, ws and oc; a
+// destination without room (a stream that never trims unprocessed
+// entries) is waited for, with backoff, while ctx lasts.
+func (p *partition) commitOutputs(ctx context.Context, ids []string, ws []rdb.TableWrite, oc *outputCommit) (bool, error) {
 	mark := p.e.keys.Committed(p.e.stream.Name(), p.e.processor, p.n)
 	for try := 1; ; try++ {
-		held, err := rdb.CommitOutputs(ctx, p.e.app, p.lockKey, p.lock.Value(), p.key, mark, p.e.processor, name, ids, ws, entries)
+		held, err := rdb.CommitOutputs(ctx, p.e.app, p.lockKey, p.lock.Value(), p.key, mark, p.e.processor, oc.name, ids, ws, oc.entries)
 		if !errors.Is(err, rdb.ErrOutputFull) {
 			return held, err
 		}

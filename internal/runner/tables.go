@@ -226,11 +226,21 @@ func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite, outs []
 		}
 		ws[i] = rdb.TableWrite{Table: p.tableHash(w.Table), Field: w.Key, Value: w.Value, Delete: w.Delete}
 	}
+	var oc *outputCommit
+	if len(outs) > 0 {
+		var err error
+		if oc, err = p.prepareOutputs(p.ctx(), outs); err != nil {
+			if p.ctx().Err() != nil {
+				return errCommitEnded
+			}
+			return fmt.Errorf("executor: outputs of processor %q not written: %w", p.e.processor, err)
+		}
+	}
 	var held bool
 	err := ride(p.ctx(), func(ctx context.Context) error {
 		var err error
-		if len(outs) > 0 {
-			held, err = p.commitOutputs(ctx, list, ws, outs)
+		if oc != nil {
+			held, err = p.commitOutputs(ctx, list, ws, oc)
 			return err
 		}
 		held, err = rdb.CommitTables(ctx, p.e.app, p.lockKey, p.lock.Value(), p.key, p.e.processor, list, ws)
