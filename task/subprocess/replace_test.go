@@ -1,4 +1,4 @@
-package task_test
+package subprocess_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
+	"github.com/leatdev/leat/task/subprocess"
 )
 
 // enqueueMap enqueues payload p on q.
@@ -33,7 +34,7 @@ func enqueueMap(t *testing.T, q *task.Queue[json.RawMessage, json.RawMessage], p
 func TestExecRefreshWorker(t *testing.T) {
 	e := newEnv(t)
 	// -S: a start without the site module, quicker: this test starts 50.
-	ex := newExec(t, task.ExecConfig{Command: []string{needPython(t), "-S", "testdata/exec_handler.py"}})
+	ex := newExec(t, subprocess.Config{Command: []string{needPython(t), "-S", "testdata/exec_handler.py"}})
 	q := execQueue(t, e, ex, task.Concurrency(4))
 	const n = 50
 	ids := make([]string, n)
@@ -76,7 +77,7 @@ func TestExecRefreshWorker(t *testing.T) {
 // every task succeeds at its first attempt. A negative maximum is refused.
 func TestExecMaxTasksPerProcess(t *testing.T) {
 	e := newEnv(t)
-	ex := newExec(t, task.ExecConfig{MaxTasksPerProcess: 3})
+	ex := newExec(t, subprocess.Config{MaxTasksPerProcess: 3})
 	q := execQueue(t, e, ex, task.Concurrency(1))
 	const n, per = 10, 3
 	ids := make([]string, n)
@@ -99,9 +100,9 @@ func TestExecMaxTasksPerProcess(t *testing.T) {
 			t.Fatalf("process %d ran %d tasks, over %d", pid, k, per)
 		}
 	}
-	if _, err := task.NewExec(task.ExecConfig{Command: []string{"true"}, MaxTasksPerProcess: -1}); err == nil ||
+	if _, err := subprocess.New(subprocess.Config{Command: []string{"true"}, MaxTasksPerProcess: -1}); err == nil ||
 		!strings.Contains(err.Error(), "max tasks per process -1") {
-		t.Fatalf("NewExec with a negative maximum: %v", err)
+		t.Fatalf("New with a negative maximum: %v", err)
 	}
 }
 
@@ -118,7 +119,7 @@ func TestExecConcurrencyLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex := newExec(t, task.ExecConfig{})
+	ex := newExec(t, subprocess.Config{})
 	q, err := task.Handle(a, "ex", ex.Handle, task.Concurrency(4), task.FetchWhen(ex.Wait), task.ConcurrencyFunc(ex.Concurrency))
 	if err != nil {
 		t.Fatal(err)
