@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -53,7 +54,7 @@ func TestFlowsCLI(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, 10*time.Second, "the queues registered", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the queues registered", func() bool {
 		return s.client.HExists(context.Background(), s.keys.TaskQueues(), "fb").Val()
 	})
 	dir := t.TempDir()

@@ -182,7 +182,7 @@ func TestExecKilledMidTask(t *testing.T) {
 	q := execQueue(t, e, ex)
 	id := enqueueOp(t, q, op{Op: "grandchild"})
 	var pids struct{ PID, Grandchild int }
-	eventually(t, 10*time.Second, "progress with the pids", func() bool {
+	redistest.Eventually(t, 10*time.Second, "progress with the pids", func() bool {
 		in, err := q.Info(ctx, id)
 		return err == nil && in.Progress != nil && json.Unmarshal(in.Progress, &pids) == nil
 	})
@@ -193,7 +193,7 @@ func TestExecKilledMidTask(t *testing.T) {
 	if r.Attempt != 2 || r.PID == pids.PID {
 		t.Fatalf("result %+v after killing %d", r, pids.PID)
 	}
-	eventually(t, 10*time.Second, "the grandchild gone", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the grandchild gone", func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pids.Grandchild))
 		return err != nil || strings.Contains(string(b), ") Z ")
 	})
@@ -214,7 +214,7 @@ func TestExecNeverReady(t *testing.T) {
 	q := execQueue(t, e, ex, task.Concurrency(1))
 	begin := time.Now()
 	id := enqueueOp(t, q, op{Op: "echo"})
-	eventually(t, 10*time.Second, "an unhealthy exec", func() bool { return !ex.Stats().Healthy })
+	redistest.Eventually(t, 10*time.Second, "an unhealthy exec", func() bool { return !ex.Stats().Healthy })
 	r := resultOf(t, q, id)
 	if r.Attempt != 1 {
 		t.Fatalf("result %+v, want attempt 1", r)
@@ -403,7 +403,7 @@ func TestExecStderrAfterResult(t *testing.T) {
 	if _, err := ex.RunOnce(ctxT(t), "t-1", json.RawMessage(`{"op":"after"}`), func(string, json.RawMessage) {}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the line written after the result", func() bool { return strings.Contains(logs(), "after the result") })
+	redistest.Eventually(t, 10*time.Second, "the line written after the result", func() bool { return strings.Contains(logs(), "after the result") })
 	for _, line := range strings.Split(logs(), "\n") {
 		if strings.Contains(line, "after the result") && !strings.Contains(line, "task=t-1") {
 			t.Fatalf("logged without its task: %s", line)
@@ -569,7 +569,7 @@ func TestExecNotReadyTakesNoTask(t *testing.T) {
 		ids = append(ids, enqueueOp(t, q, op{Op: "echo"}))
 	}
 	// The stuck worker has the tasks to itself until its handler started.
-	eventually(t, 10*time.Second, "the stuck handler started", func() bool { return stuck.Stats().Started > 0 })
+	redistest.Eventually(t, 10*time.Second, "the stuck handler started", func() bool { return stuck.Stats().Started > 0 })
 	if c, err := q.Counts(ctx); err != nil || c[task.Pending] != 4 {
 		t.Fatalf("counts %v (%v): want the 4 tasks pending", c, err)
 	}
@@ -766,7 +766,7 @@ func TestExecStderrBatched(t *testing.T) {
 	id := enqueueOp(t, q, op{Op: "spam", N: n})
 	resultOf(t, q, id)
 	var lines []task.LogLine
-	eventually(t, 10*time.Second, "the last stderr line in the log", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the last stderr line in the log", func() bool {
 		var err error
 		lines, err = q.Logs(ctx, id)
 		return err == nil && len(lines) > 0 && lines[len(lines)-1].Line == fmt.Sprintf("line %d", n-1)

@@ -72,12 +72,6 @@ func (e *env) run(a *app.App) (stop func() error) {
 	return stop
 }
 
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	redistest.Eventually(t, d, what, cond)
-}
-
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

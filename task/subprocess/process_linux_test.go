@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task/subprocess"
 )
 
@@ -47,7 +48,7 @@ done`
 	if err := ex.Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the detached processes gone", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the detached processes gone", func() bool {
 		for _, pid := range pids {
 			if !gone(pid) {
 				return false

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task/subprocess"
 )
 
@@ -35,7 +36,7 @@ func TestExecReady(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctxT(t))
 	done := make(chan error, 1)
 	go func() { done <- never.Warm(ctx) }()
-	eventually(t, 10*time.Second, "a failed start", func() bool { return never.Stats().Started >= 2 })
+	redistest.Eventually(t, 10*time.Second, "a failed start", func() bool { return never.Stats().Started >= 2 })
 	if err := never.Ready(); !errors.Is(err, subprocess.ErrNotReady) {
 		t.Fatalf("failing processes: %v", err)
 	}

@@ -55,7 +55,7 @@ func TestExecRefreshWorker(t *testing.T) {
 	if c, err := q.Counts(ctxT(t)); c[task.Succeeded] != n {
 		t.Fatalf("counts %v (%v), want %d succeeded", c, err, n)
 	}
-	eventually(t, 10*time.Second, "every replaced process counted", func() bool { return ex.Stats().Replaced == n })
+	redistest.Eventually(t, 10*time.Second, "every replaced process counted", func() bool { return ex.Stats().Replaced == n })
 	// A task without the flag, or with false or a value that is not a
 	// boolean, keeps its process; its result counts all the same.
 	for _, refresh := range []any{nil, false, "yes", 1} {
@@ -151,8 +151,8 @@ func TestExecConcurrencyLine(t *testing.T) {
 		t.Fatalf("%d tasks at once at concurrency 4", p)
 	}
 	resultOf(t, q, enqueueMap(t, q, map[string]any{"op": "pid", "conc": 1}))
-	eventually(t, 10*time.Second, "the worker at 1", func() bool { return strings.Contains(logs.String(), "to=1") })
-	eventually(t, 10*time.Second, "the idle processes beyond 1 stopped", func() bool { return ex.Stats().Running == 1 })
+	redistest.Eventually(t, 10*time.Second, "the worker at 1", func() bool { return strings.Contains(logs.String(), "to=1") })
+	redistest.Eventually(t, 10*time.Second, "the idle processes beyond 1 stopped", func() bool { return ex.Stats().Running == 1 })
 	if p := maxInFlight(); p != 1 {
 		t.Fatalf("%d tasks at once after the handler asked for 1", p)
 	}
@@ -164,7 +164,7 @@ func TestExecConcurrencyLine(t *testing.T) {
 		}
 	}
 	resultOf(t, q, enqueueMap(t, q, map[string]any{"op": "pid", "conc": 100}))
-	eventually(t, 10*time.Second, "the worker back at 4", func() bool { return strings.Contains(logs.String(), "from=1 to=4") })
+	redistest.Eventually(t, 10*time.Second, "the worker back at 4", func() bool { return strings.Contains(logs.String(), "from=1 to=4") })
 	if s := ex.Stats(); s.Concurrency != 100 {
 		t.Fatalf("stats %+v, want 100 asked", s)
 	}
