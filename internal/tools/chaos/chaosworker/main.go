@@ -2,7 +2,7 @@
 
 // Command chaosworker is the worker program of leat's chaos runner
 // (internal/tools/chaos): one app worker running the runner's stream processors
-// (apply, and tally, which keeps a table) and task queue, recording what it processed (see the package
+// (apply, and tally, which keeps a table), task queue and flow queues, recording what it processed (see the package
 // documentation of internal/tools/chaos for the record format).
 //
 //	chaosworker -redis URL -prefix PREFIX -id WORKER -out FILE
@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -56,7 +57,7 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	w := &worker{rec: rec}
+	w := &worker{rec: rec, id: *id}
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
@@ -104,12 +105,23 @@ func run() error {
 	if _, err := task.Handle(a, chaos.QueueName, w.chore, chaos.QueueOptions()...); err != nil {
 		return err
 	}
+	w.steps = map[string]*task.Queue[chaos.Step, chaos.Made]{}
+	for _, name := range chaos.FlowQueues {
+		q, err := task.Handle(a, name, w.step, chaos.FlowQueueOptions()...)
+		if err != nil {
+			return err
+		}
+		w.steps[name] = q
+	}
 	return a.Run(ctx)
 }
 
 type worker struct {
 	rec   *chaos.Recorder
+	id    string
 	stall atomic.Bool // stop at the next event (SIGUSR1)
+	runs  atomic.Int64
+	steps map[string]*task.Queue[chaos.Step, chaos.Made] // the flow queues
 }
 
 // process records each event, then commits the key's sequence number with
@@ -165,4 +177,38 @@ func (w *worker) chore(ctx context.Context, t *task.Task[chaos.Chore]) (chaos.Do
 		return chaos.Done{}, err
 	}
 	return chaos.Done{N: t.Payload.N}, nil
+}
+
+// step runs a flow node: it records what it saw of its parents and the
+// nonce of the result it returns (unique to this run), adds the children
+// its payload names (task.AddChild), then succeeds after a short random
+// pause, so that faults find nodes running.
+func (w *worker) step(ctx context.Context, t *task.Task[chaos.Step]) (chaos.Made, error) {
+	flow, node, ok := chaos.FlowNodeOf(t.ID)
+	if !ok {
+		return chaos.Made{}, task.SkipRetry(fmt.Errorf("task %s is no flow node", t.ID))
+	}
+	nonce := fmt.Sprintf("%s.%d", w.id, w.runs.Add(1))
+	saw := make(map[string]chaos.SawParent, len(t.Parents))
+	for name, p := range t.Parents {
+		saw[name] = chaos.SawParent{State: string(p.State), Nonce: chaos.NonceOf(p.Result)}
+	}
+	if err := w.rec.Record("N", flow, node, t.Attempt, nonce, chaos.FormatSaw(saw)); err != nil {
+		return chaos.Made{}, err
+	}
+	for _, c := range t.Payload.Spawn {
+		q := w.steps[c.Queue]
+		if q == nil {
+			return chaos.Made{}, task.SkipRetry(fmt.Errorf("node %s: unknown queue %q", node, c.Queue))
+		}
+		if err := task.AddChild(ctx, q, c.Name, chaos.Step{}, task.FailFlow); err != nil {
+			return chaos.Made{}, err
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return chaos.Made{}, context.Cause(ctx)
+	case <-time.After(time.Duration(rand.N(30)) * time.Millisecond):
+	}
+	return chaos.Made{Node: node, Nonce: nonce}, nil
 }
