@@ -240,10 +240,10 @@ func TestChaos(t *testing.T) {
 	<-watched
 	fres := chaos.CheckFlows(flows.plans, log, readFlows(t, tc, prefix, steps, flows.plans, watch))
 	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d events=%d processed=%d duplicates=%d commits=%d refused=%d abandoned=%d "+
-		"tasks=%d task-runs=%d task-duplicates=%d kills=%d stalls=%d (mid-event %d) freezes=%d starts=%d pauses=%d throttles=%d cuts=%d redis-restarts=%d "+
+		"tasks=%d task-runs=%d task-duplicates=%d kills=%d stalls=%d (mid-event %d, mid-node %d) freezes=%d starts=%d pauses=%d throttles=%d cuts=%d redis-restarts=%d "+
 		"send-retries=%d drain=%s flows-drain=%s resent=%d late-duplicates=%d stale-states=%d lost=%d order-violations=%d fencing-violations=%d tasks-lost=%d table-violations=%d",
 		seed, d, len(f.all()), res.Events, res.Processed, res.Duplicates, res.Commits, res.Refused, res.Abandoned,
-		res.Tasks, res.TaskRuns, res.TaskDuplicates, in.n.Kills, in.n.Stalls, in.n.MidEvent, in.n.Freezes, in.n.Starts,
+		res.Tasks, res.TaskRuns, res.TaskDuplicates, in.n.Kills, in.n.Stalls, in.n.MidEvent, in.n.MidNode, in.n.Freezes, in.n.Starts,
 		in.n.Pauses, in.n.Throttles, in.n.Cuts, in.n.RedisRestarts, prod.sendFails, drainTime.Round(time.Millisecond), flowsEnded.Round(time.Millisecond),
 		res.Resent, res.Late, res.State, res.Lost, res.Order, res.Fencing, res.TasksLost, res.Tables)
 	summary += fmt.Sprintf(" flows=%d flow-nodes=%d added-children=%d node-runs=%d node-duplicates=%d sink-runs=%d flow-submit-retries=%d "+

@@ -26,6 +26,7 @@
 //	R partition token key seq reason                its fenced commit was not applied: refused
 //	                                                (not-owner) or given up as the partition's work ended (ended)
 //	S partition token key seq                       the worker stops itself here (SIGSTOP) on request
+//	S flow flow node attempt                        the same, in the middle of a flow node's run
 //	T task-id n                                     a task handler ran to success
 //	N flow node attempt nonce parents               a flow node's handler ran: the nonce of the
 //	                                                result it returns (unique to the run), and

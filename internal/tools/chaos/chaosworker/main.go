@@ -9,7 +9,10 @@
 //
 // SIGUSR1 asks it to stop itself with SIGSTOP in the middle of the next
 // event, after the event was recorded and before its fenced commit, so
-// that the runner can hold it there past its lock expiry. SIGTERM and
+// that the runner can hold it there past its lock expiry. SIGUSR2 asks the
+// same in the middle of the next flow node, after its N record (and, for a
+// node that adds children, after its first child): its task is handed out
+// again meanwhile, and its run resumes late. SIGTERM and
 // SIGINT stop it gracefully.
 package main
 
@@ -58,12 +61,23 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	w := &worker{rec: rec, id: *id}
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
+	// SIGCONT ends a stall: a request the worker did not get to (the
+	// runner stopped it itself) is dropped, so that it does not stop
+	// again with nobody to continue it.
+	usr := make(chan os.Signal, 3)
+	signal.Notify(usr, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGCONT)
+	defer signal.Stop(usr)
 	go func() {
-		for range usr1 {
-			w.stall.Store(true)
+		for sig := range usr {
+			switch sig {
+			case syscall.SIGUSR1:
+				w.stall.Store(true)
+			case syscall.SIGUSR2:
+				w.stallNode.Store(true)
+			default:
+				w.stall.Store(false)
+				w.stallNode.Store(false)
+			}
 		}
 	}()
 
@@ -117,11 +131,12 @@ func run() error {
 }
 
 type worker struct {
-	rec   *chaos.Recorder
-	id    string
-	stall atomic.Bool // stop at the next event (SIGUSR1)
-	runs  atomic.Int64
-	steps map[string]*task.Queue[chaos.Step, chaos.Made] // the flow queues
+	rec       *chaos.Recorder
+	id        string
+	stall     atomic.Bool // stop at the next event (SIGUSR1)
+	stallNode atomic.Bool // stop at the next flow node (SIGUSR2)
+	runs      atomic.Int64
+	steps     map[string]*task.Queue[chaos.Step, chaos.Made] // the flow queues
 }
 
 // process records each event, then commits the key's sequence number with
@@ -196,13 +211,23 @@ func (w *worker) step(ctx context.Context, t *task.Task[chaos.Step]) (chaos.Made
 	if err := w.rec.Record("N", flow, node, t.Attempt, nonce, chaos.FormatSaw(saw)); err != nil {
 		return chaos.Made{}, err
 	}
-	for _, c := range t.Payload.Spawn {
+	if len(t.Payload.Spawn) == 0 {
+		if err := w.stallHere(flow, node, t.Attempt); err != nil {
+			return chaos.Made{}, err
+		}
+	}
+	for i, c := range t.Payload.Spawn {
 		q := w.steps[c.Queue]
 		if q == nil {
 			return chaos.Made{}, task.SkipRetry(fmt.Errorf("node %s: unknown queue %q", node, c.Queue))
 		}
 		if err := task.AddChild(ctx, q, c.Name, chaos.Step{}, task.FailFlow); err != nil {
 			return chaos.Made{}, err
+		}
+		if i == 0 {
+			if err := w.stallHere(flow, node, t.Attempt); err != nil {
+				return chaos.Made{}, err
+			}
 		}
 	}
 	select {
@@ -211,4 +236,16 @@ func (w *worker) step(ctx context.Context, t *task.Task[chaos.Step]) (chaos.Made
 	case <-time.After(time.Duration(rand.N(30)) * time.Millisecond):
 	}
 	return chaos.Made{Node: node, Nonce: nonce}, nil
+}
+
+// stallHere stops the worker (SIGSTOP) when SIGUSR2 asked it to, after
+// recording where.
+func (w *worker) stallHere(flow, node string, attempt int) error {
+	if !w.stallNode.CompareAndSwap(true, false) {
+		return nil
+	}
+	if err := w.rec.Record("S", "flow", flow, node, attempt); err != nil {
+		return err
+	}
+	return syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 }
