@@ -246,9 +246,9 @@ func TestChaos(t *testing.T) {
 		res.Tasks, res.TaskRuns, res.TaskDuplicates, in.n.Kills, in.n.Stalls, in.n.MidEvent, in.n.MidNode, in.n.Freezes, in.n.Starts,
 		in.n.Pauses, in.n.Throttles, in.n.Cuts, in.n.RedisRestarts, prod.sendFails, drainTime.Round(time.Millisecond), flowsEnded.Round(time.Millisecond),
 		res.Resent, res.Late, res.State, res.Lost, res.Order, res.Fencing, res.TasksLost, res.Tables)
-	summary += fmt.Sprintf(" flows=%d flow-nodes=%d added-children=%d node-runs=%d node-duplicates=%d sink-runs=%d flow-submit-retries=%d "+
+	summary += fmt.Sprintf(" flows=%d flow-nodes=%d added-children=%d failing-nodes=%d node-runs=%d node-duplicates=%d sink-runs=%d flow-submit-retries=%d "+
 		"flows-lost=%d nodes-lost=%d early-starts=%d flow-double-ends=%d node-outcome-violations=%d",
-		fres.Flows, fres.Nodes, fres.Added, fres.NodeRuns, fres.NodeDuplicates, fres.SinkRuns, flows.fails,
+		fres.Flows, fres.Nodes, fres.Added, fres.Failing, fres.NodeRuns, fres.NodeDuplicates, fres.SinkRuns, flows.fails,
 		fres.FlowsLost, fres.NodesLost, fres.Early, fres.DoubleEnds, fres.Outcomes)
 	t.Log(summary)
 	t.Logf("load average at the end %s", loadavg())

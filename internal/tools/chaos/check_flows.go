@@ -62,7 +62,8 @@ type FlowResult struct {
 	Nodes          int      // their nodes, the children added at run time included
 	Added          int      // children added at run time
 	NodeRuns       int      // N records: handler runs
-	NodeDuplicates int      // handler runs beyond the first of a node (at-least-once)
+	NodeDuplicates int      // handler runs beyond the first of a node (at-least-once, and the attempts failed on purpose)
+	Failing        int      // nodes whose first attempt fails on purpose
 	SinkRuns       int      // handler runs of sinks (the nodes the flows end with)
 	FlowsLost      int      // flows not ended succeeded
 	NodesLost      int      // nodes that never ran, or did not succeed
@@ -96,7 +97,7 @@ func (r *FlowResult) problem(format string, args ...any) { add(&r.Problems, form
 //   - lost: every flow ended succeeded and every node ran and succeeded;
 //   - outcomes: each node's success is single: the result its flow
 //     recorded is the one its task holds in its queue, and the result of a
-//     run of that node.
+//     run of that node that did not fail on purpose.
 func CheckFlows(plans []FlowPlan, l *Log, rd FlowsRedis) *FlowResult {
 	r := &FlowResult{Flows: len(plans), NodeRuns: len(l.NodeRuns)}
 	byID := map[string]FlowPlan{}
@@ -106,6 +107,7 @@ func CheckFlows(plans []FlowPlan, l *Log, rd FlowsRedis) *FlowResult {
 		for _, cs := range p.Spawned {
 			r.Added += len(cs)
 		}
+		r.Failing += len(p.Fail)
 	}
 	type nodeRef struct{ flow, node string }
 	runs := map[nodeRef][]NodeRun{}
@@ -194,7 +196,8 @@ func CheckFlows(plans []FlowPlan, l *Log, rd FlowsRedis) *FlowResult {
 			}
 			nonce := final(p.ID, n)
 			tk := rd.Tasks[task.FlowTaskID(p.ID, n)]
-			ran := slices.ContainsFunc(rs, func(run NodeRun) bool { return run.Nonce == nonce })
+			// the result of a run that did not fail on purpose
+			ran := slices.ContainsFunc(rs, func(run NodeRun) bool { return run.Nonce == nonce && run.Attempt > p.Fail[n] })
 			if tk.State != string(task.Succeeded) || tk.Nonce != nonce || !ran {
 				r.Outcomes++
 				r.problem("flow %s: node %q succeeded with result %s in the flow, its task %s with %s (a run's: %v)",

@@ -56,6 +56,23 @@ func TestCheckFlowsCleanRun(t *testing.T) {
 	}
 }
 
+// A node whose first attempt fails on purpose: its children see the
+// second attempt's result, which the flow and the queue keep.
+func TestCheckFlowsFailedAttempt(t *testing.T) {
+	p := cleanPlan()
+	p.Fail = map[string]int{"c": 1}
+	w2 := strings.Replace(flowW2, "N f1 c 1 w2.2", "N f1 c 1 w2.9 a/succeeded/w1.1,x0/succeeded/w1.2\nN f1 c 2 w2.2", 1)
+	r := chaos.CheckFlows([]chaos.FlowPlan{p}, records(t, flowW1, w2), cleanFlowRedis())
+	if !r.OK() || r.Failing != 1 || r.NodeDuplicates != 2 {
+		t.Fatalf("result %+v", r)
+	}
+	// the flow keeping the failed attempt's nonce as the result is caught
+	p.Fail["c"] = 2
+	if r := chaos.CheckFlows([]chaos.FlowPlan{p}, records(t, flowW1, w2), cleanFlowRedis()); r.OK() || r.Outcomes != 1 {
+		t.Fatalf("result %+v", r)
+	}
+}
+
 // Each kind of flow failure is caught, and only it.
 func TestCheckFlowsFindsViolations(t *testing.T) {
 	for _, tc := range []struct {

@@ -18,15 +18,19 @@ func FlowQueueOptions() []task.Option {
 }
 
 // Step is the payload of a flow node's task: the children its handler adds
-// at run time (task.AddChild), none for most nodes.
+// at run time (task.AddChild), none for most nodes, and how many of its
+// first attempts fail on purpose (retried after the queue's backoff).
 type Step struct {
 	Spawn []Spawn `json:"spawn,omitempty"`
+	Fail  int     `json:"fail,omitempty"`
 }
 
-// Spawn is a child a node adds at run time: its name and queue.
+// Spawn is a child a node adds at run time: its name, queue and how many
+// of its first attempts fail on purpose.
 type Spawn struct {
 	Name  string `json:"name"`
 	Queue string `json:"queue"`
+	Fail  int    `json:"fail,omitempty"`
 }
 
 // Made is a flow node's result. Nonce is unique to the handler run that
@@ -59,6 +63,7 @@ type FlowPlan struct {
 	Queue   map[string]string   // node -> queue (added children included)
 	Parents map[string][]string // node -> its parents (none for roots and added children)
 	Spawned map[string][]string // node -> the children it adds at run time
+	Fail    map[string]int      // node -> how many of its first attempts fail on purpose
 }
 
 // Nodes returns every node of p, added children included.

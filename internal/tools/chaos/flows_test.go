@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -71,7 +72,8 @@ func (p *flowProducer) run(ctx context.Context) {
 // children at run time before its child runs (a +x0..x2 -> b -> c), or a
 // diamond whose b adds two children that d sees beside b and c.
 func (p *flowProducer) plan(id string) chaos.FlowPlan {
-	pl := chaos.FlowPlan{ID: id, Queue: map[string]string{}, Parents: map[string][]string{}, Spawned: map[string][]string{}}
+	pl := chaos.FlowPlan{ID: id, Queue: map[string]string{}, Parents: map[string][]string{}, Spawned: map[string][]string{},
+		Fail: map[string]int{}}
 	node := func(name string, parents ...string) {
 		pl.Queue[name] = chaos.FlowQueues[p.rng.IntN(len(chaos.FlowQueues))]
 		if len(parents) > 0 {
@@ -116,6 +118,12 @@ func (p *flowProducer) plan(id string) chaos.FlowPlan {
 		node("c", "a")
 		node("d", "b", "c")
 	}
+	// one flow in five has a node whose first attempt fails
+	if p.rng.IntN(5) == 0 {
+		nodes := pl.Nodes()
+		slices.Sort(nodes)
+		pl.Fail[nodes[p.rng.IntN(len(nodes))]] = 1
+	}
 	return pl
 }
 
@@ -128,9 +136,9 @@ func (p *flowProducer) submit(ctx context.Context, plan chaos.FlowPlan) error {
 		if n := nodes[name]; n != nil {
 			return n
 		}
-		var step chaos.Step
+		step := chaos.Step{Fail: plan.Fail[name]}
 		for _, c := range plan.Spawned[name] {
-			step.Spawn = append(step.Spawn, chaos.Spawn{Name: c, Queue: plan.Queue[c]})
+			step.Spawn = append(step.Spawn, chaos.Spawn{Name: c, Queue: plan.Queue[c], Fail: plan.Fail[c]})
 		}
 		n := task.AddNode(f, name, p.queues[plan.Queue[name]], step)
 		nodes[name] = n

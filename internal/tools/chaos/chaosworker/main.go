@@ -195,9 +195,10 @@ func (w *worker) chore(ctx context.Context, t *task.Task[chaos.Chore]) (chaos.Do
 }
 
 // step runs a flow node: it records what it saw of its parents and the
-// nonce of the result it returns (unique to this run), adds the children
-// its payload names (task.AddChild), then succeeds after a short random
-// pause, so that faults find nodes running.
+// nonce of the result it returns (unique to this run), fails if its
+// payload says this attempt does, adds the children its payload names
+// (task.AddChild), then succeeds after a short random pause, so that
+// faults find nodes running.
 func (w *worker) step(ctx context.Context, t *task.Task[chaos.Step]) (chaos.Made, error) {
 	flow, node, ok := chaos.FlowNodeOf(t.ID)
 	if !ok {
@@ -211,6 +212,9 @@ func (w *worker) step(ctx context.Context, t *task.Task[chaos.Step]) (chaos.Made
 	if err := w.rec.Record("N", flow, node, t.Attempt, nonce, chaos.FormatSaw(saw)); err != nil {
 		return chaos.Made{}, err
 	}
+	if t.Attempt <= t.Payload.Fail {
+		return chaos.Made{}, fmt.Errorf("node %s: attempt %d fails on purpose", node, t.Attempt)
+	}
 	if len(t.Payload.Spawn) == 0 {
 		if err := w.stallHere(flow, node, t.Attempt); err != nil {
 			return chaos.Made{}, err
@@ -221,7 +225,7 @@ func (w *worker) step(ctx context.Context, t *task.Task[chaos.Step]) (chaos.Made
 		if q == nil {
 			return chaos.Made{}, task.SkipRetry(fmt.Errorf("node %s: unknown queue %q", node, c.Queue))
 		}
-		if err := task.AddChild(ctx, q, c.Name, chaos.Step{}, task.FailFlow); err != nil {
+		if err := task.AddChild(ctx, q, c.Name, chaos.Step{Fail: c.Fail}, task.FailFlow); err != nil {
 			return chaos.Made{}, err
 		}
 		if i == 0 {
