@@ -1,9 +1,10 @@
 //go:build linux
 
 // Command chaosworker is the worker program of leat's chaos runner
-// (internal/tools/chaos): one app worker running the runner's stream processors
-// (apply, and tally, which keeps a table), task queue and flow queues, recording what it processed (see the package
-// documentation of internal/tools/chaos for the record format).
+// (internal/tools/chaos): one app worker running the runner's stream
+// processors (apply, and tally, which keeps a table), task queue and flow
+// queues, recording what it processed (see the package documentation of
+// internal/tools/chaos for the record format).
 //
 //	chaosworker -redis URL -prefix PREFIX -id WORKER -out FILE
 //
