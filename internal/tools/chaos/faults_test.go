@@ -149,9 +149,9 @@ func (in *injector) start() {
 // for longer than the lock expiry, then continues it: its commit must be
 // refused, as the partition has a new owner. Every second stall stops it
 // in the middle of a flow node instead (SIGUSR2: after the node's N
-// record, or its first child added at run time), past the visibility
-// timeout: the node runs again elsewhere, and the stalled run resumes
-// late. A worker that gets no event (node) within 10 seconds is stopped
+// record, or its first child added at run time), 5 seconds longer, past
+// the visibility timeout and a leadership change: the node runs again
+// elsewhere, and the stalled run resumes late. A worker that gets no event (node) within 10 seconds is stopped
 // with SIGSTOP wherever it is.
 func (in *injector) stall() {
 	p := in.pick()
@@ -181,6 +181,11 @@ func (in *injector) stall() {
 		_ = p.signal(syscall.SIGSTOP)
 	}
 	hold := in.hold()
+	if node {
+		// long enough for the leadership to move (the stalled worker may
+		// lead) and the new leader to reclaim the node's task
+		hold += chaos.Visibility - chaos.LockExpiry + chaos.LeaderLease
+	}
 	in.logf("stall %s %s for %s (SIGSTOP)", p.id, where, hold.Round(time.Millisecond))
 	time.Sleep(hold)
 	_ = p.signal(syscall.SIGCONT)
