@@ -168,6 +168,7 @@ func (h *handler) routes() []route {
 		write("POST /v1/queues/{queue}/tasks/{id}/cancel", h.cancel),
 		write("POST /v1/queues/{queue}/tasks/{id}/requeue", h.requeue),
 		write("POST /v1/flows", h.submitFlow),
+		write("POST /v1/flows/runsync", holdOpen(h.runSyncWait, h.runFlow)),
 		read("GET /v1/flows", h.listFlows),
 		read("GET /v1/flows/{id}", holdOpen(h.flowWait, h.getFlow)),
 		write("POST /v1/flows/{id}/cancel", h.cancelFlow),
@@ -300,6 +301,7 @@ type apiError struct {
 	Code  string `json:"code"`
 	ID    string `json:"id,omitempty"`   // duplicate: the existing task
 	Task  any    `json:"task,omitempty"` // runsync: the task's status
+	Flow  any    `json:"flow,omitempty"` // a flow's runsync: the flow's status
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
