@@ -131,6 +131,7 @@ func (h *handler) routes() []route {
 	return []route{
 		read("GET /{$}", dashboard),
 		read("GET /dashboard/app.js", dashboard),
+		read("GET /dashboard/flows.js", dashboard),
 		read("GET /dashboard/style.css", dashboard),
 		read("GET /v1/info", h.info),
 
