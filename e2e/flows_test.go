@@ -3,10 +3,12 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,7 +41,8 @@ func TestDashboardFlows(t *testing.T) {
 		return a
 	}
 	// Node c of the diamond, and the wide flow's gate, wait until released.
-	gates := map[string]chan struct{}{"c": make(chan struct{}), "gate": make(chan struct{})}
+	gates := map[string]chan struct{}{"c": make(chan struct{}), "gate": make(chan struct{}), "hold": make(chan struct{})}
+	var flaky atomic.Int32 // node "flaky" fails its first run
 	open := func(name string) { close(gates[name]) }
 	w := newApp("w1")
 	_, err := task.Handle(w, "steps", func(ctx context.Context, tk *task.Task[step]) (string, error) {
@@ -49,6 +52,9 @@ func TestDashboardFlows(t *testing.T) {
 			case <-ctx.Done():
 				return "", ctx.Err()
 			}
+		}
+		if tk.Payload.Name == "flaky" && flaky.Add(1) == 1 {
+			return "", task.SkipRetry(errors.New("flaky the first time"))
 		}
 		if tk.Payload.Name == "d" {
 			return `<b id="injected">d</b>`, nil
@@ -182,4 +188,28 @@ func TestDashboardFlows(t *testing.T) {
 	waitTrue(t, b, "wide succeeded", `document.querySelector('#flows-list-succeeded tr[data-flow="wide"]') && !document.querySelector('#flows-list-running tr[data-flow]')`)
 	run(t, b, "open the wide flow from the list", chromedp.Click(chromedp.CSS(`#flows-list-succeeded tr[data-flow="wide"] a`)))
 	waitTrue(t, b, "the wide flow's graph", `location.hash === '#/flow/wide' && document.querySelector('#flow-svg')`)
+
+	// Cancel flow: the first click arms the button, the second cancels
+	// the flow, its running node stopped.
+	submit("stuck", map[string][]string{"hold": nil, "after": {"hold"}})
+	run(t, b, "open the stuck flow", chromedp.Navigate(srv.URL+"/#/flow/stuck"))
+	waitTrue(t, b, "hold running", `document.querySelector('#flow-svg .flow-node[data-node="hold"]')?.dataset.state === 'active' && document.querySelector('#fv-cancel')`)
+	run(t, b, "arm Cancel flow", chromedp.Click(chromedp.CSS(`#fv-cancel`)))
+	waitTrue(t, b, "Cancel flow armed", `document.querySelector('#fv-cancel')?.textContent === 'Click again to cancel the flow'`)
+	if in, err := task.GetFlow(ctx, served, "stuck"); err != nil || in.State != task.FlowRunning {
+		t.Fatalf("the flow after one click: %+v %v", in, err)
+	}
+	run(t, b, "cancel the flow", chromedp.Click(chromedp.CSS(`#fv-cancel`)))
+	waitTrue(t, b, "the flow cancelled", `document.querySelector('#fv-meta [data-flow-state]')?.textContent === 'cancelled' && !document.querySelector('#fv-cancel') &&
+		[...document.querySelectorAll('#flow-svg .flow-node')].map((g) => g.dataset.state).join() === 'cancelled,cancelled'`)
+
+	// Requeue on a failed node's task view resumes its flow.
+	submit("resumed", map[string][]string{"flaky": nil, "then": {"flaky"}})
+	run(t, b, "open the failed node's task", chromedp.Navigate(srv.URL+"/#/task/steps/flow%3Aresumed%3Aflaky"))
+	waitTrue(t, b, "its Requeue button", `document.querySelector('#tv-state')?.textContent === 'failed' && document.querySelector('#tv-actions button[data-task-action="requeue"]')`)
+	run(t, b, "requeue it", chromedp.Click(chromedp.CSS(`#tv-actions button[data-task-action="requeue"]`)))
+	waitTrue(t, b, "it succeeded", `document.querySelector('#tv-state')?.textContent === 'succeeded'`)
+	if in, err := task.WaitFlow(ctx, served, "resumed"); err != nil || in.State != task.FlowSucceeded {
+		t.Fatalf("the resumed flow: %+v %v", in, err)
+	}
 }

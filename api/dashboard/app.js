@@ -676,6 +676,8 @@ function bindView() {
     });
   }
   $('#fv-graph')?.addEventListener('click', onGraphClick);
+  $('#fv-actions')?.addEventListener('click', onFlowAction);
+  $('#tv-actions')?.addEventListener('click', onTaskViewAction);
   $('#fv-graph')?.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') onGraphClick(e); });
   const tabs = $('#list-tabs');
   if (tabs) {

@@ -154,6 +154,7 @@ function renderFlows() {
 
 function flowSkeleton() {
   return `<div id="fv-meta" class="meta"></div>
+    <div id="fv-actions" class="actions q-actions"></div>
     <div id="fv-error"></div>
     <div id="fv-counts" class="kpis"></div>
     <section class="panel"><div class="panel-head"><h2>Graph</h2><div id="fv-legend" class="flow-legend"></div></div>
@@ -341,6 +342,13 @@ function renderFlow(id) {
     info.failed_by ? h('span', { class: 'chip bad-text', id: 'fv-failed-by' }, h('span', { class: 'muted', text: 'failed by ' }), info.failed_by) : null,
     h('span', { class: 'chip' }, h('a', { href: '#/flows', text: 'all flows' })),
   ]);
+  // Cancel a running flow: a first click arms the button, a second within 5
+  // seconds acts.
+  const ro = Boolean(S.info?.read_only);
+  const armed = Boolean(S.armed && S.armed.queue === 'flow:' + id && S.armed.until > Date.now());
+  replaceOnce($('#fv-actions'), JSON.stringify([info.state, armed, ro, S.drawn]), () => (info.state !== 'running' ? [] :
+    h('button', { class: 'btn danger', id: 'fv-cancel', 'data-flow-action': 'cancel', disabled: ro, title: ro ? 'read-only: the API refuses writes' : null,
+      text: armed ? 'Click again to cancel the flow' : 'Cancel flow' })));
   const counts = {};
   for (const n of nodes) counts[n.state] = (counts[n.state] || 0) + 1;
   const order = ['waiting', 'queued', 'pending', 'scheduled', 'active', 'retrying', 'waiting-children', 'succeeded', 'failed', 'dead', 'cancelled'];
@@ -371,10 +379,36 @@ function onGraphClick(e) {
   render();
 }
 
+// onFlowAction cancels the flow shown, at the second click.
+async function onFlowAction(e) {
+  const b = e.target.closest('button[data-flow-action]');
+  if (!b || b.disabled || S.route.kind !== 'flow') return;
+  const id = S.route.name, key = 'flow:' + id;
+  if (!(S.armed && S.armed.queue === key && S.armed.until > Date.now())) {
+    S.armed = { queue: key, action: 'cancel', until: Date.now() + 5000 };
+    render();
+    setTimeout(render, 5100);
+    return;
+  }
+  S.armed = null;
+  await act(b, () => api(`v1/flows/${enc(id)}/cancel`, { method: 'POST' }), `Cancelled flow ${id}`, `cancel flow ${id}`);
+}
+
+// onTaskViewAction requeues (dead or failed: a flow node's flow resumes
+// when it succeeds) or cancels the task shown.
+async function onTaskViewAction(e) {
+  const b = e.target.closest('button[data-task-action]');
+  if (!b || b.disabled || S.route.kind !== 'task') return;
+  const { queue, id } = S.route;
+  const action = b.getAttribute('data-task-action');
+  await act(b, () => api(`v1/queues/${enc(queue)}/tasks/${enc(id)}/${action}`, { method: 'POST' }),
+    `${action === 'requeue' ? 'Requeued' : 'Cancelled'} task ${id}`, `${action} ${id}`);
+}
+
 // ---------- a task ----------
 
 function taskSkeleton() {
-  return `<div id="tv-meta" class="meta"></div><div id="tv-error"></div>
+  return `<div id="tv-meta" class="meta"></div><div id="tv-actions" class="actions q-actions"></div><div id="tv-error"></div>
     <section class="panel"><div class="panel-head"><h2>Task</h2></div><div id="tv-detail"></div></section>`;
 }
 
@@ -403,6 +437,15 @@ function renderTask(queue, id) {
     t ? h('span', { class: 'chip' }, h('span', { class: 'muted', text: 'attempts ' }), `${fmt(t.attempts)}/${fmt(t.max_retries + 1)}`) : null,
     fl ? h('span', { class: 'chip' }, h('span', { class: 'muted', text: `node ${fl.node} of flow ` }), h('a', { href: flowHref(fl.flow), id: 'tv-flow', text: fl.flow })) : null,
   ]);
+  const ro = Boolean(S.info?.read_only);
+  replaceOnce($('#tv-actions'), JSON.stringify([t?.state, ro, S.drawn]), () => {
+    if (!t) return [];
+    const btn = (action, label, cls) => h('button', { class: 'btn ' + cls, 'data-task-action': action, disabled: ro,
+      title: ro ? 'read-only: the API refuses writes' : null, text: label });
+    if (t.state === 'dead' || t.state === 'failed') return btn('requeue', 'Requeue', '');
+    if (!ENDED.has(t.state)) return btn('cancel', 'Cancel', 'danger');
+    return [];
+  });
   if (!t) {
     replaceOnce($('#tv-detail'), 'none', () => []);
     return;
