@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/leatdev/leat/api"
 	"github.com/leatdev/leat/app"
@@ -99,6 +100,23 @@ func TestDashboardFlows(t *testing.T) {
 	states := func() string {
 		return eval[string](t, b, `[...document.querySelectorAll('#flow-svg .flow-node')].map((g) => g.dataset.node + '=' + g.dataset.state).sort().join(' ')`)
 	}
+	// Every text of a box reads on its colour (contrast 4.5:1 or more).
+	readable := func(when string) {
+		t.Helper()
+		if low := eval[[]string](t, b, `(() => {
+			const lum = (css) => { const [r, g, b] = css.match(/\d+/g).map(Number).map((c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; });
+				return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+			return [...document.querySelectorAll('#flow-svg .flow-node')].flatMap((g) => {
+				const bg = lum(getComputedStyle(g.querySelector('.box')).fill);
+				return [...g.querySelectorAll('text')].filter((x) => {
+					const fg = lum(getComputedStyle(x).fill);
+					return (Math.max(bg, fg) + 0.05) / (Math.min(bg, fg) + 0.05) < 4.5;
+				}).map((x) => g.dataset.state + ': ' + x.textContent + ' ' + getComputedStyle(x).fill + ' on ' + getComputedStyle(g.querySelector('.box')).fill);
+			});
+		})()`); len(low) > 0 {
+			t.Errorf("%s: texts hard to read: %v", when, low)
+		}
+	}
 	edges := func() string {
 		return eval[string](t, b, `[...document.querySelectorAll('#flow-svg .flow-edge')].map((p) => p.dataset.from + '>' + p.dataset.to).sort().join(' ')`)
 	}
@@ -124,6 +142,11 @@ func TestDashboardFlows(t *testing.T) {
 	if len(boxes) != 4 || !(boxes[0].X < boxes[1].X && boxes[1].X == boxes[2].X && boxes[2].X < boxes[3].X) {
 		t.Errorf("columns of a, b, c, d: %+v; want a, then b and c together, then d", boxes)
 	}
+	readable("succeeded, active and waiting nodes")
+	colourScheme(t, b, "dark")
+	waitTrue(t, b, "dark colours", `matchMedia('(prefers-color-scheme: dark)').matches`)
+	readable("succeeded, active and waiting nodes, dark")
+	colourScheme(t, b, "light")
 	if got := text(t, b, `#fv-counts [data-count="active"] .kpi-value`); got != "1" {
 		t.Errorf("active nodes %q, want 1", got)
 	}
@@ -202,14 +225,28 @@ func TestDashboardFlows(t *testing.T) {
 	run(t, b, "cancel the flow", chromedp.Click(chromedp.CSS(`#fv-cancel`)))
 	waitTrue(t, b, "the flow cancelled", `document.querySelector('#fv-meta [data-flow-state]')?.textContent === 'cancelled' && !document.querySelector('#fv-cancel') &&
 		[...document.querySelectorAll('#flow-svg .flow-node')].map((g) => g.dataset.state).join() === 'cancelled,cancelled'`)
+	readable("cancelled nodes")
 
 	// Requeue on a failed node's task view resumes its flow.
 	submit("resumed", map[string][]string{"flaky": nil, "then": {"flaky"}})
+	run(t, b, "open the failed flow", chromedp.Navigate(srv.URL+"/#/flow/resumed"))
+	waitTrue(t, b, "flaky failed", `document.querySelector('#flow-svg .flow-node[data-node="flaky"]')?.dataset.state === 'failed'`)
+	readable("a failed node")
 	run(t, b, "open the failed node's task", chromedp.Navigate(srv.URL+"/#/task/steps/flow%3Aresumed%3Aflaky"))
 	waitTrue(t, b, "its Requeue button", `document.querySelector('#tv-state')?.textContent === 'failed' && document.querySelector('#tv-actions button[data-task-action="requeue"]')`)
 	run(t, b, "requeue it", chromedp.Click(chromedp.CSS(`#tv-actions button[data-task-action="requeue"]`)))
 	waitTrue(t, b, "it succeeded", `document.querySelector('#tv-state')?.textContent === 'succeeded'`)
 	if in, err := task.WaitFlow(ctx, served, "resumed"); err != nil || in.State != task.FlowSucceeded {
 		t.Fatalf("the resumed flow: %+v %v", in, err)
+	}
+}
+
+// colourScheme makes the page's system colour scheme "dark" or "light".
+func colourScheme(t *testing.T, ctx context.Context, scheme string) {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+	}); err != nil {
+		t.Fatalf("colour scheme %s: %v", scheme, err)
 	}
 }

@@ -25,6 +25,8 @@ const NODE_STATES = new Set(['waiting', 'queued', 'pending', 'scheduled', 'activ
   'succeeded', 'failed', 'dead', 'cancelled']);
 const ENDED = new Set(['succeeded', 'failed', 'dead', 'cancelled']);
 const SVG_NS = 'http://www.w3.org/2000/svg';
+// A flow of more nodes than BIG_FLOW is read every 5th poll.
+const BIG_FLOW = 2000;
 
 // h makes an HTML element: attrs are attributes ('text' is its text),
 // kids are nodes or strings (written as text).
@@ -91,6 +93,10 @@ async function loadFlows() {
     const lists = await Promise.all(FLOW_STATES.map((s) => api(`v1/flows?state=${s}&limit=${FLOW_LIST_LIMIT}`)));
     S.flowList = Object.fromEntries(FLOW_STATES.map((s, i) => [s, lists[i].flows || []]));
   } else if (r.kind === 'flow') {
+    // A flow of thousands of nodes is read every 5th poll (10 s).
+    const big = S.flow && S.flow.id === r.name && (S.flow.info?.nodes || []).length > BIG_FLOW;
+    S.flowPolls = (S.flowPolls || 0) + 1;
+    if (big && S.flowPolls % 5 !== 0) return;
     try {
       S.flow = { id: r.name, info: await api('v1/flows/' + enc(r.name)), error: '' };
     } catch (e) {
@@ -169,18 +175,21 @@ function flowSkeleton() {
 function layout(nodes, open) {
   const by = new Map(nodes.map((n) => [n.name, n]));
   const ins = (n) => (n.parents && n.parents.length ? n.parents : n.spawned_by ? [n.spawned_by] : []).filter((p) => by.has(p));
-  const depth = new Map();
-  const depthOf = (n, guard = 0) => {
-    if (depth.has(n.name)) return depth.get(n.name);
-    if (guard > nodes.length) return 0; // a cycle, which a flow cannot have
-    let d = 0;
-    for (const p of ins(n)) d = Math.max(d, depthOf(by.get(p), guard + 1) + 1);
-    depth.set(n.name, d);
-    return d;
-  };
+  // The API lists parents before children, so one pass mostly settles the
+  // depths; passes repeat (without recursion, for chains of thousands)
+  // until none moves.
+  const depth = new Map(nodes.map((n) => [n.name, 0]));
+  for (let pass = 0, moved = true; moved && pass <= nodes.length; pass++) {
+    moved = false;
+    for (const n of nodes) {
+      let d = 0;
+      for (const p of ins(n)) d = Math.max(d, depth.get(p) + 1);
+      if (d !== depth.get(n.name)) { depth.set(n.name, d); moved = true; }
+    }
+  }
   const layers = [];
   for (const n of nodes) {
-    const d = depthOf(n);
+    const d = depth.get(n.name);
     (layers[d] = layers[d] || []).push(n);
   }
   const pos = new Map(); // name -> row within its layer, of the shown order
@@ -204,7 +213,7 @@ function layout(nodes, open) {
     if (hidden.length) hidden.forEach((n) => pos.set(n.name, shown.length));
     cols.push({ depth: d, all: layer, shown, hidden, wide: layer.length > LAYER_MAX });
   }
-  return { cols, ins };
+  return { cols, ins, by };
 }
 
 // drawGraph draws the flow's graph: a column per depth, a box per node
@@ -213,7 +222,7 @@ function layout(nodes, open) {
 // time), a column's heading with its count and, for a wide layer, the
 // button that opens or closes it.
 function drawGraph(info, open) {
-  const { cols, ins } = layout(info.nodes || [], open);
+  const { cols, ins, by } = layout(info.nodes || [], open);
   for (const c of cols) {
     const boxes = c.shown.length + (c.hidden.length ? 1 : 0);
     c.subs = Math.max(1, Math.ceil(boxes / SUB_ROWS));
@@ -258,7 +267,7 @@ function drawGraph(info, open) {
         seen.add(k);
         const x1 = from.x + G.w, y1 = from.y + G.h / 2, x2 = to.x - 2, y2 = to.y + G.h / 2;
         const dx = Math.max(24, (x2 - x1) / 2);
-        const parent = info.nodes.find((m) => m.name === p);
+        const parent = by.get(p);
         const cls = ['flow-edge', 'from-' + stateClass(parent?.state), n.parents && n.parents.length ? '' : 'spawned',
           c.subs > 1 || (cols[c.depth - 1]?.subs || 1) > 1 ? 'faint' : ''].join(' ');
         edges.append(sv('path', { class: cls, d: `M${x1},${y1} C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}`,
