@@ -159,8 +159,7 @@ function renderFlows() {
 // ---------- a flow's graph ----------
 
 function flowSkeleton() {
-  return `<div id="fv-meta" class="meta"></div>
-    <div id="fv-actions" class="actions q-actions"></div>
+  return `<div class="flow-top"><div id="fv-meta" class="meta"></div><div id="fv-actions" class="actions"></div></div>
     <div id="fv-error"></div>
     <div id="fv-counts" class="kpis"></div>
     <section class="panel"><div class="panel-head"><h2>Graph</h2><div id="fv-legend" class="flow-legend"></div></div>
@@ -417,7 +416,7 @@ async function onTaskViewAction(e) {
 // ---------- a task ----------
 
 function taskSkeleton() {
-  return `<div id="tv-meta" class="meta"></div><div id="tv-actions" class="actions q-actions"></div><div id="tv-error"></div>
+  return `<div class="flow-top"><div id="tv-meta" class="meta"></div><div id="tv-actions" class="actions"></div></div><div id="tv-error"></div>
     <section class="panel"><div class="panel-head"><h2>Task</h2></div><div id="tv-detail"></div></section>`;
 }
 
