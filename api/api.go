@@ -1,11 +1,13 @@
 // Package api serves a leat app over HTTP as a JSON API: send records to
 // its streams, enqueue tasks and run them synchronously, read their status,
 // follow their progress and partial results as server-sent events, cancel,
-// requeue and list them, and read what package inspect reports.
+// requeue and list them, submit flows (and run them synchronously), and
+// read what package inspect reports.
 //
 // # Dashboard
 //
-// At / the handler serves a live dashboard: a page, with its script and
+// At / the handler serves a live dashboard of the app's streams, task
+// queues and flows (each drawn as a graph): a page, with its scripts and
 // style sheet under /dashboard/, embedded in the binary (plain JavaScript,
 // no build step, nothing loaded from elsewhere). These files hold no data
 // and are served without the token; the page reads everything through the
