@@ -91,6 +91,7 @@ type Global[V any] struct {
 	keys     int
 	bytes    int64
 	last     []string // per partition: the last change log ID applied
+	loads    []int    // per partition: loads done
 	loaded   bool
 	err      error
 	progress chan struct{} // closed and replaced whenever last moves
@@ -124,7 +125,8 @@ func GlobalTable[V any](h Host, t *Table[V], opts ...GlobalOption) (*Global[V], 
 	}
 	n := t.stream.Partitions()
 	g := &Global[V]{t: t, spec: spec, parts: make([]map[string]globalValue[V], n), last: make([]string, n),
-		logs: make([]string, n), hashes: make([]string, n), progress: make(chan struct{})}
+		loads: make([]int, n),
+		logs:  make([]string, n), hashes: make([]string, n), progress: make(chan struct{})}
 	keys := t.stream.Catalog().Keys()
 	for p := range n {
 		g.logs[p] = keys.TableChanges(t.stream.Name(), t.processor, t.name, p)
@@ -177,9 +179,23 @@ func (g *Global[V]) Ready(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", g.Name(), err)
 	}
+	// A log that ends before the last entry applied was deleted: wait for
+	// the partition's next load.
+	g.mu.RLock()
+	reload := map[int]int{}
+	for p, end := range ends {
+		if CompareIDs(end, g.last[p]) < 0 {
+			reload[p] = g.loads[p]
+		}
+	}
+	g.mu.RUnlock()
 	return g.wait(ctx, func() bool {
 		for p, end := range ends {
-			if CompareIDs(g.last[p], end) < 0 {
+			if n, ok := reload[p]; ok {
+				if g.loads[p] == n {
+					return false
+				}
+			} else if CompareIDs(g.last[p], end) < 0 {
 				return false
 			}
 		}

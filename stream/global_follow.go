@@ -9,6 +9,7 @@ import (
 )
 
 // Run loads every partition of the table, then follows its change logs
+// (and, when they are idle, checks once a second that none was deleted)
 // until ctx ends (it returns nil then, within a second). Transient Redis
 // errors are waited out (stream.IsTransient); any other error, a value the
 // table's codec cannot decode, or a copy grown past its bounds
@@ -44,6 +45,7 @@ func (g *Global[V]) Run(ctx context.Context) error {
 	g.mu.Unlock()
 	cluster := rdb.IsCluster(c)
 	after := make([]string, len(g.logs))
+	checked := time.Now()
 	for ctx.Err() == nil {
 		g.mu.RLock()
 		copy(after, g.last)
@@ -69,10 +71,43 @@ func (g *Global[V]) Run(ctx context.Context) error {
 			}
 			return g.fail(err)
 		}
-		if cluster && len(entries) == 0 {
+		if len(entries) > 0 {
+			continue
+		}
+		if time.Since(checked) >= globalBlock {
+			checked = time.Now()
+			if err := g.restarted(ctx); err != nil && ctx.Err() == nil {
+				if !IsTransient(err) {
+					return g.fail(err)
+				}
+				backoff.wait(ctx)
+			}
+		}
+		if cluster {
 			select {
 			case <-ctx.Done():
 			case <-time.After(globalPoll):
+			}
+		}
+	}
+	return nil
+}
+
+// restarted loads again the partitions whose change log ends before the
+// last entry applied: the log was deleted (leat reset --tables clear
+// deletes the table's values with it), and no commit since told.
+func (g *Global[V]) restarted(ctx context.Context) error {
+	ends, err := rdb.ChangeLogEnds(ctx, g.t.stream.Catalog().Client(), g.logs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", g.Name(), err)
+	}
+	for p, end := range ends {
+		g.mu.RLock()
+		behind := CompareIDs(end, g.last[p]) < 0
+		g.mu.RUnlock()
+		if behind {
+			if err := g.load(ctx, p); err != nil {
+				return err
 			}
 		}
 	}
@@ -121,9 +156,8 @@ func (g *Global[V]) load(ctx context.Context, p int) error {
 	g.keys += len(part) - len(g.parts[p])
 	g.bytes += bytes - partBytes(g.parts[p])
 	g.parts[p] = part
-	if CompareIDs(ends[0], g.last[p]) > 0 || g.last[p] == "" {
-		g.last[p] = ends[0]
-	}
+	g.last[p] = ends[0]
+	g.loads[p]++
 	g.moved()
 	return nil
 }
