@@ -91,6 +91,7 @@ var layers = []struct {
 	{"examples/tasks-python", top, nil},
 	{"examples/flows", top, nil},
 	{"examples/orders", top, []string{"app", "cmd", "stream"}},
+	{"examples/enrich", top, []string{"app", "cmd", "executor", "stream"}},
 	{"e2e", top, nil},
 	{"sdk/python", top, nil},
 }
