@@ -59,6 +59,16 @@ func waitProfiles(t *testing.T, tbl *stream.Table[customer], want map[string]cus
 	})
 }
 
+// otherPartition returns a customer ID routed to another partition than p.
+func otherPartition(s *stream.Stream[customer], p int) string {
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("other-%d", i)
+		if q, _ := s.Partition(customer{ID: id}); q != p {
+			return id
+		}
+	}
+}
+
 // A join reads the value the other processor committed for the event's
 // key: purchases of customers whose rate changed between them are
 // multiplied by the rate committed when they are processed; a batch's keys
@@ -93,6 +103,16 @@ func TestJoinReadsCommittedValue(t *testing.T) {
 				}
 				if oneOK != ok[i] || one != values[i] {
 					return fmt.Errorf("purchase %d: Get %v %v, GetBatch %v %v", e.Record.ID, one, oneOK, values[i], ok[i])
+				}
+				byKey, keyOK, err := s.join.In(events).Get(ctx, e.Record.Customer) // and the read by key
+				if err != nil {
+					return err
+				}
+				if keyOK != ok[i] || byKey != values[i] {
+					return fmt.Errorf("purchase %d: In.Get %v %v, GetBatch %v %v", e.Record.ID, byKey, keyOK, values[i], ok[i])
+				}
+				if _, _, err := s.join.In(events).Get(ctx, otherPartition(s.customers, e.Partition)); !errors.Is(err, stream.ErrOtherPartition) {
+					return fmt.Errorf("a key of another partition: %v, want ErrOtherPartition", err)
 				}
 				got <- seen{e.Record.ID, values[i].Rate, ok[i]}
 			}

@@ -132,3 +132,70 @@ func (j *JoinedTable[T, V]) check(e *Event[T]) error {
 	}
 	return nil
 }
+
+// In returns the join as the processor call of events sees it: reads by key,
+// of the keys of events' partition (those whose values live in the table's
+// partition of the same number). Use it from the call's goroutine, like
+// events.
+func (j *JoinedTable[T, V]) In(events Partition) *JoinReader[V] {
+	feed, s := events.partitionFeed()
+	r := &JoinReader[V]{table: j.table, partition: feed.Partition()}
+	if s != j.stream {
+		r.err = fmt.Errorf("%w: join of table %q to stream %q, opened on the events of stream %q",
+			ErrTableElsewhere, j.table.name, j.stream.Name(), s.Name())
+	}
+	return r
+}
+
+// JoinReader reads a joined table by key in a processor call (JoinedTable.In).
+type JoinReader[V any] struct {
+	table     *Table[V]
+	partition int
+	err       error
+}
+
+// Get returns key's value as last committed and whether the table holds
+// one (one HGET). A key of another partition than the call's fails with
+// ErrOtherPartition.
+func (r *JoinReader[V]) Get(ctx context.Context, key string) (V, bool, error) {
+	values, ok, err := r.GetMany(ctx, []string{key})
+	if err != nil {
+		var zero V
+		return zero, false, err
+	}
+	return values[0], ok[0], nil
+}
+
+// GetMany returns the values of keys as last committed, and whether the
+// table holds each, in one HMGET.
+func (r *JoinReader[V]) GetMany(ctx context.Context, keys []string) ([]V, []bool, error) {
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	values, found := make([]V, len(keys)), make([]bool, len(keys))
+	if len(keys) == 0 {
+		return values, found, nil
+	}
+	for _, k := range keys {
+		if p := r.table.stream.PartitionOf([]byte(k)); p != r.partition {
+			return nil, nil, fmt.Errorf("%w: table %q: key %q is in partition %d, not %d", ErrOtherPartition, r.table.name, k, p, r.partition)
+		}
+	}
+	cat := r.table.stream.Catalog()
+	hash := cat.Keys().Table(r.table.stream.Name(), r.table.processor, r.table.name, r.partition)
+	data, ok, err := rdb.TableMGet(ctx, cat.Client(), []string{hash}, [][]string{keys})
+	if err != nil {
+		return nil, nil, fmt.Errorf("table %q: %w", r.table.name, err)
+	}
+	for i, k := range keys {
+		if !ok[0][i] {
+			continue
+		}
+		v, _, err := r.table.decode(k, data[0][i])
+		if err != nil {
+			return nil, nil, err
+		}
+		values[i], found[i] = v, true
+	}
+	return values, found, nil
+}
