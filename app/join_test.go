@@ -496,3 +496,67 @@ func TestGlobalTableRefusesBeyondBounds(t *testing.T) {
 		t.Errorf("Ready: %v, want ErrGlobalTooLarge", err)
 	}
 }
+
+// On Redis Cluster the change logs, tables and locks of a partition share
+// its slot, so the commit appends to the log on one master; a global table
+// polls the logs, one pipelined read per partition; a join reads a batch's
+// keys from one slot.
+func TestJoinAndGlobalTableOnCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client(t)
+	a, err := app.New(app.Config{Name: "shop", Client: c, Logger: testLogger(), Processing: fastOptions(), LeaderLease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := declareShopJoin(a, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.processProfiles(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.processEnrich(a, 20, nil); err != nil {
+		t.Fatal(err)
+	}
+	g, err := stream.GlobalTable(a, s.profiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Attach(g); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, a)
+	ids := customerIDs(t, s.customers, 8)
+	want := map[string]customer{}
+	var cs []customer
+	for i, id := range ids {
+		c := customer{ID: id, Name: "n", Rate: i + 1}
+		cs, want[id] = append(cs, c), c
+	}
+	sendCustomers(t, s.customers, cs)
+	waitProfiles(t, s.profiles, want)
+	checkGlobal(t, g, want)
+
+	sums := map[string]int{}
+	var ps []purchase
+	for i := range 200 {
+		id := ids[i%len(ids)]
+		ps = append(ps, purchase{ID: i, Customer: id, Cents: i%3 + 1})
+		sums[id] += (i%3 + 1) * want[id].Rate
+	}
+	if _, err := s.purchases.SendMany(context.Background(), ps); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, 30*time.Second, "every total", func() bool {
+		for id, sum := range sums {
+			if got, _, err := s.totals.Get(context.Background(), id); err != nil || got != sum {
+				return false
+			}
+		}
+		return true
+	})
+}
