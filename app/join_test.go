@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -559,4 +560,55 @@ func TestJoinAndGlobalTableOnCluster(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// A global table of a table its processor's workers declare without a
+// change log (their definition in the registry says so) fails to run with
+// ErrNoChangeLog, rather than never changing.
+func TestGlobalTableRefusesWritersWithoutChangeLog(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	a, _ := env.newApp(4, nil)
+	customers, err := stream.Declare[customer](a, "customers", stream.KeyField("id"), stream.Partitions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := stream.DeclareTable[customer](customers, "profiles", "customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = app.Process(a, customers, "profiles", func(ctx context.Context, events *stream.Events[customer]) error {
+		st := plain.In(events)
+		for e := range events.All() {
+			if err := st.Set(e.Record.ID, e.Record); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startWorker(t, a) // records the processor
+	redistest.Eventually(t, 20*time.Second, "the processor recorded", func() bool {
+		_, ok, err := rdb.ProcessorDefinition(context.Background(), env.client, rdb.NewKeySpace(env.prefix, "shop"), "customers/profiles")
+		return err == nil && ok
+	})
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := env.newApp(4, nil)
+	s, err := declareShopJoin(b, 4) // declares it with KeepChanges
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := stream.GlobalTable(b, s.profiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := g.Run(ctx); !errors.Is(err, stream.ErrNoChangeLog) || !strings.Contains(err.Error(), "customers/profiles") {
+		t.Fatalf("Run: %v, want ErrNoChangeLog naming the processor", err)
+	}
 }

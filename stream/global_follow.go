@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -26,6 +27,9 @@ func (g *Global[V]) Run(ctx context.Context) error {
 		return fmt.Errorf("%s: already running", g.Name())
 	}
 	c := g.t.stream.Catalog().Client()
+	if err := g.checkRecorded(ctx); err != nil {
+		return g.fail(err)
+	}
 	backoff := transientBackoff{}
 	for p := 0; p < len(g.logs); {
 		if err := g.load(ctx, p); err != nil {
@@ -88,6 +92,32 @@ func (g *Global[V]) Run(ctx context.Context) error {
 			case <-ctx.Done():
 			case <-time.After(globalPoll):
 			}
+		}
+	}
+	return nil
+}
+
+// checkRecorded fails with ErrNoChangeLog when the processor registry
+// records the table, as the processor's workers declare it, without a
+// change log: their commits would leave nothing to follow, and the copy
+// would never change. A processor not recorded yet is not checked.
+func (g *Global[V]) checkRecorded(ctx context.Context) error {
+	cat := g.t.stream.Catalog()
+	full := g.t.stream.Name() + "/" + g.t.processor
+	raw, ok, err := rdb.ProcessorDefinition(ctx, cat.Client(), cat.Keys(), full)
+	if err != nil || !ok {
+		return err
+	}
+	var def struct {
+		Tables []TableDefinition `json:"tables"`
+	}
+	if err := json.Unmarshal(raw, &def); err != nil {
+		return nil // a definition of another version: the workers will tell
+	}
+	for _, t := range def.Tables {
+		if t.Name == g.t.name && t.Changes <= 0 {
+			return fmt.Errorf("%w: the workers of processor %s declare table %q without stream.KeepChanges: declare it with the same KeepChanges in every program",
+				ErrNoChangeLog, full, g.t.name)
 		}
 	}
 	return nil
