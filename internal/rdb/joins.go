@@ -162,10 +162,11 @@ func ReadChanges(ctx context.Context, c redis.UniversalClient, logs, after []str
 		for i, l := range logs {
 			cmds[i] = pipe.XRead(ctx, &redis.XReadArgs{Streams: []string{l, after[i]}, Count: count, Block: -1})
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, err
-		}
+		_, _ = pipe.Exec(ctx) // each command's error is its own
 		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return nil, err
+			}
 			streams = append(streams, cmd.Val())
 		}
 	} else {
