@@ -83,6 +83,7 @@ type settings struct {
 	rate        rdb.Rate      // per key
 	qrate       rdb.Rate      // over the queue
 	uniqueTTL   time.Duration // UniqueFor
+	events      int           // Events: the events' length cap (0: not turned on)
 	hookTries   int
 	hookBackoff time.Duration
 	hookSecret  string                      // WebhookSecret: signs deliveries of tasks without their own
