@@ -108,3 +108,74 @@ func init() {
 		benchConcurrency, _ = strconv.Atoi(v)
 	}
 }
+
+// BenchmarkQueueEvents runs BenchmarkNoopTasks's tasks with the queue's
+// events off and on (every start and end an entry of the events stream):
+// the cost of events on the hot path.
+//
+//	go test -run '^$' -bench QueueEvents -benchtime 100000x ./task
+func BenchmarkQueueEvents(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		cap  int
+	}{{"off", -1}, {"on", 0}} {
+		b.Run(tc.name, func(b *testing.B) {
+			runNoopTasks(b, func(ctx context.Context, q *task.Queue[job, out]) error {
+				return q.SetEvents(ctx, tc.cap)
+			})
+		})
+	}
+}
+
+// BenchmarkEnqueueEvents enqueues b.N tasks one per call from 16
+// goroutines (the calls share round trips) with the queue's events off and
+// on, and reports tasks/s.
+//
+//	go test -run '^$' -bench EnqueueEvents -benchtime 100000x ./task
+func BenchmarkEnqueueEvents(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		cap  int
+	}{{"off", -1}, {"on", 0}} {
+		b.Run(tc.name, func(b *testing.B) {
+			c, prefix := redistest.Client(b)
+			ctx := context.Background()
+			a, err := app.New(app.Config{Name: "bench", Client: c, KeyPrefix: prefix, Logger: testLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			q, err := task.Declare[job, out](a, "enq")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := q.SetEvents(ctx, tc.cap); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := q.Enqueue(ctx, job{}); err != nil { // registers the queue
+				b.Fatal(err)
+			}
+			const goroutines = 16
+			b.ResetTimer()
+			start := time.Now()
+			errs := make(chan error, goroutines)
+			for g := range goroutines {
+				go func() {
+					for i := g; i < b.N; i += goroutines {
+						if _, err := q.Enqueue(ctx, job{N: i}); err != nil {
+							errs <- err
+							return
+						}
+					}
+					errs <- nil
+				}()
+			}
+			for range goroutines {
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
+		})
+	}
+}
