@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkNoopTasks runs b.N no-op tasks, results stored, on one worker at
@@ -67,7 +69,7 @@ func runNoopTasks(b *testing.B, prepare func(context.Context, *task.Queue[job, o
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	b.ResetTimer()
-	cpu := clientCPU(b)
+	cpu, rcpu := clientCPU(b), redisCPU(b, c)
 	start := time.Now()
 	go func() { done <- a.Run(wctx) }()
 	for {
@@ -83,6 +85,7 @@ func runNoopTasks(b *testing.B, prepare func(context.Context, *task.Queue[job, o
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
 	b.ReportMetric(float64(clientCPU(b)-cpu)/float64(b.N), "cpu-ns/task")
+	b.ReportMetric(float64(redisCPU(b, c)-rcpu)/float64(b.N), "redis-cpu-ns/task")
 	stop()
 	if err := <-done; err != nil {
 		b.Fatal(err)
@@ -97,6 +100,25 @@ func clientCPU(b *testing.B) int64 {
 		b.Fatal(err)
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// redisCPU returns the CPU time (user and system) the Redis server has
+// used, in nanoseconds (INFO cpu): the cost the load of the machine moves
+// least.
+func redisCPU(b *testing.B, c *redis.Client) int64 {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return int64(total * 1e9)
 }
 
 // benchConcurrency is BenchmarkNoopTasks's concurrency: 50, or
@@ -156,7 +178,7 @@ func BenchmarkEnqueueEvents(b *testing.B) {
 			}
 			const goroutines = 16
 			b.ResetTimer()
-			start := time.Now()
+			start, rcpu := time.Now(), redisCPU(b, c)
 			errs := make(chan error, goroutines)
 			for g := range goroutines {
 				go func() {
@@ -176,6 +198,7 @@ func BenchmarkEnqueueEvents(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
+			b.ReportMetric(float64(redisCPU(b, c)-rcpu)/float64(b.N), "redis-cpu-ns/task")
 		})
 	}
 }
