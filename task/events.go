@@ -138,7 +138,9 @@ func clipText(s string, n int) string {
 const eventsPage = 256
 
 // Events follows the queue's events after position since: "$" for new ones
-// only, "0" for the whole history kept, or an event's ID to resume after it
+// only (those after the newest when the iteration starts: to miss none
+// from a given moment on, take LastEventID then and pass it), "0" for the
+// whole history kept, or an event's ID to resume after it
 // without a gap (as long as the history still holds the next one). It
 // yields each event in order and waits for new ones (blocking reads) until
 // ctx ends, when it yields ctx's error, or the loop stops; a failed read is

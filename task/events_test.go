@@ -111,16 +111,23 @@ func TestQueueEventsLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The option turns events on when the workers start; a producer of a
-	// queue whose workers have not started yet turns them on itself here.
-	if err := q.SetEvents(ctx, 0); err != nil {
+	if n, err := q.EventsCap(ctx); err != nil || n != 0 {
+		t.Fatalf("events cap %d, %v before the workers started; want 0 (off)", n, err)
+	}
+	// The option turns events on when the workers start.
+	e.run(a)
+	eventually(t, 10*time.Second, "events turned on by the workers", func() bool {
+		n, err := q.EventsCap(ctx)
+		return err == nil && n == task.DefaultEventsCap
+	})
+	// "$" is where the stream ends when the iteration starts: the test
+	// takes that position itself, before any change it waits for.
+	last, err := q.LastEventID(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := q.EventsCap(ctx); err != nil || n != task.DefaultEventsCap {
-		t.Fatalf("events cap %d, %v; want %d", n, err, task.DefaultEventsCap)
-	}
-	read := collect(t, ctx, q.Events, "$")
-	// A cancelled task, and a delayed one, before any worker runs.
+	read := collect(t, ctx, q.Events, last)
+	// A cancelled task, delayed first.
 	cancelled, err := q.Enqueue(ctx, job{N: 3}, task.Delay(time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +139,6 @@ func TestQueueEventsLifecycle(t *testing.T) {
 		transition{task.Scheduled, "", 0},
 		transition{task.Cancelled, task.Scheduled, 0})
 
-	e.run(a)
 	flaky, err := q.Enqueue(ctx, job{N: 1})
 	if err != nil {
 		t.Fatal(err)
