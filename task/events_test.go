@@ -342,3 +342,46 @@ func TestQueueEventsBounded(t *testing.T) {
 		t.Fatalf("resumed after %s: %d events, want the %d after it", stop.ID, len(resumed), len(want))
 	}
 }
+
+// TestQueueEventsFlow: a flow's child node is created waiting, then
+// released to pending when its parent succeeds, each an event.
+func TestQueueEventsFlow(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	q, err := task.Handle(a, "fsteps", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		return out{Double: tk.Payload.N * 2}, nil
+	}, task.Events(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	eventually(t, 10*time.Second, "events turned on by the workers", func() bool {
+		n, err := q.EventsCap(ctx)
+		return err == nil && n == 100
+	})
+	f := task.NewFlow(a)
+	first := task.AddNode(f, "first", q, job{N: 1})
+	task.AddNode(f, "second", q, job{N: 2}).After(first)
+	id, err := f.Submit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := task.WaitFlow(ctx, a, id); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := q.EventsAfter(ctx, "0", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := eventsOf(evs, task.FlowTaskID(id, "second"))
+	want := []transition{
+		{task.Waiting, "", 0},
+		{task.Pending, task.Waiting, 0},
+		{task.Active, task.Pending, 1},
+		{task.Succeeded, task.Active, 1},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the child node's events:\n got %v\nwant %v", got, want)
+	}
+}
