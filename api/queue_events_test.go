@@ -137,3 +137,34 @@ func TestQueueEventsSSE(t *testing.T) {
 		return true
 	})
 }
+
+// Followers of queue events count towards MaxFollowers: one more is
+// answered 503 with a Retry-After, and a place frees when one leaves.
+func TestQueueEventsFollowersCap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{MaxFollowers: 1})
+	ctx1, leave1 := context.WithCancel(context.Background())
+	defer leave1()
+	first := follow(ctx1, e.srv.Client(), e.srv.URL+"/v1/queues/work/events")
+	redistest.Eventually(t, 10*time.Second, "the first follower connected", func() bool {
+		first.mu.Lock()
+		defer first.mu.Unlock()
+		return first.status == 200
+	})
+	if r := e.do(t, "GET", "/v1/queues/work/events", "").want(t, http.StatusServiceUnavailable, "too_many_followers"); r.header.Get("Retry-After") == "" {
+		t.Error("503 without a Retry-After")
+	}
+	leave1()
+	<-first.ended
+	ctx2, leave2 := context.WithCancel(context.Background())
+	defer leave2()
+	redistest.Eventually(t, 10*time.Second, "a place freed by the follower that left", func() bool {
+		req, _ := http.NewRequestWithContext(ctx2, "GET", e.srv.URL+"/v1/queues/work/events", nil)
+		res, err := e.srv.Client().Do(req)
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		return res.StatusCode == 200
+	})
+}
