@@ -24,7 +24,8 @@ const DefaultEventsCap = 10_000
 // MaxEventsCap is the largest length cap of a queue's events.
 const MaxEventsCap = 10_000_000
 
-// EventErrorMax is the most bytes of a task's error an event carries.
+// EventErrorMax is the most bytes of a task's error an event carries
+// (EVENT_ERR in internal/rdb/task_common.lua).
 const EventErrorMax = 256
 
 // Event states that are not states of a task: its hash was removed.
