@@ -385,3 +385,54 @@ func TestQueueEventsFlow(t *testing.T) {
 		t.Fatalf("the child node's events:\n got %v\nwant %v", got, want)
 	}
 }
+
+// TestQueueEventsSnoozeAndEdit: a snooze is active -> scheduled (its
+// attempt not counted), then promoted; an edit that runs a delayed task now
+// is scheduled -> pending, one that delays a pending one pending ->
+// scheduled.
+func TestQueueEventsSnoozeAndEdit(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	a := e.app("w1")
+	var runs atomic.Int32
+	q, err := task.Handle(a, "snoozy", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		if tk.Payload.N == 1 && runs.Add(1) == 1 {
+			return out{}, task.Snooze(30 * time.Millisecond)
+		}
+		return out{Double: 2}, nil
+	}, task.Events(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetEvents(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	read := collect(t, ctx, q.Events, "0")
+	delayed, err := q.Enqueue(ctx, job{N: 2}, task.Delay(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.RunNow(ctx, delayed); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Reschedule(ctx, delayed, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	waitTransitions(t, read, delayed,
+		transition{task.Scheduled, "", 0},
+		transition{task.Pending, task.Scheduled, 0},
+		transition{task.Scheduled, task.Pending, 0})
+
+	e.run(a)
+	snoozed, err := q.Enqueue(ctx, job{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTransitions(t, read, snoozed,
+		transition{task.Pending, "", 0},
+		transition{task.Active, task.Pending, 1},
+		transition{task.Scheduled, task.Active, 0},
+		transition{task.Pending, task.Scheduled, 0},
+		transition{task.Active, task.Pending, 1},
+		transition{task.Succeeded, task.Active, 1})
+}
