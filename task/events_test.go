@@ -436,3 +436,54 @@ func TestQueueEventsSnoozeAndEdit(t *testing.T) {
 		transition{task.Active, task.Pending, 1},
 		transition{task.Succeeded, task.Active, 1})
 }
+
+// TestQueueEventsReclaim: the tasks of a worker that died are reclaimed,
+// active -> pending, and run again; one on its last attempt is dead, with
+// the reclaimer's error.
+func TestQueueEventsReclaim(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	const vis = 500 * time.Millisecond
+	producer := e.app("producer")
+	q, err := task.Declare[job, out](producer, "ghostev", task.Visibility(vis))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetEvents(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	read := collect(t, ctx, q.Events, "0")
+	last, err := q.Enqueue(ctx, job{N: 1}, task.WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := q.Enqueue(ctx, job{N: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ghostFetch(t, e, "ghostev", 2); len(got) != 2 {
+		t.Fatalf("the ghost took %d tasks, want 2", len(got))
+	}
+	w := e.app("w1")
+	if _, err := task.Handle(w, "ghostev", func(ctx context.Context, tk *task.Task[job]) (out, error) {
+		return out{Double: 2 * tk.Payload.N}, nil
+	}, task.Visibility(vis)); err != nil {
+		t.Fatal(err)
+	}
+	e.run(w)
+	evs := waitTransitions(t, read, last,
+		transition{task.Pending, "", 0},
+		transition{task.Active, task.Pending, 1},
+		transition{task.Dead, task.Active, 1})
+	for _, ev := range evs {
+		if ev.Task == last && ev.State == task.Dead && ev.Error != "worker lost while running the last attempt" {
+			t.Errorf("dead event's error %q", ev.Error)
+		}
+	}
+	waitTransitions(t, read, again,
+		transition{task.Pending, "", 0},
+		transition{task.Active, task.Pending, 1},
+		transition{task.Pending, task.Active, 1},
+		transition{task.Active, task.Pending, 2},
+		transition{task.Succeeded, task.Active, 2})
+}
