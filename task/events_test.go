@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -116,7 +117,7 @@ func TestQueueEventsLifecycle(t *testing.T) {
 	}
 	// The option turns events on when the workers start.
 	e.run(a)
-	eventually(t, 10*time.Second, "events turned on by the workers", func() bool {
+	redistest.Eventually(t, 10*time.Second, "events turned on by the workers", func() bool {
 		n, err := q.EventsCap(ctx)
 		return err == nil && n == task.DefaultEventsCap
 	})
@@ -225,7 +226,7 @@ func TestQueueEventsLifecycle(t *testing.T) {
 	// The whole history from "0" holds the same events in the same order.
 	all := collect(t, ctx, q.Events, "0")
 	want := read()
-	eventually(t, 10*time.Second, "the history read from 0", func() bool { return len(all()) >= len(want) })
+	redistest.Eventually(t, 10*time.Second, "the history read from 0", func() bool { return len(all()) >= len(want) })
 	got := all()
 	for i := range want {
 		if got[i] != want[i] {
@@ -356,7 +357,7 @@ func TestQueueEventsFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.run(a)
-	eventually(t, 10*time.Second, "events turned on by the workers", func() bool {
+	redistest.Eventually(t, 10*time.Second, "events turned on by the workers", func() bool {
 		n, err := q.EventsCap(ctx)
 		return err == nil && n == 100
 	})
