@@ -131,14 +131,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var notes []string
 	var bull *bullmq
-	if *withBullMQ {
+	switch {
+	case *only == benchPublish || *only == benchSubscribe: // no BullMQ rows
+	case *withBullMQ:
 		bull, err = newBullMQ(ctx, bullmqDir, *url, stderr)
 		if errors.Is(err, errNoNode) {
 			notes = append(notes, fmt.Sprintf("BullMQ skipped: %v", err))
 		} else if err != nil {
 			return err
 		}
-	} else {
+	default:
 		notes = append(notes, "BullMQ skipped: --bullmq=false")
 	}
 	// The memory benchmark empties the server between variants: it runs
