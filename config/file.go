@@ -87,8 +87,12 @@ type Queue struct {
 	// (task.WebhookRetry).
 	WebhookAttempts int
 	WebhookBackoff  time.Duration
-	Cron            []Cron
-	Handler         Handler
+	// Events turns the queue's events on when its workers start, keeping
+	// about that many (task.Events); 0: left as they are (off unless turned
+	// on live).
+	Events  int
+	Cron    []Cron
+	Handler Handler
 }
 
 // A Rate is a limit of Limit tasks started per Per.
@@ -160,7 +164,7 @@ type Wasm struct {
 	Pool bool
 }
 
-// An Exec is a handler run as child processes (task.ExecConfig).
+// An Exec is a handler run as child processes (subprocess.Config).
 type Exec struct {
 	// Command is run by /bin/sh (as "leat worker --exec COMMAND").
 	Command string
@@ -168,17 +172,17 @@ type Exec struct {
 	// directory ("": the file's directory).
 	Dir string
 	// Env are NAME=VALUE entries set in the processes' environment, and
-	// bare NAMEs passed on from the worker's (task.ExecConfig.Env: never
+	// bare NAMEs passed on from the worker's (subprocess.Config.Env: never
 	// leat's own LEAT_ variables).
 	Env []string
 	// InheritEnv passes the worker's whole environment but its LEAT_
-	// variables (task.ExecConfig.InheritEnv).
+	// variables (subprocess.Config.InheritEnv).
 	InheritEnv bool
 	// StartTimeout bounds the wait for a process's ready line (0: the
 	// default, 30s).
 	StartTimeout time.Duration
 	// MaxTasksPerProcess replaces a process once it answered that many
-	// tasks (0: never; task.ExecConfig.MaxTasksPerProcess).
+	// tasks (0: never; subprocess.Config.MaxTasksPerProcess).
 	MaxTasksPerProcess int
 }
 

@@ -34,6 +34,9 @@ func (q *Queue) Options() []task.Option {
 	if q.UniqueTTL > 0 {
 		opts = append(opts, task.UniqueFor(q.UniqueTTL))
 	}
+	if q.Events > 0 {
+		opts = append(opts, task.Events(q.Events))
+	}
 	return opts
 }
 

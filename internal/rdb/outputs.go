@@ -104,6 +104,8 @@ func CommitOutputs(ctx context.Context, c redis.Scripter, lock, value, stream, m
 		switch {
 		case w.TTL > 0:
 			field, op = strconv.FormatInt(max(w.TTL.Milliseconds(), 1), 10), 'p'
+		case w.Log > 0: // a change log's entry
+			field, op = strconv.FormatInt(w.Log, 10), 'l'
 		case w.Delete:
 			op = 'd'
 		}

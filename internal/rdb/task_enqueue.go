@@ -22,6 +22,10 @@ type Target struct {
 	// Prefix starts the task hashes (KeySpace.TaskPrefix), which the
 	// script reads and writes only with RENAMENX; it goes in ARGV.
 	Prefix string
+	// Config is the queue's live settings hash (KeySpace.TaskConfig),
+	// which the script only reads (whether events are on); it goes in
+	// ARGV, last.
+	Config string
 }
 
 // EnqueueTarget returns what enqueue.lua takes of queue.
@@ -30,8 +34,10 @@ func EnqueueTarget(s KeySpace, queue string) Target {
 		Keys: []string{
 			s.TaskStagePrefix(queue), s.TaskStreamPrefix(queue), s.TaskScheduled(queue), s.TaskCounts(queue),
 			s.TaskUniquePrefix(queue), s.TaskKeyPrefix(queue), s.TaskKeys(queue), s.TaskWake(queue),
+			s.TaskEvents(queue),
 		},
 		Prefix: s.TaskPrefix(queue),
+		Config: s.TaskConfig(queue),
 	}
 }
 
@@ -72,11 +78,10 @@ const (
 	UniqueThrottle = "throttle"
 )
 
-// EnqueueArgs returns the ARGV of enqueue.lua for tasks of the queue whose
-// task hashes start with prefix (KeySpace.TaskPrefix).
-func EnqueueArgs(prefix string, tasks []NewTask) []any {
-	args := make([]any, 0, 2+15*len(tasks))
-	args = append(args, prefix, len(tasks))
+// EnqueueArgs returns the ARGV of enqueue.lua for tasks of the queue of q.
+func EnqueueArgs(q Target, tasks []NewTask) []any {
+	args := make([]any, 0, 3+15*len(tasks))
+	args = append(args, q.Prefix, len(tasks))
 	for _, t := range tasks {
 		var at int64
 		if !t.RunAt.IsZero() {
@@ -86,7 +91,7 @@ func EnqueueArgs(prefix string, tasks []NewTask) []any {
 			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook, t.Token, t.Headers,
 			t.WebhookSecret, t.UniqueMode)
 	}
-	return args
+	return append(args, q.Config)
 }
 
 // Enqueue creates tasks (enqueue.lua) and returns, per task, whether it was
@@ -95,10 +100,10 @@ func EnqueueArgs(prefix string, tasks []NewTask) []any {
 //
 // KEYS: Target.Keys. ARGV: Target.Prefix, n, then id, payload, level, run-at ms, max retries,
 // timeout ms, retention ms, unique key, unique TTL ms, key, webhook, token,
-// headers, webhook secret, unique mode per task. A task that exists with its ID and its non-empty Token (an
+// headers, webhook secret, unique mode per task, then Target.Config. A task that exists with its ID and its non-empty Token (an
 // earlier run of the same call) counts as created.
 func Enqueue(ctx context.Context, c redis.Scripter, q Target, tasks []NewTask) (created []bool, ids []string, err error) {
-	v, err := enqueue.Run(ctx, c, q.Keys, EnqueueArgs(q.Prefix, tasks)...).Slice()
+	v, err := enqueue.Run(ctx, c, q.Keys, EnqueueArgs(q, tasks)...).Slice()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -108,7 +113,7 @@ func Enqueue(ctx context.Context, c redis.Scripter, q Target, tasks []NewTask) (
 // EnqueueCmd queues enqueue.lua on a pipeline (EVALSHA: load it first with
 // Load, and rerun commands that failed with NOSCRIPT).
 func EnqueueCmd(ctx context.Context, p redis.Pipeliner, q Target, tasks []NewTask) *redis.Cmd {
-	return enqueue.EvalSha(ctx, p, q.Keys, EnqueueArgs(q.Prefix, tasks)...)
+	return enqueue.EvalSha(ctx, p, q.Keys, EnqueueArgs(q, tasks)...)
 }
 
 // ParseEnqueue parses enqueue.lua's reply.

@@ -226,6 +226,9 @@ func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite, outs []
 		}
 		ws[i] = rdb.TableWrite{Table: p.tableHash(w.Table), Field: w.Key, Value: w.Value, Delete: w.Delete}
 	}
+	if len(writes) > 0 {
+		ws = append(ws, p.changeLogs(writes)...) // tables with a change log (table_changes.go)
+	}
 	var oc *outputCommit
 	if len(outs) > 0 {
 		var err error

@@ -230,6 +230,35 @@ class ClientTest(unittest.TestCase):
             c.wait_flow(slow, timeout=0.5)
         self.assertEqual(c.cancel_flow(slow)["state"], "cancelled")
 
+    def test_run_flow(self):
+        c = self.client
+        info = c.run_flow({
+            "a": {"queue": "plain", "payload": {"op": "echo", "n": "a"}},
+            "b": {"queue": "plain", "payload": {"op": "echo", "n": "b"}, "parents": ["a"]},
+            "c": {"queue": "plain", "payload": {"op": "echo", "n": "c"}, "parents": ["a"]},
+            "d": {"queue": "plain", "payload": {"op": "parents"}, "parents": ["b", "c"]},
+        }, timeout=120)
+        self.assertEqual(info["state"], "succeeded")
+        self.assertEqual([n["state"] for n in info["nodes"]], ["succeeded"] * 4)
+        d = info["results"]["d"]
+        self.assertEqual((d["b"]["payload"]["n"], d["c"]["payload"]["n"]), ("b", "c"))
+        with self.assertRaises(leat.FlowFailed) as cm:
+            c.run_flow({"x": {"queue": "plain", "payload": {"op": "fail"}}, "y": {"queue": "plain", "parents": ["x"]}}, timeout=120)
+        self.assertEqual((cm.exception.state, cm.exception.failed_by), ("failed", "x"))
+        self.assertEqual({n["name"]: n["state"] for n in cm.exception.info["nodes"]}, {"x": "failed", "y": "cancelled"})
+        with self.assertRaises(leat.WaitTimeout) as cm:
+            c.run_flow({"s": {"queue": "plain", "payload": {"op": "sleep", "seconds": 30}}}, timeout=0.5)
+        slow = cm.exception.id
+        self.assertEqual(cm.exception.info["state"], "running")
+        self.assertEqual(c.get_flow(slow)["state"], "running")
+        self.assertEqual(c.cancel_flow(slow)["state"], "cancelled")
+        with self.assertRaises(leat.Conflict) as cm:
+            c.run_flow({"a": {"queue": "plain"}}, flow_id=info["id"])
+        self.assertEqual((cm.exception.code, cm.exception.id), ("duplicate", info["id"]))
+        with self.assertRaises(leat.BadRequest) as cm:
+            c.run_flow({"a": {"queue": "plain"}}, timeout=3600)
+        self.assertEqual(cm.exception.code, "bad_timeout")
+
     def test_send_to_stream(self):
         c = self.client
         before = c.stream("events")["length"]
@@ -247,3 +276,40 @@ class ClientTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(URL, "LEAT_API_URL names no leat serve (sdk_test.go sets it)")
+class WatchQueueTest(unittest.TestCase):
+    """Queue "plain" has its events on (sdk_test.go)."""
+
+    def setUp(self):
+        self.client = leat.Client(URL, timeout=30)
+
+    def events_of(self, task_id, since, n):
+        got = []
+        for ev in self.client.watch_queue("plain", since=since, timeout=30):
+            if ev["task"] == task_id:
+                got.append(ev)
+                if len(got) == n:
+                    return got
+        return got
+
+    def test_watch_queue_history_and_resume(self):
+        task_id = self.client.enqueue("plain", {"op": "echo"})
+        self.client.wait(task_id, timeout=60)
+        got = self.events_of(task_id, "0", 3)
+        self.assertEqual(
+            [(e.get("prev", ""), e["state"]) for e in got],
+            [("", "pending"), ("pending", "active"), ("active", "succeeded")],
+        )
+        self.assertEqual(got[1]["attempt"], 1)
+        self.assertNotIn("payload", got[2])
+        self.assertNotIn("result", got[2])
+        # Resuming after the first event: the next two, none missed.
+        again = self.events_of(task_id, got[0]["id"], 2)
+        self.assertEqual([e["id"] for e in again], [got[1]["id"], got[2]["id"]])
+
+    def test_watch_queue_bad_position(self):
+        with self.assertRaises(leat.APIError) as cm:
+            next(self.client.watch_queue("plain", since="soon"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "bad_position"))
