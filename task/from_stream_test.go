@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/stream"
 	"github.com/leatdev/leat/task"
 )
@@ -74,7 +75,7 @@ func TestEnqueueFromProcessorOncePerEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "every order processed twice and its task run", func() bool {
+	redistest.Eventually(t, 30*time.Second, "every order processed twice and its task run", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		twice := 0
