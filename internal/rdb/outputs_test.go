@@ -28,7 +28,8 @@ func TestCommitOutputs(t *testing.T) {
 	id := c.XAdd(ctx, &redis.XAddArgs{Stream: src, Values: []any{"key", "a", "data", "x"}}).Val()
 	c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "p", Consumer: "c", Streams: []string{src, ">"}, Count: 10})
 	out := []rdb.OutputEntry{{Key: dst, Size: 100, Fields: []any{"key", "a", "data", "1"}}, {Key: dst, Size: 100, Fields: []any{"key", "a", "data", "2"}}}
-	writes := []rdb.TableWrite{{Table: table, Field: "a", Value: []byte("v")}}
+	changes := ks.TableChanges("in", "p", "t", 0)
+	writes := []rdb.TableWrite{{Table: table, Field: "a", Value: []byte("v")}, {Table: changes, Value: []byte("c"), Log: 100}}
 
 	held, err := rdb.CommitOutputs(ctx, c, lock, "mine", src, mark, "p", "c1", []string{id}, writes, out)
 	if err != nil || held {
@@ -52,6 +53,9 @@ func TestCommitOutputs(t *testing.T) {
 	}
 	if v := c.HGet(ctx, table, "a").Val(); v != "v" {
 		t.Fatalf("table value %q", v)
+	}
+	if n := c.XLen(ctx, changes).Val(); n != 1 {
+		t.Fatalf("%d change log entries, want 1", n)
 	}
 	// A guarded stream whose group has 1 unprocessed entry and size 2 has
 	// no room for 2 more: nothing is applied.
