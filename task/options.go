@@ -79,6 +79,8 @@ type settings struct {
 	strict      bool
 	keyed       bool
 	rate        rdb.Rate      // per key
+	keyConc     int           // KeyConcurrency (0: 1)
+	keyBacklog  int           // MaxKeyBacklog (0: none)
 	qrate       rdb.Rate      // over the queue
 	uniqueTTL   time.Duration // UniqueFor
 	hookTries   int
