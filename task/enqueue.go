@@ -159,7 +159,8 @@ func Priority(level string) EnqueueOption {
 }
 
 // Key sets the task's key in a keyed queue (required there, refused
-// elsewhere): tasks of one key run one at a time, in order.
+// elsewhere): tasks of one key run one at a time, in order (with
+// KeyConcurrency n, up to n at once, started in order).
 func Key(key string) EnqueueOption {
 	return enqueueFunc(func(s *enqueueSettings) error {
 		if key == "" || len(key) > 512 {

@@ -282,10 +282,10 @@ func checkLevels(levels []Level) error {
 }
 
 // Keyed makes the queue keyed: every task has a key (the Key enqueue
-// option); tasks of one key run one at a time, in the order they became
-// ready, across all workers, while different keys run in parallel and take
-// turns, so a flood of one key does not starve the others. A keyed queue
-// has one priority level.
+// option); tasks of one key run one at a time (KeyConcurrency: up to n),
+// in the order they became ready, across all workers, while different keys
+// run in parallel and take turns, so a flood of one key does not starve
+// the others. A keyed queue has one priority level.
 func Keyed() Option {
 	return optionFunc(func(s *settings) error {
 		s.keyed = true
