@@ -329,3 +329,63 @@ func TestKeyConcurrencyReclaim(t *testing.T) {
 		return err == nil && n == 0
 	})
 }
+
+// TestKeyConcurrencyWithKeyRate: a key over its KeyRate with
+// KeyConcurrency(3) is parked once, whichever of its 3 tokens met the
+// limit; when its window ends it gets back a token per task it may start,
+// so after the first window it runs 3 at once again, and no window holds
+// more starts than the limit.
+func TestKeyConcurrencyWithKeyRate(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var ids []string
+	running, lateMost := 0, 0
+	var first time.Time
+	const window, dur = 400 * time.Millisecond, 250 * time.Millisecond
+	handler := func(ctx context.Context, tk *task.Task[keyed]) (struct{}, error) {
+		mu.Lock()
+		running++
+		if first.IsZero() {
+			first = time.Now()
+		} else if time.Since(first) > window {
+			lateMost = max(lateMost, running)
+		}
+		ids = append(ids, tk.ID)
+		mu.Unlock()
+		time.Sleep(dur)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return struct{}{}, nil
+	}
+	a := e.app("w1")
+	q, err := task.Handle(a, "ratedconc", handler, task.Keyed(), task.KeyConcurrency(3), task.KeyRate(3, window), task.Concurrency(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(a)
+	const n = 24
+	enqueueKeyed(t, q, "a", 0, n)
+	eventually(t, 30*time.Second, "all ran", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ids) == n
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if lateMost > 3 {
+		t.Fatalf("%d tasks of the key ran at once", lateMost)
+	}
+	if lateMost < 3 {
+		t.Errorf("after its first window the key ran at most %d tasks at once: its tokens were not all given back", lateMost)
+	}
+	var s []time.Time
+	for _, id := range ids {
+		in, err := q.Info(ctxT(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = append(s, in.StartedAt)
+	}
+	checkWindows(t, "key a", s, window, 3)
+}
