@@ -389,3 +389,64 @@ func TestKeyConcurrencyWithKeyRate(t *testing.T) {
 	}
 	checkWindows(t, "key a", s, window, 3)
 }
+
+// TestHandleLookupRecordsKeyConcurrency: a worker that handles a queue as
+// recorded in the registry ("leat worker --exec") records its key
+// concurrency in the live settings the Redis scripts read, as a program
+// declaring it does, so tasks run as many at once as the registry says.
+func TestHandleLookupRecordsKeyConcurrency(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	d, err := task.NewDefinition("exec", task.Keyed(), task.KeyConcurrency(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := rdb.NewKeySpace(e.prefix, "shop")
+	if err := rdb.Register(ctx, e.client, ks.TaskQueues(), "exec", b); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	running, most, done := 0, 0, 0
+	a := e.app("w1")
+	if _, err := task.HandleLookup(ctx, a, "exec", func(ctx context.Context, tk *task.Task[json.RawMessage]) (json.RawMessage, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		running--
+		done++
+		mu.Unlock()
+		return json.RawMessage(`null`), nil
+	}, task.Concurrency(8)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.KeyConcurrency(ctx, e.client, ks.TaskConfig("exec")); err != nil || n != 3 {
+		t.Fatalf("recorded key concurrency %d, %v; want 3", n, err)
+	}
+	e.run(a)
+	q, err := task.Lookup(ctx, e.app("cli"), "exec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 12 {
+		if _, err := q.Enqueue(ctx, json.RawMessage(`{}`), task.Key("k")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 20*time.Second, "all ran", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return done == 12
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 3 {
+		t.Fatalf("the key ran up to %d tasks at once, want 3", most)
+	}
+}

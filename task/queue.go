@@ -320,6 +320,11 @@ func HandleLookup(ctx context.Context, a *app.App, name string, fn func(ctx cont
 		return nil, err
 	}
 	q.reg = true
+	// the registry is not written back, but the key concurrency its Redis
+	// scripts read is, so a worker without the app's code applies it too
+	if err := q.writeKeyConcurrency(ctx); err != nil {
+		return nil, err
+	}
 	return q, nil
 }
 
