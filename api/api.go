@@ -1,11 +1,13 @@
 // Package api serves a leat app over HTTP as a JSON API: send records to
 // its streams, enqueue tasks and run them synchronously, read their status,
 // follow their progress and partial results as server-sent events, cancel,
-// requeue and list them, and read what package inspect reports.
+// requeue and list them, submit flows (and run them synchronously), and
+// read what package inspect reports.
 //
 // # Dashboard
 //
-// At / the handler serves a live dashboard: a page, with its script and
+// At / the handler serves a live dashboard of the app's streams, task
+// queues and flows (each drawn as a graph): a page, with its scripts and
 // style sheet under /dashboard/, embedded in the binary (plain JavaScript,
 // no build step, nothing loaded from elsewhere). These files hold no data
 // and are served without the token; the page reads everything through the
@@ -131,6 +133,7 @@ func (h *handler) routes() []route {
 	return []route{
 		read("GET /{$}", dashboard),
 		read("GET /dashboard/app.js", dashboard),
+		read("GET /dashboard/flows.js", dashboard),
 		read("GET /dashboard/style.css", dashboard),
 		read("GET /v1/info", h.info),
 
@@ -168,6 +171,7 @@ func (h *handler) routes() []route {
 		write("POST /v1/queues/{queue}/tasks/{id}/cancel", h.cancel),
 		write("POST /v1/queues/{queue}/tasks/{id}/requeue", h.requeue),
 		write("POST /v1/flows", h.submitFlow),
+		write("POST /v1/flows/runsync", holdOpen(h.runSyncWait, h.runFlow)),
 		read("GET /v1/flows", h.listFlows),
 		read("GET /v1/flows/{id}", holdOpen(h.flowWait, h.getFlow)),
 		write("POST /v1/flows/{id}/cancel", h.cancelFlow),
@@ -300,6 +304,7 @@ type apiError struct {
 	Code  string `json:"code"`
 	ID    string `json:"id,omitempty"`   // duplicate: the existing task
 	Task  any    `json:"task,omitempty"` // runsync: the task's status
+	Flow  any    `json:"flow,omitempty"` // a flow's runsync: the flow's status
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {

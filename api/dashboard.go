@@ -19,6 +19,7 @@ const dashboardPolicy = "default-src 'none'; script-src 'self'; style-src 'self'
 var dashboardPaths = map[string]string{
 	"/":                    "dashboard/index.html",
 	"/dashboard/app.js":    "dashboard/app.js",
+	"/dashboard/flows.js":  "dashboard/flows.js",
 	"/dashboard/style.css": "dashboard/style.css",
 }
 

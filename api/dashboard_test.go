@@ -14,6 +14,7 @@ func TestDashboardFilesAndInfo(t *testing.T) {
 	for path, want := range map[string]string{
 		"/":                    "text/html",
 		"/dashboard/app.js":    "javascript",
+		"/dashboard/flows.js":  "javascript",
 		"/dashboard/style.css": "text/css",
 	} {
 		res, err := e.srv.Client().Get(e.srv.URL + path)

@@ -17,25 +17,88 @@ const maxFlowList = 1000
 
 // submitFlow submits the flow of the body, a task.FlowSpec, and answers its
 // ID: {"id": ID}. A flow refused for bad input (names, queues, parents, a
-// cycle, options, payloads) is 400 bad_flow, with every mistake.
+// cycle, options, payloads) is 400 bad_flow, with every mistake; a flow
+// whose ID exists is 409 duplicate.
 func (h *handler) submitFlow(w http.ResponseWriter, r *http.Request) {
+	if id, ok := h.submitSpec(w, r); ok {
+		writeJSON(w, http.StatusOK, map[string]any{"id": id})
+	}
+}
+
+// submitSpec reads the body's task.FlowSpec and submits it. It answers the
+// request and returns false when the flow was not submitted.
+func (h *handler) submitSpec(w http.ResponseWriter, r *http.Request) (string, bool) {
 	var spec task.FlowSpec
 	if err := h.readObject(w, r, &spec); err != nil {
-		return
+		return "", false
 	}
 	f, err := task.BuildFlow(r.Context(), h.a, spec, nil)
+	var id string
 	if err == nil {
-		var id string
 		if id, err = f.Submit(r.Context()); err == nil {
-			writeJSON(w, http.StatusOK, map[string]any{"id": id})
+			return id, true
+		}
+	}
+	switch {
+	case errors.Is(err, task.ErrInvalidFlow):
+		writeError(w, http.StatusBadRequest, "bad_flow", strings.TrimPrefix(err.Error(), task.ErrInvalidFlow.Error()+": "))
+	case errors.Is(err, task.ErrDuplicate):
+		writeJSON(w, http.StatusConflict, apiError{Error: err.Error(), Code: "duplicate", ID: id})
+	default:
+		internalError(w, err)
+	}
+	return "", false
+}
+
+// runFlow submits the flow of the body, as submitFlow, and holds the
+// request open until the flow ends or ?timeout passes (default
+// DefaultTimeout, at most MaxWait), as runsync does for a task. A flow that
+// succeeded is answered 200 {"id", "state", "results" (its sinks'), "flow"
+// (task.FlowInfo)}; one that failed or was cancelled 422 flow_failed or
+// flow_cancelled, with the flow; one still running at the timeout 504
+// timeout, with the flow as it is then (it goes on).
+func (h *handler) runFlow(w http.ResponseWriter, r *http.Request) {
+	timeout := DefaultTimeout
+	if s := r.URL.Query().Get("timeout"); s != "" {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			writeError(w, http.StatusBadRequest, "bad_timeout", fmt.Sprintf("timeout %q is not a duration such as 30s or 2m", s))
+			return
+		case d <= 0 || d > h.opts.MaxWait:
+			writeError(w, http.StatusBadRequest, "bad_timeout", fmt.Sprintf("timeout %s must be positive and at most %s", d, h.opts.MaxWait))
+			return
+		}
+		timeout = d
+	}
+	id, ok := h.submitSpec(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	in, err := task.WaitFlow(ctx, h.a, id)
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+		if in, err = task.GetFlow(r.Context(), h.a, id); err == nil {
+			writeJSON(w, http.StatusGatewayTimeout, apiError{
+				Error: fmt.Sprintf("flow %s did not end within %s; it goes on: follow it at GET /v1/flows/%s?wait=30s", id, timeout, id),
+				Code:  "timeout", ID: id, Flow: in,
+			})
 			return
 		}
 	}
-	if errors.Is(err, task.ErrInvalidFlow) {
-		writeError(w, http.StatusBadRequest, "bad_flow", strings.TrimPrefix(err.Error(), task.ErrInvalidFlow.Error()+": "))
-		return
+	switch {
+	case err != nil:
+		internalError(w, err)
+	case in.State == task.FlowSucceeded:
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": in.State, "results": in.Results, "flow": in})
+	default:
+		msg := fmt.Sprintf("flow %s is %s", id, in.State)
+		if in.FailedBy != "" {
+			msg += " (node " + in.FailedBy + ")"
+		}
+		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: msg, Code: "flow_" + string(in.State), ID: id, Flow: in})
 	}
-	internalError(w, err)
 }
 
 // listFlows answers the app's flows, newest first: ?state= one state

@@ -15,6 +15,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(ownerModeEnv) != "" {
 		os.Exit(ownerProcessMain())
 	}
+	if os.Getenv(joinModeEnv) != "" {
+		os.Exit(joinProcessMain())
+	}
 	if os.Getenv(bgModeEnv) != "" {
 		os.Exit(bgProcessMain())
 	}

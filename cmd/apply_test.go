@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -164,7 +165,7 @@ func TestEnqueueToDeclaredQueue(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, 10*time.Second, "the declared queue registered", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the declared queue registered", func() bool {
 		return s.client.HExists(context.Background(), s.keys.TaskQueues(), "reports").Val()
 	})
 	r := run(t, nil, "", s.args("enqueue", "reports", `{"day":"monday"}`)...)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leatdev/leat/metrics"
 	"github.com/leatdev/leat/task"
+	"github.com/leatdev/leat/task/subprocess"
 	"github.com/urfave/cli/v2"
 )
 
@@ -70,7 +71,7 @@ func execFlags() []cli.Flag {
 			Name:        flagStartTimeout,
 			Usage:       "`DURATION` a handler process may take to say it is ready before it is killed and restarted",
 			EnvVars:     []string{envName(flagStartTimeout)},
-			DefaultText: task.DefaultExecStartTimeout.String(),
+			DefaultText: subprocess.DefaultStartTimeout.String(),
 		},
 		&cli.IntFlag{
 			Name:    flagMaxTasks,
@@ -85,7 +86,7 @@ func execFlags() []cli.Flag {
 // other workers; the wait starts a process ahead of the first task, which
 // makes the worker ready), and the handler may lower its concurrency with
 // a concurrency line.
-func execOptions(ex *task.Exec) []task.Option {
+func execOptions(ex *subprocess.Handler) []task.Option {
 	return []task.Option{task.FetchWhen(ex.Wait), task.ConcurrencyFunc(ex.Concurrency)}
 }
 
@@ -120,7 +121,7 @@ func execWorker(c *cli.Context) error {
 		return err
 	}
 	defer a.Close()
-	ex, err := task.NewExec(task.ExecConfig{
+	ex, err := subprocess.New(subprocess.Config{
 		Command: execCommand(line), StartTimeout: c.Duration(flagStartTimeout), Logger: a.Logger().With("queue", queue),
 		Env: execEnv(c), InheritEnv: c.Bool(flagEnvAll), MaxTasksPerProcess: c.Int(flagMaxTasks),
 	})
@@ -170,7 +171,7 @@ func execOnce(c *cli.Context, line, input string) error {
 	}
 	// The handler's stderr lines are logged at info: show them.
 	level = min(level, slog.LevelInfo)
-	ex, err := task.NewExec(task.ExecConfig{
+	ex, err := subprocess.New(subprocess.Config{
 		Command: execCommand(line), StartTimeout: c.Duration(flagStartTimeout),
 		Env: execEnv(c), InheritEnv: c.Bool(flagEnvAll),
 		Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})),

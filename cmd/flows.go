@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,6 +12,9 @@ import (
 	"github.com/leatdev/leat/task"
 	"github.com/urfave/cli/v2"
 )
+
+// flagWait makes "flows submit" wait for the flow's end.
+const flagWait = "wait"
 
 func flowsCommand(setup Setup) *cli.Command {
 	jsonFlag := func() cli.Flag {
@@ -46,8 +48,14 @@ func flowsCommand(setup Setup) *cli.Command {
 		HideHelp:     true,
 		OnUsageError: onUsageError,
 		Subcommands: []*cli.Command{
-			sub("submit", "submit the flow of a YAML or JSON file (- for standard input) and print its ID", "FILE", nil,
+			sub("submit", "submit the flow of a YAML or JSON file (- for standard input) and print its ID; with --wait, wait for its end as \"flows wait\" does", "FILE",
+				[]cli.Flag{&cli.BoolFlag{Name: flagJSON, Usage: "print JSON instead of text: {\"id\": ID}, or with --wait the flow"},
+					&cli.BoolFlag{Name: flagWait, Usage: "wait for the flow to end, then print its sinks' results (fail when it did not succeed)"},
+					&cli.DurationFlag{Name: flagTimeout, Value: time.Minute, Usage: "with --wait, give up after `DURATION` (the flow goes on)"}},
 				func(c *cli.Context, a *app.App) error {
+					if c.Duration(flagTimeout) <= 0 {
+						return usageErrorf("--timeout must be positive")
+					}
 					in := os.Stdin
 					if name := c.Args().Get(0); name != "-" {
 						f, err := os.Open(name)
@@ -74,10 +82,20 @@ func flowsCommand(setup Setup) *cli.Command {
 						}
 						return err
 					}
-					fmt.Fprintln(c.App.Writer, id)
-					return nil
+					if !c.Bool(flagWait) {
+						if c.Bool(flagJSON) {
+							return writeJSON(c, map[string]string{"id": id})
+						}
+						fmt.Fprintln(c.App.Writer, id)
+						return nil
+					}
+					if !c.Bool(flagJSON) {
+						fmt.Fprintln(c.App.Writer, id)
+					}
+					return waitFlow(c, a, id)
 				}),
-			sub("show", "print a flow's state and its graph, each node with its state and parents", "ID", []cli.Flag{jsonFlag()},
+			sub("show", "print a flow's state and its graph, a block per depth, each node with its queue, state and parents", "ID",
+				[]cli.Flag{jsonFlag(), &cli.BoolFlag{Name: flagAll, Usage: fmt.Sprintf("print every node of a layer of more than %d", showLayerMax)}},
 				func(c *cli.Context, a *app.App) error {
 					in, err := task.GetFlow(c.Context, a, c.Args().Get(0))
 					if errors.Is(err, task.ErrNotFound) {
@@ -90,35 +108,7 @@ func flowsCommand(setup Setup) *cli.Command {
 				}),
 			sub("wait", "wait for a flow to end; print its sinks' results, or fail when it did not succeed", "ID",
 				[]cli.Flag{jsonFlag(), &cli.DurationFlag{Name: flagTimeout, Value: time.Minute, Usage: "give up after `DURATION`"}},
-				func(c *cli.Context, a *app.App) error {
-					id := c.Args().Get(0)
-					ctx, cancel := context.WithTimeout(c.Context, c.Duration(flagTimeout))
-					defer cancel()
-					in, err := task.WaitFlow(ctx, a, id)
-					switch {
-					case errors.Is(err, task.ErrNotFound):
-						return usageError{err}
-					case errors.Is(err, context.DeadlineExceeded) && c.Context.Err() == nil:
-						return fmt.Errorf("flow %s has not ended after %s", id, c.Duration(flagTimeout))
-					case err != nil:
-						return err
-					}
-					if c.Bool(flagJSON) {
-						if err := writeJSON(c, in); err != nil {
-							return err
-						}
-					} else if in.State == task.FlowSucceeded {
-						sinkResults(c.App.Writer, in)
-					}
-					if in.State != task.FlowSucceeded {
-						why := ""
-						if in.FailedBy != "" {
-							why = " (node " + quoteTerm(in.FailedBy) + ")"
-						}
-						return fmt.Errorf("flow %s is %s%s", id, in.State, why)
-					}
-					return nil
-				}),
+				func(c *cli.Context, a *app.App) error { return waitFlow(c, a, c.Args().Get(0)) }),
 			sub("cancel", "cancel a running flow: its nodes not started are cancelled, its running ones asked to stop", "ID", nil,
 				func(c *cli.Context, a *app.App) error {
 					err := task.CancelFlow(c.Context, a, c.Args().Get(0))
@@ -162,33 +152,43 @@ func flowsCommand(setup Setup) *cli.Command {
 	}
 }
 
-// printFlow prints a flow: its state, then one line per node, parents
-// before children, with its queue, state and parents.
+// printFlow prints a flow: JSON with --json, else its layered graph
+// (drawFlow).
 func printFlow(c *cli.Context, in *task.FlowInfo) error {
 	if c.Bool(flagJSON) {
 		return writeJSON(c, in)
 	}
-	w := c.App.Writer
-	fmt.Fprintf(w, "flow %s %s, %d nodes, created %s", quoteTerm(in.ID), in.State, len(in.Nodes), in.CreatedAt.Format(time.RFC3339))
-	if !in.FinishedAt.IsZero() {
-		fmt.Fprintf(w, ", ended %s", in.FinishedAt.Format(time.RFC3339))
+	drawFlow(c.App.Writer, in, c.Bool(flagAll))
+	return nil
+}
+
+// waitFlow waits up to --timeout for flow id to end, then prints its sinks'
+// results (or, with --json, the flow) and fails when it did not succeed.
+func waitFlow(c *cli.Context, a *app.App, id string) error {
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration(flagTimeout))
+	defer cancel()
+	in, err := task.WaitFlow(ctx, a, id)
+	switch {
+	case errors.Is(err, task.ErrNotFound):
+		return usageError{err}
+	case errors.Is(err, context.DeadlineExceeded) && c.Context.Err() == nil:
+		return fmt.Errorf("flow %s has not ended after %s", quoteTerm(id), c.Duration(flagTimeout))
+	case err != nil:
+		return err
 	}
-	if in.FailedBy != "" {
-		fmt.Fprintf(w, ", failed by %s", quoteTerm(in.FailedBy))
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tQUEUE\tSTATE\tAFTER")
-	for _, n := range in.Nodes {
-		after := "-"
-		if len(n.Parents) > 0 {
-			after = strings.Join(n.Parents, ", ")
+	if c.Bool(flagJSON) {
+		if err := writeJSON(c, in); err != nil {
+			return err
 		}
-		state := string(n.State)
-		if n.OnFailure != task.FailFlow && n.OnFailure != "" {
-			state += " (on failure: " + string(n.OnFailure) + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", quoteTerm(n.Name), quoteTerm(n.Queue), state, quoteTerm(after))
+	} else if in.State == task.FlowSucceeded {
+		sinkResults(c.App.Writer, in)
 	}
-	return tw.Flush()
+	if in.State != task.FlowSucceeded {
+		why := ""
+		if in.FailedBy != "" {
+			why = " (node " + quoteTerm(in.FailedBy) + ")"
+		}
+		return fmt.Errorf("flow %s is %s%s", quoteTerm(id), in.State, why)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -26,18 +27,6 @@ while read -r line; do
   printf '{"task_id":"%s","result":1}\n' "$id"
 done
 `
-
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // TestTasksLogs: a subprocess handler's stderr lines are kept with their
 // task; "tasks logs ID" prints them in order after the task ended, and the
@@ -69,7 +58,7 @@ func TestTasksLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out string
-	eventually(t, 10*time.Second, "both log lines", func() bool {
+	redistest.Eventually(t, 10*time.Second, "both log lines", func() bool {
 		r := run(t, nil, "", s.quiet("tasks", "logs", id)...)
 		out = r.stdout
 		return r.status == 0 && strings.Count(out, "\n") == 2
@@ -82,7 +71,7 @@ func TestTasksLogs(t *testing.T) {
 	if ttl := s.client.PTTL(ctx, logKey).Val(); ttl <= 0 || ttl > 3*time.Second {
 		t.Fatalf("log TTL %s, want at most the timeout plus the retention", ttl)
 	}
-	eventually(t, 10*time.Second, "the log to expire with its task", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the log to expire with its task", func() bool {
 		return s.client.Exists(ctx, logKey, s.keys.TaskPrefix("logged")+id).Val() == 0
 	})
 	r := run(t, nil, "", s.quiet("tasks", "logs", id)...)
@@ -121,7 +110,7 @@ func TestEnqueueWebhook(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no webhook")
 	}
-	eventually(t, 10*time.Second, "the delivery recorded", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the delivery recorded", func() bool {
 		r = run(t, nil, "", s.args("tasks", "show", id)...)
 		return strings.Contains(r.stdout, "delivered, 1 attempts")
 	})
@@ -157,7 +146,7 @@ func TestWorkerExecReady(t *testing.T) {
 
 	addr := freeAddr(t)
 	b := start(t, nil, s.quiet("worker", "--queue", "ready", "--exec", "sleep 3600", "--start-timeout", "100ms", "--metrics-addr", addr)...)
-	eventually(t, 20*time.Second, "/readyz not ready", func() bool {
+	redistest.Eventually(t, 20*time.Second, "/readyz not ready", func() bool {
 		code, body := httpGet(t, "http://"+addr+"/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "no handler process ready")
 	})
@@ -174,7 +163,7 @@ func TestWorkerExecReady(t *testing.T) {
 	}
 	addr = freeAddr(t)
 	b = start(t, nil, s.quiet("worker", "--queue", "ready", "--exec", "sh "+script, "--metrics-addr", addr)...)
-	eventually(t, 20*time.Second, "/readyz ready", func() bool {
+	redistest.Eventually(t, 20*time.Second, "/readyz ready", func() bool {
 		code, _ := httpGet(t, "http://"+addr+"/readyz")
 		return code == http.StatusOK
 	})

@@ -247,10 +247,13 @@ func (r *resetter) partitionKeys(from, to int) []string {
 // tableKeys returns the keys of the processor's tables on partitions
 // [from, to).
 func (r *resetter) tableKeys(from, to int) []string {
-	out := make([]string, 0, (to-from)*len(r.tables))
+	out := make([]string, 0, 2*(to-from)*len(r.tables))
 	for p := from; p < to; p++ {
 		for _, t := range r.tables {
 			out = append(out, appKeys(r.a).Table(r.stream, r.group, t, p))
+			// and its change log, if any: a global table that follows it
+			// sees the log start again and loads the partition anew
+			out = append(out, appKeys(r.a).TableChanges(r.stream, r.group, t, p))
 		}
 	}
 	return out

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/inspect"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -50,7 +51,7 @@ func runTaskWorker(t *testing.T, s shop) {
 	go func() { defer close(done); _ = a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	// The worker registers the queue's definition.
-	eventually(t, 10*time.Second, "the queue registered", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the queue registered", func() bool {
 		return s.client.HExists(context.Background(), s.keys.TaskQueues(), "greet").Val()
 	})
 }
@@ -139,7 +140,7 @@ func TestTasksCLI(t *testing.T) {
 	// Cancel a running task and a scheduled one.
 	r = run(t, nil, "", s.args("enqueue", "greet", `{"name":"block"}`)...)
 	blocked := strings.TrimSpace(r.stdout)
-	eventually(t, 10*time.Second, "the task active", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the task active", func() bool {
 		return strings.Contains(run(t, nil, "", s.args("tasks", "show", blocked)...).stdout, "active")
 	})
 	r = run(t, nil, "", s.args("tasks", "cancel", blocked)...)

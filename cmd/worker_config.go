@@ -11,6 +11,7 @@ import (
 	leatconfig "github.com/leatdev/leat/config"
 	"github.com/leatdev/leat/metrics"
 	"github.com/leatdev/leat/task"
+	"github.com/leatdev/leat/task/subprocess"
 	"github.com/leatdev/leat/task/wasm"
 	"github.com/urfave/cli/v2"
 )
@@ -62,7 +63,7 @@ func configWorker(c *cli.Context) error {
 		return err
 	}
 	defer a.Close()
-	var exes []*task.Exec
+	var exes []*subprocess.Handler
 	var modules []*wasm.Handler
 	defer func() {
 		for _, ex := range exes {
@@ -104,7 +105,7 @@ func configWorker(c *cli.Context) error {
 			if c.IsSet(flagMaxTasks) {
 				perProcess = c.Int(flagMaxTasks)
 			}
-			ex, err := task.NewExec(task.ExecConfig{
+			ex, err := subprocess.New(subprocess.Config{
 				Command: execCommand(command), Dir: f.Dir(x), Env: mergeEnv(x.Env, execEnv(c)),
 				InheritEnv: x.InheritEnv || c.Bool(flagEnvAll), StartTimeout: start, Logger: a.Logger().With("queue", q.Name),
 				MaxTasksPerProcess: perProcess,

@@ -14,6 +14,7 @@ import (
 	"github.com/leatdev/leat/controlplane"
 	"github.com/leatdev/leat/internal/deploy"
 	"github.com/leatdev/leat/task"
+	"github.com/leatdev/leat/task/subprocess"
 )
 
 // runner runs the handlers of one revision: an App whose task queues run
@@ -21,7 +22,7 @@ import (
 type runner struct {
 	rev, digest string
 	a           *app.App
-	execs       map[string]*task.Exec // by queue
+	execs       map[string]*subprocess.Handler // by queue
 	cancel      context.CancelFunc
 	done        chan struct{} // closed when the App's Run returned
 	err         error         // what Run returned
@@ -74,7 +75,7 @@ func (r *runner) close() {
 	r.a.Close()
 }
 
-func sortedQueues(m map[string]*task.Exec) []string {
+func sortedQueues(m map[string]*subprocess.Handler) []string {
 	out := make([]string, 0, len(m))
 	for q := range m {
 		out = append(out, q)
@@ -154,7 +155,7 @@ func (ag *agent) start(ctx context.Context, reg controlplane.Registration, a con
 	if err != nil {
 		return nil, fmt.Errorf("open the app with the control plane's settings: %w", err)
 	}
-	r := &runner{rev: a.Revision, digest: a.Digest, a: a2, execs: map[string]*task.Exec{}, cancel: func() {}, done: make(chan struct{})}
+	r := &runner{rev: a.Revision, digest: a.Digest, a: a2, execs: map[string]*subprocess.Handler{}, cancel: func() {}, done: make(chan struct{})}
 	fail := func(err error) (*runner, error) {
 		r.close()
 		return nil, err
@@ -164,10 +165,10 @@ func (ag *agent) start(ctx context.Context, reg controlplane.Registration, a con
 	}
 	start := ag.c.Duration(flagStartTimeout)
 	if start <= 0 {
-		start = task.DefaultExecStartTimeout
+		start = subprocess.DefaultStartTimeout
 	}
 	for _, q := range a.Queues {
-		ex, err := task.NewExec(task.ExecConfig{
+		ex, err := subprocess.New(subprocess.Config{
 			Command: execCommand(a.Start), Dir: path, Env: handlerEnv(ag, a, q), StartTimeout: start,
 			Logger: ag.log.With("queue", q, "revision", a.Revision[:12]), MaxTasksPerProcess: ag.c.Int(flagMaxTasks),
 		})
@@ -247,7 +248,7 @@ func setupEnv(a controlplane.Assignment) []string {
 		if strings.HasPrefix(name, "LEAT_") {
 			continue
 		}
-		for _, p := range task.ExecEnvAllowed {
+		for _, p := range subprocess.EnvAllowed {
 			if pre, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(name, pre) || name == p {
 				env = append(env, kv)
 				break

@@ -165,7 +165,7 @@ type Wasm struct {
 	Pool bool
 }
 
-// An Exec is a handler run as child processes (task.ExecConfig).
+// An Exec is a handler run as child processes (subprocess.Config).
 type Exec struct {
 	// Command is run by /bin/sh (as "leat worker --exec COMMAND").
 	Command string
@@ -173,17 +173,17 @@ type Exec struct {
 	// directory ("": the file's directory).
 	Dir string
 	// Env are NAME=VALUE entries set in the processes' environment, and
-	// bare NAMEs passed on from the worker's (task.ExecConfig.Env: never
+	// bare NAMEs passed on from the worker's (subprocess.Config.Env: never
 	// leat's own LEAT_ variables).
 	Env []string
 	// InheritEnv passes the worker's whole environment but its LEAT_
-	// variables (task.ExecConfig.InheritEnv).
+	// variables (subprocess.Config.InheritEnv).
 	InheritEnv bool
 	// StartTimeout bounds the wait for a process's ready line (0: the
 	// default, 30s).
 	StartTimeout time.Duration
 	// MaxTasksPerProcess replaces a process once it answered that many
-	// tasks (0: never; task.ExecConfig.MaxTasksPerProcess).
+	// tasks (0: never; subprocess.Config.MaxTasksPerProcess).
 	MaxTasksPerProcess int
 }
 

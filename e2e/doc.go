@@ -8,6 +8,9 @@
 // The tests need redis-server and Chromium (Debian package chromium). When
 // Chromium is missing they are skipped, unless CI=true, where they fail.
 // LEAT_SCREENSHOT names a PNG file to save the dashboard's picture to.
+// LEAT_SCREENSHOT_FLOW and LEAT_SCREENSHOT_FLOW_WIDE name PNG files for
+// TestDashboardFlows's pictures of a diamond flow and of a wide layer
+// opened.
 // LEAT_SCREENSHOT_256=FILE.png makes the 256-partition test collect a
 // minute of history first, then save the stream view to FILE.png and the
 // overview and queue views beside it (FILE-overview.png, FILE-queue.png).

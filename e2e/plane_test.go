@@ -116,18 +116,6 @@ func startProc(t *testing.T, env []string, name string, args ...string) *planePr
 	return p
 }
 
-// waitUntil polls cond every 50ms until it is true, failing the test after d.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func needTools(t *testing.T) {
 	t.Helper()
 	for _, tool := range []string{"python3", "git"} {
@@ -320,7 +308,7 @@ func TestControlPlane(t *testing.T) {
 	serve := startProc(t, cleanEnv("POOL_TOKEN="+poolToken, "LEAT_SERVE_TOKEN="+apiToken), bin,
 		append(global, "serve", "--addr", "127.0.0.1:0", "--pools", pools)...)
 	var base string
-	waitUntil(t, 30*time.Second, "leat serve to listen", func() bool {
+	redistest.Eventually(t, 30*time.Second, "leat serve to listen", func() bool {
 		m := servingAt.FindStringSubmatch(serve.out.String())
 		if m != nil {
 			base = m[1]
@@ -334,7 +322,7 @@ func TestControlPlane(t *testing.T) {
 			"worker", "--server", base, "--deploy-dir", filepath.Join(dir, name), "--start-timeout", "15s")
 	}
 	w1, w2 := worker("w1"), worker("w2")
-	waitUntil(t, 3*time.Minute, "both workers to run the first revision", func() bool { return api.allAt(2, rev1) })
+	redistest.Eventually(t, 3*time.Minute, "both workers to run the first revision", func() bool { return api.allAt(2, rev1) })
 
 	// A wrong token is refused, said nowhere but in the log, with the
 	// address it came from; a worker holding one stops with the reason.
@@ -345,7 +333,7 @@ func TestControlPlane(t *testing.T) {
 	if status, _ := api.do("POST", "/v1/workers/register", apiToken, map[string]any{"host": "x"}); status != 401 {
 		t.Fatalf("register with the API token: %d", status)
 	}
-	waitUntil(t, 10*time.Second, "the refusal in the log", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the refusal in the log", func() bool {
 		return strings.Contains(serve.out.String(), "worker token refused") && strings.Contains(serve.out.String(), "remote=127.0.0.1:")
 	})
 	bad := startProc(t, cleanEnv("LEAT_WORKER_TOKEN=wrong-token-0123456789"), bin, "worker", "--server", base, "--deploy-dir", filepath.Join(dir, "bad"))
@@ -357,7 +345,7 @@ func TestControlPlane(t *testing.T) {
 	hold := filepath.Join(dir, "hold.pid")
 	held := api.enqueue(map[string]any{"hold": hold})
 	var pid int
-	waitUntil(t, time.Minute, "the held task to start", func() bool {
+	redistest.Eventually(t, time.Minute, "the held task to start", func() bool {
 		b, err := os.ReadFile(hold)
 		pid, _ = strconv.Atoi(string(b))
 		return err == nil && pid > 0
@@ -365,7 +353,7 @@ func TestControlPlane(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, time.Minute, "the killed task to succeed", func() bool { return api.task(held).State == "succeeded" })
+	redistest.Eventually(t, time.Minute, "the killed task to succeed", func() bool { return api.task(held).State == "succeeded" })
 	if got := api.task(held); got.Attempts != 2 || got.Result.Attempt != 2 {
 		t.Fatalf("killed task: %+v, want it succeeded on its second attempt", got)
 	}
@@ -389,11 +377,11 @@ func TestControlPlane(t *testing.T) {
 	for len(ids) < 1000 {
 		ids = append(ids, api.enqueue(map[string]any{"n": len(ids)}))
 	}
-	waitUntil(t, 3*time.Minute, "both workers to run the second revision", func() bool { return api.allAt(2, rev2) })
+	redistest.Eventually(t, 3*time.Minute, "both workers to run the second revision", func() bool { return api.allAt(2, rev2) })
 	seen := map[string]int{}
 	for i, id := range ids {
 		var got planeTask
-		waitUntil(t, 2*time.Minute, "task "+id+" to succeed", func() bool {
+		redistest.Eventually(t, 2*time.Minute, "task "+id+" to succeed", func() bool {
 			got = api.task(id)
 			return got.State == "succeeded"
 		})
@@ -417,7 +405,7 @@ func TestControlPlane(t *testing.T) {
 	_ = w2.cmd.Process.Kill()
 	_ = w2.cmd.Wait()
 	w3 := worker("w3")
-	waitUntil(t, 3*time.Minute, "the new worker to run the second revision beside the first", func() bool {
+	redistest.Eventually(t, 3*time.Minute, "the new worker to run the second revision beside the first", func() bool {
 		fresh := 0
 		for _, w := range api.workers() {
 			if !before[w.ID] {
@@ -427,7 +415,7 @@ func TestControlPlane(t *testing.T) {
 		return fresh == 1 && api.allAt(2, rev2)
 	})
 	last := api.enqueue(map[string]any{"n": 1000})
-	waitUntil(t, time.Minute, "a task after the replacement", func() bool { return api.task(last).State == "succeeded" })
+	redistest.Eventually(t, time.Minute, "a task after the replacement", func() bool { return api.task(last).State == "succeeded" })
 
 	// A revision whose setup fails: the workers keep running the one
 	// before and say why.
@@ -435,7 +423,7 @@ func TestControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	rev3 := commit(t, repo, "three")
-	waitUntil(t, 3*time.Minute, "both workers to report the failed setup", func() bool {
+	redistest.Eventually(t, 3*time.Minute, "both workers to report the failed setup", func() bool {
 		ws := api.workers()
 		for _, w := range ws {
 			if w.Revision != rev2 || w.Desired != rev3 || w.Health != "degraded" || w.Setup == nil || w.Setup.OK ||
@@ -446,7 +434,7 @@ func TestControlPlane(t *testing.T) {
 		return len(ws) == 2
 	})
 	after := api.enqueue(map[string]any{"n": 1001})
-	waitUntil(t, time.Minute, "a task after the failed setup", func() bool { return api.task(after).State == "succeeded" })
+	redistest.Eventually(t, time.Minute, "a task after the failed setup", func() bool { return api.task(after).State == "succeeded" })
 	if got := api.task(after); got.Result.Revision != rev2 {
 		t.Fatalf("task after the failed setup: %+v, want it run by %s", got, rev2)
 	}
@@ -459,7 +447,7 @@ func TestControlPlane(t *testing.T) {
 	}
 	gitRun(t, repo, "commit", "-q", "-am", "broken handler")
 	rev4 := gitRun(t, repo, "rev-parse", "HEAD")
-	waitUntil(t, 3*time.Minute, "both workers to report the handler that does not start", func() bool {
+	redistest.Eventually(t, 3*time.Minute, "both workers to report the handler that does not start", func() bool {
 		ws := api.workers()
 		for _, w := range ws {
 			if w.Revision != rev2 || w.Desired != rev4 || w.Health != "degraded" || w.Setup == nil || !w.Setup.OK ||
@@ -470,7 +458,7 @@ func TestControlPlane(t *testing.T) {
 		return len(ws) == 2
 	})
 	after = api.enqueue(map[string]any{"n": 1002})
-	waitUntil(t, time.Minute, "a task after the failed start", func() bool { return api.task(after).State == "succeeded" })
+	redistest.Eventually(t, time.Minute, "a task after the failed start", func() bool { return api.task(after).State == "succeeded" })
 	if got := api.task(after); got.Result.Revision != rev2 {
 		t.Fatalf("task after the failed start: %+v, want it run by %s", got, rev2)
 	}

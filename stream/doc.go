@@ -80,6 +80,27 @@
 // [Store.Get] sees the call's staged writes; [Table.Get] reads applied values
 // from anywhere, and [Table.Scan] walks all of them. A key's value lives in its own partition ([ErrOtherPartition]).
 //
+// # Joins
+//
+// [Join] joins a table to a co-partitioned stream (same partition count, keys
+// of the same kind; checked when declared, [ErrNotCoPartitioned]): a processor of
+// the stream reads, for each event's key, the value the table's processor
+// committed, from the partition of the same number, one HGET per event
+// ([JoinedTable.Get]) or one HMGET per batch ([JoinedTable.GetBatch]):
+//
+//	join, err := stream.Join(orders, customersTable)
+//	found, ok, err := join.GetBatch(ctx, batch)
+//
+// It reads the committed values at processing time, with no alignment in time
+// between the streams: when the table's processor lags, an event sees the value
+// before the changes it has not committed, or none. [GlobalTable] keeps an
+// in-memory copy of every partition of a table declared with [KeepChanges], for
+// small reference data every worker reads whole: loaded by [Global.Run], kept
+// current from the table's change log (each commit appends its writes to a
+// bounded log per partition, in the step that applies them), bounded by
+// GlobalMaxKeys and GlobalMaxBytes; [Global.Ready] waits until it caught up. See
+// docs/joins.md.
+//
 // # Registry
 //
 // Each declared stream's [Definition] is written to a hash in Redis when the

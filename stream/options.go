@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/leatdev/leat/internal/core"
 )
@@ -79,6 +80,7 @@ func KeyFunc[T any, K KeyType](fn func(T) K) Option {
 		}
 		c.KeyFunc = func(r *T) ([]byte, error) { return core.KeyBytes(fn(*r)) }
 		c.KeyFuncFor = fmt.Sprintf("%T", *new(T))
+		c.KeyKind = core.KeyKindOf(reflect.TypeFor[K]())
 		return nil
 	})
 }

@@ -16,6 +16,9 @@ type TableDefinition struct {
 	Name string `json:"name"`
 	// Codec is the name of the codec its values are stored with.
 	Codec string `json:"codec"`
+	// Changes is the length of its change log per partition
+	// (KeepChanges), 0 when it keeps none.
+	Changes int64 `json:"changes,omitempty"`
 }
 
 // Errors of tables.
@@ -46,12 +49,16 @@ type Table[V any] struct {
 	processor string
 	name      string
 	codec     Codec
+	changes   int64 // its change log's length (KeepChanges), 0: none
 }
 
 // A TableOption tweaks one table declaration.
 type TableOption func(*tableSpec)
 
-type tableSpec struct{ codec Codec }
+type tableSpec struct {
+	codec   Codec
+	changes int64
+}
 
 // TableCodec sets the codec values are stored with (default: MsgPack).
 func TableCodec(c Codec) TableOption { return func(s *tableSpec) { s.codec = c } }
@@ -77,10 +84,13 @@ func DeclareTable[V, T any](s *Stream[T], processor, name string, opts ...TableO
 	if spec.codec == nil {
 		return nil, fmt.Errorf("table %q: codec is nil", name)
 	}
-	if err := s.t.Core.DeclareTable(processor, name, spec.codec.Name()); err != nil {
+	if spec.changes < 0 || spec.changes > maxChanges {
+		return nil, fmt.Errorf("table %q: KeepChanges(%d): give 1 to %d entries", name, spec.changes, maxChanges)
+	}
+	if err := s.t.Core.DeclareTable(processor, name, spec.codec.Name(), spec.changes); err != nil {
 		return nil, err
 	}
-	return &Table[V]{stream: s.t.Core, processor: processor, name: name, codec: spec.codec}, nil
+	return &Table[V]{stream: s.t.Core, processor: processor, name: name, codec: spec.codec, changes: spec.changes}, nil
 }
 
 // Name returns the table's name.

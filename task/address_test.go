@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -25,7 +26,7 @@ func TestDeclareRegistersOnRun(t *testing.T) {
 		t.Fatalf("before the program ran: %v, want ErrUnknownQueue", err)
 	}
 	e.run(a)
-	eventually(t, 20*time.Second, "declared queue registered", func() bool {
+	redistest.Eventually(t, 20*time.Second, "declared queue registered", func() bool {
 		_, err := task.Lookup(ctx, tool, "declared")
 		return err == nil
 	})

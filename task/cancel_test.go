@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -53,7 +54,7 @@ func TestCancelEveryState(t *testing.T) {
 	e.run(a)
 	// Retrying.
 	retrying, _ := q.Enqueue(ctx, job{N: 2})
-	eventually(t, 10*time.Second, "retrying", func() bool {
+	redistest.Eventually(t, 10*time.Second, "retrying", func() bool {
 		in, _ := q.Info(ctx, retrying)
 		return in.State == task.Retrying
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -40,7 +41,7 @@ func TestDrain(t *testing.T) {
 	e.run(a)
 	retrying, _ := q.Enqueue(ctx, 1)
 	running, _ := q.Enqueue(ctx, 2)
-	eventually(t, 20*time.Second, "one task retrying, one running", func() bool {
+	redistest.Eventually(t, 20*time.Second, "one task retrying, one running", func() bool {
 		c, err := q.Counts(ctx)
 		return err == nil && c[task.Retrying] == 1 && c[task.Active] == 1
 	})

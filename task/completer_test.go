@@ -58,11 +58,11 @@ func TestOutcomesAfterFailingStretchWithBufferFull(t *testing.T) {
 	}
 	// the completer's seventh failed try (past its sixth, after which it
 	// used to take the lock), while handlers that finished wait for room
-	eventually(t, 30*time.Second, "seven failed tries to record outcomes", func() bool {
+	redistest.Eventually(t, 30*time.Second, "seven failed tries to record outcomes", func() bool {
 		return logs.count("recording task outcomes failed") >= 7
 	})
 	healed.Store(true)
-	eventually(t, 30*time.Second, "every task recorded", func() bool {
+	redistest.Eventually(t, 30*time.Second, "every task recorded", func() bool {
 		c, err := q.Counts(ctx)
 		return err == nil && c[task.Succeeded] == int64(len(runs))
 	})
@@ -101,7 +101,7 @@ func TestStopDuringRecordBackoff(t *testing.T) {
 	if _, err := q.Enqueue(ctx, job{N: 1}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the outcome call failed", func() bool { return lose.Lost() >= 1 })
+	redistest.Eventually(t, 30*time.Second, "the outcome call failed", func() bool { return lose.Lost() >= 1 })
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
 	select {

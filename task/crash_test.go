@@ -165,7 +165,7 @@ func TestProcessesExactlyOnce(t *testing.T) {
 	}
 	start := time.Now()
 	enqueueLoad(t, q, n)
-	eventually(t, 5*time.Minute, "every task succeeded", func() bool {
+	redistest.Eventually(t, 5*time.Minute, "every task succeeded", func() bool {
 		c, _ := q.Counts(context.Background())
 		return c[task.Succeeded] == int64(n)
 	})
@@ -188,7 +188,7 @@ func TestProcessesKilled(t *testing.T) {
 		procs = append(procs, startProcess(t, e, fmt.Sprintf("p%d", i), time.Millisecond))
 	}
 	enqueueLoad(t, q, n)
-	eventually(t, time.Minute, "a third of the tasks done", func() bool {
+	redistest.Eventually(t, time.Minute, "a third of the tasks done", func() bool {
 		c, _ := q.Counts(context.Background())
 		return c[task.Succeeded] >= int64(n/3)
 	})
@@ -214,7 +214,7 @@ func TestProcessesKilled(t *testing.T) {
 	// may have led): a few seconds at most. They then wait behind the tasks
 	// ready before them, like any ready task, so when they finish depends on
 	// the backlog.
-	eventually(t, time.Minute, "the killed worker's tasks reclaimed", func() bool {
+	redistest.Eventually(t, time.Minute, "the killed worker's tasks reclaimed", func() bool {
 		for _, id := range held {
 			in, err := q.Info(ctx, id)
 			if err != nil {
@@ -230,7 +230,7 @@ func TestProcessesKilled(t *testing.T) {
 	if bound := procVisibility + procVisibility/2 + 3*time.Second; reclaimed > bound {
 		t.Errorf("the killed worker's tasks were reclaimed %s after the kill, over %s", reclaimed, bound)
 	}
-	eventually(t, 5*time.Minute, "every task succeeded", func() bool {
+	redistest.Eventually(t, 5*time.Minute, "every task succeeded", func() bool {
 		c, _ := q.Counts(context.Background())
 		return c[task.Succeeded] == int64(n)
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -69,7 +70,7 @@ func TestDebounceAndThrottle(t *testing.T) {
 		t.Fatalf("a throttled enqueue after the first task ended: %s, %v; want ErrDuplicate and %s", id, err, thr)
 	}
 	var next string
-	eventually(t, 20*time.Second, "the throttle's window to end", func() bool {
+	redistest.Eventually(t, 20*time.Second, "the throttle's window to end", func() bool {
 		next, err = q.Enqueue(ctx, 9, task.Throttle("report", window))
 		return err == nil
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -52,7 +53,7 @@ func TestDelete(t *testing.T) {
 	ids[task.Cancelled] = cancelled
 	scheduled, _ := q.Enqueue(ctx, job{N: 0}, task.Delay(time.Hour))
 	active, _ := q.Enqueue(ctx, job{N: 3})
-	eventually(t, 10*time.Second, "the blocking task active", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the blocking task active", func() bool {
 		in, err := q.Info(ctx, active)
 		return err == nil && in.State == task.Active
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -35,7 +36,7 @@ func TestEditWaitingTasks(t *testing.T) {
 	}
 	e.run(a)
 	blocker, _ := q.Enqueue(ctx, 0)
-	eventually(t, 20*time.Second, "the blocking task running", func() bool {
+	redistest.Eventually(t, 20*time.Second, "the blocking task running", func() bool {
 		in, err := q.Info(ctx, blocker)
 		return err == nil && in.State == task.Active
 	})

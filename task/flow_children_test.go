@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -74,7 +75,7 @@ func TestFlowAddChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "split waiting for its children", func() bool {
+	redistest.Eventually(t, 10*time.Second, "split waiting for its children", func() bool {
 		in, err := task.GetFlow(ctx, a, id)
 		return err == nil && len(in.Nodes) == 7 && in.Nodes[0].State == task.WaitingChildren
 	})
@@ -152,7 +153,7 @@ func TestFlowResume(t *testing.T) {
 	if err != nil || info.State != task.FlowFailed || info.FailedBy != "a" {
 		t.Fatalf("flow %+v %v", info, err)
 	}
-	eventually(t, 30*time.Second, "the running and the pending node cancelled", func() bool {
+	redistest.Eventually(t, 30*time.Second, "the running and the pending node cancelled", func() bool {
 		for _, n := range []string{"hold", "behind"} {
 			in, err := slow.Info(ctx, task.FlowTaskID(id, n))
 			if err != nil || in.State != task.Cancelled {

@@ -75,7 +75,7 @@ func TestFlowCluster(t *testing.T) {
 			t.Fatalf("node %s is %s", n.Name, n.State)
 		}
 	}
-	eventually(t, 10*time.Second, "the nodes' tasks cancelled in their queues", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the nodes' tasks cancelled in their queues", func() bool {
 		for i, n := range []string{"never", "nor"} {
 			in, err := queues[2-2*i].Info(ctx, task.FlowTaskID(gid, n))
 			if err != nil || in.State != task.Cancelled {

@@ -173,12 +173,12 @@ func TestFlowRetention(t *testing.T) {
 	if l, err := task.ListFlows(ctx, a, "", 0); err != nil || len(l) != 1 {
 		t.Fatalf("listing %v %v", l, err)
 	}
-	eventually(t, 10*time.Second, "the flow forgotten", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the flow forgotten", func() bool {
 		_, err := task.GetFlow(ctx, a, id)
 		l, lerr := task.ListFlows(ctx, a, "", 0)
 		return errors.Is(err, task.ErrNotFound) && lerr == nil && len(l) == 0
 	})
-	eventually(t, 10*time.Second, "the indexes emptied", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the indexes emptied", func() bool {
 		n, err := e.client.Exists(ctx, e.prefix+":flive:{shop}", e.prefix+":fdone:{shop}").Result()
 		return err == nil && n == 0
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -227,11 +228,11 @@ func TestFlowFailurePolicies(t *testing.T) {
 					t.Fatalf("failed by %q, b %s, tail %s", info.FailedBy, nodes["b"].State, nodes["tail"].State)
 				}
 				// the running node was asked to stop, and ends cancelled
-				eventually(t, 10*time.Second, "the running node cancelled", func() bool {
+				redistest.Eventually(t, 10*time.Second, "the running node cancelled", func() bool {
 					in, err := q.Info(ctx, task.FlowTaskID(id, "slow"))
 					return err == nil && in.State == task.Cancelled && slowStopped.Load()
 				})
-				eventually(t, 10*time.Second, "no task left waiting", func() bool {
+				redistest.Eventually(t, 10*time.Second, "no task left waiting", func() bool {
 					c, err := q.Counts(ctx)
 					return err == nil && c[task.Waiting] == 0 && c[task.Pending] == 0 && c[task.Active] == 0
 				})
@@ -273,7 +274,7 @@ func TestFlowCancel(t *testing.T) {
 	if err := task.CancelFlow(ctx, a, id); !errors.Is(err, task.ErrFinished) {
 		t.Fatalf("cancel twice: %v", err)
 	}
-	eventually(t, 10*time.Second, "the nodes cancelled", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the nodes cancelled", func() bool {
 		in, err := task.GetFlow(ctx, a, id)
 		if err != nil || in.State != task.FlowCancelled {
 			return false

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -78,7 +79,7 @@ func TestGlobalConcurrency(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 20*time.Second, "three tasks running", func() bool { return running.Load() == 3 })
+	redistest.Eventually(t, 20*time.Second, "three tasks running", func() bool { return running.Load() == 3 })
 	releaseUntil(15, "15 tasks done under a cap of 3", func() {
 		if m := most.Load(); m > 3 {
 			t.Fatalf("%d tasks ran at once under a global concurrency of 3", m)
@@ -104,7 +105,7 @@ func TestGlobalConcurrency(t *testing.T) {
 	if err := q.SetGlobalConcurrency(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "more than one task running without the cap", func() bool { return running.Load() > 3 })
+	redistest.Eventually(t, 20*time.Second, "more than one task running without the cap", func() bool { return running.Load() > 3 })
 	releaseUntil(tasks, "every task done", func() {})
 	c, err := q.Counts(ctx)
 	if err != nil || c[task.Succeeded] != tasks || c[task.Pending] != 0 || c[task.Active] != 0 {

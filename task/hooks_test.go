@@ -10,6 +10,7 @@ import (
 
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/executor"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -98,7 +99,7 @@ func TestHookTaskRun(t *testing.T) {
 		"hooked dead 3":      1, // task 2
 		"hooked failed 1":    1, // task 3
 	}
-	eventually(t, 10*time.Second, "every run reported", func() bool { return fmt.Sprint(rec.count()) == fmt.Sprint(want) })
+	redistest.Eventually(t, 10*time.Second, "every run reported", func() bool { return fmt.Sprint(rec.count()) == fmt.Sprint(want) })
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for i, d := range rec.took {

@@ -44,7 +44,7 @@ func TestIdleQueueCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocked := func() bool { return blockedIn(t, e.client, name, "xreadgroup") > 0 }
-	eventually(t, 10*time.Second, "idle: a blocking read that found nothing", blocked)
+	redistest.Eventually(t, 10*time.Second, "idle: a blocking read that found nothing", blocked)
 
 	var mu sync.Mutex
 	reads, fetches := 0, 0 // blocking reads, and fetch scripts taking ready tasks
@@ -83,7 +83,7 @@ func TestIdleQueueCost(t *testing.T) {
 	if res, err := q.Result(ctx, id); err != nil || res != 2 {
 		t.Fatalf("a task enqueued while idle: %v %v", res, err)
 	}
-	eventually(t, 10*time.Second, "a blocking read again", blocked)
+	redistest.Eventually(t, 10*time.Second, "a blocking read again", blocked)
 	stopsWithin(t, stopWorker, 2*time.Second, "its blocking reads (5s) were not interrupted")
 }
 
@@ -135,7 +135,7 @@ func TestIdleQueueWithoutClientUnblock(t *testing.T) {
 		if res, err := q.Result(ctxT(t), id); err != nil || res != n {
 			t.Fatalf("task %d: %v %v", n, res, err)
 		}
-		eventually(t, 10*time.Second, "idle: a blocking read", func() bool { return blockedIn(t, admin, name, "xreadgroup") > 0 })
+		redistest.Eventually(t, 10*time.Second, "idle: a blocking read", func() bool { return blockedIn(t, admin, name, "xreadgroup") > 0 })
 	}
 	stopsWithin(t, stopWorker, 2*time.Second, "its blocking reads could not be interrupted but should last 500ms")
 	if n := strings.Count(logs.String(), "may not run a command that interrupts blocking reads"); n != 1 ||
@@ -213,7 +213,7 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 		}
 		return blocked, waking, subscribed, channels
 	}
-	eventually(t, 10*time.Second, "one read, one wait on the wake lists and one subscription to every queue's channel", func() bool {
+	redistest.Eventually(t, 10*time.Second, "one read, one wait on the wake lists and one subscription to every queue's channel", func() bool {
 		b, w, s, ch := clients()
 		return b == 1 && w == 1 && s == 1 && ch == queues
 	})
@@ -224,7 +224,7 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 		if err := e.client.LPush(ctx, list, "1").Err(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 3*time.Second, "the leader's wait taking the wake of queue "+strconv.Itoa(i), func() bool {
+		redistest.Eventually(t, 3*time.Second, "the leader's wait taking the wake of queue "+strconv.Itoa(i), func() bool {
 			return e.client.LLen(ctx, list).Val() == 0
 		})
 	}
@@ -278,7 +278,7 @@ func TestIdleQueuesShareOneReadAndSubscription(t *testing.T) {
 	for i := range qs {
 		within(i, "a task enqueued while every queue waited")
 	}
-	eventually(t, 10*time.Second, "the queues waiting again in one read, and the leaders in one wait", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the queues waiting again in one read, and the leaders in one wait", func() bool {
 		b, w, _, _ := clients()
 		return b == 1 && w == 1
 	})
@@ -329,7 +329,7 @@ func TestLoweredConcurrencyWhileIdle(t *testing.T) {
 	if err := q.SetConcurrency(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the worker applying the concurrency set", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the worker applying the concurrency set", func() bool {
 		return strings.Contains(logs.String(), "task concurrency changed")
 	})
 	ids, err := q.EnqueueMany(ctx, []int{1, 2, 3, 4, 5, 6, 7, 8})
@@ -388,16 +388,16 @@ func TestIdleQueuesAfterRedisRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, "the queues waiting in one read, and the leaders in one wait", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the queues waiting in one read, and the leaders in one wait", func() bool {
 		return redistest.Blocked(t, e.client, "xreadgroup") == 1 && redistest.Blocked(t, e.client, "blpop") == 1
 	})
 	logged := len(logs.String())
 	srv.Shutdown(t)
-	eventually(t, 10*time.Second, "the worker seeing the server gone (a read, wait or subscription failed)", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the worker seeing the server gone (a read, wait or subscription failed)", func() bool {
 		return strings.Contains(logs.String()[logged:], " failed")
 	})
 	srv.Relaunch(t)
-	eventually(t, 20*time.Second, "the queues waiting in one read again, and the leaders in one wait", func() bool {
+	redistest.Eventually(t, 20*time.Second, "the queues waiting in one read again, and the leaders in one wait", func() bool {
 		return redistest.Blocked(t, e.client, "xreadgroup") == 1 && redistest.Blocked(t, e.client, "blpop") == 1
 	})
 	for i, q := range qs {

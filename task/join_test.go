@@ -173,7 +173,7 @@ func TestEnqueueLeavesRoundOnCancel(t *testing.T) {
 		id, err := q.Enqueue(ctx, job{N: 1}, task.ID("patient"))
 		patient <- result{id, err}
 	}()
-	eventually(t, 5*time.Second, "the first enqueue's round held up by the pause", func() bool {
+	redistest.Eventually(t, 5*time.Second, "the first enqueue's round held up by the pause", func() bool {
 		return redistest.Blocked(t, c, "evalsha") == 1
 	})
 	second := make(chan result, 1)
@@ -181,7 +181,7 @@ func TestEnqueueLeavesRoundOnCancel(t *testing.T) {
 		id, err := q.Enqueue(ctx, job{N: 2}, task.ID("second"))
 		second <- result{id, err}
 	}()
-	eventually(t, 5*time.Second, "the second enqueue's round held up too", func() bool {
+	redistest.Eventually(t, 5*time.Second, "the second enqueue's round held up too", func() bool {
 		return redistest.Blocked(t, c, "evalsha") == 2
 	})
 	// A third waits for a round, and gives up.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -101,7 +102,7 @@ func TestKeyConcurrencyBound(t *testing.T) {
 		go func() { defer wg.Done(); enqueueKeyed(t, q, fmt.Sprintf("k%d", k), 0, per) }()
 	}
 	wg.Wait()
-	eventually(t, 60*time.Second, "all keyed tasks ran", func() bool { return log.count() == keys*per })
+	redistest.Eventually(t, 60*time.Second, "all keyed tasks ran", func() bool { return log.count() == keys*per })
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	reached := false
@@ -150,7 +151,7 @@ func TestKeyConcurrencyFairness(t *testing.T) {
 	for k := range 10 {
 		enqueueKeyed(t, q, fmt.Sprintf("small%d", k), 0, 10)
 	}
-	eventually(t, 60*time.Second, "the small keys' tasks ran", func() bool {
+	redistest.Eventually(t, 60*time.Second, "the small keys' tasks ran", func() bool {
 		log.mu.Lock()
 		defer log.mu.Unlock()
 		for k := range 10 {
@@ -171,7 +172,7 @@ func TestKeyConcurrencyFairness(t *testing.T) {
 	if most > 3 {
 		t.Errorf("the big key ran %d tasks at once", most)
 	}
-	eventually(t, 60*time.Second, "the big key's tasks ran", func() bool { return log.count() == 1100 })
+	redistest.Eventually(t, 60*time.Second, "the big key's tasks ran", func() bool { return log.count() == 1100 })
 }
 
 // TestMaxKeyBacklog: an enqueue that would make a key hold more than
@@ -223,9 +224,9 @@ func TestMaxKeyBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.run(w)
-	eventually(t, 20*time.Second, "the tasks ran", func() bool { return log.count() == 7 })
+	redistest.Eventually(t, 20*time.Second, "the tasks ran", func() bool { return log.count() == 7 })
 	enqueueKeyed(t, q, "a", 10, 3)
-	eventually(t, 20*time.Second, "the new tasks ran", func() bool { return log.count() == 10 })
+	redistest.Eventually(t, 20*time.Second, "the new tasks ran", func() bool { return log.count() == 10 })
 }
 
 // TestKeyConcurrencySettings: out-of-range values and key settings of a
@@ -303,7 +304,7 @@ func TestKeyConcurrencyReclaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.run(a)
-	eventually(t, 30*time.Second, "every task ran", func() bool { return log.count() == 10 })
+	redistest.Eventually(t, 30*time.Second, "every task ran", func() bool { return log.count() == 10 })
 	log.mu.Lock()
 	most, distinct := log.most["k"], len(log.ids["k"])
 	log.mu.Unlock()
@@ -324,7 +325,7 @@ func TestKeyConcurrencyReclaim(t *testing.T) {
 	}
 	checkCounts(t, e, "keyq", map[task.State]int64{task.Succeeded: 10})
 	ks := rdb.NewKeySpace(e.prefix, "shop")
-	eventually(t, 10*time.Second, "the keys' lines are empty", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the keys' lines are empty", func() bool {
 		n, err := e.client.Exists(ctx, ks.TaskKeyPrefix("keyq")+"k", ks.TaskKeyPrefix("keyq")+"other").Result()
 		return err == nil && n == 0
 	})
@@ -366,7 +367,7 @@ func TestKeyConcurrencyWithKeyRate(t *testing.T) {
 	e.run(a)
 	const n = 24
 	enqueueKeyed(t, q, "a", 0, n)
-	eventually(t, 30*time.Second, "all ran", func() bool {
+	redistest.Eventually(t, 30*time.Second, "all ran", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(ids) == n
@@ -439,7 +440,7 @@ func TestHandleLookupRecordsKeyConcurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 20*time.Second, "all ran", func() bool {
+	redistest.Eventually(t, 20*time.Second, "all ran", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return done == 12

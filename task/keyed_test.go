@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -88,7 +89,7 @@ func TestKeyedOrderOneAtATime(t *testing.T) {
 		go func() { defer wg.Done(); enqueueKeyed(t, q, fmt.Sprintf("k%d", k), 0, per) }()
 	}
 	wg.Wait()
-	eventually(t, 30*time.Second, "all keyed tasks ran", func() bool { return log.total() == keys*per })
+	redistest.Eventually(t, 30*time.Second, "all keyed tasks ran", func() bool { return log.total() == keys*per })
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	if len(log.violations) > 0 {
@@ -128,10 +129,10 @@ func TestKeyedHotKeyFairness(t *testing.T) {
 	if _, err := q.EnqueueMany(ctx, hot, task.Key("hot")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the hot key started", func() bool { return log.total() > 0 })
+	redistest.Eventually(t, 10*time.Second, "the hot key started", func() bool { return log.total() > 0 })
 	start := time.Now()
 	enqueueKeyed(t, q, "cold", 0, 10)
-	eventually(t, 20*time.Second, "the cold key's tasks ran", func() bool {
+	redistest.Eventually(t, 20*time.Second, "the cold key's tasks ran", func() bool {
 		log.mu.Lock()
 		defer log.mu.Unlock()
 		return len(log.seqs["cold"]) == 10
@@ -182,7 +183,7 @@ func TestKeyRate(t *testing.T) {
 	enqueueKeyed(t, q, "a", 0, 12)
 	enqueueKeyed(t, q, "b", 0, 12)
 	enqueueKeyed(t, q, "free", 0, 1)
-	eventually(t, 10*time.Second, "all ran", func() bool {
+	redistest.Eventually(t, 10*time.Second, "all ran", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(ids["a"]) == 12 && len(ids["b"]) == 12 && len(ids["free"]) == 1

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -23,7 +24,7 @@ func TestQueueLeaderAmongItsWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.run(first)
-	eventually(t, 10*time.Second, "the first program leads the app", first.IsLeader)
+	redistest.Eventually(t, 10*time.Second, "the first program leads the app", first.IsLeader)
 
 	second := e.app("second")
 	var failed atomic.Bool
@@ -56,7 +57,7 @@ func TestQueueLeaderAmongItsWorkers(t *testing.T) {
 			t.Fatalf("the %s task: %+v %v, want succeeded", what, in, err)
 		}
 	}
-	eventually(t, 10*time.Second, "a cron tick of queue b run", func() bool {
+	redistest.Eventually(t, 10*time.Second, "a cron tick of queue b run", func() bool {
 		c, err := b.Counts(ctx)
 		return err == nil && c[task.Succeeded] >= 3
 	})

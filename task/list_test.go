@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -179,7 +180,7 @@ func nextMilli[P, R any](t *testing.T, ctx context.Context, q *task.Queue[P, R],
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Second, "the next millisecond", func() bool {
+	redistest.Eventually(t, time.Second, "the next millisecond", func() bool {
 		return time.Now().UnixMilli() > in.FinishedAt.UnixMilli()
 	})
 }
@@ -206,7 +207,7 @@ func TestListSkipsParkedKeys(t *testing.T) {
 		t.Fatalf("ran %s, want %s", id, first)
 	}
 	// Key k is parked until its window ends; its second task waits.
-	eventually(t, 10*time.Second, "key k parked", func() bool {
+	redistest.Eventually(t, 10*time.Second, "key k parked", func() bool {
 		ids, _ := e.client.ZRange(ctx, rdb.NewKeySpace(e.prefix, "shop").TaskScheduled("parked"), 0, -1).Result()
 		return slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "~k:") })
 	})

@@ -43,14 +43,14 @@ func TestFetchReplyLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the first task", func() bool { return ran.Load() == 1 })
+	redistest.Eventually(t, 10*time.Second, "the first task", func() bool { return ran.Load() == 1 })
 	waitBlocked(t, e.client, name)
 	arm.Store(true)
 	id, err := q.Enqueue(ctx, job{N: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the task whose fetch reply was lost", func() bool {
+	redistest.Eventually(t, 20*time.Second, "the task whose fetch reply was lost", func() bool {
 		info, err := q.Info(ctx, id)
 		return err == nil && info.State == task.Succeeded
 	})
@@ -139,7 +139,7 @@ func TestLostFetchReplies(t *testing.T) {
 					t.Fatal(err)
 				}
 				ids = append(ids, id)
-				eventually(t, 10*time.Second, "the first task running", func() bool {
+				redistest.Eventually(t, 10*time.Second, "the first task running", func() bool {
 					mu.Lock()
 					defer mu.Unlock()
 					return runs[id] == 1
@@ -158,7 +158,7 @@ func TestLostFetchReplies(t *testing.T) {
 			if tc.busy {
 				close(release)
 			}
-			eventually(t, 20*time.Second, "the task whose fetch reply was lost", func() bool {
+			redistest.Eventually(t, 20*time.Second, "the task whose fetch reply was lost", func() bool {
 				in, err := q.Info(ctx, id)
 				return err == nil && in.State == task.Succeeded
 			})
@@ -196,7 +196,7 @@ func TestLostFetchReplies(t *testing.T) {
 // blocking read.
 func waitBlocked(t *testing.T, c *redis.Client, name string) {
 	t.Helper()
-	eventually(t, 10*time.Second, "the worker's blocking read", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the worker's blocking read", func() bool {
 		list, err := c.ClientList(context.Background()).Result()
 		if err != nil {
 			return false
@@ -404,7 +404,7 @@ type taskRuns struct {
 // visibility timeout), then checks that each ran once.
 func (r *taskRuns) each(t *testing.T, ids []string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "every task succeeded", func() bool {
+	redistest.Eventually(t, 30*time.Second, "every task succeeded", func() bool {
 		var done int64
 		for _, q := range r.qs {
 			c, err := q.Counts(context.Background())
@@ -448,10 +448,10 @@ func TestLostGivenReplyUnderRate(t *testing.T) {
 	if _, err := q.EnqueueMany(ctx, []job{{N: 1}, {N: 2}, {N: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the given call's reply lost, and a task run", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the given call's reply lost, and a task run", func() bool {
 		return lose.Lost() == 1 && ran.Load() >= 1
 	})
-	eventually(t, 15*time.Second, "the other two run in the next windows", func() bool {
+	redistest.Eventually(t, 15*time.Second, "the other two run in the next windows", func() bool {
 		n, err := q.Counts(ctx)
 		return err == nil && n[task.Succeeded] == 3
 	})

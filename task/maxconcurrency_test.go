@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -82,13 +83,13 @@ func TestMaxConcurrency(t *testing.T) {
 	}
 	e.run(wa)
 	const capped = "task concurrency above this worker's maximum: capped"
-	eventually(t, 20*time.Second, "3 tasks running and the cap logged", func() bool {
+	redistest.Eventually(t, 20*time.Second, "3 tasks running and the cap logged", func() bool {
 		return running.Load() == 3 && logs.count(capped) == 1
 	})
 	for done := 0; done < 10; done++ {
 		release <- struct{}{}
 	}
-	eventually(t, 20*time.Second, "all tasks done", func() bool {
+	redistest.Eventually(t, 20*time.Second, "all tasks done", func() bool {
 		c, err := q.Counts(ctx)
 		return err == nil && c[task.Succeeded] == 10
 	})

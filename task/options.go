@@ -1,6 +1,8 @@
 package task
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -336,6 +338,25 @@ func UniqueFor(ttl time.Duration) Option {
 			return fmt.Errorf("unique TTL %s must be positive", ttl)
 		}
 		s.uniqueTTL = ttl
+		return nil
+	})
+}
+
+// fetchGate is what FetchWhen takes.
+type fetchGate = func(ctx context.Context) error
+
+// FetchWhen makes this worker fetch tasks of the queue only once wait
+// returned nil, called before each fetch: wait blocks until the handler can
+// run tasks, or ctx ends. It is for a handler that can run no task for a
+// while, a subprocess handler with no ready process above all: declare its queue with
+// FetchWhen(ex.Wait), so that the tasks stay with the queue for the other
+// workers meanwhile. It applies to the workers whose program registers it.
+func FetchWhen(wait func(ctx context.Context) error) Option {
+	return optionFunc(func(s *settings) error {
+		if wait == nil {
+			return errors.New("fetch gate is nil")
+		}
+		s.fetchWhen = wait
 		return nil
 	})
 }

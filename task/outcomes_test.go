@@ -73,7 +73,7 @@ func TestOutcomesWaitForRedis(t *testing.T) {
 	}
 	h.until.Store(time.Now().Add(4 * time.Second).UnixNano())
 	e.run(a)
-	eventually(t, 30*time.Second, "every task succeeded", func() bool {
+	redistest.Eventually(t, 30*time.Second, "every task succeeded", func() bool {
 		c, _ := q.Counts(ctx)
 		return c[task.Succeeded] == 3
 	})
@@ -119,7 +119,7 @@ func TestTasksAtMaxmemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.run(a)
-	eventually(t, 10*time.Second, "four tasks running", func() bool {
+	redistest.Eventually(t, 10*time.Second, "four tasks running", func() bool {
 		c, _ := q.Counts(ctx)
 		return c[task.Active] == 4
 	})
@@ -143,14 +143,14 @@ func TestTasksAtMaxmemory(t *testing.T) {
 	}
 	before := oom()
 	close(gate) // the four running tasks end; their outcomes and the next fetches are refused
-	eventually(t, 10*time.Second, "outcomes and fetches refused", func() bool { return oom() >= before+4 })
+	redistest.Eventually(t, 10*time.Second, "outcomes and fetches refused", func() bool { return oom() >= before+4 })
 	if c, _ := q.Counts(ctx); c[task.Succeeded] != 0 {
 		t.Fatalf("counts %v: an outcome was recorded at maxmemory", c)
 	}
 	if err := e.client.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "every task succeeded", func() bool {
+	redistest.Eventually(t, 30*time.Second, "every task succeeded", func() bool {
 		c, _ := q.Counts(ctx)
 		return c[task.Succeeded] == int64(len(ids))
 	})

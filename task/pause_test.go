@@ -76,7 +76,7 @@ func TestPauseAndResume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, "two tasks running", func() bool { return started.Load() == 2 })
+	redistest.Eventually(t, 10*time.Second, "two tasks running", func() bool { return started.Load() == 2 })
 
 	if paused, _, err := q.Paused(ctx); err != nil || paused {
 		t.Fatalf("paused before Pause: %v, %v", paused, err)
@@ -99,9 +99,9 @@ func TestPauseAndResume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, "the worker finding the queue paused", func() bool { return logs.count("task queue paused") == 1 })
+	redistest.Eventually(t, 10*time.Second, "the worker finding the queue paused", func() bool { return logs.count("task queue paused") == 1 })
 	close(release)
-	eventually(t, 10*time.Second, "the two running tasks recorded", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the two running tasks recorded", func() bool {
 		n, err := q.Counts(ctx)
 		return err == nil && n[task.Succeeded] == 2
 	})
@@ -121,7 +121,7 @@ func TestPauseAndResume(t *testing.T) {
 	if err := q.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the four waiting tasks run after Resume", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the four waiting tasks run after Resume", func() bool {
 		n, err := q.Counts(ctx)
 		return err == nil && n[task.Succeeded] == 6
 	})
@@ -194,7 +194,7 @@ func TestResumeRunsEntriesHeldWhilePaused(t *testing.T) {
 				t.Fatal(err)
 			}
 			stream := rdb.NewKeySpace(e.prefix, "shop").TaskStream("p", tc.level)
-			eventually(t, 10*time.Second, "the worker holding the task's entry", func() bool {
+			redistest.Eventually(t, 10*time.Second, "the worker holding the task's entry", func() bool {
 				p, err := e.client.XPending(ctx, stream, rdb.TaskGroup).Result()
 				return err == nil && p.Count == 1
 			})

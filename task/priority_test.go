@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -41,7 +42,7 @@ func TestStrictPriorities(t *testing.T) {
 		}
 	}
 	e.run(a)
-	eventually(t, 20*time.Second, "all ran", func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 300 })
+	redistest.Eventually(t, 20*time.Second, "all ran", func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 300 })
 	mu.Lock()
 	defer mu.Unlock()
 	for i, l := range order {
@@ -85,7 +86,7 @@ func TestWeightedPriorities(t *testing.T) {
 		}
 	}
 	e.run(a)
-	eventually(t, 30*time.Second, "the sample ran", func() bool { mu.Lock(); defer mu.Unlock(); return total >= sample })
+	redistest.Eventually(t, 30*time.Second, "the sample ran", func() bool { mu.Lock(); defer mu.Unlock(); return total >= sample })
 	mu.Lock()
 	defer mu.Unlock()
 	for l, w := range map[string]float64{"gold": 0.6, "silver": 0.3, "bronze": 0.1} {

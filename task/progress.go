@@ -206,3 +206,11 @@ func updateOf(id string, values map[string]any) (Update, error) {
 	}
 	return Update{Kind: k, Data: json.RawMessage(d), Attempt: at}, nil
 }
+
+// clip shortens b for an error message.
+func clip(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}

@@ -308,7 +308,7 @@ func Lookup(ctx context.Context, a *app.App, name string) (*Queue[json.RawMessag
 
 // HandleLookup is Handle for queue name as recorded in Redis (see Lookup),
 // with untyped JSON payloads and results: for workers without the app's
-// code, such as "leat worker --exec" with an Exec's handler. opts come
+// code, such as "leat worker --exec" with a subprocess handler. opts come
 // after the recorded options and override them (Grace, say).
 func HandleLookup(ctx context.Context, a *app.App, name string, fn func(ctx context.Context, t *Task[json.RawMessage]) (json.RawMessage, error), opts ...Option) (*Queue[json.RawMessage, json.RawMessage], error) {
 	rec, err := recorded(ctx, a, name)

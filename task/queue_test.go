@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -65,7 +66,7 @@ func TestEnqueueRunResult(t *testing.T) {
 	if err != nil || r.Double != 84 {
 		t.Fatal(r, err)
 	}
-	eventually(t, 30*time.Second, "all tasks succeeded", func() bool {
+	redistest.Eventually(t, 30*time.Second, "all tasks succeeded", func() bool {
 		c, err := q.Counts(ctx)
 		return err == nil && c[task.Succeeded] == n
 	})

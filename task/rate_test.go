@@ -47,7 +47,7 @@ func TestQueueRate(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	eventually(t, 20*time.Second, "all ran", func() bool { return ran.Load() == 20 })
+	redistest.Eventually(t, 20*time.Second, "all ran", func() bool { return ran.Load() == 20 })
 	var starts []time.Time
 	for _, id := range ids {
 		in, err := q.Wait(ctx, id)
@@ -124,20 +124,20 @@ func TestLiveRate(t *testing.T) {
 		t.Fatalf("Summary's rate: %+v, %v", s, err)
 	}
 	e.run(a)
-	eventually(t, 10*time.Second, "the worker waiting in its blocking read", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the worker waiting in its blocking read", func() bool {
 		return redistest.Blocked(t, e.client, "xreadgroup") > 0
 	})
 	if _, err := q.EnqueueMany(ctx, []job{{N: 1}, {N: 2}, {N: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "one task run, two held back", func() bool {
+	redistest.Eventually(t, 10*time.Second, "one task run, two held back", func() bool {
 		n, err := q.Counts(ctx)
 		return err == nil && ran.Load() == 1 && n[task.Succeeded] == 1 && n[task.Pending] == 2
 	})
 	if err := q.SetRate(ctx, 0, 0); err != nil { // no limit: the hour's window is not waited out
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the held-back tasks run", func() bool { return ran.Load() == 3 })
+	redistest.Eventually(t, 10*time.Second, "the held-back tasks run", func() bool { return ran.Load() == 3 })
 	if r, set, err := q.LiveRate(ctx); err != nil || !set || r.N != 0 {
 		t.Fatalf("LiveRate after lifting: %+v, set %v, %v", r, set, err)
 	}
@@ -248,7 +248,7 @@ func TestRecoveryWaitsForGivenEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "two long tasks running, a fetcher in a blocking read", func() bool {
+	redistest.Eventually(t, 10*time.Second, "two long tasks running, a fetcher in a blocking read", func() bool {
 		return ran(longs...)() && redistest.Blocked(t, e.client, "xreadgroup") == 1
 	})
 	hold.armed.Store(true)
@@ -271,7 +271,7 @@ func TestRecoveryWaitsForGivenEntries(t *testing.T) {
 		t.Fatal("the worker did not read its live settings")
 	}
 	close(long) // two slots free: the recovering fetcher takes them
-	eventually(t, 10*time.Second, "the task run", ran(id))
+	redistest.Eventually(t, 10*time.Second, "the task run", ran(id))
 	checkCounts(t, e, "held", map[task.State]int64{task.Succeeded: 3})
 	mu.Lock()
 	defer mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/internal/rdb"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -82,7 +83,7 @@ func TestReclaimDeadWorker(t *testing.T) {
 	if err != nil || in.State != task.Dead || in.Attempts != 1 {
 		t.Fatalf("task on its last attempt: %+v %v", in, err)
 	}
-	eventually(t, 10*time.Second, "the key's tasks ran", func() bool { return log.total() == 3 })
+	redistest.Eventually(t, 10*time.Second, "the key's tasks ran", func() bool { return log.total() == 3 })
 	log.mu.Lock()
 	if s := log.seqs["k"]; s[0] != 0 || s[1] != 1 || s[2] != 2 || len(log.violations) > 0 {
 		t.Errorf("key order %v, violations %v", s, log.violations)

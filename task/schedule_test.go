@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -52,7 +53,7 @@ func TestDelayAccuracy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 20*time.Second, "all delayed tasks ran", func() bool {
+	redistest.Eventually(t, 20*time.Second, "all delayed tasks ran", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(late) == n
@@ -97,10 +98,10 @@ func TestCronFailover(t *testing.T) {
 		stops = append(stops, e.run(a))
 	}
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(ids) }
-	eventually(t, 10*time.Second, "two ticks", func() bool { return count() >= 2 })
+	redistest.Eventually(t, 10*time.Second, "two ticks", func() bool { return count() >= 2 })
 	// Stop whichever leads; the other takes over.
 	leader := -1
-	eventually(t, 10*time.Second, "a leader", func() bool {
+	redistest.Eventually(t, 10*time.Second, "a leader", func() bool {
 		leader = slices.IndexFunc(apps, (*app.App).IsLeader)
 		return leader >= 0
 	})
@@ -108,7 +109,7 @@ func TestCronFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := count()
-	eventually(t, 15*time.Second, "three more ticks", func() bool { return count() >= before+3 })
+	redistest.Eventually(t, 15*time.Second, "three more ticks", func() bool { return count() >= before+3 })
 	mu.Lock()
 	var ticks []int64
 	for _, id := range ids {

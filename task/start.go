@@ -117,7 +117,7 @@ func (w *worker) outcome(f *rdb.Fetched, res []byte, err error, cause error) rdb
 	case errors.Is(cause, ErrCancelled):
 		o.Kind, o.Data = rdb.Cancelled, []byte("cancelled")
 		return o
-	case errors.Is(err, ErrExecNotReady):
+	case errors.Is(err, ErrHandBack):
 		o.Kind = rdb.Handback // not run: the handler had no process for it
 		return o
 	}

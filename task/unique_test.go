@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -43,7 +44,7 @@ func TestUniqueAndIDs(t *testing.T) {
 	}
 	// A short TTL ends by itself.
 	s1, _ := q.Enqueue(ctx, job{N: 9}, task.Unique(50*time.Millisecond))
-	eventually(t, 5*time.Second, "unique TTL over", func() bool {
+	redistest.Eventually(t, 5*time.Second, "unique TTL over", func() bool {
 		s2, err := q.Enqueue(ctx, job{N: 9}, task.Unique(50*time.Millisecond))
 		return err == nil && s2 != s1
 	})

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -132,7 +133,7 @@ func TestWebhookSigned(t *testing.T) {
 	want := map[string]string{"/flaky": task.WebhookDelivered, "/own": task.WebhookDelivered,
 		"/gone": task.WebhookFailed, "/bad": task.WebhookFailed, "/missing": task.WebhookFailed, "/busy": task.WebhookDelivered}
 	infos := map[string]*task.Info{}
-	eventually(t, 30*time.Second, "every delivery ended", func() bool {
+	redistest.Eventually(t, 30*time.Second, "every delivery ended", func() bool {
 		for path, id := range ids {
 			in, err := q.Info(ctx, id)
 			if err != nil || in.Webhook == nil || in.Webhook.State != want[path] {

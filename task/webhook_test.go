@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/leatdev/leat/app"
+	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
 )
 
@@ -74,7 +75,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	var in *task.Info
-	eventually(t, 20*time.Second, "the webhook delivered", func() bool {
+	redistest.Eventually(t, 20*time.Second, "the webhook delivered", func() bool {
 		in, err = q.Info(ctx, ok)
 		return err == nil && in.Webhook != nil && in.Webhook.State == task.WebhookDelivered
 	})
@@ -87,7 +88,7 @@ func TestWebhook(t *testing.T) {
 		t.Errorf("%d posts, last %+v", posts, got)
 	}
 	mu.Unlock()
-	eventually(t, 20*time.Second, "the dead webhook failed", func() bool {
+	redistest.Eventually(t, 20*time.Second, "the dead webhook failed", func() bool {
 		in, err = q.Info(ctx, failing)
 		return err == nil && in.Webhook != nil && in.Webhook.State == task.WebhookFailed
 	})
@@ -158,7 +159,7 @@ func TestWebhookTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	var in *task.Info
-	eventually(t, 20*time.Second, "the delivery to localhost failed", func() bool {
+	redistest.Eventually(t, 20*time.Second, "the delivery to localhost failed", func() bool {
 		in, err = q.Info(ctx, id)
 		return err == nil && in.Webhook != nil && in.Webhook.State == task.WebhookFailed
 	})
@@ -184,7 +185,7 @@ func TestWebhookTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "both deliveries ended", func() bool {
+	redistest.Eventually(t, 20*time.Second, "both deliveries ended", func() bool {
 		x, err1 := qb.Info(ctx, ok)
 		y, err2 := qb.Info(ctx, moved)
 		if err1 != nil || err2 != nil || x.Webhook == nil || y.Webhook == nil {

@@ -28,6 +28,11 @@ var (
 	// ErrTimeout is the cause of a task's context when its attempt ran out
 	// of time; the attempt fails with it.
 	ErrTimeout = errors.New("task: timed out")
+	// ErrHandBack, returned by a handler (wrapped or matched by errors.Is),
+	// hands its task back to the queue without counting the attempt: the
+	// handler could not run it here (a subprocess handler with no process
+	// ready, say), and another worker, or this one later, takes it.
+	ErrHandBack = errors.New("task: handed back, not run")
 	// errStopping ends the tasks still running when a worker's grace
 	// period ends: they are handed back to the queue.
 	errStopping = errors.New("task: worker stopping")

@@ -42,7 +42,7 @@ func TestStatusTransitions(t *testing.T) {
 	state := func(want task.State) *task.Info {
 		t.Helper()
 		var in *task.Info
-		eventually(t, 10*time.Second, string(want), func() bool {
+		redistest.Eventually(t, 10*time.Second, string(want), func() bool {
 			in, err = q.Info(ctx, id)
 			return err == nil && in.State == want
 		})
@@ -170,22 +170,22 @@ func TestConcurrencyLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur := func() int { mu.Lock(); defer mu.Unlock(); return running }
-	eventually(t, 5*time.Second, "2 running", func() bool { return cur() == 2 })
+	redistest.Eventually(t, 5*time.Second, "2 running", func() bool { return cur() == 2 })
 	if err := q.SetConcurrency(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "5 running", func() bool { return cur() == 5 })
+	redistest.Eventually(t, 5*time.Second, "5 running", func() bool { return cur() == 5 })
 	if err := q.ClearConcurrency(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Back at 2 (a running count of 2 seen before would say nothing: at 5,
 	// tasks that end are replaced a fetch later), the running ones end one
 	// by one until 2 run.
-	eventually(t, 10*time.Second, "the worker back at 2", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the worker back at 2", func() bool {
 		return strings.Contains(logs.String(), `msg="task concurrency changed" app=shop`) &&
 			strings.Contains(logs.String(), "from=5 to=2")
 	})
-	eventually(t, 10*time.Second, "back to 2 running", func() bool {
+	redistest.Eventually(t, 10*time.Second, "back to 2 running", func() bool {
 		if cur() == 2 {
 			return true
 		}
@@ -207,7 +207,7 @@ func TestConcurrencyLive(t *testing.T) {
 		}
 	}
 	close(release)
-	eventually(t, 10*time.Second, "all done", func() bool {
+	redistest.Eventually(t, 10*time.Second, "all done", func() bool {
 		c, _ := q.Counts(ctx)
 		return c[task.Succeeded] == tasks
 	})
@@ -238,7 +238,7 @@ func TestStuckHandler(t *testing.T) {
 	}
 	stop1 := e.run(a1)
 	id, _ := q.Enqueue(ctx, job{})
-	eventually(t, 5*time.Second, "started", func() bool { return runs.Load() == 1 })
+	redistest.Eventually(t, 5*time.Second, "started", func() bool { return runs.Load() == 1 })
 	start := time.Now()
 	if err := stop1(); err != nil {
 		t.Fatal(err)
@@ -298,11 +298,11 @@ func TestConcurrencyFunc(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur := func() int { mu.Lock(); defer mu.Unlock(); return running }
-	eventually(t, 5*time.Second, "1 running", func() bool { return cur() == 1 })
+	redistest.Eventually(t, 5*time.Second, "1 running", func() bool { return cur() == 1 })
 	want.Store(3)
-	eventually(t, 5*time.Second, "3 running", func() bool { return cur() == 3 })
+	redistest.Eventually(t, 5*time.Second, "3 running", func() bool { return cur() == 3 })
 	close(release)
-	eventually(t, 10*time.Second, "all done", func() bool {
+	redistest.Eventually(t, 10*time.Second, "all done", func() bool {
 		c, _ := q.Counts(ctx)
 		return c[task.Succeeded] == 10
 	})
@@ -348,7 +348,7 @@ func TestConcurrencyBoundQuickTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.run(a)
-	eventually(t, 30*time.Second, "all done", func() bool {
+	redistest.Eventually(t, 30*time.Second, "all done", func() bool {
 		c, _ := q.Counts(ctx)
 		return c[task.Succeeded] == n
 	})
@@ -448,7 +448,7 @@ func TestIdleWorkerStaysAlive(t *testing.T) {
 		}
 		return r.Workers
 	}
-	eventually(t, 10*time.Second, "w2 running", func() bool { return len(workers()) == 2 })
+	redistest.Eventually(t, 10*time.Second, "w2 running", func() bool { return len(workers()) == 2 })
 	// The subject is time passing: idle workers stay alive past TaskWorkerAlive.
 	for end := time.Now().Add(inspect.TaskWorkerAlive + 2*time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
 		ws := workers()

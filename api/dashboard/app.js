@@ -33,6 +33,10 @@ const S = {
   timer: null,
   lastOK: 0,
   drawn: 0,     // setHTML's generation (redraw)
+  flowList: null, // state -> listed flows (flows.js)
+  flow: null,     // the flow shown: {id, info, error}
+  flowOpen: {},   // flow ID -> the depths of its wide layers drawn whole
+  taskView: null, // the task shown: {queue, id, info, error}
 };
 
 // ---------- helpers ----------
@@ -235,6 +239,7 @@ async function poll() {
       const o = S.open, row = o && o.info && o.queue === q && (l?.tasks || []).find((t) => t.id === o.id);
       if (row && (row.state !== o.info.state || row.attempts !== o.info.attempts)) await loadOpen(o);
     }
+    await loadFlows();
     record();
     S.lastOK = Date.now();
     $('#error').hidden = true;
@@ -333,6 +338,16 @@ document.addEventListener('visibilitychange', () => {
 // ---------- routing ----------
 
 function parseRoute() {
+  // A task's route names its queue and ID, each encoded: either may hold a
+  // slash (a flow node's task ID holds its flow's ID).
+  const raw = location.hash.replace(/^#\/?/, '').split('/');
+  if (raw[0] === 'task' && raw.length === 3 && raw[1] && raw[2]) {
+    try { return { kind: 'task', queue: decodeURIComponent(raw[1]), id: decodeURIComponent(raw[2]) }; } catch (_) { /* malformed */ }
+  }
+  if (raw[0] === 'flow' && raw.length === 2 && raw[1]) {
+    try { return { kind: 'flow', name: decodeURIComponent(raw[1]) }; } catch (_) { /* malformed */ }
+  }
+  if (raw[0] === 'flows') return { kind: 'flows' };
   const h = decodeURIComponent(location.hash.replace(/^#\/?/, ''));
   const [kind, ...rest] = h.split('/');
   const name = rest.join('/');
@@ -366,15 +381,21 @@ function render() {
   if (!S.overview) return;
   renderNav();
   const r = S.route;
-  const key = r.kind + ':' + (r.name || '');
+  const key = r.kind + ':' + (r.name || '') + (r.kind === 'task' ? r.queue + '\u0000' + r.id : '');
   const view = $('#view');
   if (S.view !== key) {
     S.view = key;
-    view.innerHTML = r.kind === 'stream' ? streamSkeleton(r.name) : r.kind === 'queue' ? queueSkeleton(r.name) : overviewSkeleton();
+    $('#title').replaceChildren();
+    $('#title').leatKey = undefined;
+    const skeleton = { stream: streamSkeleton, queue: queueSkeleton, flows: flowsSkeleton, flow: flowSkeleton, task: taskSkeleton }[r.kind] || overviewSkeleton;
+    view.innerHTML = skeleton(r.name);
     bindView();
   }
   if (r.kind === 'stream') renderStream(r.name);
   else if (r.kind === 'queue') renderQueue(r.name);
+  else if (r.kind === 'flows') renderFlows();
+  else if (r.kind === 'flow') renderFlow(r.name);
+  else if (r.kind === 'task') renderTask(r.queue, r.id);
   else renderOverview();
   fillAges();
 }
@@ -385,6 +406,7 @@ function renderNav() {
   const item = (href, label, badge, active, cls = '') =>
     `<a href="${href}" class="${active ? 'active' : ''} ${cls}"><span class="nav-label">${esc(label)}</span>${badge}</a>`;
   let h = item('#/', 'Overview', '', r.kind === 'overview');
+  h += item('#/flows', 'Flows', '', r.kind === 'flows' || r.kind === 'flow');
   h += '<div class="nav-head">Streams</div>';
   for (const s of ov.streams) {
     const q = ov.processors.filter((p) => p.stream === s.name).reduce((a, p) => a + p.quarantined, 0);
@@ -653,6 +675,10 @@ function bindView() {
       if (b) { S.proc[S.route.name] = b.dataset.proc; render(); }
     });
   }
+  $('#fv-graph')?.addEventListener('click', onGraphClick);
+  $('#fv-actions')?.addEventListener('click', onFlowAction);
+  $('#tv-actions')?.addEventListener('click', onTaskViewAction);
+  $('#fv-graph')?.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') onGraphClick(e); });
   const tabs = $('#list-tabs');
   if (tabs) {
     tabs.addEventListener('click', (e) => {

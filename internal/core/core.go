@@ -23,6 +23,7 @@ type Core struct {
 	codec      Codec
 	catalog    *Catalog
 	recordType string // Go type of records, for conflict messages
+	keyKind    string // kind of its partition keys (keykind.go)
 	fromJSON   func([]byte) (Entry, error)
 	typed      any // the *Typed[T] of the declaration
 	schema     schemaState

@@ -11,6 +11,9 @@ import (
 type TableDef struct {
 	Name  string `json:"name"`
 	Codec string `json:"codec"`
+	// Changes is the length of the table's change log per partition
+	// (stream.KeepChanges); 0 when it keeps none.
+	Changes int64 `json:"changes,omitempty"`
 }
 
 // tables are the tables declared on a stream, by processor; guarded by
@@ -18,9 +21,10 @@ type TableDef struct {
 type tables map[string][]TableDef
 
 // DeclareTable records that processor keeps table name, encoded with codec,
-// on the stream. Declaring it again with the same codec is fine; with
-// another one it fails with ErrConflict.
-func (c *Core) DeclareTable(processor, name, codec string) error {
+// on the stream, with a change log of changes entries per partition (0:
+// none). Declaring it again with the same codec and change log is fine;
+// with others it fails with ErrConflict.
+func (c *Core) DeclareTable(processor, name, codec string, changes int64) error {
 	c.tablesMu.Lock()
 	defer c.tablesMu.Unlock()
 	if c.tables == nil {
@@ -33,9 +37,13 @@ func (c *Core) DeclareTable(processor, name, codec string) error {
 			return fmt.Errorf("%w: table %q of processor %q on stream %q is declared with codec %s, not %s",
 				ErrConflict, name, processor, c.def.Name, list[i].Codec, codec)
 		}
+		if list[i].Changes != changes {
+			return fmt.Errorf("%w: table %q of processor %q on stream %q is declared with a change log of %d entries, not %d",
+				ErrConflict, name, processor, c.def.Name, list[i].Changes, changes)
+		}
 		return nil
 	}
-	list = append(list, TableDef{Name: name, Codec: codec})
+	list = append(list, TableDef{Name: name, Codec: codec, Changes: changes})
 	slices.SortFunc(list, func(a, b TableDef) int { return strings.Compare(a.Name, b.Name) })
 	c.tables[processor] = list
 	return nil

@@ -16,6 +16,7 @@ type Spec struct {
 	KeyField   string
 	KeyFunc    any // func(*T) ([]byte, error) for the stream's T
 	KeyFuncFor string
+	KeyKind    string // of KeyFunc's keys (KeyKindOf)
 	WhenFull   Full
 }
 
@@ -75,6 +76,10 @@ func Declare[T any](cat *Catalog, name string, spec Spec) (*Typed[T], error) {
 		codec:      spec.Codec,
 		catalog:    cat,
 		recordType: typeName,
+		keyKind:    spec.KeyKind,
+	}
+	if spec.KeyField != "" {
+		core.keyKind = fieldKeyKind[T](spec.KeyField, tagsOf(spec.Codec))
 	}
 	if err := core.def.validate(); err != nil {
 		return nil, err

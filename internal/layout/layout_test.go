@@ -58,8 +58,10 @@ var layers = []struct {
 	{"inspect", library, []string{"internal/core", "internal/lease", "internal/rdb"}},
 	{"app", library, []string{"executor", "internal/clock", "internal/core", "internal/declared", "internal/lease", "internal/netguard", "internal/rdb", "internal/runner", "internal/schedule", "internal/topology", "middleware", "stream"}},
 	{"task", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/declared", "internal/lease", "internal/netguard", "internal/rdb", "internal/rounds", "internal/schedule", "internal/schema", "internal/topology", "middleware"}},
+	// Subprocess handlers of task queues.
+	{"task/subprocess", library, []string{"task"}},
 	// The configuration file, read by the command and by programs.
-	{"config", library, []string{"app", "internal/rdb", "internal/schedule", "stream", "task"}},
+	{"config", library, []string{"app", "internal/rdb", "internal/schedule", "stream", "task", "task/subprocess"}},
 	// The control plane: deployments on a worker's disk, pools and workers.
 	{"internal/deploy", library, nil},
 	{"controlplane", library, []string{"internal/deploy", "internal/rdb"}},
@@ -77,7 +79,7 @@ var layers = []struct {
 	// The public tester package, a module of its own.
 	{"leattest", library, []string{"app", "executor", "internal/clock", "internal/core", "internal/rdb", "stream", "task"}},
 	// The command.
-	{"cmd", edge, []string{cli, "api", "app", "config", "controlplane", "executor", "inspect", "internal/tools/bench", "internal/core", "internal/declared", "internal/deploy", "internal/netguard", "internal/rdb", "metrics", "stream", "task", "task/wasm"}},
+	{"cmd", edge, []string{cli, "api", "app", "config", "controlplane", "executor", "inspect", "internal/tools/bench", "internal/core", "internal/declared", "internal/deploy", "internal/netguard", "internal/rdb", "metrics", "stream", "task", "task/subprocess", "task/wasm"}},
 	{"cmd/leat", edge, []string{"cmd"}},
 	// The other modules of the workspace.
 	{"examples/quickstart", top, []string{"app", "leattest", "stream"}},
@@ -89,6 +91,7 @@ var layers = []struct {
 	{"examples/tasks-python", top, nil},
 	{"examples/flows", top, nil},
 	{"examples/orders", top, []string{"app", "cmd", "stream"}},
+	{"examples/enrich", top, []string{"app", "cmd", "executor", "stream"}},
 	{"e2e", top, nil},
 	{"sdk/python", top, nil},
 }

@@ -35,6 +35,9 @@
 //     trim counters per partition, moving a group (reset).
 //   - table.go, table_script.go (table_commit.lua): tables and their
 //     commits with the acknowledgements.
+//   - joins.go, keys_joins.go: joins' batched reads of tables, and the
+//     tables' change logs (appended by table_commit.lua) that global
+//     tables load and follow.
 //   - background.go, background_script.go (background_record.lua): the
 //     records of leader-only background tasks.
 //   - middleware.go (mw_rate.lua): middleware state (rate limits, dedup).

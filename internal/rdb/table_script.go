@@ -10,13 +10,16 @@ import (
 
 // TableWrite is one change to a table's hash: Value set at Field, or the
 // field deleted when Delete; or, with TTL, to a string key: Table set to
-// Value, expiring after TTL (Field unused).
+// Value, expiring after TTL (Field unused); or, with Log, an entry of a
+// table's change log: Table the log (KeySpace.TableChanges), Value the
+// encoded changes (EncodeChanges), Log its MAXLEN (Field unused).
 type TableWrite struct {
 	Table  string // the table's hash, or the string key
 	Field  string
 	Value  []byte
 	Delete bool
 	TTL    time.Duration
+	Log    int64
 }
 
 // CommitTables applies writes and acknowledges ids (entries of group in
@@ -44,6 +47,8 @@ func CommitTables(ctx context.Context, c redis.Scripter, lock, value, stream, gr
 		switch {
 		case w.TTL > 0:
 			field, op = strconv.FormatInt(max(w.TTL.Milliseconds(), 1), 10), 'p'
+		case w.Log > 0: // a change log's entry
+			field, op = strconv.FormatInt(w.Log, 10), 'l'
 		case w.Delete:
 			op = 'd'
 		}

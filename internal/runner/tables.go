@@ -219,6 +219,9 @@ func (p *partition) commit(ds []core.Delivery, writes []core.TableWrite) error {
 		}
 		ws[i] = rdb.TableWrite{Table: p.tableHash(w.Table), Field: w.Key, Value: w.Value, Delete: w.Delete}
 	}
+	if len(writes) > 0 {
+		ws = append(ws, p.changeLogs(writes)...) // tables with a change log (table_changes.go)
+	}
 	var held bool
 	err := ride(p.ctx(), func(ctx context.Context) error {
 		var err error

@@ -19,7 +19,7 @@ var ErrLineTooLong = errors.New("wasm: module wrote a line over the size limit")
 
 // MaxLine bounds a line a lines module writes to its stdout, and the
 // envelope a reactor returns: 16 MiB.
-const MaxLine = task.DefaultExecMaxLine
+const MaxLine = 16 << 20
 
 // call is one attempt of a task on an instance.
 type call struct {

@@ -86,6 +86,12 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	steps := map[string]*task.Queue[chaos.Step, chaos.Made]{}
+	for _, name := range chaos.FlowQueues {
+		if steps[name], err = task.Declare[chaos.Step, chaos.Made](a, name, chaos.FlowQueueOptions()...); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	for range initialWorkers {
 		f.start()
@@ -99,10 +105,24 @@ func TestChaos(t *testing.T) {
 		defer close(produced)
 		prod.run(ctx)
 	}()
-	defer func() { cancel(); <-produced }() // also when a fault fails the test
+	watch := newFlowWatch(srv.Client(t), prefix)
+	flows := &flowProducer{a: a, rng: rand.New(rand.NewPCG(seed, 3)), queues: steps, watch: watch}
+	flowsSubmitted := make(chan struct{})
+	go func() {
+		defer close(flowsSubmitted)
+		flows.run(ctx)
+	}()
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		watch.run(watchCtx)
+	}()
+	defer func() { cancel(); <-produced; <-flowsSubmitted; stopWatch(); <-watched }() // also when a fault fails the test
 	in := &injector{t: t, rng: rand.New(rand.NewPCG(seed, 2)), fleet: f, srv: srv, queue: queue, begin: begin}
 	in.run(ctx, d)
 	<-produced
+	<-flowsSubmitted
 	in.logf("faults over; draining")
 
 	// Drain: every acknowledged send committed, every task run and its
@@ -119,7 +139,17 @@ func TestChaos(t *testing.T) {
 	}
 	var got int64
 	tc := srv.Client(t)
+	drainStart := time.Now()
+	var flowsEnded time.Duration // into the drain, when every flow was seen ended
 	drained := func() bool {
+		// every flow seen ended (timed on its own: the flows' leader repairs
+		// a flow a lost reply left behind only once it is idle 30 seconds)
+		if watch.round(context.Background()) > 0 {
+			return false
+		}
+		if flowsEnded == 0 {
+			flowsEnded = time.Since(drainStart)
+		}
 		for _, p := range f.all() {
 			if err := tailRecords(log, p, offsets); err != nil {
 				t.Fatal(err)
@@ -152,6 +182,13 @@ func TestChaos(t *testing.T) {
 		if n[task.Pending]+n[task.Active]+n[task.Retrying]+n[task.Scheduled] > 0 {
 			return false
 		}
+		// no node task left to run
+		for _, q := range steps {
+			n, err := q.Counts(context.Background())
+			if err != nil || n[task.Pending]+n[task.Active]+n[task.Retrying]+n[task.Scheduled] > 0 {
+				return false
+			}
+		}
 		tallies, err := readTallies(tc, prefix)
 		if err != nil {
 			return false
@@ -163,18 +200,18 @@ func TestChaos(t *testing.T) {
 		}
 		return true
 	}
-	drainStart := time.Now()
 	deadline := drainStart.Add(drainTimeout)
 	report := drainStart.Add(30 * time.Second)
 	for !drained() {
 		if time.Now().After(deadline) {
 			n, err := queue.Counts(context.Background())
-			t.Errorf("not drained after %s: %d of %d acknowledged sends committed; tasks per state %v (%v)", drainTimeout, got, want, n, err)
+			t.Errorf("not drained after %s: %d of %d acknowledged sends committed; tasks per state %v (%v); %d flows not ended",
+				drainTimeout, got, want, n, err, watch.round(context.Background()))
 			diagnose(t, srv, prefix, f)
 			break
 		}
 		if time.Now().After(report) {
-			in.logf("draining: %d of %d acknowledged sends committed", got, want)
+			in.logf("draining: %d of %d acknowledged sends committed, %d flows not seen ended", got, want, watch.round(context.Background()))
 			report = report.Add(30 * time.Second)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -199,13 +236,20 @@ func TestChaos(t *testing.T) {
 
 	rd := readRedis(t, srv, prefix, queue, prod.tasks)
 	res := chaos.Check(prod.sends, prod.tasks, log, rd)
+	stopWatch()
+	<-watched
+	fres := chaos.CheckFlows(flows.plans, log, readFlows(t, tc, prefix, steps, flows.plans, watch))
 	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d events=%d processed=%d duplicates=%d commits=%d refused=%d abandoned=%d "+
-		"tasks=%d task-runs=%d task-duplicates=%d kills=%d stalls=%d (mid-event %d) freezes=%d starts=%d pauses=%d throttles=%d cuts=%d redis-restarts=%d "+
-		"send-retries=%d drain=%s resent=%d late-duplicates=%d stale-states=%d lost=%d order-violations=%d fencing-violations=%d tasks-lost=%d table-violations=%d",
+		"tasks=%d task-runs=%d task-duplicates=%d kills=%d stalls=%d (mid-event %d, mid-node %d) freezes=%d starts=%d pauses=%d throttles=%d cuts=%d redis-restarts=%d "+
+		"send-retries=%d drain=%s flows-drain=%s resent=%d late-duplicates=%d stale-states=%d lost=%d order-violations=%d fencing-violations=%d tasks-lost=%d table-violations=%d",
 		seed, d, len(f.all()), res.Events, res.Processed, res.Duplicates, res.Commits, res.Refused, res.Abandoned,
-		res.Tasks, res.TaskRuns, res.TaskDuplicates, in.n.Kills, in.n.Stalls, in.n.MidEvent, in.n.Freezes, in.n.Starts,
-		in.n.Pauses, in.n.Throttles, in.n.Cuts, in.n.RedisRestarts, prod.sendFails, drainTime.Round(time.Millisecond),
+		res.Tasks, res.TaskRuns, res.TaskDuplicates, in.n.Kills, in.n.Stalls, in.n.MidEvent, in.n.MidNode, in.n.Freezes, in.n.Starts,
+		in.n.Pauses, in.n.Throttles, in.n.Cuts, in.n.RedisRestarts, prod.sendFails, drainTime.Round(time.Millisecond), flowsEnded.Round(time.Millisecond),
 		res.Resent, res.Late, res.State, res.Lost, res.Order, res.Fencing, res.TasksLost, res.Tables)
+	summary += fmt.Sprintf(" flows=%d flow-nodes=%d added-children=%d failing-nodes=%d node-runs=%d node-duplicates=%d sink-runs=%d flow-submit-retries=%d "+
+		"flows-lost=%d nodes-lost=%d early-starts=%d flow-double-ends=%d node-outcome-violations=%d",
+		fres.Flows, fres.Nodes, fres.Added, fres.Failing, fres.NodeRuns, fres.NodeDuplicates, fres.SinkRuns, flows.fails,
+		fres.FlowsLost, fres.NodesLost, fres.Early, fres.DoubleEnds, fres.Outcomes)
 	t.Log(summary)
 	t.Logf("load average at the end %s", loadavg())
 	for _, n := range res.Notes {
@@ -214,7 +258,10 @@ func TestChaos(t *testing.T) {
 	for _, p := range res.Problems {
 		t.Error(p)
 	}
-	if !res.OK() {
+	for _, p := range fres.Problems {
+		t.Error(p)
+	}
+	if !res.OK() || !fres.OK() {
 		t.Errorf("chaos run failed; replay with LEAT_CHAOS_SEED=%d", seed)
 	}
 	if in.n.Kills == 0 || in.n.Stalls == 0 || in.n.Freezes == 0 || in.n.Starts == 0 || in.n.Pauses == 0 || in.n.Throttles == 0 || in.n.Cuts == 0 || in.n.RedisRestarts == 0 {

@@ -23,7 +23,7 @@ const (
 
 // faults counts the faults injected.
 type faults struct {
-	Kills, Stalls, MidEvent, Freezes, Starts, Pauses, Throttles, Cuts, RedisRestarts int
+	Kills, Stalls, MidEvent, MidNode, Freezes, Starts, Pauses, Throttles, Cuts, RedisRestarts int
 }
 
 // injector injects faults at random moments (from its own seeded source)
@@ -147,26 +147,45 @@ func (in *injector) start() {
 // stall stops a worker in the middle of an event (it stops itself with
 // SIGSTOP on SIGUSR1, after recording the event and before committing it)
 // for longer than the lock expiry, then continues it: its commit must be
-// refused, as the partition has a new owner. A worker that gets no event
-// within 10 seconds is stopped with SIGSTOP wherever it is.
+// refused, as the partition has a new owner. Every second stall stops it
+// in the middle of a flow node instead (SIGUSR2: after the node's N
+// record, or its first child added at run time), 5 seconds longer, past
+// the visibility timeout and a leadership change: the node runs again
+// elsewhere, and the stalled run resumes late. A worker that gets no event (node) within 10 seconds is stopped
+// with SIGSTOP wherever it is.
 func (in *injector) stall() {
 	p := in.pick()
 	if p == nil {
 		return
 	}
-	_ = p.signal(syscall.SIGUSR1)
+	node := in.n.Stalls%2 == 1
+	if node {
+		_ = p.signal(syscall.SIGUSR2)
+	} else {
+		_ = p.signal(syscall.SIGUSR1)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for !p.stopped() && time.Now().Before(deadline) && !p.exited() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	where := "in the middle of an event"
-	if p.stopped() {
+	if node {
+		where = "in the middle of a flow node"
+	}
+	if p.stopped() && node {
+		in.n.MidNode++
+	} else if p.stopped() {
 		in.n.MidEvent++
 	} else {
 		where = "between events"
 		_ = p.signal(syscall.SIGSTOP)
 	}
 	hold := in.hold()
+	if node {
+		// long enough for the leadership to move (the stalled worker may
+		// lead) and the new leader to reclaim the node's task
+		hold += chaos.Visibility - chaos.LockExpiry + chaos.LeaderLease
+	}
 	in.logf("stall %s %s for %s (SIGSTOP)", p.id, where, hold.Round(time.Millisecond))
 	time.Sleep(hold)
 	_ = p.signal(syscall.SIGCONT)

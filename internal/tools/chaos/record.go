@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,7 +76,55 @@ type Log struct {
 	Abandoned int            // R records: commits given up when the partition's work ended
 	Stalls    int            // S records
 	Tasks     map[string]int // T records: task ID -> successful runs
+	NodeRuns  []NodeRun      // N records: flow node handler runs
 	lines     []int          // lines read so far, per source
+}
+
+// NodeRun is an N record: a flow node's handler ran (attempt Attempt),
+// saw its parents as Saw says and was to return a result of nonce Nonce.
+type NodeRun struct {
+	Flow, Node string
+	Attempt    int
+	Nonce      string
+	Saw        map[string]SawParent // parent (or a child it added) -> what the handler saw of it
+}
+
+// SawParent is what a node's handler saw of a parent: its state and the
+// nonce of its result ("?" when it was not a result of the runner's).
+type SawParent struct {
+	State, Nonce string
+}
+
+// FormatSaw formats what a handler saw of its parents for an N record.
+func FormatSaw(saw map[string]SawParent) string {
+	if len(saw) == 0 {
+		return "-"
+	}
+	names := make([]string, 0, len(saw))
+	for n := range saw {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "/" + saw[n].State + "/" + saw[n].Nonce
+	}
+	return strings.Join(parts, ",")
+}
+
+func parseSaw(s string) (map[string]SawParent, bool) {
+	out := map[string]SawParent{}
+	if s == "-" {
+		return out, true
+	}
+	for _, part := range strings.Split(s, ",") {
+		f := strings.Split(part, "/")
+		if len(f) != 3 || f[0] == "" {
+			return nil, false
+		}
+		out[f[0]] = SawParent{State: f[1], Nonce: f[2]}
+	}
+	return out, true
 }
 
 // NewLog returns an empty log.
@@ -158,6 +207,16 @@ func (l *Log) add(source, lineNo int, line string) error {
 		}
 	case "S":
 		l.Stalls++
+	case "N": // N flow node attempt nonce parents
+		if len(f) != 6 {
+			return bad()
+		}
+		v, ok := ints(3)
+		saw, sok := parseSaw(f[5])
+		if !ok || !sok {
+			return bad()
+		}
+		l.NodeRuns = append(l.NodeRuns, NodeRun{Flow: f[1], Node: f[2], Attempt: int(v[0]), Nonce: f[4], Saw: saw})
 	case "T": // T task-id n
 		if len(f) != 3 {
 			return bad()

@@ -230,6 +230,35 @@ class ClientTest(unittest.TestCase):
             c.wait_flow(slow, timeout=0.5)
         self.assertEqual(c.cancel_flow(slow)["state"], "cancelled")
 
+    def test_run_flow(self):
+        c = self.client
+        info = c.run_flow({
+            "a": {"queue": "plain", "payload": {"op": "echo", "n": "a"}},
+            "b": {"queue": "plain", "payload": {"op": "echo", "n": "b"}, "parents": ["a"]},
+            "c": {"queue": "plain", "payload": {"op": "echo", "n": "c"}, "parents": ["a"]},
+            "d": {"queue": "plain", "payload": {"op": "parents"}, "parents": ["b", "c"]},
+        }, timeout=120)
+        self.assertEqual(info["state"], "succeeded")
+        self.assertEqual([n["state"] for n in info["nodes"]], ["succeeded"] * 4)
+        d = info["results"]["d"]
+        self.assertEqual((d["b"]["payload"]["n"], d["c"]["payload"]["n"]), ("b", "c"))
+        with self.assertRaises(leat.FlowFailed) as cm:
+            c.run_flow({"x": {"queue": "plain", "payload": {"op": "fail"}}, "y": {"queue": "plain", "parents": ["x"]}}, timeout=120)
+        self.assertEqual((cm.exception.state, cm.exception.failed_by), ("failed", "x"))
+        self.assertEqual({n["name"]: n["state"] for n in cm.exception.info["nodes"]}, {"x": "failed", "y": "cancelled"})
+        with self.assertRaises(leat.WaitTimeout) as cm:
+            c.run_flow({"s": {"queue": "plain", "payload": {"op": "sleep", "seconds": 30}}}, timeout=0.5)
+        slow = cm.exception.id
+        self.assertEqual(cm.exception.info["state"], "running")
+        self.assertEqual(c.get_flow(slow)["state"], "running")
+        self.assertEqual(c.cancel_flow(slow)["state"], "cancelled")
+        with self.assertRaises(leat.Conflict) as cm:
+            c.run_flow({"a": {"queue": "plain"}}, flow_id=info["id"])
+        self.assertEqual((cm.exception.code, cm.exception.id), ("duplicate", info["id"]))
+        with self.assertRaises(leat.BadRequest) as cm:
+            c.run_flow({"a": {"queue": "plain"}}, timeout=3600)
+        self.assertEqual(cm.exception.code, "bad_timeout")
+
     def test_send_to_stream(self):
         c = self.client
         before = c.stream("events")["length"]

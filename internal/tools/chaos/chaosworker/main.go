@@ -1,15 +1,19 @@
 //go:build linux
 
 // Command chaosworker is the worker program of leat's chaos runner
-// (internal/tools/chaos): one app worker running the runner's stream processors
-// (apply, and tally, which keeps a table) and task queue, recording what it processed (see the package
-// documentation of internal/tools/chaos for the record format).
+// (internal/tools/chaos): one app worker running the runner's stream
+// processors (apply, and tally, which keeps a table), task queue and flow
+// queues, recording what it processed (see the package documentation of
+// internal/tools/chaos for the record format).
 //
 //	chaosworker -redis URL -prefix PREFIX -id WORKER -out FILE
 //
 // SIGUSR1 asks it to stop itself with SIGSTOP in the middle of the next
 // event, after the event was recorded and before its fenced commit, so
-// that the runner can hold it there past its lock expiry. SIGTERM and
+// that the runner can hold it there past its lock expiry. SIGUSR2 asks the
+// same in the middle of the next flow node, after its N record (and, for a
+// node that adds children, after its first child): its task is handed out
+// again meanwhile, and its run resumes late. SIGTERM and
 // SIGINT stop it gracefully.
 package main
 
@@ -19,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -56,13 +61,24 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	w := &worker{rec: rec}
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
+	w := &worker{rec: rec, id: *id}
+	// SIGCONT ends a stall: a request the worker did not get to (the
+	// runner stopped it itself) is dropped, so that it does not stop
+	// again with nobody to continue it.
+	usr := make(chan os.Signal, 3)
+	signal.Notify(usr, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGCONT)
+	defer signal.Stop(usr)
 	go func() {
-		for range usr1 {
-			w.stall.Store(true)
+		for sig := range usr {
+			switch sig {
+			case syscall.SIGUSR1:
+				w.stall.Store(true)
+			case syscall.SIGUSR2:
+				w.stallNode.Store(true)
+			default:
+				w.stall.Store(false)
+				w.stallNode.Store(false)
+			}
 		}
 	}()
 
@@ -104,12 +120,24 @@ func run() error {
 	if _, err := task.Handle(a, chaos.QueueName, w.chore, chaos.QueueOptions()...); err != nil {
 		return err
 	}
+	w.steps = map[string]*task.Queue[chaos.Step, chaos.Made]{}
+	for _, name := range chaos.FlowQueues {
+		q, err := task.Handle(a, name, w.step, chaos.FlowQueueOptions()...)
+		if err != nil {
+			return err
+		}
+		w.steps[name] = q
+	}
 	return a.Run(ctx)
 }
 
 type worker struct {
-	rec   *chaos.Recorder
-	stall atomic.Bool // stop at the next event (SIGUSR1)
+	rec       *chaos.Recorder
+	id        string
+	stall     atomic.Bool // stop at the next event (SIGUSR1)
+	stallNode atomic.Bool // stop at the next flow node (SIGUSR2)
+	runs      atomic.Int64
+	steps     map[string]*task.Queue[chaos.Step, chaos.Made] // the flow queues
 }
 
 // process records each event, then commits the key's sequence number with
@@ -165,4 +193,64 @@ func (w *worker) chore(ctx context.Context, t *task.Task[chaos.Chore]) (chaos.Do
 		return chaos.Done{}, err
 	}
 	return chaos.Done{N: t.Payload.N}, nil
+}
+
+// step runs a flow node: it records what it saw of its parents and the
+// nonce of the result it returns (unique to this run), fails if its
+// payload says this attempt does, adds the children its payload names
+// (task.AddChild), then succeeds after a short random pause, so that
+// faults find nodes running.
+func (w *worker) step(ctx context.Context, t *task.Task[chaos.Step]) (chaos.Made, error) {
+	flow, node, ok := chaos.FlowNodeOf(t.ID)
+	if !ok {
+		return chaos.Made{}, task.SkipRetry(fmt.Errorf("task %s is no flow node", t.ID))
+	}
+	nonce := fmt.Sprintf("%s.%d", w.id, w.runs.Add(1))
+	saw := make(map[string]chaos.SawParent, len(t.Parents))
+	for name, p := range t.Parents {
+		saw[name] = chaos.SawParent{State: string(p.State), Nonce: chaos.NonceOf(p.Result)}
+	}
+	if err := w.rec.Record("N", flow, node, t.Attempt, nonce, chaos.FormatSaw(saw)); err != nil {
+		return chaos.Made{}, err
+	}
+	if t.Attempt <= t.Payload.Fail {
+		return chaos.Made{}, fmt.Errorf("node %s: attempt %d fails on purpose", node, t.Attempt)
+	}
+	if len(t.Payload.Spawn) == 0 {
+		if err := w.stallHere(flow, node, t.Attempt); err != nil {
+			return chaos.Made{}, err
+		}
+	}
+	for i, c := range t.Payload.Spawn {
+		q := w.steps[c.Queue]
+		if q == nil {
+			return chaos.Made{}, task.SkipRetry(fmt.Errorf("node %s: unknown queue %q", node, c.Queue))
+		}
+		if err := task.AddChild(ctx, q, c.Name, chaos.Step{Fail: c.Fail}, task.FailFlow); err != nil {
+			return chaos.Made{}, err
+		}
+		if i == 0 {
+			if err := w.stallHere(flow, node, t.Attempt); err != nil {
+				return chaos.Made{}, err
+			}
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return chaos.Made{}, context.Cause(ctx)
+	case <-time.After(time.Duration(rand.N(30)) * time.Millisecond):
+	}
+	return chaos.Made{Node: node, Nonce: nonce}, nil
+}
+
+// stallHere stops the worker (SIGSTOP) when SIGUSR2 asked it to, after
+// recording where.
+func (w *worker) stallHere(flow, node string, attempt int) error {
+	if !w.stallNode.CompareAndSwap(true, false) {
+		return nil
+	}
+	if err := w.rec.Record("S", "flow", flow, node, attempt); err != nil {
+		return err
+	}
+	return syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 }

@@ -127,9 +127,25 @@ class TaskFailed(Exception):
         super().__init__(msg)
 
 
+class FlowFailed(Exception):
+    """A flow that ended without succeeding: state is "failed" or
+    "cancelled", failed_by the node that failed it (or ""), info its whole
+    status (a dict: get_flow's)."""
+
+    def __init__(self, info):
+        self.info = info
+        self.id = info.get("id")
+        self.state = info.get("state")
+        self.failed_by = info.get("failed_by", "")
+        msg = "flow %s is %s" % (self.id, self.state)
+        if self.failed_by:
+            msg += " (node %s)" % self.failed_by
+        super().__init__(msg)
+
+
 class WaitTimeout(TimeoutError):
-    """A wait that ended before its task: id is the task's, which goes on;
-    info its last status read (a dict, or None)."""
+    """A wait that ended before its task or flow: id is the task's (or the
+    flow's), which goes on; info its last status read (a dict, or None)."""
 
     def __init__(self, task_id, message, info=None):
         super().__init__(message)

@@ -1,4 +1,4 @@
-package task_test
+package subprocess_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/task"
+	"github.com/leatdev/leat/internal/tools/redistest"
+	"github.com/leatdev/leat/task/subprocess"
 )
 
 // gone reports whether process pid no longer runs (absent, or a zombie).
@@ -19,7 +20,7 @@ func gone(pid int) bool {
 
 // Processes a handler started in sessions of their own (setsid: out of its
 // process group, re-parented away from it) end with the handler, when the
-// worker closes its Exec.
+// worker closes its Handler.
 func TestExecKillsDetachedDescendants(t *testing.T) {
 	script := `echo '{"status":"ready"}'
 while read -r line; do
@@ -29,7 +30,7 @@ while read -r line; do
   setsid sleep 301 </dev/null >/dev/null 2>&1 & c=$!
   printf '{"task_id":"%s","result":[%d,%d,%d]}\n' "$id" $a $b $c
 done`
-	ex, err := task.NewExec(task.ExecConfig{Command: []string{"/bin/sh", "-c", script}, Logger: testLogger()})
+	ex, err := subprocess.New(subprocess.Config{Command: []string{"/bin/sh", "-c", script}, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ done`
 	if err := ex.Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the detached processes gone", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the detached processes gone", func() bool {
 		for _, pid := range pids {
 			if !gone(pid) {
 				return false

@@ -1,4 +1,4 @@
-package task_test
+package subprocess_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
+	"github.com/leatdev/leat/task/subprocess"
 )
 
 // enqueueMap enqueues payload p on q.
@@ -33,7 +34,7 @@ func enqueueMap(t *testing.T, q *task.Queue[json.RawMessage, json.RawMessage], p
 func TestExecRefreshWorker(t *testing.T) {
 	e := newEnv(t)
 	// -S: a start without the site module, quicker: this test starts 50.
-	ex := newExec(t, task.ExecConfig{Command: []string{needPython(t), "-S", "testdata/exec_handler.py"}})
+	ex := newExec(t, subprocess.Config{Command: []string{needPython(t), "-S", "testdata/exec_handler.py"}})
 	q := execQueue(t, e, ex, task.Concurrency(4))
 	const n = 50
 	ids := make([]string, n)
@@ -54,7 +55,7 @@ func TestExecRefreshWorker(t *testing.T) {
 	if c, err := q.Counts(ctxT(t)); c[task.Succeeded] != n {
 		t.Fatalf("counts %v (%v), want %d succeeded", c, err, n)
 	}
-	eventually(t, 10*time.Second, "every replaced process counted", func() bool { return ex.Stats().Replaced == n })
+	redistest.Eventually(t, 10*time.Second, "every replaced process counted", func() bool { return ex.Stats().Replaced == n })
 	// A task without the flag, or with false or a value that is not a
 	// boolean, keeps its process; its result counts all the same.
 	for _, refresh := range []any{nil, false, "yes", 1} {
@@ -76,7 +77,7 @@ func TestExecRefreshWorker(t *testing.T) {
 // every task succeeds at its first attempt. A negative maximum is refused.
 func TestExecMaxTasksPerProcess(t *testing.T) {
 	e := newEnv(t)
-	ex := newExec(t, task.ExecConfig{MaxTasksPerProcess: 3})
+	ex := newExec(t, subprocess.Config{MaxTasksPerProcess: 3})
 	q := execQueue(t, e, ex, task.Concurrency(1))
 	const n, per = 10, 3
 	ids := make([]string, n)
@@ -99,9 +100,9 @@ func TestExecMaxTasksPerProcess(t *testing.T) {
 			t.Fatalf("process %d ran %d tasks, over %d", pid, k, per)
 		}
 	}
-	if _, err := task.NewExec(task.ExecConfig{Command: []string{"true"}, MaxTasksPerProcess: -1}); err == nil ||
+	if _, err := subprocess.New(subprocess.Config{Command: []string{"true"}, MaxTasksPerProcess: -1}); err == nil ||
 		!strings.Contains(err.Error(), "max tasks per process -1") {
-		t.Fatalf("NewExec with a negative maximum: %v", err)
+		t.Fatalf("New with a negative maximum: %v", err)
 	}
 }
 
@@ -118,7 +119,7 @@ func TestExecConcurrencyLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex := newExec(t, task.ExecConfig{})
+	ex := newExec(t, subprocess.Config{})
 	q, err := task.Handle(a, "ex", ex.Handle, task.Concurrency(4), task.FetchWhen(ex.Wait), task.ConcurrencyFunc(ex.Concurrency))
 	if err != nil {
 		t.Fatal(err)
@@ -150,8 +151,8 @@ func TestExecConcurrencyLine(t *testing.T) {
 		t.Fatalf("%d tasks at once at concurrency 4", p)
 	}
 	resultOf(t, q, enqueueMap(t, q, map[string]any{"op": "pid", "conc": 1}))
-	eventually(t, 10*time.Second, "the worker at 1", func() bool { return strings.Contains(logs.String(), "to=1") })
-	eventually(t, 10*time.Second, "the idle processes beyond 1 stopped", func() bool { return ex.Stats().Running == 1 })
+	redistest.Eventually(t, 10*time.Second, "the worker at 1", func() bool { return strings.Contains(logs.String(), "to=1") })
+	redistest.Eventually(t, 10*time.Second, "the idle processes beyond 1 stopped", func() bool { return ex.Stats().Running == 1 })
 	if p := maxInFlight(); p != 1 {
 		t.Fatalf("%d tasks at once after the handler asked for 1", p)
 	}
@@ -163,7 +164,7 @@ func TestExecConcurrencyLine(t *testing.T) {
 		}
 	}
 	resultOf(t, q, enqueueMap(t, q, map[string]any{"op": "pid", "conc": 100}))
-	eventually(t, 10*time.Second, "the worker back at 4", func() bool { return strings.Contains(logs.String(), "from=1 to=4") })
+	redistest.Eventually(t, 10*time.Second, "the worker back at 4", func() bool { return strings.Contains(logs.String(), "from=1 to=4") })
 	if s := ex.Stats(); s.Concurrency != 100 {
 		t.Fatalf("stats %+v, want 100 asked", s)
 	}

@@ -1,4 +1,4 @@
-package task
+package subprocess
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/leatdev/leat/task"
 )
 
 // call is a task running on a process.
@@ -32,7 +34,7 @@ type call struct {
 
 // child is one handler process.
 type child struct {
-	e      *Exec
+	e      *Handler
 	cmd    *exec.Cmd
 	pid    int
 	stdin  io.WriteCloser
@@ -57,16 +59,16 @@ const (
 	startTailLine = 512
 )
 
-// ExecStartError is the error of a handler process that did not become
+// StartError is the error of a handler process that did not become
 // ready: it exited before its ready line, or was killed after the start
 // timeout. Its message ends with the process's last stderr lines.
-type ExecStartError struct {
+type StartError struct {
 	PID    int      // 0: no process started (a restart's backoff runs)
 	Reason string   // what happened, with a hint when there is one
 	Stderr []string // the last stderr lines (at most 20, each cut to 512 bytes)
 }
 
-func (e *ExecStartError) Error() string {
+func (e *StartError) Error() string {
 	msg := "handler " + e.Reason
 	if e.PID > 0 {
 		msg = fmt.Sprintf("process %d %s", e.PID, e.Reason)
@@ -81,7 +83,7 @@ func (e *ExecStartError) Error() string {
 func (c *child) startError(reason string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return &ExecStartError{PID: c.pid, Reason: reason, Stderr: slices.Clone(c.tail)}
+	return &StartError{PID: c.pid, Reason: reason, Stderr: slices.Clone(c.tail)}
 }
 
 // keepTail keeps line among c's last stderr lines.
@@ -101,13 +103,13 @@ func (c *child) keepTail(line string) {
 	c.tail = append(c.tail, line)
 }
 
-func (e *Exec) run(ctx context.Context, retry bool, id string, payload json.RawMessage, attempt int, headers map[string]string, parents map[string]Parent, report func(string, json.RawMessage), logLines func([]string)) (json.RawMessage, error) {
+func (e *Handler) run(ctx context.Context, retry bool, id string, payload json.RawMessage, attempt int, headers map[string]string, parents map[string]task.Parent, report func(string, json.RawMessage), logLines func([]string)) (json.RawMessage, error) {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
 	line, err := json.Marshal(request{TaskID: id, Payload: payload, Attempt: attempt, Headers: headers, Parents: parents})
 	if err != nil {
-		return nil, SkipRetry(fmt.Errorf("encode request: %w", err))
+		return nil, task.SkipRetry(fmt.Errorf("encode request: %w", err))
 	}
 	c, err := e.acquire(ctx, retry)
 	if err != nil {
@@ -149,8 +151,8 @@ func (e *Exec) run(ctx context.Context, retry bool, id string, payload json.RawM
 // acquire returns an idle process, or starts one. With retry it waits out
 // the backoff and restarts until one is ready or ctx ends; else a start
 // that fails ends it with the start's error, as does a backoff under way
-// (an *ExecStartError, then, of the last start).
-func (e *Exec) acquire(ctx context.Context, retry bool) (*child, error) {
+// (an *StartError, then, of the last start).
+func (e *Handler) acquire(ctx context.Context, retry bool) (*child, error) {
 	for {
 		e.mu.Lock()
 		if e.closed {
@@ -194,7 +196,7 @@ func (e *Exec) acquire(ctx context.Context, retry bool) (*child, error) {
 }
 
 // failed notes a process failure: the next start waits a backoff.
-func (e *Exec) failed(err error) {
+func (e *Handler) failed(err error) {
 	e.mu.Lock()
 	e.fails++
 	d := e.cfg.BackoffMin << min(e.fails-1, 30)
@@ -203,11 +205,11 @@ func (e *Exec) failed(err error) {
 	}
 	e.nextStart = time.Now().Add(d)
 	e.healthy = false
-	var se *ExecStartError
+	var se *StartError
 	if errors.As(err, &se) {
 		e.lastErr = se
 	} else {
-		e.lastErr = &ExecStartError{Reason: "processes restart after a failure: " + err.Error()}
+		e.lastErr = &StartError{Reason: "processes restart after a failure: " + err.Error()}
 	}
 	e.notify()
 	fails, closed, once := e.fails, e.closed, e.once
@@ -223,7 +225,7 @@ func (e *Exec) failed(err error) {
 }
 
 // answered returns c to the idle processes after a task's answer.
-func (e *Exec) answered(c *child) {
+func (e *Handler) answered(c *child) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.fails = 0
@@ -234,7 +236,7 @@ func (e *Exec) answered(c *child) {
 }
 
 // start starts a process and waits for its ready line.
-func (e *Exec) start(ctx context.Context) (*child, error) {
+func (e *Handler) start(ctx context.Context) (*child, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -298,7 +300,7 @@ func (e *Exec) start(ctx context.Context) (*child, error) {
 		delete(e.all, c)
 		closed := e.closed
 		e.mu.Unlock()
-		c.finish(answer{err: fmt.Errorf("%w: %v", ErrExecExited, err), crashed: true})
+		c.finish(answer{err: fmt.Errorf("%w: %v", ErrExited, err), crashed: true})
 		switch {
 		case c.stopping.Load():
 			e.log.Debug("task handler process stopped", "pid", c.pid, "status", err)
@@ -362,7 +364,7 @@ func (c *child) readStdout(r io.Reader) {
 		if tooLong {
 			if cl := c.current(); cl != nil {
 				log.Error("handler process wrote a line over the limit: failing its task", "task", cl.id, "limit", max)
-				c.finish(answer{err: SkipRetry(fmt.Errorf("%w (%d bytes) while running task %s", ErrExecLineTooLong, max, cl.id))})
+				c.finish(answer{err: task.SkipRetry(fmt.Errorf("%w (%d bytes) while running task %s", ErrLineTooLong, max, cl.id))})
 			} else {
 				log.Error("handler process wrote a line over the limit between tasks: ignored", "limit", max)
 			}
@@ -401,9 +403,9 @@ func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
 	refresh := m.refresh(log)
 	switch {
 	case m.Progress != nil:
-		cl.report(KindProgress, compact(m.Progress))
+		cl.report(task.KindProgress, compact(m.Progress))
 	case m.Partial != nil:
-		cl.report(KindPartial, compact(m.Partial))
+		cl.report(task.KindPartial, compact(m.Partial))
 	case m.Error != nil:
 		msg := *m.Error
 		if msg == "" {
@@ -411,7 +413,7 @@ func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
 		}
 		err := errors.New(msg)
 		if m.Retry != nil && !*m.Retry {
-			err = SkipRetry(err)
+			err = task.SkipRetry(err)
 		}
 		c.finish(answer{err: err, refresh: refresh})
 	case m.Snooze != nil:
@@ -419,7 +421,7 @@ func (c *child) dispatch(log *slog.Logger, m message, line []byte) {
 			c.finish(answer{err: fmt.Errorf("handler process asked to snooze for %v seconds: want 0 to %.0f", *m.Snooze, maxSnooze.Seconds()), refresh: refresh})
 			return
 		}
-		c.finish(answer{err: Snooze(time.Duration(*m.Snooze * float64(time.Second))), refresh: refresh})
+		c.finish(answer{err: task.Snooze(time.Duration(*m.Snooze * float64(time.Second))), refresh: refresh})
 	default:
 		res := json.RawMessage("null")
 		if m.Result != nil {
@@ -434,4 +436,14 @@ func (c *child) taskID() string {
 		return cl.id
 	}
 	return ""
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package task
+package subprocess
 
 import (
 	"os/exec"

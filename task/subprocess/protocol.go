@@ -1,10 +1,12 @@
-package task
+package subprocess
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
 	"time"
+
+	"github.com/leatdev/leat/task"
 )
 
 // request is a task as written to a process.
@@ -14,9 +16,9 @@ type request struct {
 	Attempt int             `json:"attempt"`
 	// Headers are the task's headers (task.Headers), absent when none.
 	Headers map[string]string `json:"headers,omitempty"`
-	// Parents are a flow node's parents (Task.Parents), absent for a task
+	// Parents are a flow node's parents (task.Task.Parents), absent for a task
 	// of no flow.
-	Parents map[string]Parent `json:"parents,omitempty"`
+	Parents map[string]task.Parent `json:"parents,omitempty"`
 }
 
 // message is a line a process writes.
@@ -33,7 +35,7 @@ type message struct {
 	// (true; raw, so that another value does not lose the line's outcome).
 	Refresh json.RawMessage `json:"refresh_worker"`
 	// Concurrency asks for the worker to run that many tasks at once (an
-	// integer, 1 to the queue's concurrency): see Exec.Concurrency.
+	// integer, 1 to the queue's concurrency): see Handler.Concurrency.
 	Concurrency json.RawMessage `json:"concurrency"`
 
 	hasResult bool // a result was given, null included

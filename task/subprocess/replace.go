@@ -1,9 +1,9 @@
 // Replacing and trimming handler processes: a process that asked for it
-// (refresh_worker) or answered ExecConfig.MaxTasksPerProcess tasks is
+// (refresh_worker) or answered Config.MaxTasksPerProcess tasks is
 // stopped after its task, and the concurrency a process asks for bounds the
-// worker's tasks at once through Exec.Concurrency.
+// worker's tasks at once through Handler.Concurrency.
 
-package task
+package subprocess
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ const stopGrace = 5 * time.Second
 
 // replacing reports whether c, which answered a task, is to be replaced:
 // it asked for it, or it reached MaxTasksPerProcess.
-func (e *Exec) replacing(c *child, asked bool) bool {
+func (e *Handler) replacing(c *child, asked bool) bool {
 	c.tasks++
 	return asked || e.cfg.MaxTasksPerProcess > 0 && c.tasks >= e.cfg.MaxTasksPerProcess
 }
@@ -31,7 +31,7 @@ func (e *Exec) replacing(c *child, asked bool) bool {
 // is killed, as it is when ctx ends). The task's slot takes no other task
 // meanwhile, so a process never outlives its slot: the next task runs on a
 // process started for it (acquire).
-func (e *Exec) replace(ctx context.Context, c *child, id string, asked bool) {
+func (e *Handler) replace(ctx context.Context, c *child, id string, asked bool) {
 	e.mu.Lock()
 	e.fails = 0
 	e.replaced++
@@ -46,7 +46,7 @@ func (e *Exec) replace(ctx context.Context, c *child, id string, asked bool) {
 
 // stopWait closes c's stdin, waits for it to exit (stopGrace at most, or
 // until ctx ends) and kills it if it did not.
-func (e *Exec) stopWait(ctx context.Context, c *child) {
+func (e *Handler) stopWait(ctx context.Context, c *child) {
 	c.stopping.Store(true)
 	_ = c.stdin.Close()
 	t := time.NewTimer(stopGrace)
@@ -80,7 +80,7 @@ func (m *message) refresh(log *slog.Logger) bool {
 // ask notes the concurrency a process asked for (raw: the line's
 // concurrency field, nil when absent). A value that is not an integer of
 // at least 1 is ignored, and logged.
-func (e *Exec) ask(log *slog.Logger, raw json.RawMessage) {
+func (e *Handler) ask(log *slog.Logger, raw json.RawMessage) {
 	if raw == nil {
 		return
 	}
@@ -105,7 +105,7 @@ func (e *Exec) ask(log *slog.Logger, raw json.RawMessage) {
 // wins. It also stops idle processes beyond that number, which would
 // otherwise stay idle: declare the queue with
 // ConcurrencyFunc(e.Concurrency) for the handler to set it.
-func (e *Exec) Concurrency(configured int) int {
+func (e *Handler) Concurrency(configured int) int {
 	e.mu.Lock()
 	n := configured
 	if e.asked > 0 {

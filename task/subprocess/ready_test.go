@@ -1,4 +1,4 @@
-package task_test
+package subprocess_test
 
 import (
 	"context"
@@ -7,14 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leatdev/leat/task"
+	"github.com/leatdev/leat/internal/tools/redistest"
+	"github.com/leatdev/leat/task/subprocess"
 )
 
 // TestExecReady: an Exec is not ready until a process said ready (Warm
 // starts one ahead of tasks), nor while its processes fail to start.
 func TestExecReady(t *testing.T) {
-	ex := newExec(t, task.ExecConfig{})
-	if err := ex.Ready(); !errors.Is(err, task.ErrExecNotReady) {
+	ex := newExec(t, subprocess.Config{})
+	if err := ex.Ready(); !errors.Is(err, subprocess.ErrNotReady) {
 		t.Fatalf("before any process: %v", err)
 	}
 	if err := ex.Warm(ctxT(t)); err != nil {
@@ -28,15 +29,15 @@ func TestExecReady(t *testing.T) {
 	}
 
 	// Processes that never say ready.
-	never := newExec(t, task.ExecConfig{
+	never := newExec(t, subprocess.Config{
 		Env:          []string{"STARTS_FILE=" + filepath.Join(t.TempDir(), "starts"), "READY_AT=1000"},
 		StartTimeout: 50 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
 	})
 	ctx, cancel := context.WithCancel(ctxT(t))
 	done := make(chan error, 1)
 	go func() { done <- never.Warm(ctx) }()
-	eventually(t, 10*time.Second, "a failed start", func() bool { return never.Stats().Started >= 2 })
-	if err := never.Ready(); !errors.Is(err, task.ErrExecNotReady) {
+	redistest.Eventually(t, 10*time.Second, "a failed start", func() bool { return never.Stats().Started >= 2 })
+	if err := never.Ready(); !errors.Is(err, subprocess.ErrNotReady) {
 		t.Fatalf("failing processes: %v", err)
 	}
 	cancel()

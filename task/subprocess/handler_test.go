@@ -1,4 +1,4 @@
-package task_test
+package subprocess_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
+	"github.com/leatdev/leat/task/subprocess"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,9 +33,9 @@ func needPython(t *testing.T) string {
 	return py
 }
 
-// newExec returns an Exec running the test handler script (or cmd), closed
+// newExec returns an Handler running the test handler script (or cmd), closed
 // when the test ends.
-func newExec(t *testing.T, cfg task.ExecConfig) *task.Exec {
+func newExec(t *testing.T, cfg subprocess.Config) *subprocess.Handler {
 	t.Helper()
 	py := needPython(t)
 	if cfg.Command == nil {
@@ -42,7 +44,7 @@ func newExec(t *testing.T, cfg task.ExecConfig) *task.Exec {
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger()
 	}
-	ex, err := task.NewExec(cfg)
+	ex, err := subprocess.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ type op struct {
 }
 
 // execQueue runs queue "ex" with ex's handler on a worker of a fresh app.
-func execQueue(t *testing.T, e *env, ex *task.Exec, opts ...task.Option) *task.Queue[json.RawMessage, json.RawMessage] {
+func execQueue(t *testing.T, e *env, ex *subprocess.Handler, opts ...task.Option) *task.Queue[json.RawMessage, json.RawMessage] {
 	t.Helper()
 	a := e.app("w1")
 	opts = append([]task.Option{task.Backoff(10*time.Millisecond, 20*time.Millisecond), task.Concurrency(2), task.FetchWhen(ex.Wait)}, opts...)
@@ -109,9 +111,9 @@ func TestExecPythonExample(t *testing.T) {
 		n = 1000
 	}
 	var q *task.Queue[json.RawMessage, json.RawMessage]
-	var execs []*task.Exec
+	var execs []*subprocess.Handler
 	for _, id := range []string{"w1", "w2"} {
-		ex := newExec(t, task.ExecConfig{Command: []string{py, "handler.py"}, Dir: "../examples/tasks-python"})
+		ex := newExec(t, subprocess.Config{Command: []string{py, "handler.py"}, Dir: "../../examples/tasks-python"})
 		execs = append(execs, ex)
 		a := e.app(id)
 		var err error
@@ -157,7 +159,7 @@ func TestExecPythonExample(t *testing.T) {
 // fails the attempt retryably; a new process runs the retry.
 func TestExecProcessDiesMidTask(t *testing.T) {
 	e := newEnv(t)
-	ex := newExec(t, task.ExecConfig{BackoffMin: 10 * time.Millisecond})
+	ex := newExec(t, subprocess.Config{BackoffMin: 10 * time.Millisecond})
 	q := execQueue(t, e, ex)
 	r := resultOf(t, q, enqueueOp(t, q, op{Op: "die"}))
 	if r.Attempt != 2 {
@@ -176,11 +178,11 @@ func TestExecProcessDiesMidTask(t *testing.T) {
 func TestExecKilledMidTask(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	ex := newExec(t, task.ExecConfig{BackoffMin: 10 * time.Millisecond})
+	ex := newExec(t, subprocess.Config{BackoffMin: 10 * time.Millisecond})
 	q := execQueue(t, e, ex)
 	id := enqueueOp(t, q, op{Op: "grandchild"})
 	var pids struct{ PID, Grandchild int }
-	eventually(t, 10*time.Second, "progress with the pids", func() bool {
+	redistest.Eventually(t, 10*time.Second, "progress with the pids", func() bool {
 		in, err := q.Info(ctx, id)
 		return err == nil && in.Progress != nil && json.Unmarshal(in.Progress, &pids) == nil
 	})
@@ -191,28 +193,28 @@ func TestExecKilledMidTask(t *testing.T) {
 	if r.Attempt != 2 || r.PID == pids.PID {
 		t.Fatalf("result %+v after killing %d", r, pids.PID)
 	}
-	eventually(t, 10*time.Second, "the grandchild gone", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the grandchild gone", func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pids.Grandchild))
 		return err != nil || strings.Contains(string(b), ") Z ")
 	})
 }
 
 // TestExecNeverReady: a process that does not say ready within the start
-// timeout is killed and restarted with backoff, the Exec unhealthy
+// timeout is killed and restarted with backoff, the Handler unhealthy
 // meanwhile; the task runs once a process is ready. (The start timeout
 // leaves Python, started through a version manager's shim on a loaded
 // machine, the time to record its start.)
 func TestExecNeverReady(t *testing.T) {
 	e := newEnv(t)
 	starts := filepath.Join(t.TempDir(), "starts")
-	ex := newExec(t, task.ExecConfig{
+	ex := newExec(t, subprocess.Config{
 		StartTimeout: 4 * time.Second, BackoffMin: 100 * time.Millisecond,
 		Env: []string{"STARTS_FILE=" + starts, "READY_AT=3"},
 	})
 	q := execQueue(t, e, ex, task.Concurrency(1))
 	begin := time.Now()
 	id := enqueueOp(t, q, op{Op: "echo"})
-	eventually(t, 10*time.Second, "an unhealthy exec", func() bool { return !ex.Stats().Healthy })
+	redistest.Eventually(t, 10*time.Second, "an unhealthy exec", func() bool { return !ex.Stats().Healthy })
 	r := resultOf(t, q, id)
 	if r.Attempt != 1 {
 		t.Fatalf("result %+v, want attempt 1", r)
@@ -232,7 +234,7 @@ func TestExecNeverReady(t *testing.T) {
 // ignored, and the task still gets its answer.
 func TestExecGarbageLines(t *testing.T) {
 	e := newEnv(t)
-	ex := newExec(t, task.ExecConfig{})
+	ex := newExec(t, subprocess.Config{})
 	q := execQueue(t, e, ex)
 	r := resultOf(t, q, enqueueOp(t, q, op{Op: "garbage"}))
 	if r.Op != "garbage" || r.Attempt != 1 {
@@ -247,7 +249,7 @@ func TestExecGarbageLines(t *testing.T) {
 // the retry runs on a new process.
 func TestExecHungTaskTimesOut(t *testing.T) {
 	e := newEnv(t)
-	ex := newExec(t, task.ExecConfig{})
+	ex := newExec(t, subprocess.Config{})
 	// The timeout covers starting a handler process too: generous enough
 	// for a loaded machine, where the first echo must not time out.
 	q := execQueue(t, e, ex, task.Timeout(6*time.Second))
@@ -268,7 +270,7 @@ func TestExecHungTaskTimesOut(t *testing.T) {
 func TestExecHugeLineAndFinalError(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	ex := newExec(t, task.ExecConfig{MaxLine: 1024})
+	ex := newExec(t, subprocess.Config{MaxLine: 1024})
 	q := execQueue(t, e, ex, task.Concurrency(1))
 	id := enqueueOp(t, q, op{Op: "huge", N: 4096})
 	in, err := q.Wait(ctx, id)
@@ -332,7 +334,7 @@ func wantUpdates(t *testing.T, got []task.Update, n int) {
 // followed in order, while the task runs and after.
 func TestExecUpdates(t *testing.T) {
 	e := newEnv(t)
-	ex := newExec(t, task.ExecConfig{})
+	ex := newExec(t, subprocess.Config{})
 	q := execQueue(t, e, ex)
 	id := enqueueOp(t, q, op{Op: "updates", N: 50})
 	var wg sync.WaitGroup
@@ -393,7 +395,7 @@ func TestExecStderrAfterResult(t *testing.T) {
 	var mu sync.Mutex
 	var buf strings.Builder
 	logs := func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
-	ex := newExec(t, task.ExecConfig{Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+	ex := newExec(t, subprocess.Config{Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return buf.Write(p)
@@ -401,7 +403,7 @@ func TestExecStderrAfterResult(t *testing.T) {
 	if _, err := ex.RunOnce(ctxT(t), "t-1", json.RawMessage(`{"op":"after"}`), func(string, json.RawMessage) {}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the line written after the result", func() bool { return strings.Contains(logs(), "after the result") })
+	redistest.Eventually(t, 10*time.Second, "the line written after the result", func() bool { return strings.Contains(logs(), "after the result") })
 	for _, line := range strings.Split(logs(), "\n") {
 		if strings.Contains(line, "after the result") && !strings.Contains(line, "task=t-1") {
 			t.Fatalf("logged without its task: %s", line)
@@ -420,7 +422,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 func TestExecLossyResult(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	ex := newExec(t, task.ExecConfig{})
+	ex := newExec(t, subprocess.Config{})
 	q := execQueue(t, e, ex, task.Concurrency(1))
 	id := enqueueOp(t, q, op{Op: "lossy"})
 	in, err := q.Wait(ctx, id)
@@ -440,7 +442,7 @@ func TestExecHeaders(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	py := needPython(t)
-	sdk, err := filepath.Abs("../sdk/python/src")
+	sdk, err := filepath.Abs("../../sdk/python/src")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,9 +464,9 @@ main()
 	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	byHand := execQueue(t, e, newExec(t, task.ExecConfig{}))
+	byHand := execQueue(t, e, newExec(t, subprocess.Config{}))
 	a := e.app("w2")
-	helped, err := task.Handle(a, "helped", newExec(t, task.ExecConfig{Command: []string{py, script}, Env: []string{"PYTHONPATH=" + sdk}}).Handle)
+	helped, err := task.Handle(a, "helped", newExec(t, subprocess.Config{Command: []string{py, script}, Env: []string{"PYTHONPATH=" + sdk}}).Handle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +482,7 @@ main()
 			Has     bool
 			Headers map[string]string
 		}
-		if err != nil || json.Unmarshal(raw, &got) != nil || got.Has != (headers != nil) || !sameHeaders(got.Headers, headers) {
+		if err != nil || json.Unmarshal(raw, &got) != nil || got.Has != (headers != nil) || !reflect.DeepEqual(got.Headers, headers) {
 			t.Fatalf("the request's headers: %s (%v), want %v", raw, err, headers)
 		}
 	}
@@ -489,7 +491,7 @@ main()
 		t.Fatal(err)
 	}
 	var got map[string]string
-	if raw, err := helped.Result(ctx, id); err != nil || json.Unmarshal(raw, &got) != nil || !sameHeaders(got, h) {
+	if raw, err := helped.Result(ctx, id); err != nil || json.Unmarshal(raw, &got) != nil || !reflect.DeepEqual(got, h) {
 		t.Fatalf("ctx.headers %s (%v), want %v", raw, err, h)
 	}
 	// The helper's Snooze.
@@ -509,7 +511,7 @@ main()
 func TestExecSnooze(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	q := execQueue(t, e, newExec(t, task.ExecConfig{}), task.MaxRetries(0))
+	q := execQueue(t, e, newExec(t, subprocess.Config{}), task.MaxRetries(0))
 	path := filepath.Join(t.TempDir(), "snoozed")
 	b, _ := json.Marshal(map[string]any{"op": "snooze", "n": 300, "path": path})
 	id, err := q.Enqueue(ctx, b)
@@ -536,7 +538,7 @@ func TestExecSnooze(t *testing.T) {
 // A JSON null in a line of the protocol is a field left out: a result line
 // whose other fields are null ends its task with the result.
 func TestExecNullFields(t *testing.T) {
-	ex := newExec(t, task.ExecConfig{})
+	ex := newExec(t, subprocess.Config{})
 	ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second)
 	defer cancel()
 	var reports []string
@@ -549,12 +551,12 @@ func TestExecNullFields(t *testing.T) {
 }
 
 // A worker whose handler never says ready takes no task (FetchWhen with
-// Exec.Wait): the tasks go to a worker of the same queue whose handler is
+// Handler.Wait): the tasks go to a worker of the same queue whose handler is
 // ready, on their first attempt, though the first worker ran long before.
 func TestExecNotReadyTakesNoTask(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	stuck := newExec(t, task.ExecConfig{Command: []string{"sleep", "3600"}, StartTimeout: time.Minute})
+	stuck := newExec(t, subprocess.Config{Command: []string{"sleep", "3600"}, StartTimeout: time.Minute})
 	opts := []task.Option{task.Concurrency(2), task.Timeout(10 * time.Second), task.FetchWhen(stuck.Wait)}
 	a1 := e.app("w1")
 	q, err := task.Handle(a1, "ex", stuck.Handle, opts...)
@@ -567,11 +569,11 @@ func TestExecNotReadyTakesNoTask(t *testing.T) {
 		ids = append(ids, enqueueOp(t, q, op{Op: "echo"}))
 	}
 	// The stuck worker has the tasks to itself until its handler started.
-	eventually(t, 10*time.Second, "the stuck handler started", func() bool { return stuck.Stats().Started > 0 })
+	redistest.Eventually(t, 10*time.Second, "the stuck handler started", func() bool { return stuck.Stats().Started > 0 })
 	if c, err := q.Counts(ctx); err != nil || c[task.Pending] != 4 {
 		t.Fatalf("counts %v (%v): want the 4 tasks pending", c, err)
 	}
-	healthy := newExec(t, task.ExecConfig{})
+	healthy := newExec(t, subprocess.Config{})
 	a2 := e.app("w2")
 	if _, err := task.Handle(a2, "ex", healthy.Handle, task.Concurrency(2), task.Timeout(10*time.Second), task.FetchWhen(healthy.Wait)); err != nil {
 		t.Fatal(err)
@@ -585,7 +587,7 @@ func TestExecNotReadyTakesNoTask(t *testing.T) {
 			t.Fatalf("task %s: %+v, %v: want 1 attempt", id, in, err)
 		}
 	}
-	if err := stuck.Ready(); !errors.Is(err, task.ErrExecNotReady) {
+	if err := stuck.Ready(); !errors.Is(err, subprocess.ErrNotReady) {
 		t.Fatalf("the stuck handler's readiness: %v", err)
 	}
 }
@@ -620,9 +622,9 @@ for i in range(30):
     print("line %d" % i, file=sys.stderr)
 print("ModuleNotFoundError: No module named 'torch'", file=sys.stderr)
 sys.exit(1)`
-	ex := newExec(t, task.ExecConfig{Command: []string{py, "-c", script}, Logger: logs.logger()})
+	ex := newExec(t, subprocess.Config{Command: []string{py, "-c", script}, Logger: logs.logger()})
 	_, err := ex.RunOnce(ctxT(t), "t-1", json.RawMessage(`{}`), nil)
-	var se *task.ExecStartError
+	var se *subprocess.StartError
 	if !errors.As(err, &se) || len(se.Stderr) != 20 || se.Stderr[19] != "ModuleNotFoundError: No module named 'torch'" ||
 		se.Stderr[0] != "line 11" || !strings.Contains(err.Error(), "exited before its ready line") {
 		t.Fatalf("error %v (%#v): want the start failure with the last 20 stderr lines", err, se)
@@ -652,11 +654,11 @@ func TestExecUnflushedStdout(t *testing.T) {
 print(json.dumps({"status": "ready"}))
 for line in sys.stdin:
     print(json.dumps({"task_id": json.loads(line)["task_id"], "result": "printed"}))`
-	ex := newExec(t, task.ExecConfig{Command: []string{py, "-c", script}})
+	ex := newExec(t, subprocess.Config{Command: []string{py, "-c", script}})
 	if res, err := ex.RunOnce(ctxT(t), "t-1", json.RawMessage(`{}`), nil); err != nil || string(res) != `"printed"` {
 		t.Fatalf("%s, %v", res, err)
 	}
-	buffered := newExec(t, task.ExecConfig{Command: []string{py, "-c", script}, Env: []string{"PYTHONUNBUFFERED="}, StartTimeout: 4 * time.Second})
+	buffered := newExec(t, subprocess.Config{Command: []string{py, "-c", script}, Env: []string{"PYTHONUNBUFFERED="}, StartTimeout: 4 * time.Second})
 	_, err := buffered.RunOnce(ctxT(t), "t-1", json.RawMessage(`{}`), nil)
 	if err == nil || !strings.Contains(err.Error(), "no ready line within 4s") || !strings.Contains(err.Error(), "flush=True") {
 		t.Fatalf("error %v: want a hint about flushing stdout", err)
@@ -664,7 +666,7 @@ for line in sys.stdin:
 }
 
 // envOf returns the environment a handler process of cfg sees.
-func envOf(t *testing.T, cfg task.ExecConfig) map[string]string {
+func envOf(t *testing.T, cfg subprocess.Config) map[string]string {
 	t.Helper()
 	py := needPython(t)
 	cfg.Command = []string{py, "-c", `import json, os, sys
@@ -714,17 +716,17 @@ func TestExecEnvironment(t *testing.T) {
 		}
 	}
 	allowed := map[string]string{"LANG": "C.UTF-8", "TZ": "Europe/Paris", "PYTHONIOENCODING": "utf-8", "HOME": os.Getenv("HOME")}
-	env := envOf(t, task.ExecConfig{})
+	env := envOf(t, subprocess.Config{})
 	check(env, allowed, "DB_PASSWORD", "API_KEY")
 	// (A version manager's shim may put its own directories first.)
 	if !strings.HasSuffix(env["PATH"], os.Getenv("PATH")) {
 		t.Errorf("PATH=%q in the handler's environment, want the worker's %q", env["PATH"], os.Getenv("PATH"))
 	}
-	check(envOf(t, task.ExecConfig{Env: []string{"DB_PASSWORD", "MODE=fast", "UNSET_HERE", "LEAT_QUEUE=set"}}),
+	check(envOf(t, subprocess.Config{Env: []string{"DB_PASSWORD", "MODE=fast", "UNSET_HERE", "LEAT_QUEUE=set"}}),
 		map[string]string{"DB_PASSWORD": "pw", "MODE": "fast", "LANG": "C.UTF-8", "LEAT_QUEUE": "set"}, "API_KEY", "UNSET_HERE")
-	check(envOf(t, task.ExecConfig{InheritEnv: true, Env: []string{"TZ=UTC"}}),
+	check(envOf(t, subprocess.Config{InheritEnv: true, Env: []string{"TZ=UTC"}}),
 		map[string]string{"DB_PASSWORD": "pw", "API_KEY": "k", "TZ": "UTC", "LANG": "C.UTF-8"})
-	if _, err := task.NewExec(task.ExecConfig{Command: []string{"true"}, Env: []string{"LEAT_REDIS_URL"}}); err == nil {
+	if _, err := subprocess.New(subprocess.Config{Command: []string{"true"}, Env: []string{"LEAT_REDIS_URL"}}); err == nil {
 		t.Fatal("a bare LEAT_ name in Env was accepted")
 	}
 }
@@ -759,12 +761,12 @@ func TestExecStderrBatched(t *testing.T) {
 	ctx := ctxT(t)
 	var calls logCalls
 	e.client.AddHook(&calls)
-	q := execQueue(t, e, newExec(t, task.ExecConfig{}), task.Concurrency(1))
+	q := execQueue(t, e, newExec(t, subprocess.Config{}), task.Concurrency(1))
 	n := 20000
 	id := enqueueOp(t, q, op{Op: "spam", N: n})
 	resultOf(t, q, id)
 	var lines []task.LogLine
-	eventually(t, 10*time.Second, "the last stderr line in the log", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the last stderr line in the log", func() bool {
 		var err error
 		lines, err = q.Logs(ctx, id)
 		return err == nil && len(lines) > 0 && lines[len(lines)-1].Line == fmt.Sprintf("line %d", n-1)
@@ -787,7 +789,7 @@ func TestExecStartFailureHandsBack(t *testing.T) {
 	ctx := ctxT(t)
 	// The backoff after a failed start is the window the test sees the
 	// task handed back in: long enough for a loaded machine's polls.
-	ex := newExec(t, task.ExecConfig{
+	ex := newExec(t, subprocess.Config{
 		BackoffMin: 5 * time.Second, Env: []string{"STARTS_FILE=" + filepath.Join(t.TempDir(), "starts"), "EXIT_AFTER=1"},
 	})
 	q := execQueue(t, e, ex, task.Timeout(time.Minute))

@@ -1,10 +1,12 @@
-package task
+package subprocess
 
 import (
 	"bufio"
 	"bytes"
 	"io"
 	"time"
+
+	"github.com/leatdev/leat/task"
 )
 
 // readStderr logs the process's stderr lines, tagged with its task, and
@@ -48,8 +50,8 @@ func (c *child) pend(cl *call, line string) {
 		c.dirty = append(c.dirty, cl)
 	}
 	cl.pending = append(cl.pending, line)
-	if len(cl.pending) >= 2*LogCap { // keep the last LogCap, amortised
-		cl.pending = append(cl.pending[:0], cl.pending[len(cl.pending)-LogCap:]...)
+	if len(cl.pending) >= 2*task.LogCap { // keep the last task.LogCap, amortised
+		cl.pending = append(cl.pending[:0], cl.pending[len(cl.pending)-task.LogCap:]...)
 	}
 }
 
@@ -76,7 +78,7 @@ func (c *child) flushLogs() {
 	c.dirty = nil
 	batches := make([][]string, len(dirty))
 	for i, cl := range dirty {
-		batches[i] = cl.pending[max(0, len(cl.pending)-LogCap):]
+		batches[i] = cl.pending[max(0, len(cl.pending)-task.LogCap):]
 		cl.pending = nil
 	}
 	c.mu.Unlock()

@@ -1,4 +1,4 @@
-package task
+package subprocess
 
 import (
 	"os"
@@ -6,11 +6,11 @@ import (
 	"sync/atomic"
 )
 
-// ExecEnvAllowed are the variables of the worker's environment that its
-// handler processes inherit by default (see ExecConfig.Env): those that
+// EnvAllowed are the variables of the worker's environment that its
+// handler processes inherit by default (see Config.Env): those that
 // locate programs, libraries, the user, the locale and the temporary
 // directory. A name ending in * stands for every name it begins.
-var ExecEnvAllowed = []string{
+var EnvAllowed = []string{
 	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",
 	"PYTHON*", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYENV_*", "NODE_PATH",
 	"LD_LIBRARY_PATH", "SSL_CERT_FILE", "SSL_CERT_DIR", "CUDA_VISIBLE_DEVICES",
@@ -19,7 +19,7 @@ var ExecEnvAllowed = []string{
 // envAllowed reports whether the worker's variable name goes to handler
 // processes without InheritEnv.
 func envAllowed(name string) bool {
-	for _, a := range ExecEnvAllowed {
+	for _, a := range EnvAllowed {
 		if p, ok := strings.CutSuffix(a, "*"); ok && strings.HasPrefix(name, p) || name == a {
 			return true
 		}
@@ -43,7 +43,7 @@ var treeSeq atomic.Uint64
 // variables (all but leat's own with InheritEnv), PYTHONUNBUFFERED=1 unless
 // the worker sets it (Python's print then writes each line at once, as the
 // protocol needs), then cfg.Env.
-func (e *Exec) env() []string {
+func (e *Handler) env() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
