@@ -73,7 +73,8 @@ type Options struct {
 	// leat's); default "".
 	Version string
 	// MaxFollowers bounds the clients following task events at once
-	// (GET .../tasks/{id}/events), over all tasks: one more is answered
+	// (GET .../tasks/{id}/events) and queue events (GET
+	// /v1/queues/{queue}/events), over all tasks and queues: one more is answered
 	// 503 too_many_followers with a Retry-After; default
 	// DefaultMaxFollowers.
 	MaxFollowers int
@@ -89,6 +90,7 @@ type handler struct {
 	log  *slog.Logger
 
 	follows *followers // the followers of task events
+	watches *watchers  // the readers of queue events
 
 	openMu sync.Mutex // serializes opening streams from the registry
 }
@@ -106,7 +108,8 @@ func NewHandler(a *app.App, opts Options) http.Handler {
 		opts.MaxFollowers = DefaultMaxFollowers
 	}
 	h := &handler{a: a, opts: opts, in: inspect.New(a.Client(), a.Config().KeyPrefix, a.Name()), mux: http.NewServeMux(),
-		g: newGuard(opts), log: a.Logger(), follows: newFollowers(opts.MaxFollowers, a.Logger())}
+		g: newGuard(opts), log: a.Logger(), follows: newFollowers(opts.MaxFollowers, a.Logger()),
+		watches: newWatchers()}
 	for _, rt := range h.routes() {
 		var fn http.Handler = rt.fn
 		if rt.write {
@@ -163,6 +166,7 @@ func (h *handler) routes() []route {
 		write("DELETE /v1/queues/{queue}", h.obliterate),
 		write("POST /v1/queues/{queue}/tasks", h.enqueue),
 		read("GET /v1/queues/{queue}/tasks", h.listTasks),
+		read("GET /v1/queues/{queue}/events", holdOpen(forever, h.queueEvents)),
 		write("POST /v1/queues/{queue}/runsync", holdOpen(h.runSyncWait, h.runSync)),
 		read("GET /v1/queues/{queue}/tasks/{id}", h.taskInfo),
 		write("DELETE /v1/queues/{queue}/tasks/{id}", h.deleteTask),

@@ -161,6 +161,11 @@ func TestProducerACL(t *testing.T) {
 		t.Fatalf("send by the app: %+v", r)
 	}
 	p := s.as(t, "leat-producer")
+	// Queue "jobs" records its events: the producer's enqueues write them
+	// (it may read the live settings and write the events stream only).
+	if err := rdb.SetEvents(ctx, s.client, s.keys.TaskConfig("jobs"), 100); err != nil {
+		t.Fatal(err)
+	}
 
 	if r := run(t, nil, "", p.args("send", "ticks", `{"key":"k1","n":1}`)...); r.status != 0 || r.stderr != "" {
 		t.Fatalf("send: %+v", r)
@@ -183,6 +188,13 @@ func TestProducerACL(t *testing.T) {
 	keyed := enqueue("--key", "k1", "keyed", `"c"`)
 	if chosen != "chosen" {
 		t.Fatalf("enqueued %q, want the chosen ID", chosen)
+	}
+	if evs, err := rdb.ReadEvents(ctx, s.client, s.keys.TaskEvents("jobs"), "0", 100, -1); err != nil || len(evs) == 0 ||
+		evs[0].Task != "chosen" || evs[0].State != "pending" || evs[0].Prev != "" {
+		t.Fatalf("events after the producer's enqueue: %+v, %v", evs, err)
+	}
+	if err := rdb.SetEvents(ctx, s.client, s.keys.TaskConfig("jobs"), 0); err != nil { // the live settings as they were
+		t.Fatal(err)
 	}
 	// A duplicate of a task that cannot have run yet (a success releases
 	// its unique key) answers the existing task.

@@ -43,7 +43,7 @@ func tasksCommand(setup Setup) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "tasks",
-		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, edit, cancel, requeue or delete a task, pause or resume a queue, set its concurrency, global concurrency or rate, or drain, clean or obliterate it",
+		Usage: "show the counts of tasks per state of every task queue, list a queue's dead, recent or scheduled tasks, show, wait for, edit, cancel, requeue or delete a task, pause or resume a queue, set its concurrency, global concurrency or rate, drain, clean or obliterate it, or watch its tasks' state changes",
 		Description: "Without a subcommand, prints one row per task queue of the app with the number of\n" +
 			"its tasks in each state (kept as tasks move: reading them never scans).",
 		Flags:        []cli.Flag{jsonFlag(), helpFlag()},
@@ -216,7 +216,7 @@ func tasksCommand(setup Setup) *cli.Command {
 				queueRate),
 			sub("global-concurrency", "show or set, live, the most tasks of a queue running at once over all workers: N, or none", "QUEUE [N|none]", nil,
 				queueGlobal),
-		}, cleanupCommands(sub)...),
+		}, append(cleanupCommands(sub), eventsCommands(sub)...)...),
 	}
 }
 

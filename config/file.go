@@ -92,8 +92,12 @@ type Queue struct {
 	// (task.WebhookRetry).
 	WebhookAttempts int
 	WebhookBackoff  time.Duration
-	Cron            []Cron
-	Handler         Handler
+	// Events turns the queue's events on when its workers start, keeping
+	// about that many (task.Events); 0: left as they are (off unless turned
+	// on live).
+	Events  int
+	Cron    []Cron
+	Handler Handler
 }
 
 // A Rate is a limit of Limit tasks started per Per.

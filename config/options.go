@@ -40,6 +40,9 @@ func (q *Queue) Options() []task.Option {
 	if q.MaxKeyBacklog > 0 {
 		opts = append(opts, task.MaxKeyBacklog(q.MaxKeyBacklog))
 	}
+	if q.Events > 0 {
+		opts = append(opts, task.Events(q.Events))
+	}
 	return opts
 }
 

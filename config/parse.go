@@ -140,7 +140,7 @@ const (
 
 var queueKeys = []string{
 	"concurrency", "timeout", "retries", "backoff", "visibility", "retention", "dead", "grace",
-	"rate", "key_rate", "keyed", "levels", "unique", "webhook", "cron", "handler",
+	"rate", "key_rate", "keyed", "levels", "unique", "webhook", "cron", "handler", "events",
 	"key_concurrency", "max_key_backlog",
 }
 
@@ -237,6 +237,9 @@ func (d *decoder) queue(f *File, path, name string, n *yaml.Node) (Queue, bool) 
 	}
 	if e, ok := fields["unique"]; ok {
 		q.UniqueTTL, _ = d.duration(e.value, at("unique"), 0, maxDuration)
+	}
+	if e, ok := fields["events"]; ok {
+		q.Events, _ = d.count(e.value, at("events"), 1, task.MaxEventsCap)
 	}
 	if e, ok := fields["webhook"]; ok {
 		if m, _, ok := d.mapping(e.value, at("webhook"), []string{"attempts", "backoff"}); ok {

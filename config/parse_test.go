@@ -57,6 +57,18 @@ queues:
 
 // TestParseFull: every field of a file is read into its setting, and a
 // queue given no settings has the task package's defaults.
+// events: turns a queue's events on with its cap (task.Events); a queue
+// without it leaves them as they are.
+func TestParseEvents(t *testing.T) {
+	f, err := config.Parse("leat.yaml", []byte("queues:\n  loud:\n    events: 500\n  quiet:\n    retries: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Queues) != 2 || f.Queues[0].Events != 500 || f.Queues[1].Events != 0 {
+		t.Fatalf("queues %+v", f.Queues)
+	}
+}
+
 // A WebAssembly handler: the module alone, or with its sandbox.
 func TestParseWasmHandler(t *testing.T) {
 	f, err := config.Parse("/srv/app/leat.yaml", []byte(`queues:
@@ -138,7 +150,11 @@ func TestParseRefuses(t *testing.T) {
 		{"three mistakes", "app: shop\nqueues:\n  words:\n    retries: \"3x\"\n    timeout: 30\n    concurency: 4\n", []string{
 			`leat.yaml:4: queues.words.retries: must be an integer 0..10000, got "3x"`,
 			`leat.yaml:5: queues.words.timeout: must be a duration such as "30s" or "1h30m", more than 0 and at most 7d (168h0m0s) (a string), got 30`,
-			`leat.yaml:6: queues.words.concurency: unknown field (known: backoff, concurrency, cron, dead, grace, handler, key_concurrency, key_rate, keyed, levels, max_key_backlog, rate, retention, retries, timeout, unique, visibility, webhook)`,
+			`leat.yaml:6: queues.words.concurency: unknown field (known: backoff, concurrency, cron, dead, events, grace, handler, key_concurrency, key_rate, keyed, levels, max_key_backlog, rate, retention, retries, timeout, unique, visibility, webhook)`,
+		}},
+		{"events", "queues:\n  q:\n    events: 0\n  r:\n    events: 20000000\n", []string{
+			`leat.yaml:3: queues.q.events: must be an integer 1..10000000, got 0`,
+			`leat.yaml:5: queues.r.events: must be an integer 1..10000000, got 20000000`,
 		}},
 		{"string count", "queues:\n  q:\n    concurrency: \"8\"\n", []string{`leat.yaml:3: queues.q.concurrency: must be an integer 1..2147483647, got "8"`}},
 		{"float count", "queues:\n  q:\n    concurrency: 8.5\n", []string{`leat.yaml:3: queues.q.concurrency: must be an integer 1..2147483647, got 8.5`}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/leatdev/leat/app"
 	"github.com/leatdev/leat/internal/tools/redistest"
 	"github.com/leatdev/leat/task"
+	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkNoopTasks runs b.N no-op tasks, results stored, on one worker at
@@ -67,7 +69,7 @@ func runNoopTasks(b *testing.B, prepare func(context.Context, *task.Queue[job, o
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	b.ResetTimer()
-	cpu := clientCPU(b)
+	cpu, rcpu := clientCPU(b), redisCPU(b, c)
 	start := time.Now()
 	go func() { done <- a.Run(wctx) }()
 	for {
@@ -83,6 +85,7 @@ func runNoopTasks(b *testing.B, prepare func(context.Context, *task.Queue[job, o
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
 	b.ReportMetric(float64(clientCPU(b)-cpu)/float64(b.N), "cpu-ns/task")
+	b.ReportMetric(float64(redisCPU(b, c)-rcpu)/float64(b.N), "redis-cpu-ns/task")
 	stop()
 	if err := <-done; err != nil {
 		b.Fatal(err)
@@ -99,6 +102,25 @@ func clientCPU(b *testing.B) int64 {
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
+// redisCPU returns the CPU time (user and system) the Redis server has
+// used, in nanoseconds (INFO cpu): the cost the load of the machine moves
+// least.
+func redisCPU(b *testing.B, c *redis.Client) int64 {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return int64(total * 1e9)
+}
+
 // benchConcurrency is BenchmarkNoopTasks's concurrency: 50, or
 // LEAT_BENCH_CONCURRENCY.
 var benchConcurrency = 50
@@ -106,5 +128,77 @@ var benchConcurrency = 50
 func init() {
 	if v := os.Getenv("LEAT_BENCH_CONCURRENCY"); v != "" {
 		benchConcurrency, _ = strconv.Atoi(v)
+	}
+}
+
+// BenchmarkQueueEvents runs BenchmarkNoopTasks's tasks with the queue's
+// events off and on (every start and end an entry of the events stream):
+// the cost of events on the hot path.
+//
+//	go test -run '^$' -bench QueueEvents -benchtime 100000x ./task
+func BenchmarkQueueEvents(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		cap  int
+	}{{"off", -1}, {"on", 0}} {
+		b.Run(tc.name, func(b *testing.B) {
+			runNoopTasks(b, func(ctx context.Context, q *task.Queue[job, out]) error {
+				return q.SetEvents(ctx, tc.cap)
+			})
+		})
+	}
+}
+
+// BenchmarkEnqueueEvents enqueues b.N tasks one per call from 16
+// goroutines (the calls share round trips) with the queue's events off and
+// on, and reports tasks/s.
+//
+//	go test -run '^$' -bench EnqueueEvents -benchtime 100000x ./task
+func BenchmarkEnqueueEvents(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		cap  int
+	}{{"off", -1}, {"on", 0}} {
+		b.Run(tc.name, func(b *testing.B) {
+			c, prefix := redistest.Client(b)
+			ctx := context.Background()
+			a, err := app.New(app.Config{Name: "bench", Client: c, KeyPrefix: prefix, Logger: testLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			q, err := task.Declare[job, out](a, "enq")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := q.SetEvents(ctx, tc.cap); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := q.Enqueue(ctx, job{}); err != nil { // registers the queue
+				b.Fatal(err)
+			}
+			const goroutines = 16
+			b.ResetTimer()
+			start, rcpu := time.Now(), redisCPU(b, c)
+			errs := make(chan error, goroutines)
+			for g := range goroutines {
+				go func() {
+					for i := g; i < b.N; i += goroutines {
+						if _, err := q.Enqueue(ctx, job{N: i}); err != nil {
+							errs <- err
+							return
+						}
+					}
+					errs <- nil
+				}()
+			}
+			for range goroutines {
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
+			b.ReportMetric(float64(redisCPU(b, c)-rcpu)/float64(b.N), "redis-cpu-ns/task")
+		})
 	}
 }

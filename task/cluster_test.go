@@ -41,6 +41,8 @@ func TestCluster(t *testing.T) {
 			opts = append(opts, task.Keyed())
 		case 2:
 			opts = append(opts, task.Weighted(task.Level{Name: "a", Weight: 2}, task.Level{Name: "b", Weight: 1}))
+		case 3:
+			opts = append(opts, task.Events(0))
 		}
 		q, err := task.Handle(a, fmt.Sprintf("q%d", i), double, opts...)
 		if err != nil {
@@ -70,6 +72,21 @@ func TestCluster(t *testing.T) {
 				t.Fatalf("queue %d task %d: %v %v", i, j, r, err)
 			}
 		}
+	}
+	// Queue q3's events, written by its scripts in its slot: its workers
+	// turned them on before taking a task, so each task's end is one.
+	evs, err := queues[3].EventsAfter(ctx, "0", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := 0
+	for _, ev := range evs {
+		if ev.State == task.Succeeded {
+			ended++
+		}
+	}
+	if ended != 4 {
+		t.Errorf("queue q3: %d succeeded events, want 4: %+v", ended, evs)
 	}
 	// The inspector reads every queue (each in its own slot) in one go.
 	reports, err := inspect.New(cl.Client(t), "", "shop").Queues(ctx)

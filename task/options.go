@@ -85,6 +85,7 @@ type settings struct {
 	keyBacklog  int           // MaxKeyBacklog (0: none)
 	qrate       rdb.Rate      // over the queue
 	uniqueTTL   time.Duration // UniqueFor
+	events      int           // Events: the events' length cap (0: not turned on)
 	hookTries   int
 	hookBackoff time.Duration
 	hookSecret  string                      // WebhookSecret: signs deliveries of tasks without their own

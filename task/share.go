@@ -63,6 +63,11 @@ func (s *share) setUp(ctx context.Context, q *core) error {
 	if err := q.createGroups(ctx); err != nil {
 		return err
 	}
+	if q.set.events > 0 {
+		if err := rdb.SetEvents(ctx, q.rdb, q.ks.TaskConfig(q.name), int64(q.set.events)); err != nil {
+			return fmt.Errorf("task queue %q: turn events on: %w", q.name, err)
+		}
+	}
 	if !s.loaded {
 		if err := rdb.LoadTaskScripts(ctx, q.rdb); err != nil {
 			return fmt.Errorf("task queue %q: load scripts: %w", q.name, err)

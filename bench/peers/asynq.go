@@ -46,58 +46,77 @@ func asynqEnqueue(dial func() *redis.Client, sp bench.Space, cfg bench.Config, g
 	})
 }
 
-// asynqTasks is the workload that enqueues cfg.Events tasks (untimed,
-// pipelined), then times an asynq server running them with a no-op handler
-// that writes a result, at the concurrency given: from starting the server
-// to the last task completed.
+// asynqTasks is the workload that enqueues cfg.Events tasks (untimed),
+// then times an asynq server running them with a no-op handler that writes
+// a result, at the concurrency given: from starting the server to the last
+// task completed.
 func asynqTasks(dial func() *redis.Client, sp bench.Space, cfg bench.Config, concurrency int) bench.Workload {
 	name := fmt.Sprintf("%s c%d", peerAsynq, concurrency)
 	return bench.TimedTasks(name, cfg.Events, sp.Client(), func(ctx context.Context, span *bench.CPUSpan) (time.Duration, error) {
-		q := asynqQueue(sp)
 		client := dial()
 		defer client.Close()
-		c := asynq.NewClientFromRedisClient(client)
-		defer c.Close()
 		payload := make([]byte, cfg.PayloadBytes)
-		if err := bench.Spread(ctx, cfg.Events, 16, func(ctx context.Context, i int) error {
-			_, err := c.EnqueueContext(ctx, asynq.NewTask(asynqTaskType, payload), asynq.Queue(q), asynq.Retention(time.Hour))
-			return err
-		}); err != nil {
+		if err := asynqFill(ctx, client, asynqQueue(sp), cfg.Events, payload); err != nil {
 			return 0, fmt.Errorf("enqueue: %w", err)
 		}
-		srv := asynq.NewServerFromRedisClient(client, asynq.Config{
-			Concurrency: concurrency, Queues: map[string]int{q: 1}, LogLevel: asynq.ErrorLevel,
-		})
-		completed := "asynq:{" + q + "}:completed"
+		return asynqWork(ctx, client, asynqQueue(sp), cfg.Events, concurrency, span)
+	})
+}
+
+// asynqFill enqueues n tasks of the payload given on queue q from
+// enqueueGoroutines goroutines, each kept as completed with its result for
+// an hour.
+func asynqFill(ctx context.Context, client *redis.Client, q string, n int, payload []byte) error {
+	c := asynq.NewClientFromRedisClient(client)
+	defer c.Close()
+	return bench.Spread(ctx, n, enqueueGoroutines, func(ctx context.Context, i int) error {
+		_, err := c.EnqueueContext(ctx, asynq.NewTask(asynqTaskType, payload), asynq.Queue(q), asynq.Retention(time.Hour))
+		return err
+	})
+}
+
+// asynqWork runs an asynq server on queue q at the concurrency given, with
+// a no-op handler that writes a result, until n tasks are completed, and
+// returns the time from its start to the last. span, if not nil, covers
+// the same time.
+func asynqWork(ctx context.Context, client *redis.Client, q string, n, concurrency int, span *bench.CPUSpan) (time.Duration, error) {
+	srv := asynq.NewServerFromRedisClient(client, asynq.Config{
+		Concurrency: concurrency, Queues: map[string]int{q: 1}, LogLevel: asynq.ErrorLevel,
+	})
+	completed := "asynq:{" + q + "}:completed"
+	if span != nil {
 		if err := span.Start(ctx); err != nil {
 			return 0, err
 		}
-		start := time.Now()
-		if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
-			_, err := t.ResultWriter().Write([]byte(strconv.Itoa(len(t.Payload()))))
-			return err
-		})); err != nil {
+	}
+	start := time.Now()
+	if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		_, err := t.ResultWriter().Write([]byte(strconv.Itoa(len(t.Payload()))))
+		return err
+	})); err != nil {
+		return 0, err
+	}
+	defer srv.Shutdown()
+	for {
+		done, err := client.ZCard(ctx, completed).Result()
+		if err != nil {
 			return 0, err
 		}
-		defer srv.Shutdown()
-		for {
-			n, err := client.ZCard(ctx, completed).Result()
-			if err != nil {
-				return 0, err
-			}
-			if n >= int64(cfg.Events) {
-				d := time.Since(start)
+		if done >= int64(n) {
+			d := time.Since(start)
+			if span != nil {
 				return d, span.Stop(ctx)
 			}
-			t := time.NewTimer(2 * time.Millisecond)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return 0, ctx.Err()
-			}
+			return d, nil
 		}
-	})
+		t := time.NewTimer(2 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		}
+	}
 }
 
 // asynqClean deletes the benchmark queue's keys.

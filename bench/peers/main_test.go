@@ -24,7 +24,7 @@ func TestRun(t *testing.T) {
 		t.Skip("redis-server is not in PATH")
 	}
 	var out, errs bytes.Buffer
-	if err := run(context.Background(), []string{"--events", "300", "--rounds", "1"}, &out, &errs); err != nil {
+	if err := run(context.Background(), []string{"--events", "300", "--rounds", "1", "--bullmq=false"}, &out, &errs); err != nil {
 		t.Fatalf("%v\n%s", err, errs.String())
 	}
 	for _, want := range []string{
@@ -32,6 +32,7 @@ func TestRun(t *testing.T) {
 		"enqueue     leat/asynq ",
 		"tasks       leat c10/asynq c10 ", "tasks       leat c50/raw ",
 		"publish     leat/watermill ", "publish     leat/raw ", "subscribe   leat/raw+decode ", "subscribe   leat/watermill ",
+		"memory: Redis used_memory per task, 300 tasks", "note: BullMQ skipped: --bullmq=false",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -44,6 +45,20 @@ func TestRun(t *testing.T) {
 			if !re.MatchString(out.String()) {
 				t.Errorf("output lacks enqueue %s %s:\n%s", variant, figure, out.String())
 			}
+		}
+	}
+	// The memory table has leat and asynq at every payload size, and a
+	// comparison with asynq, the only peer.
+	for _, p := range []string{"50", "100", "500", "5000"} {
+		for _, variant := range []string{"leat", "asynq"} {
+			re := regexp.MustCompile(`(?m)^` + p + ` +` + variant + ` +[0-9,]+ +[0-9,]+$`)
+			if !re.MatchString(out.String()) {
+				t.Errorf("memory table lacks %s at %s bytes:\n%s", variant, p, out.String())
+			}
+		}
+		re := regexp.MustCompile(`(?m)^` + p + ` +leat/better peer +[0-9.]+ \(asynq\) +[0-9.]+ \(asynq\)$`)
+		if !re.MatchString(out.String()) {
+			t.Errorf("memory table lacks leat/better peer at %s bytes:\n%s", p, out.String())
 		}
 	}
 }

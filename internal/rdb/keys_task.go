@@ -114,6 +114,14 @@ func (s KeySpace) TaskCron(queue string) string { return s.key("tcron", s.taskTa
 // queue are published (message = task ID).
 func (s KeySpace) TaskCancel(queue string) string { return s.key("tcancel", s.taskTag(queue)) }
 
+// TaskEvents is the stream of the state changes of a queue's tasks
+// (task.Events): one entry per move (fields t task ID, s new state, p
+// previous state, a attempt, e error), written by the script that makes
+// the move while the queue's live settings (TaskConfig) hold its length
+// cap, field "ev"; capped with MAXLEN ~ by every XADD (no TTL; deleted when
+// events are turned off).
+func (s KeySpace) TaskEvents(queue string) string { return s.key("tev", s.taskTag(queue)) }
+
 // TaskPattern matches every key of a queue (for SCAN in tests and tools).
 func (s KeySpace) TaskPattern(queue string) string {
 	return s.Prefix + ":*{" + s.taskTag(queue) + "}*"

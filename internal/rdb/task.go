@@ -59,14 +59,31 @@ func script(name, src string) *redis.Script {
 	return redis.NewScript(Describe(name, commonSrc+"\n"+src))
 }
 
-// Keys returns the KEYS of every task script for queue (see common.lua).
+// Keys returns the keys of every task script for queue (see common.lua):
+// the 16 common KEYS, then the queue's events stream, which a script takes
+// as its last key, after its own (taskKeys).
 func Keys(s KeySpace, queue string) []string {
 	return []string{
 		s.TaskPrefix(queue), s.TaskStreamPrefix(queue), s.TaskScheduled(queue), s.TaskDead(queue),
 		s.TaskDone(queue), s.TaskCounts(queue), s.TaskUniquePrefix(queue), s.TaskKeyPrefix(queue),
 		s.TaskKeys(queue), s.TaskWake(queue), s.TaskRatePrefix(queue), s.TaskWebhooks(queue),
 		s.TaskFinishedPrefix(queue), s.TaskFetchedPrefix(queue), s.TaskConfig(queue), s.TaskQueueRate(queue),
+		s.TaskEvents(queue),
 	}
+}
+
+// commonKeys is the number of keys of Keys that every task script takes
+// first (see common.lua); Keys' last one, the queue's events stream, comes
+// after a script's own keys, as the last of its KEYS.
+const commonKeys = 16
+
+// taskKeys returns the KEYS of a task script: the common keys of k (Keys),
+// then the script's own keys, then the events stream.
+func taskKeys(k []string, own ...string) []string {
+	keys := make([]string, 0, len(k)+len(own))
+	keys = append(keys, k[:commonKeys]...)
+	keys = append(keys, own...)
+	return append(keys, k[commonKeys])
 }
 
 // errText returns err's text, "" for nil.

@@ -36,6 +36,7 @@ elseif st == 'scheduled' or st == 'retrying' then
 end
 redis.call('HSET', h, 's', 'cancelled', 'f', now, 'err', 'cancelled')
 count(st, 'cancelled')
+event(id, 'cancelled', st, nil, 'cancelled', h)
 finish(h, id, 'cancelled', 'C', now)
 flush_counts()
 return {st, 'cancelled'}

@@ -23,6 +23,7 @@ local function remove(id, member, index)
   redis.call('ZREM', KEYS[12], id)
   redis.call('DEL', KEYS[1] .. id, KEYS[17] .. id, KEYS[18] .. id)
   count(state, nil)
+  event(id, 'deleted', state)
   deleted = deleted + 1
 end
 

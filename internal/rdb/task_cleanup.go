@@ -7,7 +7,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,7 +29,7 @@ var (
 //
 // KEYS: Keys, updates prefix, logs prefix. ARGV: levels, limit, cursor.
 func Drain(ctx context.Context, c redis.Scripter, k []string, updates, logs string, levels, limit int, cursor string) (int, string, error) {
-	v, err := drain.Run(ctx, c, append(slices.Clip(k), updates, logs), levels, limit, cursor).Slice()
+	v, err := drain.Run(ctx, c, taskKeys(k, updates, logs), levels, limit, cursor).Slice()
 	if err != nil {
 		return 0, "", err
 	}
@@ -47,7 +46,7 @@ func Drain(ctx context.Context, c redis.Scripter, k []string, updates, logs stri
 // KEYS: Keys, updates prefix, logs prefix. ARGV: state, before (Unix ms),
 // offset, limit.
 func Clean(ctx context.Context, c redis.Scripter, k []string, updates, logs, state string, before time.Time, offset, limit int) (int, int, error) {
-	v, err := clean.Run(ctx, c, append(slices.Clip(k), updates, logs), state, before.UnixMilli(), offset, limit).Int64Slice()
+	v, err := clean.Run(ctx, c, taskKeys(k, updates, logs), state, before.UnixMilli(), offset, limit).Int64Slice()
 	if err != nil {
 		return 0, 0, err
 	}

@@ -18,6 +18,8 @@
 --            keys it writes in KEYS[17] and KEYS[18])
 --   KEYS[15] live settings (hash: concurrency, paused, rate, kn)
 --   KEYS[16] the queue's rate counter (tasks taken in the current window)
+--   KEYS[#KEYS] the queue's events stream, after the script's own keys
+--            (see event)
 --
 -- The prefixes (KEYS[1], 2, 7, 8, 11, 13) are completed inside the
 -- scripts, all in the queue's hash slot, because most of those keys only
@@ -95,6 +97,32 @@ local function count(from, to)
   if from then DELTA[from] = (DELTA[from] or 0) - 1 end
   if to then DELTA[to] = (DELTA[to] or 0) + 1 end
   if to and is_final(to) and not (from and is_final(from)) then FINISHED = FINISHED + 1 end
+end
+
+-- Queue events (task.Events): while the queue's live settings hold field
+-- 'ev' (the events stream's length cap), every move of a task is also an
+-- entry of the queue's events stream, written in the same step as the
+-- move. The stream is the last key of every task script (enqueue.lua
+-- names the settings hash in ARGV: a producer may only read it). An
+-- entry: t task ID, s new state (or 'deleted', 'expired' when its hash
+-- goes), p previous state, a attempt, e error (ended states, cut to
+-- EVENT_ERR bytes); its ID is the time. The setting is read once per call,
+-- and only by a call that moves a task.
+local EV_KEY, EV_CONF, EV_CAP = KEYS[#KEYS], KEYS[15], nil
+local EVENT_ERR = 256
+-- attempt is the task's attempt, or nil to read it from its hash h (only
+-- while events are on).
+local function event(id, to, from, attempt, err, h)
+  if EV_CAP == nil then
+    EV_CAP = EV_CONF and redis.call('HGET', EV_CONF, 'ev') or false
+  end
+  if not EV_CAP then return end
+  if attempt == nil and h then attempt = redis.call('HGET', h, 'a') end
+  local e = {'XADD', EV_KEY, 'MAXLEN', '~', EV_CAP, '*', 't', id, 's', to}
+  if from then e[#e + 1] = 'p'; e[#e + 1] = from end
+  if attempt then e[#e + 1] = 'a'; e[#e + 1] = attempt end
+  if err and err ~= '' then e[#e + 1] = 'e'; e[#e + 1] = string.sub(err, 1, EVENT_ERR) end
+  redis.call(unpack(e))
 end
 
 local function flush_counts()
@@ -356,6 +384,7 @@ local function bury(h, id, now, dead_max, dead_age)
     for _, o in ipairs(old) do
       redis.call('DEL', KEYS[1] .. o)
       count('dead', nil)
+      event(o, 'expired', 'dead')
     end
     redis.call('ZREMRANGEBYRANK', KEYS[4], 0, n - dead_max - 1)
   end

@@ -26,6 +26,7 @@ local function remove(id, st, h, upd, log)
   redis.call('ZREM', KEYS[12], id)
   redis.call('DEL', h, upd, log)
   count(st, nil)
+  event(id, 'deleted', st)
 end
 
 if ARGV[1] == 'dead' then

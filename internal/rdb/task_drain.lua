@@ -26,6 +26,7 @@ local function delete(id, st)
   release_unique(h, id)
   redis.call('DEL', h, KEYS[17] .. id, KEYS[18] .. id)
   count(st, nil)
+  event(id, 'deleted', st)
   deleted = deleted + 1
 end
 

@@ -5,7 +5,6 @@ package rdb
 import (
 	"context"
 	_ "embed"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -49,7 +48,7 @@ func EditTask(ctx context.Context, c Client, k []string, id, what string, at tim
 	case EditPayload:
 		arg = payload
 	}
-	v, err := edit.Run(ctx, c, append(slices.Clip(k), k[0]+id), id, what, arg).StringSlice()
+	v, err := edit.Run(ctx, c, taskKeys(k, k[0]+id), id, what, arg).StringSlice()
 	if err != nil {
 		return "", "", err
 	}

@@ -60,6 +60,7 @@ if what == 'now' then
   redis.call('ZREM', KEYS[3], id)
   redis.call('HSET', h, 's', 'pending', 'd', now)
   count(st, 'pending')
+  event(id, 'pending', st, nil, nil, h)
   if not key then
     push_ready(id, level)
   elseif st == 'scheduled' and not key_holds(key, id) then
@@ -77,6 +78,7 @@ if st == 'pending' then
   unready()
   redis.call('HSET', h, 's', 'scheduled', 'd', arg)
   count('pending', 'scheduled')
+  event(id, 'scheduled', 'pending', nil, nil, h)
 else
   redis.call('HSET', h, 'd', arg)
 end

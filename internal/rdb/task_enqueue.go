@@ -27,6 +27,10 @@ type Target struct {
 	// holds in line, above which a task is refused (0: no bound). Both
 	// go in ARGV after the tasks.
 	KeyConcurrency, MaxKeyBacklog int
+	// Config is the queue's live settings hash (KeySpace.TaskConfig),
+	// which the script only reads (whether events are on); it goes in
+	// ARGV, last.
+	Config string
 }
 
 // EnqueueTarget returns what enqueue.lua takes of queue.
@@ -35,8 +39,10 @@ func EnqueueTarget(s KeySpace, queue string) Target {
 		Keys: []string{
 			s.TaskStagePrefix(queue), s.TaskStreamPrefix(queue), s.TaskScheduled(queue), s.TaskCounts(queue),
 			s.TaskUniquePrefix(queue), s.TaskKeyPrefix(queue), s.TaskKeys(queue), s.TaskWake(queue),
+			s.TaskEvents(queue),
 		},
 		Prefix: s.TaskPrefix(queue),
+		Config: s.TaskConfig(queue),
 	}
 }
 
@@ -77,11 +83,10 @@ const (
 	UniqueThrottle = "throttle"
 )
 
-// EnqueueArgs returns the ARGV of enqueue.lua for tasks of the queue whose
-// task hashes start with prefix (KeySpace.TaskPrefix).
-func EnqueueArgs(prefix string, tasks []NewTask) []any {
-	args := make([]any, 0, 4+15*len(tasks))
-	args = append(args, prefix, len(tasks))
+// EnqueueArgs returns the ARGV of enqueue.lua for tasks of the queue of q.
+func EnqueueArgs(q Target, tasks []NewTask) []any {
+	args := make([]any, 0, 5+15*len(tasks))
+	args = append(args, q.Prefix, len(tasks))
 	for _, t := range tasks {
 		var at int64
 		if !t.RunAt.IsZero() {
@@ -91,12 +96,7 @@ func EnqueueArgs(prefix string, tasks []NewTask) []any {
 			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook, t.Token, t.Headers,
 			t.WebhookSecret, t.UniqueMode)
 	}
-	return args
-}
-
-// enqueueArgs returns the ARGV of enqueue.lua for tasks of queue q.
-func enqueueArgs(q Target, tasks []NewTask) []any {
-	return append(EnqueueArgs(q.Prefix, tasks), max(q.KeyConcurrency, 1), max(q.MaxKeyBacklog, 0))
+	return append(args, q.Config, max(q.KeyConcurrency, 1), max(q.MaxKeyBacklog, 0))
 }
 
 // Enqueue creates tasks (enqueue.lua) and returns, per task, whether it was
@@ -105,13 +105,13 @@ func enqueueArgs(q Target, tasks []NewTask) []any {
 //
 // KEYS: Target.Keys. ARGV: Target.Prefix, n, then id, payload, level, run-at ms, max retries,
 // timeout ms, retention ms, unique key, unique TTL ms, key, webhook, token,
-// headers, webhook secret, unique mode per task, then key concurrency and
-// max key backlog. A task that exists with its ID and its non-empty Token (an
-// earlier run of the same call) counts as created. A task refused because
-// its key's line is full (Target.MaxKeyBacklog) is not created and its ID
-// is "".
+// headers, webhook secret, unique mode per task, then Target.Config, key
+// concurrency and max key backlog. A task that exists with its ID and its
+// non-empty Token (an earlier run of the same call) counts as created. A
+// task refused because its key's line is full (Target.MaxKeyBacklog) is
+// not created and its ID is "".
 func Enqueue(ctx context.Context, c redis.Scripter, q Target, tasks []NewTask) (created []bool, ids []string, err error) {
-	v, err := enqueue.Run(ctx, c, q.Keys, enqueueArgs(q, tasks)...).Slice()
+	v, err := enqueue.Run(ctx, c, q.Keys, EnqueueArgs(q, tasks)...).Slice()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -121,7 +121,7 @@ func Enqueue(ctx context.Context, c redis.Scripter, q Target, tasks []NewTask) (
 // EnqueueCmd queues enqueue.lua on a pipeline (EVALSHA: load it first with
 // Load, and rerun commands that failed with NOSCRIPT).
 func EnqueueCmd(ctx context.Context, p redis.Pipeliner, q Target, tasks []NewTask) *redis.Cmd {
-	return enqueue.EvalSha(ctx, p, q.Keys, enqueueArgs(q, tasks)...)
+	return enqueue.EvalSha(ctx, p, q.Keys, EnqueueArgs(q, tasks)...)
 }
 
 // enqueueBacklogFull is enqueue.lua's status of a task refused because its

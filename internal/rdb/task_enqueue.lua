@@ -12,6 +12,7 @@
 --   KEYS[6]  key list prefix (+ task key)
 --   KEYS[7]  set of keys with tasks waiting or running
 --   KEYS[8]  wake list of the queue's leader
+--   KEYS[9]  events stream (see event in common.lua)
 -- ARGV[1]  task hash prefix (+ task ID): read, and written only by RENAMENX
 -- ARGV[2]  number of tasks n, then 15 values per task:
 --          id, payload, level, run-at ms (0 = now), max retries, timeout ms,
@@ -25,9 +26,10 @@
 --          payload, headers and due time instead: status 3) or "throttle"
 --          (the key refuses tasks for its whole TTL: field 'ut' keeps
 --          release_unique from freeing it when the task ends)
--- ARGV[3+15n] (keyed queues; absent: 1) key concurrency: tasks of a key in
+-- ARGV[3+15n] the live settings hash: read only (events on: see event)
+-- ARGV[4+15n] (keyed queues; absent: 1) key concurrency: tasks of a key in
 --          progress at once (see common.lua's KN)
--- ARGV[4+15n] (keyed queues; absent or 0: none) the most tasks a key may
+-- ARGV[5+15n] (keyed queues; absent or 0: none) the most tasks a key may
 --          hold in line (its list: waiting, running or waiting out a
 --          retry); a task that would make it hold more is refused (status
 --          4) and nothing of it is written
@@ -48,8 +50,9 @@ local STAGE = KEYS[1]
 KEYS[10], KEYS[9], KEYS[8], KEYS[7], KEYS[6] = KEYS[8], KEYS[7], KEYS[6], KEYS[5], KEYS[4]
 KEYS[1], KEYS[4], KEYS[5] = ARGV[1], false, false
 local n = tonumber(ARGV[2])
-KN = math.max(math.floor(tonumber(ARGV[3 + 15 * n] or '1') or 1), 1)
-local backlog = tonumber(ARGV[4 + 15 * n] or '0') or 0
+EV_CONF = ARGV[3 + n * 15]
+KN = math.max(math.floor(tonumber(ARGV[4 + 15 * n] or '1') or 1), 1)
+local backlog = tonumber(ARGV[5 + 15 * n] or '0') or 0
 local now = now_ms()
 local now_text = tostring(now)
 local out = {}
@@ -117,6 +120,7 @@ for i = 0, n - 1 do
       enqueue_keyed(id, key)
     end
     count(nil, state)
+    event(id, state, nil, '0')
     if ukey ~= '' then redis.call('SET', KEYS[7] .. ukey, id, 'PX', uttl) end
     table.insert(out, 1)
     table.insert(out, id)

@@ -150,10 +150,10 @@ func runFetch(ctx context.Context, c Client, k []string, args []any) ([]Fetched,
 	consumer, call := args[0].(string), args[4].(string)
 	argv := make([]any, 0, 5+len(k)+len(args))
 	argv = append(argv, "evalsha", taskFetch.Hash(), len(k)+2)
-	for _, key := range k {
+	for _, key := range k[:commonKeys] {
 		argv = append(argv, key)
 	}
-	argv = append(argv, k[13]+consumer+":"+callSlot(call), k[13]+consumer+":own")
+	argv = append(argv, k[13]+consumer+":"+callSlot(call), k[13]+consumer+":own", k[commonKeys])
 	argv = append(argv, args...)
 	for try := 0; ; try++ {
 		cmd := NewOnceCmd(ctx, argv...)

@@ -200,6 +200,7 @@ local function take(level, eid, field, value)
   redis.call('HSET', h, 's', 'active', 'a', a_text, 'st', now_text, 'w', consumer, 'x', eid, 'l', level)
   if v[7] then redis.call('HDEL', h, 'c') end
   count('pending', 'active')
+  event(id, 'active', 'pending', a_text)
   spent = spent + 1
   table.insert(out, {level, eid, id, v[2], a, v[4], v[5], key or '', v[6], v[8] or ''})
   table.insert(taken, {level, eid, field, value})

@@ -41,12 +41,11 @@ type Outcome struct {
 // ID), in the order of outs. ARGV: consumer, dead max, dead age ms, then
 // id, level, entry, outcome, data, delay ms per task.
 func FinishCmd(ctx context.Context, c redis.Scripter, k []string, consumer string, deadMax int, deadAge time.Duration, outs []Outcome) *redis.Cmd {
-	keys := make([]string, len(k), len(k)+len(outs))
-	copy(keys, k)
-	for _, o := range outs {
-		keys = append(keys, k[0]+o.ID)
+	hashes := make([]string, len(outs))
+	for i, o := range outs {
+		hashes[i] = k[0] + o.ID
 	}
-	k = keys
+	k = taskKeys(k, hashes...)
 	args := make([]any, 0, 3+6*len(outs))
 	args = append(args, consumer, deadMax, deadAge.Milliseconds())
 	for _, o := range outs {

@@ -55,6 +55,7 @@ for i = 4, #ARGV, 6 do
     redis.call('HSET', h, 's', 'succeeded', 'f', now_text, 'res', data)
     if v[7] then redis.call('HDEL', h, 'err') end
     count(st, 'succeeded')
+    event(id, 'succeeded', st, nil, nil, h)
     finish(h, id, 'succeeded', 'S', now, v[5], v[6], wh)
     -- A keyed task's key moves on with whoever holds its token: this run;
     -- or the run of the reclaimed copy, which passes it on when it finishes
@@ -72,11 +73,13 @@ for i = 4, #ARGV, 6 do
       redis.call('HSET', h, 's', 'retrying', 'err', data, 'd', now + delay)
       redis.call('ZADD', KEYS[3], now + delay, id)
       count('active', 'retrying')
+      event(id, 'retrying', 'active', nil, data, h)
       wake_if_first(id)
     elseif outcome == 'dead' then
       applied = 'dead'
       redis.call('HSET', h, 'err', data)
       count('active', 'dead')
+      event(id, 'dead', 'active', nil, data, h)
       bury(h, id, now, dead_max, dead_age)
       if key then advance_key(key, id, true) end
     elseif outcome == 'fail' or outcome == 'cancel' then
@@ -84,11 +87,13 @@ for i = 4, #ARGV, 6 do
         applied = 'failed'
         redis.call('HSET', h, 's', 'failed', 'f', now_text, 'err', data)
         count('active', 'failed')
+        event(id, 'failed', 'active', nil, data, h)
         finish(h, id, 'failed', 'F', now, v[5], v[6], wh)
       else
         applied = 'cancelled'
         redis.call('HSET', h, 's', 'cancelled', 'f', now_text, 'err', data)
         count('active', 'cancelled')
+        event(id, 'cancelled', 'active', nil, data, h)
         finish(h, id, 'cancelled', 'C', now, v[5], v[6], wh)
       end
       if key then advance_key(key, id, true) end
@@ -98,12 +103,14 @@ for i = 4, #ARGV, 6 do
       redis.call('HINCRBY', h, 'a', -1)
       redis.call('ZADD', KEYS[3], now + delay, id)
       count('active', 'scheduled')
+      event(id, 'scheduled', 'active', nil, nil, h)
       wake_if_first(id)
     elseif outcome == 'handback' then
       applied = 'pending'
       redis.call('HSET', h, 's', 'pending')
       redis.call('HINCRBY', h, 'a', -1)
       count('active', 'pending')
+      event(id, 'pending', 'active', nil, nil, h)
       if key then token(key) else push_ready(id, level) end
     end
   elseif key and v[2] == consumer and v[4] == eid and redis.call('HGET', h, 'pass') == '1'

@@ -7,7 +7,6 @@ package rdb
 import (
 	"context"
 	_ "embed"
-	"slices"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -31,14 +30,14 @@ var (
 // KEYS: Keys, then each task's hash. ARGV: the flow's generation (kept in
 // each task: CancelNode), the task IDs.
 func FlowRevive(ctx context.Context, c redis.Scripter, k []string, gen int64, ids []string) (int, error) {
-	keys := slices.Clip(k)
+	var keys []string
 	args := make([]any, 0, 1+len(ids))
 	args = append(args, gen)
 	for _, id := range ids {
 		keys = append(keys, k[0]+id)
 		args = append(args, id)
 	}
-	return flowRevive.Run(ctx, c, keys, args...).Int()
+	return flowRevive.Run(ctx, c, taskKeys(k, keys...), args...).Int()
 }
 
 // FlowNodes creates the waiting tasks of a flow in the queue of keys k
@@ -49,7 +48,7 @@ func FlowRevive(ctx context.Context, c redis.Scripter, k []string, gen int64, id
 // max retries, timeout ms, retention ms, key, webhook, webhook secret,
 // headers per task.
 func FlowNodes(ctx context.Context, c redis.Scripter, k []string, tasks []NewTask) (int, error) {
-	keys := slices.Clip(k)
+	var keys []string
 	args := make([]any, 0, 1+10*len(tasks))
 	args = append(args, len(tasks))
 	for _, t := range tasks {
@@ -57,7 +56,7 @@ func FlowNodes(ctx context.Context, c redis.Scripter, k []string, tasks []NewTas
 		args = append(args, t.ID, t.Payload, t.Level, t.MaxRetries, t.Timeout.Milliseconds(), t.Retention.Milliseconds(),
 			t.Key, t.Webhook, t.WebhookSecret, t.Headers)
 	}
-	n, err := flowNodes.Run(ctx, c, keys, args...).Int()
+	n, err := flowNodes.Run(ctx, c, taskKeys(k, keys...), args...).Int()
 	return n, err
 }
 
@@ -66,13 +65,13 @@ func FlowNodes(ctx context.Context, c redis.Scripter, k []string, tasks []NewTas
 //
 // KEYS: Keys, then each task's hash. ARGV: the task IDs.
 func FlowRelease(ctx context.Context, c redis.Scripter, k []string, ids []string) (int, error) {
-	keys := slices.Clip(k)
+	var keys []string
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		keys = append(keys, k[0]+id)
 		args[i] = id
 	}
-	return flowRelease.Run(ctx, c, keys, args...).Int()
+	return flowRelease.Run(ctx, c, taskKeys(k, keys...), args...).Int()
 }
 
 // TaskStates returns the state, result and error of tasks (hashes given

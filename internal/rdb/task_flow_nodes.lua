@@ -23,6 +23,7 @@ for i = 0, n - 1 do
     if ARGV[b + 8] ~= '' then redis.call('HSET', h, 'whk', ARGV[b + 8]) end
     if ARGV[b + 9] ~= '' then redis.call('HSET', h, 'h', ARGV[b + 9]) end
     count(nil, 'waiting')
+    event(ARGV[b], 'waiting', nil, '0')
     made = made + 1
   end
 end

@@ -16,6 +16,7 @@ for i, id in ipairs(ARGV) do
     redis.call('HSET', h, 's', 'pending', 'd', now)
     if v[3] and v[3] ~= '' then enqueue_keyed(id, v[3]) else push_ready(id, v[2]) end
     count('waiting', 'pending')
+    event(id, 'pending', 'waiting', nil, nil, h)
     made = made + 1
   end
 end

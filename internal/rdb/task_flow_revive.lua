@@ -19,6 +19,7 @@ for i = 2, #ARGV do
     redis.call('PERSIST', h)
     redis.call('ZREM', KEYS[5], 'C|' .. id)
     count('cancelled', 'waiting')
+    event(id, 'waiting', 'cancelled', '0')
     made = made + 1
   end
 end

@@ -16,12 +16,14 @@ for _, m in ipairs(done) do
   -- a task requeued from failed has left the done set already
   redis.call('DEL', h)
   count(states[string.sub(m, 1, 1)], nil)
+  event(id, 'expired', states[string.sub(m, 1, 1)])
   redis.call('ZREM', KEYS[5], m)
 end
 local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[2]), 'LIMIT', 0, limit)
 for _, id in ipairs(dead) do
   redis.call('DEL', KEYS[1] .. id)
   count('dead', nil)
+  event(id, 'expired', 'dead')
   redis.call('ZREM', KEYS[4], id)
 end
 local next = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')

@@ -7,7 +7,6 @@ package rdb
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -20,7 +19,7 @@ import (
 //
 // KEYS: Keys, then the task's hash. ARGV: task ID.
 func Cancel(ctx context.Context, c redis.Scripter, k []string, id string) (state, action string, err error) {
-	v, err := cancel.Run(ctx, c, append(slices.Clip(k), k[0]+id), id).StringSlice()
+	v, err := cancel.Run(ctx, c, taskKeys(k, k[0]+id), id).StringSlice()
 	if err != nil {
 		return "", "", err
 	}
@@ -33,7 +32,7 @@ func Cancel(ctx context.Context, c redis.Scripter, k []string, id string) (state
 //
 // KEYS: Keys, then the task's hash. ARGV: task ID, generation.
 func CancelNode(ctx context.Context, c redis.Scripter, k []string, id string, gen int64) (state, action string, err error) {
-	v, err := cancel.Run(ctx, c, append(slices.Clip(k), k[0]+id), id, gen).StringSlice()
+	v, err := cancel.Run(ctx, c, taskKeys(k, k[0]+id), id, gen).StringSlice()
 	if err != nil {
 		return "", "", err
 	}
@@ -45,7 +44,7 @@ func CancelNode(ctx context.Context, c redis.Scripter, k []string, id string, ge
 //
 // KEYS: Keys, then the task's hash. ARGV: task ID.
 func Requeue(ctx context.Context, c redis.Scripter, k []string, id string) (string, error) {
-	v, err := requeue.Run(ctx, c, append(slices.Clip(k), k[0]+id), id).Text()
+	v, err := requeue.Run(ctx, c, taskKeys(k, k[0]+id), id).Text()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
@@ -61,7 +60,7 @@ func Requeue(ctx context.Context, c redis.Scripter, k []string, id string) (stri
 // KEYS: Keys, updates prefix, logs prefix, then the task's hash, updates
 // and log. ARGV: "id", task ID.
 func Delete(ctx context.Context, c redis.Scripter, k []string, updates, logs, id string) (string, error) {
-	return remove.Run(ctx, c, append(slices.Clip(k), updates, logs, k[0]+id, updates+id, logs+id), "id", id).Text()
+	return remove.Run(ctx, c, taskKeys(k, updates, logs, k[0]+id, updates+id, logs+id), "id", id).Text()
 }
 
 // DeleteDead removes up to limit of the oldest dead tasks as Delete does
@@ -69,7 +68,7 @@ func Delete(ctx context.Context, c redis.Scripter, k []string, updates, logs, id
 //
 // KEYS: Keys, updates prefix, logs prefix. ARGV: "dead", limit.
 func DeleteDead(ctx context.Context, c redis.Scripter, k []string, updates, logs string, limit int) (deleted int, more bool, err error) {
-	v, err := remove.Run(ctx, c, append(slices.Clip(k), updates, logs), "dead", limit).Int64Slice()
+	v, err := remove.Run(ctx, c, taskKeys(k, updates, logs), "dead", limit).Int64Slice()
 	if err != nil {
 		return 0, false, err
 	}

@@ -36,6 +36,7 @@ for _, id in ipairs(ids) do
   if st == 'scheduled' or st == 'retrying' then
     redis.call('HSET', h, 's', 'pending')
     count(st, 'pending')
+    event(id, 'pending', st, nil, nil, h)
     if not key then
       push_ready(id, v[2])
     elseif st == 'scheduled' and not key_holds(key, id) then

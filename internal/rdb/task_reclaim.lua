@@ -36,12 +36,14 @@ for _, e in ipairs(r[2]) do
         if st == 'active' and tonumber(v[2]) > tonumber(v[3]) then
           redis.call('HSET', h, 'err', 'worker lost while running the last attempt')
           count(st, 'dead')
+          event(id, 'dead', st, v[2], 'worker lost while running the last attempt')
           bury(h, id, now, tonumber(ARGV[6]), tonumber(ARGV[7]))
           if key then advance_key(key, id, true) end
           buried = buried + 1
         else
           redis.call('HSET', h, 's', 'pending')
           count(st, 'pending')
+          if st ~= 'pending' then event(id, 'pending', st, v[2]) end
           if key then token(key) else push_ready(id, level) end
           reclaimed = reclaimed + 1
         end

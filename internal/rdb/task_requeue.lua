@@ -21,6 +21,7 @@ redis.call('PERSIST', h)
 redis.call('HSET', h, 's', 'pending', 'a', 0, 'd', now_ms())
 redis.call('HDEL', h, 'f', 'res', 'c')
 count(st, 'pending')
+event(id, 'pending', st, '0')
 if key and key ~= '' then enqueue_keyed(id, key) else push_ready(id, v[3]) end
 flush_counts()
 return st

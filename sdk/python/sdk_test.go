@@ -184,6 +184,10 @@ func TestPythonSuite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// test_client.py's WatchQueueTest follows the events of "plain".
+	if err := plain.SetEvents(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := stream.Declare[event](a, "events", stream.KeyField("user"), stream.Partitions(4)); err != nil {
 		t.Fatal(err)
 	}

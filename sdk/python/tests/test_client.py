@@ -276,3 +276,40 @@ class ClientTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(URL, "LEAT_API_URL names no leat serve (sdk_test.go sets it)")
+class WatchQueueTest(unittest.TestCase):
+    """Queue "plain" has its events on (sdk_test.go)."""
+
+    def setUp(self):
+        self.client = leat.Client(URL, timeout=30)
+
+    def events_of(self, task_id, since, n):
+        got = []
+        for ev in self.client.watch_queue("plain", since=since, timeout=30):
+            if ev["task"] == task_id:
+                got.append(ev)
+                if len(got) == n:
+                    return got
+        return got
+
+    def test_watch_queue_history_and_resume(self):
+        task_id = self.client.enqueue("plain", {"op": "echo"})
+        self.client.wait(task_id, timeout=60)
+        got = self.events_of(task_id, "0", 3)
+        self.assertEqual(
+            [(e.get("prev", ""), e["state"]) for e in got],
+            [("", "pending"), ("pending", "active"), ("active", "succeeded")],
+        )
+        self.assertEqual(got[1]["attempt"], 1)
+        self.assertNotIn("payload", got[2])
+        self.assertNotIn("result", got[2])
+        # Resuming after the first event: the next two, none missed.
+        again = self.events_of(task_id, got[0]["id"], 2)
+        self.assertEqual([e["id"] for e in again], [got[1]["id"], got[2]["id"]])
+
+    def test_watch_queue_bad_position(self):
+        with self.assertRaises(leat.APIError) as cm:
+            next(self.client.watch_queue("plain", since="soon"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "bad_position"))

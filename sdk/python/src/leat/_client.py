@@ -1,8 +1,10 @@
 """A client of leat's HTTP API (`leat serve`), over urllib."""
 
 import datetime
+import http.client
 import json
 import re
+import socket
 import time
 import urllib.error
 import urllib.parse
@@ -273,6 +275,63 @@ class Client:
                 if event == "done":
                     return
 
+    def watch_queue(self, queue, since="$", timeout=None, reconnect=True):
+        """Iterates over every state change of a queue's tasks, over the
+        API's server-sent events (GET /v1/queues/{queue}/events): a dict
+        per event, {"id", "time", "task", "state", "prev", "attempt",
+        "error"} ("prev" and "error" only when there is one), in the order
+        they happened. The queue's events must be on (leat tasks events
+        QUEUE on); never a payload or a result.
+
+        since is where to start: "$" (new events only), "0" (the whole
+        history the queue keeps) or an event's "id" (the events after it).
+        The iteration goes on until the caller stops; when the connection
+        breaks it resumes after the last event yielded (reconnect=False
+        raises instead). timeout bounds, in seconds, the wait for each line
+        (None: no bound; the server sends a comment every 15 seconds). A
+        failure of the server while following raises APIError
+        ("follow_failed")."""
+        last = str(since)
+        failures = 0
+        while True:
+            try:
+                resp = self._open(
+                    "GET",
+                    "/v1/queues/%s/events" % _q(queue),
+                    query={"since": last},
+                    timeout=timeout,
+                    accept="text/event-stream",
+                )
+            except socket.timeout:
+                raise
+            except OSError:
+                failures += 1
+                if not reconnect or failures > 5:
+                    raise
+                time.sleep(min(0.2 * 2**failures, 5.0))
+                continue
+            try:
+                with resp:
+                    for event, data, event_id in _sse(resp, ids=True):
+                        if event == "error":
+                            body = json.loads(data) if data else {}
+                            raise APIError(200, body.get("code", "follow_failed"), body.get("error", "following failed"), body)
+                        if event != "task":
+                            continue
+                        ev = json.loads(data)
+                        last = event_id or ev.get("id", last)
+                        failures = 0
+                        yield ev
+            except socket.timeout:
+                raise
+            except (OSError, http.client.HTTPException):
+                if not reconnect:
+                    raise
+            failures += 1
+            if not reconnect or failures > 5:
+                return
+            time.sleep(min(0.2 * 2**failures, 5.0))
+
     def run_sync(self, queue, payload=None, timeout=30, **options):
         """Enqueues a task and waits for it on the server (the API's
         runsync): returns its result; raises TaskFailed when it failed, died
@@ -469,15 +528,19 @@ def _outcome(info):
     raise TaskFailed(info)
 
 
-def _sse(resp):
-    """The (event, data) pairs of a text/event-stream response."""
-    event, data = None, []
+def _sse(resp, ids=False):
+    """The (event, data) pairs of a text/event-stream response; with ids,
+    (event, data, id) triples."""
+    event, data, event_id = None, [], None
     for raw in resp:
         line = raw.decode("utf-8").rstrip("\r\n")
         if not line:
             if data or event:
-                yield event or "message", "\n".join(data)
-            event, data = None, []
+                if ids:
+                    yield event or "message", "\n".join(data), event_id
+                else:
+                    yield event or "message", "\n".join(data)
+            event, data, event_id = None, [], None
             continue
         if line.startswith(":"):
             continue
@@ -486,5 +549,7 @@ def _sse(resp):
             value = value[1:]
         if field == "event":
             event = value
+        elif field == "id":
+            event_id = value
         elif field == "data":
             data.append(value)
