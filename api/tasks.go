@@ -188,7 +188,8 @@ func (h *handler) lookupQueue(w http.ResponseWriter, r *http.Request) *rawQueue 
 }
 
 // enqueue creates a task and answers its ID; a duplicate answers 409 with
-// the existing task's ID.
+// the existing task's ID, a task refused because its key's line is full
+// (task.MaxKeyBacklog) 429.
 func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) {
 	payload, opts, priority, ok := h.decodeEnqueue(w, r)
 	if !ok {
@@ -209,6 +210,8 @@ func enqueueAnswered(w http.ResponseWriter, id string, err error) bool {
 	switch {
 	case err == nil:
 		return false
+	case errors.Is(err, task.ErrKeyBacklogFull):
+		writeError(w, http.StatusTooManyRequests, "key_backlog_full", err.Error())
 	case errors.Is(err, task.ErrDuplicate):
 		writeJSON(w, http.StatusConflict, apiError{Error: err.Error(), Code: "duplicate", ID: id})
 	case errors.Is(err, task.ErrInvalid):

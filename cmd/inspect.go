@@ -349,6 +349,14 @@ func writeQueueReport(w io.Writer, r *inspect.QueueReport) error {
 		}
 		fmt.Fprintf(w, "rate limits: at most %s, over all workers\n\n", strings.Join(limits, "; "))
 	}
+	if r.KeyConcurrency > 1 || r.MaxKeyBacklog > 0 {
+		backlog := "no bound"
+		if r.MaxKeyBacklog > 0 {
+			backlog = fmt.Sprintf("at most %d", r.MaxKeyBacklog)
+		}
+		fmt.Fprintf(w, "keys: up to %d %s of a key at once; %s tasks in a key's line\n\n",
+			r.KeyConcurrency, plural(r.KeyConcurrency, "task"), backlog)
+	}
 	if r.RateLive && r.Rate == nil {
 		fmt.Fprintf(w, "rate limit lifted live (leat tasks rate %s default goes back to the workers' option)\n\n", r.Name)
 	}

@@ -404,19 +404,19 @@ func TestDeleteCLI(t *testing.T) {
 	}
 }
 
-// leat inspect queue names a queue's rate limits, set live or not, and its
-// pause.
+// leat inspect queue names a queue's rate limits, set live or not, its
+// pause and its key settings.
 func TestQueueReportLimits(t *testing.T) {
 	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	r := &inspect.QueueReport{App: "shop", Time: at, Rate: &inspect.RateLimit{Tasks: 5, WindowMS: 400},
-		KeyRate: &inspect.RateLimit{Tasks: 2, WindowMS: 60000}}
+		KeyRate: &inspect.RateLimit{Tasks: 2, WindowMS: 60000}, KeyConcurrency: 3, MaxKeyBacklog: 100}
 	r.Name, r.PausedAt = "mail", &at
 	var b strings.Builder
 	if err := writeQueueReport(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"rate limits: at most 5 tasks per 400ms; 2 tasks of a key per 1m0s, over all workers",
-		"paused since 2026-11-23T12:00:00Z"} {
+		"paused since 2026-11-23T12:00:00Z", "keys: up to 3 tasks of a key at once; at most 100 tasks in a key's line"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}

@@ -55,7 +55,16 @@ func queueFields(d task.Definition) []field {
 		{"dead.age", formatDuration(d.DeadAge)}, {"rate", formatRate(d.Rate, d.RateWindow)},
 		{"key_rate", formatRate(d.KeyRate, d.KeyWindow)}, {"keyed", fmt.Sprint(d.Keyed)},
 		{"levels", formatLevels(d.Levels, d.Strict)}, {"unique", formatDuration(d.UniqueTTL)},
+		{"key_concurrency", fmt.Sprint(max(d.KeyConcurrency, 1))}, {"max_key_backlog", formatCount(d.MaxKeyBacklog)},
 	}
+}
+
+// formatCount writes a bound n; "none" for 0.
+func formatCount(n int) string {
+	if n == 0 {
+		return "none"
+	}
+	return fmt.Sprint(n)
 }
 
 // formatDuration writes d as a file does ("30s", "1h30m", "24h"); "none"

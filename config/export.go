@@ -114,6 +114,12 @@ func queueNode(d task.Definition) *yaml.Node {
 	if d.KeyRate > 0 {
 		add(n, "key_rate", rateNode(d.KeyRate, d.KeyWindow))
 	}
+	if d.KeyConcurrency > 1 {
+		add(n, "key_concurrency", intNode(d.KeyConcurrency))
+	}
+	if d.MaxKeyBacklog > 0 {
+		add(n, "max_key_backlog", intNode(d.MaxKeyBacklog))
+	}
 	levels := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 	if d.Strict {
 		levels.Style = yaml.FlowStyle

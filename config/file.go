@@ -75,6 +75,11 @@ type Queue struct {
 	Rate        Rate          // over the queue (task.Rate); zero: none
 	KeyRate     Rate          // per key of a keyed queue (task.KeyRate); zero: none
 	Keyed       bool          // task.Keyed
+	// KeyConcurrency is how many tasks of a key run at once
+	// (task.KeyConcurrency; 0 or 1: one); MaxKeyBacklog the most tasks a
+	// key holds in line (task.MaxKeyBacklog; 0: no bound). Keyed queues.
+	KeyConcurrency int
+	MaxKeyBacklog  int
 	// Levels are the priority levels, highest first (task.Priorities, or
 	// task.Weighted when Weighted); one level "default" when the file
 	// gives none. A task enqueued to "queue.level" goes to that level.

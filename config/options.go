@@ -34,6 +34,12 @@ func (q *Queue) Options() []task.Option {
 	if q.UniqueTTL > 0 {
 		opts = append(opts, task.UniqueFor(q.UniqueTTL))
 	}
+	if q.KeyConcurrency > 1 {
+		opts = append(opts, task.KeyConcurrency(q.KeyConcurrency))
+	}
+	if q.MaxKeyBacklog > 0 {
+		opts = append(opts, task.MaxKeyBacklog(q.MaxKeyBacklog))
+	}
 	if q.Events > 0 {
 		opts = append(opts, task.Events(q.Events))
 	}

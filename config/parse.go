@@ -141,6 +141,7 @@ const (
 var queueKeys = []string{
 	"concurrency", "timeout", "retries", "backoff", "visibility", "retention", "dead", "grace",
 	"rate", "key_rate", "keyed", "levels", "unique", "webhook", "cron", "handler", "events",
+	"key_concurrency", "max_key_backlog",
 }
 
 func (d *decoder) queue(f *File, path, name string, n *yaml.Node) (Queue, bool) {
@@ -214,6 +215,18 @@ func (d *decoder) queue(f *File, path, name string, n *yaml.Node) (Queue, bool) 
 		q.KeyRate = d.rate(e.value, at("key_rate"))
 		if q.KeyRate.Limit > 0 && !q.Keyed {
 			d.errorf(e.value, at("key_rate"), "needs a keyed queue (keyed: true)")
+		}
+	}
+	if e, ok := fields["key_concurrency"]; ok {
+		q.KeyConcurrency, _ = d.count(e.value, at("key_concurrency"), 1, task.MaxKeyConcurrencyLimit)
+		if q.KeyConcurrency > 1 && !q.Keyed {
+			d.errorf(e.value, at("key_concurrency"), "needs a keyed queue (keyed: true)")
+		}
+	}
+	if e, ok := fields["max_key_backlog"]; ok {
+		q.MaxKeyBacklog, _ = d.count(e.value, at("max_key_backlog"), 1, task.MaxKeyBacklogLimit)
+		if q.MaxKeyBacklog > 0 && !q.Keyed {
+			d.errorf(e.value, at("max_key_backlog"), "needs a keyed queue (keyed: true)")
 		}
 	}
 	if e, ok := fields["levels"]; ok {

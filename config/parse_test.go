@@ -150,7 +150,7 @@ func TestParseRefuses(t *testing.T) {
 		{"three mistakes", "app: shop\nqueues:\n  words:\n    retries: \"3x\"\n    timeout: 30\n    concurency: 4\n", []string{
 			`leat.yaml:4: queues.words.retries: must be an integer 0..10000, got "3x"`,
 			`leat.yaml:5: queues.words.timeout: must be a duration such as "30s" or "1h30m", more than 0 and at most 7d (168h0m0s) (a string), got 30`,
-			`leat.yaml:6: queues.words.concurency: unknown field (known: backoff, concurrency, cron, dead, events, grace, handler, key_rate, keyed, levels, rate, retention, retries, timeout, unique, visibility, webhook)`,
+			`leat.yaml:6: queues.words.concurency: unknown field (known: backoff, concurrency, cron, dead, events, grace, handler, key_concurrency, key_rate, keyed, levels, max_key_backlog, rate, retention, retries, timeout, unique, visibility, webhook)`,
 		}},
 		{"events", "queues:\n  q:\n    events: 0\n  r:\n    events: 20000000\n", []string{
 			`leat.yaml:3: queues.q.events: must be an integer 1..10000000, got 0`,
@@ -172,6 +172,13 @@ func TestParseRefuses(t *testing.T) {
 		{"codec", "streams:\n  s:\n    key: k\n    codec: avro\n", []string{`leat.yaml:4: streams.s.codec: unknown codec "avro"`}},
 		{"keyed levels", "queues:\n  q:\n    keyed: true\n    levels: [a, b]\n", []string{`leat.yaml:4: queues.q.levels: a keyed queue has one priority level`}},
 		{"key rate unkeyed", "queues:\n  q:\n    key_rate: {limit: 1, per: 1s}\n", []string{`leat.yaml:3: queues.q.key_rate: needs a keyed queue`}},
+		{"key settings unkeyed", "queues:\n  q:\n    key_concurrency: 2\n    max_key_backlog: 10\n", []string{
+			`leat.yaml:3: queues.q.key_concurrency: needs a keyed queue`, `leat.yaml:4: queues.q.max_key_backlog: needs a keyed queue`,
+		}},
+		{"key settings out of range", "queues:\n  q:\n    keyed: true\n    key_concurrency: 0\n    max_key_backlog: -1\n  r:\n    keyed: true\n    key_concurrency: 257\n    max_key_backlog: \"9\"\n", []string{
+			`leat.yaml:4: queues.q.key_concurrency: must be an integer 1..256, got 0`, `leat.yaml:5: queues.q.max_key_backlog: must be an integer 1..1000000000, got -1`,
+			`leat.yaml:8: queues.r.key_concurrency: must be an integer 1..256, got 257`, `leat.yaml:9: queues.r.max_key_backlog: must be an integer 1..1000000000, got "9"`,
+		}},
 		{"mixed levels", "queues:\n  q:\n    levels: [a, {name: b, weight: 1}]\n", []string{`queues.q.levels[1]: levels are all names or all {name, weight}`}},
 		{"level with a dot", "queues:\n  q:\n    levels: [a.b]\n", []string{`queues.q.levels[0]: level name "a.b" is invalid`}},
 		{"backoff", "queues:\n  q:\n    backoff: {min: 1m, max: 1s}\n", []string{`leat.yaml:3: queues.q.backoff: max 1s is below min 1m0s`}},

@@ -240,3 +240,40 @@ func TestExportSkipsFunctionKeyedStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestApplyKeySettings: a keyed queue's key concurrency and backlog bound
+// are read from the file, written to the registry (a lookup finds them),
+// exported, and listed when they change.
+func TestApplyKeySettings(t *testing.T) {
+	a, _, _ := newApp(t)
+	ctx := ctxT(t)
+	f := parse(t, "app: shop\nqueues:\n  jobs:\n    keyed: true\n    key_concurrency: 4\n    max_key_backlog: 500\n")
+	if q := f.Queue("jobs"); q.KeyConcurrency != 4 || q.MaxKeyBacklog != 500 {
+		t.Fatalf("parsed %+v", q)
+	}
+	if err := plan(t, a, f).Apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q, err := task.Lookup(ctx, a, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := q.Definition(); d.KeyConcurrency != 4 || d.MaxKeyBacklog != 500 {
+		t.Fatalf("looked up %+v", d)
+	}
+	b, err := config.Export(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "key_concurrency: 4") || !strings.Contains(string(b), "max_key_backlog: 500") {
+		t.Fatalf("export:\n%s", b)
+	}
+	if p := plan(t, a, parse(t, string(b))); !p.Empty() {
+		t.Fatalf("the export's plan:\n%s", p)
+	}
+	changed := plan(t, a, parse(t, "app: shop\nqueues:\n  jobs:\n    keyed: true\n    key_concurrency: 2\n"))
+	out := changed.String()
+	if !strings.Contains(out, "key_concurrency: 4 -> 2") || !strings.Contains(out, "max_key_backlog: 500 -> none") {
+		t.Fatalf("plan:\n%s", out)
+	}
+}

@@ -71,6 +71,12 @@ type QueueReport struct {
 	Rate     *RateLimit `json:"rate"`
 	RateLive bool       `json:"rate_live"`
 	KeyRate  *RateLimit `json:"key_rate"`
+	// KeyConcurrency is how many tasks of a key of a keyed queue run at
+	// once (task.KeyConcurrency; 1 when not given, 0 for an unkeyed queue)
+	// and MaxKeyBacklog the most tasks a key holds in line
+	// (task.MaxKeyBacklog; 0: no bound), as recorded in the registry.
+	KeyConcurrency int `json:"key_concurrency"`
+	MaxKeyBacklog  int `json:"max_key_backlog"`
 	// Delivered is the number of ready entries delivered to a worker and
 	// not acknowledged, over the levels: tasks running, or taken by a worker
 	// that died and not reclaimed yet.

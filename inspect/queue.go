@@ -38,6 +38,8 @@ type queueDef struct {
 	RateWindow  time.Duration `json:"rate_window"`
 	KeyRate     int           `json:"key_rate"`
 	KeyWindow   time.Duration `json:"key_window"`
+	KeyConc     int           `json:"key_concurrency"`
+	KeyBacklog  int           `json:"max_key_backlog"`
 }
 
 // queueDefs decodes the task queue registry, sorted by name.
@@ -140,6 +142,10 @@ func (i *Inspector) queues(ctx context.Context, defs []queueDef, now time.Time) 
 			QueueSummary: QueueSummary{Name: d.Name, Keyed: d.Keyed, Concurrency: d.Concurrency,
 				Counts: make(map[string]int64, len(taskStates))},
 			Rate: limitOf(d.Rate, d.RateWindow), KeyRate: limitOf(d.KeyRate, d.KeyWindow),
+			MaxKeyBacklog: d.KeyBacklog,
+		}
+		if d.Keyed {
+			r.KeyConcurrency = max(d.KeyConc, 1)
 		}
 		for _, s := range taskStates {
 			r.Counts[s] = st.Counts[s]

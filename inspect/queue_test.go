@@ -264,3 +264,32 @@ func TestQueueWorkers(t *testing.T) {
 		t.Fatalf("overview workers %+v: want A, then the leader B with no queue", o.Workers)
 	}
 }
+
+// The report gives a keyed queue's key concurrency (1 when its definition
+// names none) and backlog bound as the registry records them; an unkeyed
+// queue has neither.
+func TestQueueKeySettings(t *testing.T) {
+	t.Parallel()
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	k := rdb.NewKeySpace(prefix, "shop")
+	c.HSet(ctx, k.TaskQueues(), "jobs", `{"name":"jobs","keyed":true,"levels":[{"Name":"default","Weight":1}],"strict":true,"concurrency":4,"key_concurrency":3,"max_key_backlog":50}`,
+		"plain", `{"name":"plain","keyed":true,"levels":[{"Name":"default","Weight":1}],"strict":true,"concurrency":4}`)
+	in := inspect.New(c, prefix, "shop")
+	for _, want := range []struct {
+		name        string
+		conc, bound int
+	}{{"jobs", 3, 50}, {"plain", 1, 0}} {
+		r, err := in.Queue(ctx, want.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.KeyConcurrency != want.conc || r.MaxKeyBacklog != want.bound {
+			t.Errorf("queue %s: key concurrency %d, max key backlog %d; want %d, %d", want.name, r.KeyConcurrency, r.MaxKeyBacklog, want.conc, want.bound)
+		}
+	}
+	_, _ = mailQueue(t, c, prefix)
+	if r, err := in.Queue(ctx, "mail"); err != nil || r.KeyConcurrency != 0 || r.MaxKeyBacklog != 0 {
+		t.Fatalf("unkeyed queue: %+v, %v", r, err)
+	}
+}

@@ -160,7 +160,11 @@ func (q *core) fireCron(ctx context.Context, term int64, now time.Time) (time.Ti
 				break
 			}
 			opts := append([]EnqueueOption{scheduleID(ReservedIDPrefix + c.name + ":" + strconv.FormatInt(tick.UnixMilli(), 10))}, c.opts...)
-			if _, err := q.enqueueRaw(ctx, [][]byte{c.payload}, opts); err != nil && !errors.Is(err, ErrDuplicate) {
+			_, err := q.enqueueRaw(ctx, [][]byte{c.payload}, opts)
+			if errors.Is(err, ErrKeyBacklogFull) {
+				// the key's line is full: the tick is skipped, not retried
+				q.log.Warn("cron tick skipped", "schedule", c.name, "error", err)
+			} else if err != nil && !errors.Is(err, ErrDuplicate) {
 				q.log.Warn("cron enqueue failed", "schedule", c.name, "error", err)
 				break // try again at the next wake
 			}

@@ -137,6 +137,15 @@
 // start per window, counted in Redis for all workers: a key over its limit
 // is parked in the scheduled set until its window ends.
 //
+// [KeyConcurrency] lets up to n tasks of a key run at once: the key has up
+// to n tokens, the first n tasks of its list are the ones that may run, so
+// its tasks start in order but may end out of order, and keys still take
+// turns. [MaxKeyBacklog] bounds a key's list: an enqueue past it is
+// refused with [ErrKeyBacklogFull] and stores nothing. A worker that dies
+// running a key's tasks leaves their tokens pending; the reclaim after the
+// visibility timeout makes the tasks ready again and gives their tokens
+// back. See docs/keyed-queues.md.
+//
 // # Rate limits
 //
 // [Rate] limits how many tasks of a queue start per window over all its

@@ -159,7 +159,8 @@ func Priority(level string) EnqueueOption {
 }
 
 // Key sets the task's key in a keyed queue (required there, refused
-// elsewhere): tasks of one key run one at a time, in order.
+// elsewhere): tasks of one key run one at a time, in order (with
+// KeyConcurrency n, up to n at once, started in order).
 func Key(key string) EnqueueOption {
 	return enqueueFunc(func(s *enqueueSettings) error {
 		if key == "" || len(key) > 512 {
@@ -421,16 +422,20 @@ func (q *core) write(ctx context.Context, tasks []rdb.NewTask) (ids []string, cr
 // ErrDuplicate when some existed already: a task not created whose ID is
 // its own generated one was created by an earlier run of the same call.
 func (q *core) outcome(tasks []rdb.NewTask, generated bool, ids []string, created []bool) ([]string, error) {
-	dups := 0
+	dups, full := 0, refusedCount(ids)
 	for i, c := range created {
-		if !c && !(generated && ids[i] == tasks[i].ID) {
+		if !c && ids[i] != "" && !(generated && ids[i] == tasks[i].ID) {
 			dups++
 		}
 	}
-	if dups > 0 {
-		return ids, fmt.Errorf("%w: %d of %d tasks exist already", ErrDuplicate, dups, len(ids))
+	var errs []error
+	if full > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d of %d tasks refused (MaxKeyBacklog %d)", ErrKeyBacklogFull, full, len(ids), q.set.keyBacklog))
 	}
-	return ids, nil
+	if dups > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d of %d tasks exist already", ErrDuplicate, dups, len(ids)))
+	}
+	return ids, errors.Join(errs...)
 }
 
 // runChunks runs enqueue.lua once per chunk, the chunks sharing a pipeline,

@@ -23,6 +23,7 @@ func FuzzQueueDefinition(f *testing.F) {
 		{Priorities("high", "low"), Retention(time.Hour), Visibility(time.Second), KeepDead(5, time.Minute)},
 		{Weighted(Level{"a", 6}, Level{"b", 3}, Level{"c", 1})},
 		{Keyed(), KeyRate(10, time.Second)},
+		{Keyed(), KeyConcurrency(4), MaxKeyBacklog(100)},
 	} {
 		s, err := applyOptions(opts)
 		if err != nil {
@@ -51,7 +52,9 @@ func FuzzQueueDefinition(f *testing.F) {
 		switch {
 		case s.concurrency < 1, s.timeout <= 0, s.maxRetries < 0, s.backoffMin <= 0, s.backoffMin > s.backoffMax,
 			s.retention <= 0, s.visibility < 300*time.Millisecond, s.deadMax < 1, s.deadAge <= 0,
-			len(s.levels) < 1, len(s.levels) > 10, s.keyed && len(s.levels) > 1, s.rate.N > 0 && !s.keyed:
+			len(s.levels) < 1, len(s.levels) > 10, s.keyed && len(s.levels) > 1, s.rate.N > 0 && !s.keyed,
+			s.keyConc < 0, s.keyConc > MaxKeyConcurrencyLimit, s.keyBacklog < 0, s.keyBacklog > MaxKeyBacklogLimit,
+			(s.keyConc > 1 || s.keyBacklog > 0) && !s.keyed:
 			t.Fatalf("accepted %q as settings no declaration gives: %+v", b, s)
 		}
 		for _, l := range s.levels {

@@ -81,6 +81,8 @@ type settings struct {
 	strict      bool
 	keyed       bool
 	rate        rdb.Rate      // per key
+	keyConc     int           // KeyConcurrency (0: 1)
+	keyBacklog  int           // MaxKeyBacklog (0: none)
 	qrate       rdb.Rate      // over the queue
 	uniqueTTL   time.Duration // UniqueFor
 	events      int           // Events: the events' length cap (0: not turned on)
@@ -283,10 +285,10 @@ func checkLevels(levels []Level) error {
 }
 
 // Keyed makes the queue keyed: every task has a key (the Key enqueue
-// option); tasks of one key run one at a time, in the order they became
-// ready, across all workers, while different keys run in parallel and take
-// turns, so a flood of one key does not starve the others. A keyed queue
-// has one priority level.
+// option); tasks of one key run one at a time (KeyConcurrency: up to n),
+// in the order they became ready, across all workers, while different keys
+// run in parallel and take turns, so a flood of one key does not starve
+// the others. A keyed queue has one priority level.
 func Keyed() Option {
 	return optionFunc(func(s *settings) error {
 		s.keyed = true

@@ -84,6 +84,10 @@ type Definition struct {
 	Rate        int           `json:"rate,omitempty"`
 	RateWindow  time.Duration `json:"rate_window,omitempty"`
 	UniqueTTL   time.Duration `json:"unique_ttl,omitempty"`
+	// KeyConcurrency and MaxKeyBacklog are the options of the same names
+	// (0: not given).
+	KeyConcurrency int `json:"key_concurrency,omitempty"`
+	MaxKeyBacklog  int `json:"max_key_backlog,omitempty"`
 }
 
 // Declare declares queue name on a for enqueueing and inspection, without
@@ -178,8 +182,10 @@ func newCore(a *app.App, name string, opts []Option) (*core, error) {
 	}
 	cfg := a.Config()
 	ks := rdb.NewKeySpace(cfg.KeyPrefix, cfg.Name)
+	enq := rdb.EnqueueTarget(ks, name)
+	enq.KeyConcurrency, enq.MaxKeyBacklog = s.keyConc, s.keyBacklog
 	return &core{
-		app: a, name: name, set: s, rdb: a.Client(), ks: ks, keys: rdb.Keys(ks, name), enq: rdb.EnqueueTarget(ks, name),
+		app: a, name: name, set: s, rdb: a.Client(), ks: ks, keys: rdb.Keys(ks, name), enq: enq,
 		log: a.Logger().With("queue", name), worker: cfg.WorkerID, hooks: taskHooks(cfg.Hooks),
 	}, nil
 }
@@ -203,6 +209,9 @@ func applyOptions(opts []Option) (settings, error) {
 	if s.rate.N > 0 && !s.keyed {
 		errs = append(errs, errors.New("KeyRate needs a keyed queue (Keyed)"))
 	}
+	if err := checkKeySettings(&s); err != nil {
+		errs = append(errs, err)
+	}
 	return s, errors.Join(errs...)
 }
 
@@ -217,7 +226,7 @@ func (q *core) Definition() Definition {
 		Timeout: s.timeout, MaxRetries: s.maxRetries, BackoffMin: s.backoffMin, BackoffMax: s.backoffMax,
 		Retention: s.retention, Visibility: s.visibility, DeadMax: s.deadMax, DeadAge: s.deadAge,
 		KeyRate: s.rate.N, KeyWindow: s.rate.Window, Rate: s.qrate.N, RateWindow: s.qrate.Window,
-		UniqueTTL: s.uniqueTTL,
+		UniqueTTL: s.uniqueTTL, KeyConcurrency: s.keyConc, MaxKeyBacklog: s.keyBacklog,
 	}
 }
 
@@ -244,6 +253,8 @@ func (q *core) register(ctx context.Context) error {
 				"and the queue is not registered yet: start one of its workers first): %w", q.name, err)
 		}
 	} else if err := q.writeSchema(ctx); err != nil {
+		return err
+	} else if err := q.writeKeyConcurrency(ctx); err != nil {
 		return err
 	}
 	q.reg = true
@@ -309,6 +320,11 @@ func HandleLookup(ctx context.Context, a *app.App, name string, fn func(ctx cont
 		return nil, err
 	}
 	q.reg = true
+	// the registry is not written back, but the key concurrency its Redis
+	// scripts read is, so a worker without the app's code applies it too
+	if err := q.writeKeyConcurrency(ctx); err != nil {
+		return nil, err
+	}
 	return q, nil
 }
 
@@ -368,6 +384,12 @@ func (d Definition) options() []Option {
 	}
 	if d.UniqueTTL != 0 {
 		opts = append(opts, UniqueFor(d.UniqueTTL))
+	}
+	if d.KeyConcurrency != 0 {
+		opts = append(opts, KeyConcurrency(d.KeyConcurrency))
+	}
+	if d.MaxKeyBacklog != 0 {
+		opts = append(opts, MaxKeyBacklog(d.MaxKeyBacklog))
 	}
 	return opts
 }

@@ -32,7 +32,7 @@ elseif st == 'scheduled' or st == 'retrying' then
   redis.call('ZREM', KEYS[3], id)
   -- a retrying or snoozed task holds its key (at the head of its list, no
   -- token out): the key moves on to its next task
-  if key and (st == 'retrying' or redis.call('LINDEX', KEYS[8] .. key, 0) == id) then advance_key(key, id, true) end
+  if key and (st == 'retrying' or key_holds(key, id)) then advance_key(key, id, true) end
 end
 redis.call('HSET', h, 's', 'cancelled', 'f', now, 'err', 'cancelled')
 count(st, 'cancelled')

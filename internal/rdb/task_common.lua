@@ -16,7 +16,7 @@
 --   KEYS[13] finished-task counter prefix (+ 10-second bucket number)
 --   KEYS[14] last fetch call prefix (+ worker:slot; fetch.lua takes the
 --            keys it writes in KEYS[17] and KEYS[18])
---   KEYS[15] live settings (hash: concurrency, paused, rate)
+--   KEYS[15] live settings (hash: concurrency, paused, rate, kn)
 --   KEYS[16] the queue's rate counter (tasks taken in the current window)
 --   KEYS[#KEYS] the queue's events stream, after the script's own keys
 --            (see event)
@@ -159,16 +159,90 @@ local function token(key)
   TOKENS = TOKENS + 1
 end
 
+-- Key concurrency (keyed queues): up to KN tasks of a key are in progress
+-- at once (field "kn" of the live settings, KEYS[15], written when the
+-- queue registers; enqueue.lua is given it in ARGV). With KN = 1 a key has
+-- at most one token and its first task runs (the code below the KN > 1
+-- branches). With KN > 1 the first KN tasks of a key's list are its
+-- window: the tasks in progress (active, retrying, snoozed) are always in
+-- it, since tasks start in list order and leave the list when they end, so
+-- no more than KN run at once whatever the tokens. A token takes the
+-- window's first pending task, or is dropped when it has none. A task
+-- entering the window gets a token: at enqueue when the list holds at
+-- most KN tasks, and when a task in progress leaves the list while KN or
+-- more remain (the task at position KN moved in). A token given too many
+-- costs a fetch nothing but its drop.
+local KN = nil
+local function key_conc()
+  if not KN then
+    KN = math.floor(tonumber(KEYS[15] and redis.call('HGET', KEYS[15], 'kn') or '1') or 1)
+    if KN < 1 then KN = 1 end
+  end
+  return KN
+end
+
+-- key_holds reports whether id is in progress in its key's list (KN = 1:
+-- at its head; KN > 1: in its window), as a retrying or snoozed task is.
+local function key_holds(key, id)
+  local n = key_conc()
+  if n == 1 then return redis.call('LINDEX', KEYS[8] .. key, 0) == id end
+  return redis.call('LPOS', KEYS[8] .. key, id, 'MAXLEN', n) ~= false
+end
+
+-- key_task returns the task of key that ready entry eid was taken for
+-- (KN = 1: the head of its list; KN > 1: the task of its window whose
+-- field x is eid), or nil.
+local function key_task(key, eid)
+  local n = key_conc()
+  if n == 1 then return redis.call('LINDEX', KEYS[8] .. key, 0) or nil end
+  for _, id in ipairs(redis.call('LRANGE', KEYS[8] .. key, 0, n - 1)) do
+    if redis.call('HGET', KEYS[1] .. id, 'x') == eid then return id end
+  end
+  return nil
+end
+
 -- enqueue_keyed appends a task to its key's list, giving the key a token
--- when it had none.
+-- when it had none (KN > 1: when the task is in the window).
 local function enqueue_keyed(id, key)
+  if key_conc() > 1 then
+    local len = redis.call('RPUSH', KEYS[8] .. key, id)
+    redis.call('SADD', KEYS[9], key)
+    if len <= KN then token(key) end
+    return
+  end
   redis.call('RPUSH', KEYS[8] .. key, id)
   if redis.call('SADD', KEYS[9], key) == 1 then token(key) end
+end
+
+-- advance_key_multi is advance_key with KN > 1: id leaves its key's list
+-- wherever it is; with give, a token goes out for the task that entered
+-- the window, or, when no task of the window is in progress any more, for
+-- its first (so that a key with tasks in line never has neither a token
+-- nor a task in progress, whatever tokens were lost or settings changed).
+local function advance_key_multi(key, id, give)
+  local lk = KEYS[8] .. key
+  redis.call('LREM', lk, 1, id)
+  local len = redis.call('LLEN', lk)
+  if len == 0 then
+    redis.call('SREM', KEYS[9], key)
+    return
+  end
+  if not give then return end
+  if len >= KN then
+    token(key)
+    return
+  end
+  for _, t in ipairs(redis.call('LRANGE', lk, 0, KN - 1)) do
+    local st = redis.call('HGET', KEYS[1] .. t, 's')
+    if st == 'active' or st == 'retrying' or st == 'scheduled' then return end
+  end
+  token(key)
 end
 
 -- advance_key removes id from the head of its key's list; with give, the
 -- key gets a token for its next task (or leaves the set when none).
 local function advance_key(key, id, give)
+  if key_conc() > 1 then return advance_key_multi(key, id, give) end
   local lk = KEYS[8] .. key
   if redis.call('LINDEX', lk, 0) == id then redis.call('LPOP', lk) end
   if redis.call('LLEN', lk) > 0 then
@@ -213,7 +287,7 @@ local function held_long(stream, eid, now)
   local e = redis.call('XRANGE', stream, eid, eid)[1]
   if not e then return true end
   local id = e[2][2]
-  if e[2][1] == 'k' then id = redis.call('LINDEX', KEYS[8] .. id, 0) end
+  if e[2][1] == 'k' then id = key_task(id, eid) end
   if not id then return true end
   local v = redis.call('HMGET', KEYS[1] .. id, 's', 'x', 'st')
   return v[1] ~= 'active' or v[2] ~= eid or not v[3] or now - tonumber(v[3]) > TRIM_LAG

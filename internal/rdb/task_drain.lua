@@ -44,7 +44,7 @@ if phase == 's' then
       if st == 'scheduled' or st == 'retrying' then
         -- a retrying or snoozed task holds its key (at the head of its
         -- list, no token out): the key moves on to its next task
-        if key and (st == 'retrying' or redis.call('LINDEX', KEYS[8] .. key, 0) == id) then advance_key(key, id, true) end
+        if key and (st == 'retrying' or key_holds(key, id)) then advance_key(key, id, true) end
         delete(id, st)
       end
     end

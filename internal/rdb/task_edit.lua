@@ -63,7 +63,7 @@ if what == 'now' then
   event(id, 'pending', st, nil, nil, h)
   if not key then
     push_ready(id, level)
-  elseif st == 'scheduled' and redis.call('LINDEX', KEYS[8] .. key, 0) ~= id then
+  elseif st == 'scheduled' and not key_holds(key, id) then
     enqueue_keyed(id, key) -- a delayed task joins its key's list
   else
     token(key) -- a retrying or snoozed task at the head of its key's list

@@ -22,6 +22,11 @@ type Target struct {
 	// Prefix starts the task hashes (KeySpace.TaskPrefix), which the
 	// script reads and writes only with RENAMENX; it goes in ARGV.
 	Prefix string
+	// KeyConcurrency is how many tasks of a key of a keyed queue are in
+	// progress at once (0 or 1: one); MaxKeyBacklog the most tasks a key
+	// holds in line, above which a task is refused (0: no bound). Both
+	// go in ARGV after the tasks.
+	KeyConcurrency, MaxKeyBacklog int
 	// Config is the queue's live settings hash (KeySpace.TaskConfig),
 	// which the script only reads (whether events are on); it goes in
 	// ARGV, last.
@@ -80,7 +85,7 @@ const (
 
 // EnqueueArgs returns the ARGV of enqueue.lua for tasks of the queue of q.
 func EnqueueArgs(q Target, tasks []NewTask) []any {
-	args := make([]any, 0, 3+15*len(tasks))
+	args := make([]any, 0, 5+15*len(tasks))
 	args = append(args, q.Prefix, len(tasks))
 	for _, t := range tasks {
 		var at int64
@@ -91,7 +96,7 @@ func EnqueueArgs(q Target, tasks []NewTask) []any {
 			t.Retention.Milliseconds(), t.UniqueKey, max(t.UniqueTTL.Milliseconds(), 1), t.Key, t.Webhook, t.Token, t.Headers,
 			t.WebhookSecret, t.UniqueMode)
 	}
-	return append(args, q.Config)
+	return append(args, q.Config, max(q.KeyConcurrency, 1), max(q.MaxKeyBacklog, 0))
 }
 
 // Enqueue creates tasks (enqueue.lua) and returns, per task, whether it was
@@ -100,8 +105,11 @@ func EnqueueArgs(q Target, tasks []NewTask) []any {
 //
 // KEYS: Target.Keys. ARGV: Target.Prefix, n, then id, payload, level, run-at ms, max retries,
 // timeout ms, retention ms, unique key, unique TTL ms, key, webhook, token,
-// headers, webhook secret, unique mode per task, then Target.Config. A task that exists with its ID and its non-empty Token (an
-// earlier run of the same call) counts as created.
+// headers, webhook secret, unique mode per task, then Target.Config, key
+// concurrency and max key backlog. A task that exists with its ID and its
+// non-empty Token (an earlier run of the same call) counts as created. A
+// task refused because its key's line is full (Target.MaxKeyBacklog) is
+// not created and its ID is "".
 func Enqueue(ctx context.Context, c redis.Scripter, q Target, tasks []NewTask) (created []bool, ids []string, err error) {
 	v, err := enqueue.Run(ctx, c, q.Keys, EnqueueArgs(q, tasks)...).Slice()
 	if err != nil {
@@ -116,14 +124,24 @@ func EnqueueCmd(ctx context.Context, p redis.Pipeliner, q Target, tasks []NewTas
 	return enqueue.EvalSha(ctx, p, q.Keys, EnqueueArgs(q, tasks)...)
 }
 
-// ParseEnqueue parses enqueue.lua's reply.
+// enqueueBacklogFull is enqueue.lua's status of a task refused because its
+// key's line is full.
+const enqueueBacklogFull = 4
+
+// ParseEnqueue parses enqueue.lua's reply: a task refused because its
+// key's line is full has ID "".
 func ParseEnqueue(v []any) (created []bool, ids []string, err error) {
 	if len(v)%2 != 0 {
 		return nil, nil, fmt.Errorf("enqueue: odd reply of %d values", len(v))
 	}
 	for i := 0; i < len(v); i += 2 {
-		created = append(created, toInt(v[i]) != 0) // 2: created by an earlier run of the call
-		ids = append(ids, toString(v[i+1]))
+		st := toInt(v[i])
+		created = append(created, st != 0 && st != enqueueBacklogFull) // 2: created by an earlier run of the call
+		if st == enqueueBacklogFull {
+			ids = append(ids, "")
+		} else {
+			ids = append(ids, toString(v[i+1]))
+		}
 	}
 	return created, ids, nil
 }

@@ -26,14 +26,21 @@
 --          payload, headers and due time instead: status 3) or "throttle"
 --          (the key refuses tasks for its whole TTL: field 'ut' keeps
 --          release_unique from freeing it when the task ends)
--- ARGV[3 + 15n] the live settings hash: read only (events on: see event)
+-- ARGV[3+15n] the live settings hash: read only (events on: see event)
+-- ARGV[4+15n] (keyed queues; absent: 1) key concurrency: tasks of a key in
+--          progress at once (see common.lua's KN)
+-- ARGV[5+15n] (keyed queues; absent or 0: none) the most tasks a key may
+--          hold in line (its list: waiting, running or waiting out a
+--          retry); a task that would make it hold more is refused (status
+--          4) and nothing of it is written
 --
 -- Returns {status, id, ...} per task: status 1 when created, 0 when a task
 -- with this ID or unique key exists (id is then the existing task's ID),
 -- 2 when the existing task is this very one, created by an earlier run of
 -- the same enqueue (same ID and same non-empty token) whose reply was lost:
 -- running a call again never creates a task twice; 3 when a debounce
--- updated the key's scheduled task (id is its ID). A debounce writes that
+-- updated the key's scheduled task (id is its ID); 4 when its key's line
+-- is full (ARGV[4+15n]; id is its own ID). A debounce writes that
 -- task's hash, which a producer's ACL does not allow.
 
 -- The helpers of common.lua index KEYS by the common layout: the keys of
@@ -44,6 +51,8 @@ KEYS[10], KEYS[9], KEYS[8], KEYS[7], KEYS[6] = KEYS[8], KEYS[7], KEYS[6], KEYS[5
 KEYS[1], KEYS[4], KEYS[5] = ARGV[1], false, false
 local n = tonumber(ARGV[2])
 EV_CONF = ARGV[3 + n * 15]
+KN = math.max(math.floor(tonumber(ARGV[4 + 15 * n] or '1') or 1), 1)
+local backlog = tonumber(ARGV[5 + 15 * n] or '0') or 0
 local now = now_ms()
 local now_text = tostring(now)
 local out = {}
@@ -78,6 +87,9 @@ for i = 0, n - 1 do
   elseif existing then
     table.insert(out, 0)
     table.insert(out, existing)
+  elseif key ~= '' and backlog > 0 and redis.call('LLEN', KEYS[8] .. key) >= backlog then
+    table.insert(out, 4)
+    table.insert(out, id)
   else
     local state, due = 'pending', now_text
     if run_at > now then state, due = 'scheduled', ARGV[b + 3] end

@@ -112,16 +112,51 @@ local function drop(level, eid)
   redis.call('XDEL', stream, eid)
 end
 
+-- window_task returns the task a token eid of key takes with KN > 1: the
+-- task of the key's window taken with this very entry (a call run again
+-- after its reply was lost), else its first pending task; nil when none
+-- (every task of the window is in progress: the token is dropped). Tasks
+-- of the window that ended or are gone leave the list on the way.
+local function window_task(key, eid)
+  local lk = KEYS[8] .. key
+  while true do
+    local first, ended = nil, nil
+    for _, t in ipairs(redis.call('LRANGE', lk, 0, KN - 1)) do
+      local m = redis.call('HMGET', KEYS[1] .. t, 's', 'x')
+      if m[1] == 'active' and m[2] == eid then return t end
+      if m[1] == 'pending' then
+        first = first or t
+      elseif not m[1] or is_final(m[1]) then
+        ended = t
+        break
+      end
+    end
+    if not ended then return first end
+    -- a pending task deleted in line held a token, which covers the task
+    -- entering the window
+    advance_key(key, ended, false)
+  end
+end
+
 local function take(level, eid, field, value)
   level = tostring(level) -- as the hash holds it (a string stays as it is)
   local id, key = value, nil
   if field == 'k' then
     key = value
+    if key_conc() > 1 then
+      id = window_task(key, eid)
+      if not id then
+        drop(level, eid)
+        if redis.call('LLEN', KEYS[8] .. key) == 0 then redis.call('SREM', KEYS[9], key) end
+        return
+      end
+    else
     id = redis.call('LINDEX', KEYS[8] .. key, 0)
     if not id then
       drop(level, eid)
       redis.call('SREM', KEYS[9], key)
       return
+    end
     end
   end
   local h = KEYS[1] .. id
@@ -206,7 +241,7 @@ local function own(level, n, from)
     for _, e in ipairs(es) do
       local f, value = e[2][1], e[2][2]
       local id = value
-      if f == 'k' then id = redis.call('LINDEX', KEYS[8] .. value, 0) end
+      if f == 'k' then id = key_task(value, e[1]) end
       if not id or redis.call('HGET', KEYS[1] .. id, 's') ~= 'active' then
         local before, held = #out, kept
         take(level, e[1], f, value)

@@ -22,8 +22,18 @@ import (
 // task is pending or active, none while it waits for a retry or after a
 // snooze, or is empty.
 // LEAT_TEST_SEED picks another sequence; LEAT_TEST_LONG=1 makes it longer.
-func TestRandomOperations(t *testing.T) {
+func TestRandomOperations(t *testing.T) { randomOperations(t, 1) }
+
+// randomOperations runs TestRandomOperations's steps on a queue whose key
+// concurrency is n, checked after each step by check (n = 1) or by
+// checkWindow.
+func randomOperations(t *testing.T, n int) *fixture {
 	f := newFixture(t)
+	check := f.check
+	if n > 1 {
+		f.setKeyConcurrency(n)
+		check = func() error { return f.checkWindow(n) }
+	}
 	seed := uint64(1)
 	if v, err := strconv.ParseUint(os.Getenv("LEAT_TEST_SEED"), 10, 64); err == nil {
 		seed = v
@@ -127,10 +137,11 @@ func TestRandomOperations(t *testing.T) {
 			}
 		}
 		t.Logf("step %d: %s", step, op)
-		if err := f.check(); err != nil {
+		if err := check(); err != nil {
 			t.Fatalf("step %d (%s): %v", step, op, err)
 		}
 	}
+	return f
 }
 
 // check verifies the invariants of the queue's keys.

@@ -26,7 +26,7 @@ for _, e in ipairs(r[2]) do
     local id, key = f[2], nil
     if f[1] == 'k' then
       key = f[2]
-      id = redis.call('LINDEX', KEYS[8] .. key, 0)
+      id = key_task(key, eid)
     end
     if id then
       local h = KEYS[1] .. id
@@ -50,6 +50,8 @@ for _, e in ipairs(r[2]) do
       elseif key then
         if not st or is_final(st) then advance_key(key, id, true) else token(key) end
       end
+    elseif key and key_conc() > 1 and redis.call('LLEN', KEYS[8] .. key) > 0 then
+      token(key) -- a token no task was taken for: it goes back
     elseif key then
       redis.call('SREM', KEYS[9], key)
     end

@@ -17,6 +17,8 @@ type fixture struct {
 	keys []string
 	enq  rdb.Target
 	ctx  context.Context
+	// mostActive is the most tasks of one key checkWindow saw active
+	mostActive int
 }
 
 func newFixture(t *testing.T) *fixture {
