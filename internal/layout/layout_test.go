@@ -83,6 +83,7 @@ var layers = []struct {
 	{"cmd/leat", edge, []string{"cmd"}},
 	// The other modules of the workspace.
 	{"examples/quickstart", top, []string{"app", "leattest", "stream"}},
+	{"examples/pageviews", top, []string{"app", "leattest", "stream"}},
 	{"examples/tasks", top, []string{"app", "task"}},
 	{"examples/wasm", top, nil},
 	{"examples/wasm/declare", top, []string{"app", "task"}},
