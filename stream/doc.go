@@ -124,6 +124,21 @@
 // GlobalMaxKeys and GlobalMaxBytes; [Global.Ready] waits until it caught up. See
 // docs/joins.md.
 //
+// # Windowed tables
+//
+// A [Windowed] table keeps a value per key and window of event time:
+// [Tumbling], [Hopping] or [Session] windows, declared with
+// [DeclareWindowed] and updated in the processor with [WindowStore.Update]
+// (opened with [Windowed.In]). Its writes are a table's, staged and
+// committed with the acknowledgement. Each partition has an event time,
+// committed with the acknowledgement too; a window closes when its end
+// plus the [Grace] is at or before it, and its final value is emitted
+// once ([EmitTo]) in the step that acknowledges the event that moved
+// event time past it. Events too late for every window they fall in are
+// counted ([Windowed.Late]) and dropped, or sent to a side stream
+// ([LateTo]). Closed windows are kept for their [WindowRetention], then
+// deleted by the same commits. See docs/windows.md.
+//
 // # Registry
 //
 // Each declared stream's [Definition] is written to a hash in Redis when the
