@@ -88,10 +88,24 @@ func workerProcessMain() int {
 		return 2
 	}
 	outputs := os.Getenv("LEAT_TEST_OUTPUT") != ""
+	// With LEAT_TEST_WINDOW set, each event is also counted in its key's
+	// windowed table (crashWindows), before the delay.
+	wins, err := crashWindows(a, s)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	windows := os.Getenv("LEAT_TEST_WINDOW") != ""
 	err = app.Process(a, s, "p", func(ctx context.Context, events *stream.Events[event]) error {
 		st := counts.In(events)
 		out := fwd.In(events)
+		ws := wins.In(events)
 		for e := range events.All() {
+			if windows {
+				if err := addToWindow(ws, e); err != nil {
+					return err
+				}
+			}
 			if tables {
 				if err := addOne(ctx, st, string(e.Key)); err != nil {
 					return err

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -464,4 +465,83 @@ func TestWindowEmitsOnceWhenOwnerStopsOrFreezes(t *testing.T) {
 			w1.stop(t)
 		})
 	}
+}
+
+// crashWindowSize is the window of the crash tests' windowed table, in
+// seqs (seconds of event time).
+const crashWindowSize = 20
+
+// crashWindows declares the windowed table of the crash tests' worker
+// processes: tumbling windows of crashWindowSize seqs, emitted to
+// "windows".
+func crashWindows(a *app.App, s *stream.Stream[event]) (*stream.Windowed[agg, event], error) {
+	out, err := stream.Declare[stream.WindowRecord[agg]](a, "windows", stream.KeyField("key"), stream.Partitions(windowParts))
+	if err != nil {
+		return nil, err
+	}
+	return stream.DeclareWindowed[agg](s, "p", "agg", stream.Tumbling(crashWindowSize*time.Second),
+		stream.EventTime(seqTime), stream.EmitTo(out))
+}
+
+func addToWindow(ws *stream.WindowStore[agg, event], e *stream.Event[event]) error {
+	_, err := ws.Update(e, func(old agg, _ bool) agg { return agg{old.Count + 1, old.Sum + e.Record.Seq} })
+	return err
+}
+
+// Windows through stalls and kills: worker processes count events in
+// tumbling windows while one is stopped (SIGSTOP) past its lock expiry and
+// resumed, and another is SIGKILLed mid-event. Events are processed at
+// least once, but every window is emitted once, with the exact count and
+// sum of its events.
+func TestWindowEmitsOnceThroughStallsAndKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	t.Parallel()
+	env := newEnv(t)
+	_, s := env.newApp(4, nil)
+	keys := crashKeys(s)
+	start := func(id string) *proc {
+		return spawn(t, env, id, workerModeEnv+"=1", "LEAT_TEST_REDIS_URL_W="+redistest.URL(t),
+			"LEAT_TEST_PARTITIONS=4", "LEAT_TEST_DELAY=2ms", "LEAT_TEST_WINDOW=1")
+	}
+	w1, w2 := start("w1"), start("w2")
+	begin := time.Now()
+	stop := flow(t, s, keys, 0)
+	redistest.Eventually(t, 20*time.Second, "both workers processing", func() bool {
+		return len(partitionsBy(t, env, "w1", begin)) > 0 && len(partitionsBy(t, env, "w2", begin)) > 0
+	})
+	w1.signal(t, syscall.SIGSTOP)
+	stalled := time.Now()
+	redistest.Eventually(t, 20*time.Second, "w2 takes over every partition", func() bool {
+		return len(partitionsBy(t, env, "w2", stalled)) == 4 && time.Since(stalled) > 3*time.Second
+	})
+	w1.signal(t, syscall.SIGCONT)
+	resumed := time.Now()
+	redistest.Eventually(t, 20*time.Second, "w1 rejoins and processes again", func() bool {
+		return len(partitionsBy(t, env, "w1", resumed)) > 0
+	})
+	w2.signal(t, syscall.SIGKILL)
+	_ = w2.cmd.Wait()
+	killed := time.Now()
+	w3 := start("w3")
+	redistest.Eventually(t, 20*time.Second, "w3 processes", func() bool {
+		return len(partitionsBy(t, env, "w3", killed)) > 0
+	})
+	sent := stop()
+	last := 0
+	for _, e := range sent {
+		last = max(last, e.Seq)
+	}
+	// every key got every seq up to last: each partition's event time ends at last
+	want := fixedWindows(sent, crashWindowSize, crashWindowSize, last)
+	if len(want) < 2*len(keys) {
+		t.Fatalf("only %d windows closed (last seq %d)", len(want), last)
+	}
+	waitEmitted(t, env.client, env.prefix, want, 30*time.Second)
+	w1.stop(t)
+	w3.stop(t)
+	waitEmitted(t, env.client, env.prefix, want, time.Second)
+	noViolations(t, env)
+	t.Logf("%d events sent, %d processings, %d windows emitted", len(sent), len(processed(t, env)), len(want))
 }
