@@ -186,12 +186,20 @@ func (s *WindowStore[V, T]) closeDue(ctx context.Context, p *windowPart, now int
 	ids := p.recheck
 	p.recheck = nil
 	ids = p.popDue(now, ids)
-	seen := make(map[winID]struct{}, len(ids))
+	if len(ids) == 0 {
+		return nil
+	}
+	var seen map[winID]struct{}
+	if len(ids) > 1 {
+		seen = make(map[winID]struct{}, len(ids))
+	}
 	for _, id := range ids {
-		if _, dup := seen[id]; dup {
-			continue
+		if seen != nil {
+			if _, dup := seen[id]; dup {
+				continue
+			}
+			seen[id] = struct{}{}
 		}
-		seen[id] = struct{}{}
 		if err := s.settle(ctx, p, id, now); err != nil {
 			return err
 		}
