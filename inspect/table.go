@@ -141,7 +141,7 @@ func (i *Inspector) table(ctx context.Context, stream, processor, table string) 
 		}
 		return 0, nil, fmt.Errorf("%w: processor %s has no table %q (%s; its workers record its tables when they start)", ErrUnknownTable, full, table, known)
 	}
-	codec, err := core.LookupCodec(pd.Tables[at].Codec)
+	codec, err := tableCodec(pd.Tables[at].Codec)
 	if err != nil {
 		return 0, nil, fmt.Errorf("table %q: %w", table, err)
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/leatdev/leat/internal/core"
 	"github.com/leatdev/leat/internal/rdb"
 )
 
@@ -265,8 +265,8 @@ func DeclareWindowed[V, T any](s *Stream[T], processor, name string, kind Window
 }
 
 // windowCodecPrefix marks a windowed table in the processor registry: its
-// hash holds window records (see window_store.go), not bare values.
-const windowCodecPrefix = "window:"
+// hash holds window records, not bare values.
+const windowCodecPrefix = core.WindowCodecPrefix
 
 // Name returns the windowed table's name.
 func (w *Windowed[V, T]) Name() string { return w.name }
@@ -293,7 +293,7 @@ func (w *Windowed[V, T]) Get(ctx context.Context, key string, start time.Time) (
 	if err != nil {
 		return v, false, w.errorf(err)
 	}
-	if err := w.codec.Unmarshal(rec.data, &v); err != nil {
+	if err := w.codec.Unmarshal(rec.Data, &v); err != nil {
 		return v, false, w.errorf(err)
 	}
 	return v, true, nil
@@ -319,10 +319,10 @@ func (w *Windowed[V, T]) Windows(ctx context.Context, key string) ([]Window[V], 
 			return nil, w.errorf(err)
 		}
 		var v V
-		if err := w.codec.Unmarshal(rec.data, &v); err != nil {
+		if err := w.codec.Unmarshal(rec.Data, &v); err != nil {
 			return nil, w.errorf(err)
 		}
-		out = append(out, Window[V]{Start: time.UnixMilli(start), End: time.UnixMilli(rec.end), Value: v, Closed: rec.closed})
+		out = append(out, Window[V]{Start: time.UnixMilli(start), End: time.UnixMilli(rec.End), Value: v, Closed: rec.Closed})
 	}
 	sortWindows(out)
 	return out, nil
@@ -379,67 +379,21 @@ func (w *Windowed[V, T]) errorf(err error) error {
 	return fmt.Errorf("windowed table %q: %w", w.name, err)
 }
 
-// The fields of a windowed table's hash, per partition: fieldClock the
-// partition's event time (Unix ms, decimal), fieldLate its late events
-// count, and one field per window: "w", its start (Unix ms, decimal), "/"
-// and the key; its value a window record (encodeWindow).
+// The fields of a windowed table's hash: see core.WindowField.
 const (
-	fieldClock = "t"
-	fieldLate  = "l"
+	fieldClock = core.WindowFieldClock
+	fieldLate  = core.WindowFieldLate
 )
 
-func windowField(start int64, key string) string {
-	return "w" + strconv.FormatInt(start, 10) + "/" + key
-}
+func windowField(start int64, key string) string { return core.WindowField(start, key) }
 
-func parseWindowField(f string) (start int64, key string, ok bool) {
-	if !strings.HasPrefix(f, "w") {
-		return 0, "", false
-	}
-	i := strings.IndexByte(f, '/')
-	if i < 0 {
-		return 0, "", false
-	}
-	start, err := strconv.ParseInt(f[1:i], 10, 64)
-	if err != nil {
-		return 0, "", false
-	}
-	return start, f[i+1:], true
-}
+func parseWindowField(f string) (int64, string, bool) { return core.ParseWindowField(f) }
 
-// windowRec is a window's record: whether it closed, its end (Unix ms,
-// exclusive) and its value as the codec encoded it.
-type windowRec struct {
-	closed bool
-	end    int64
-	data   []byte
-}
+type windowRec = core.WindowRec
 
-// encodeWindow lays r out as one byte ('o' open, 'c' closed), the end as
-// 8 bytes big-endian, then the value.
-func encodeWindow(r windowRec) []byte {
-	b := make([]byte, 9, 9+len(r.data))
-	b[0] = 'o'
-	if r.closed {
-		b[0] = 'c'
-	}
-	u := uint64(r.end)
-	for i := range 8 {
-		b[1+i] = byte(u >> (56 - 8*i))
-	}
-	return append(b, r.data...)
-}
+func encodeWindow(r windowRec) []byte { return core.EncodeWindow(r) }
 
-func decodeWindow(b []byte) (windowRec, error) {
-	if len(b) < 9 || (b[0] != 'o' && b[0] != 'c') {
-		return windowRec{}, errors.New("malformed window record")
-	}
-	var u uint64
-	for i := range 8 {
-		u = u<<8 | uint64(b[1+i])
-	}
-	return windowRec{closed: b[0] == 'c', end: int64(u), data: b[9:]}, nil
-}
+func decodeWindow(b []byte) (windowRec, error) { return core.DecodeWindow(b) }
 
 func sortWindows[V any](ws []Window[V]) {
 	slices.SortFunc(ws, func(a, b Window[V]) int { return a.Start.Compare(b.Start) })

@@ -154,12 +154,12 @@ func (s *WindowStore[V, T]) load(ctx context.Context, p *windowPart) error {
 				return w.errorf(err)
 			}
 			id := winID{key, start}
-			if rec.closed {
-				p.schedule(id, satAdd(rec.end, w.retention))
+			if rec.Closed {
+				p.schedule(id, satAdd(rec.End, w.retention))
 			} else {
-				p.schedule(id, satAdd(rec.end, w.grace))
+				p.schedule(id, satAdd(rec.End, w.grace))
 			}
-			if w.kind.kind == kindSession && !rec.closed {
+			if w.kind.kind == kindSession && !rec.Closed {
 				p.addSession(id)
 			}
 		}
@@ -224,26 +224,26 @@ func (s *WindowStore[V, T]) settle(ctx context.Context, p *windowPart, id winID,
 		}
 		return nil
 	}
-	if !rec.closed {
-		if satAdd(rec.end, w.grace) > now {
-			p.schedule(id, satAdd(rec.end, w.grace)) // a session that grew
+	if !rec.Closed {
+		if satAdd(rec.End, w.grace) > now {
+			p.schedule(id, satAdd(rec.End, w.grace)) // a session that grew
 			return nil
 		}
 		if err := s.emitClosed(id, rec); err != nil {
 			return err
 		}
-		rec.closed = true
+		rec.Closed = true
 		p.dropSession(id)
-		if satAdd(rec.end, w.retention) <= now {
+		if satAdd(rec.End, w.retention) <= now {
 			s.feed.Stage(core.TableWrite{Table: w.name, Key: field, Delete: true})
 		} else {
 			s.feed.Stage(core.TableWrite{Table: w.name, Key: field, Value: encodeWindow(rec)})
-			p.schedule(id, satAdd(rec.end, w.retention))
+			p.schedule(id, satAdd(rec.End, w.retention))
 		}
 		p.recheck = append(p.recheck, id)
 		return nil
 	}
-	if satAdd(rec.end, w.retention) <= now {
+	if satAdd(rec.End, w.retention) <= now {
 		s.feed.Stage(core.TableWrite{Table: w.name, Key: field, Delete: true})
 		p.recheck = append(p.recheck, id)
 		return nil
@@ -252,6 +252,6 @@ func (s *WindowStore[V, T]) settle(ctx context.Context, p *windowPart, id winID,
 		p.recheck = append(p.recheck, id)
 		return nil
 	}
-	p.schedule(id, satAdd(rec.end, w.retention))
+	p.schedule(id, satAdd(rec.End, w.retention))
 	return nil
 }

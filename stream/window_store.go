@@ -128,12 +128,12 @@ func (s *WindowStore[V, T]) updateFixed(ctx context.Context, p *windowPart, key 
 		if err != nil {
 			return false, err
 		}
-		if ok && rec.closed {
+		if ok && rec.Closed {
 			continue
 		}
 		var old V
 		if ok {
-			if err := w.codec.Unmarshal(rec.data, &old); err != nil {
+			if err := w.codec.Unmarshal(rec.Data, &old); err != nil {
 				return false, w.errorf(fmt.Errorf("key %q: %w", key, err))
 			}
 		}
@@ -179,10 +179,10 @@ func (s *WindowStore[V, T]) updateSession(ctx context.Context, p *windowPart, ke
 			}
 			continue
 		}
-		if rec.closed || satAdd(rec.end, w.grace) <= now {
+		if rec.Closed || satAdd(rec.End, w.grace) <= now {
 			continue // closed, or closing at the end of this Update
 		}
-		if t > start-gap && t < rec.end {
+		if t > start-gap && t < rec.End {
 			hits = append(hits, session{start, rec})
 		}
 	}
@@ -204,7 +204,7 @@ func (s *WindowStore[V, T]) updateSession(ctx context.Context, p *windowPart, ke
 	var acc V
 	for i, h := range hits {
 		var v V
-		if err := w.codec.Unmarshal(h.rec.data, &v); err != nil {
+		if err := w.codec.Unmarshal(h.rec.Data, &v); err != nil {
 			return false, w.errorf(fmt.Errorf("key %q: %w", key, err))
 		}
 		if i == 0 {
@@ -212,7 +212,7 @@ func (s *WindowStore[V, T]) updateSession(ctx context.Context, p *windowPart, ke
 		} else {
 			acc = w.merge(acc, v)
 		}
-		end = max(end, h.rec.end)
+		end = max(end, h.rec.End)
 	}
 	for _, h := range hits {
 		if h.start != start {
@@ -245,7 +245,7 @@ func (s *WindowStore[V, T]) put(field string, end int64, v V) error {
 	if err != nil {
 		return fmt.Errorf("%w: windowed table %q: %w", ErrEncode, s.w.name, err)
 	}
-	s.feed.Stage(core.TableWrite{Table: s.w.name, Key: field, Value: encodeWindow(windowRec{end: end, data: data})})
+	s.feed.Stage(core.TableWrite{Table: s.w.name, Key: field, Value: encodeWindow(windowRec{End: end, Data: data})})
 	return nil
 }
 
@@ -319,8 +319,8 @@ func (s *WindowStore[V, T]) emitClosed(id winID, rec windowRec) error {
 		return nil
 	}
 	var v V
-	if err := s.w.codec.Unmarshal(rec.data, &v); err != nil {
+	if err := s.w.codec.Unmarshal(rec.Data, &v); err != nil {
 		return s.w.errorf(fmt.Errorf("key %q: %w", id.key, err))
 	}
-	return s.emit.Send(WindowRecord[V]{Key: id.key, Start: id.start, End: rec.end, Value: v})
+	return s.emit.Send(WindowRecord[V]{Key: id.key, Start: id.start, End: rec.End, Value: v})
 }

@@ -68,9 +68,9 @@ func TestWindowFieldsAndRecords(t *testing.T) {
 			t.Errorf("%q parsed as a window field", f)
 		}
 	}
-	for _, r := range []windowRec{{end: 60_000, data: []byte{1, 2}}, {closed: true, end: -5}, {end: 1 << 50}} {
+	for _, r := range []windowRec{{End: 60_000, Data: []byte{1, 2}}, {Closed: true, End: -5}, {End: 1 << 50}} {
 		got, err := decodeWindow(encodeWindow(r))
-		if err != nil || got.closed != r.closed || got.end != r.end || string(got.data) != string(r.data) {
+		if err != nil || got.Closed != r.Closed || got.End != r.End || string(got.Data) != string(r.Data) {
 			t.Errorf("%+v reads back as %+v, %v", r, got, err)
 		}
 	}
