@@ -283,7 +283,7 @@ func partitionOf(t *testing.T, s *stream.Stream[event], key string) int {
 }
 
 // An event later than its window's close is late: not added, counted,
-// and sent to the side stream, once even when redelivered.
+// and sent to the side stream; an event within the grace is added.
 func TestWindowLateEventsDroppedAndCounted(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
