@@ -498,12 +498,41 @@ func TestWindowEmitsOnceThroughStallsAndKills(t *testing.T) {
 		t.Skip("crash test")
 	}
 	t.Parallel()
+	windowsThroughStallsAndKills(t, false)
+}
+
+// TestWindowEmitsOnceThroughStallsAndKills on a 3-master Redis Cluster,
+// where the emitted windows go through the partition's outbox and its
+// relay.
+func TestWindowClusterThroughStallsAndKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	t.Parallel()
+	windowsThroughStallsAndKills(t, true)
+}
+
+func windowsThroughStallsAndKills(t *testing.T, cluster bool) {
 	env := newEnv(t)
-	_, s := env.newApp(4, nil)
+	var client redis.UniversalClient = env.client
+	extra := []string{}
+	if cluster {
+		cl := redistest.StartCluster(t, 3)
+		client = cl.Client(t)
+		extra = append(extra, "LEAT_TEST_CLUSTER="+strings.Join(cl.Addrs, ","))
+	}
+	a, err := app.New(app.Config{Name: "shop", Client: client, KeyPrefix: env.prefix, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := stream.Declare[event](a, "events", stream.KeyField("key"), stream.Partitions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
 	keys := crashKeys(s)
 	start := func(id string) *proc {
-		return spawn(t, env, id, workerModeEnv+"=1", "LEAT_TEST_REDIS_URL_W="+redistest.URL(t),
-			"LEAT_TEST_PARTITIONS=4", "LEAT_TEST_DELAY=2ms", "LEAT_TEST_WINDOW=1")
+		return spawn(t, env, id, append([]string{workerModeEnv + "=1", "LEAT_TEST_REDIS_URL_W=" + redistest.URL(t),
+			"LEAT_TEST_PARTITIONS=4", "LEAT_TEST_DELAY=2ms", "LEAT_TEST_WINDOW=1"}, extra...)...)
 	}
 	w1, w2 := start("w1"), start("w2")
 	begin := time.Now()
@@ -538,10 +567,10 @@ func TestWindowEmitsOnceThroughStallsAndKills(t *testing.T) {
 	if len(want) < 2*len(keys) {
 		t.Fatalf("only %d windows closed (last seq %d)", len(want), last)
 	}
-	waitEmitted(t, env.client, env.prefix, want, 30*time.Second)
+	waitEmitted(t, client, env.prefix, want, 30*time.Second)
 	w1.stop(t)
 	w3.stop(t)
-	waitEmitted(t, env.client, env.prefix, want, time.Second)
+	waitEmitted(t, client, env.prefix, want, time.Second)
 	noViolations(t, env)
 	t.Logf("%d events sent, %d processings, %d windows emitted", len(sent), len(processed(t, env)), len(want))
 }
