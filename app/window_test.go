@@ -355,19 +355,25 @@ func TestWindowRetentionDeletesOldWindows(t *testing.T) {
 }
 
 // Loop bodies that fail after their Update (retried by the runtime or a
-// middleware) have their window writes and emissions dropped: every
-// window is emitted once with the exact sum of its events.
+// middleware, or skipped by the Ignore policy) have their window writes
+// and emissions dropped: every window is emitted once with the exact sum
+// of the events acknowledged in it. A failed event that closed windows
+// (seq 70, 140, ...: multiples of 7 and of the window) leaves them to be
+// closed again, by its retry or, when it is skipped, by the next event.
 func TestWindowEmitsOnceThroughFailures(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"retry", "middleware"} {
+	for _, mode := range []string{"retry", "middleware", "ignore"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			env := newEnv(t)
 			opts := []app.ProcessorOption{app.Backoff(time.Millisecond, 5*time.Millisecond)}
-			if mode == "retry" {
+			switch mode {
+			case "retry":
 				opts = append(opts, app.Retries(3))
-			} else {
+			case "middleware":
 				opts = append(opts, app.Use(middleware.Retry(middleware.RetryOptions{Max: 3, Initial: time.Millisecond})))
+			case "ignore":
+				opts = append(opts, app.OnError(app.Ignore), app.Retries(1))
 			}
 			var mu sync.Mutex
 			runs := map[string]int{}
@@ -376,15 +382,24 @@ func TestWindowEmitsOnceThroughFailures(t *testing.T) {
 				defer mu.Unlock()
 				id := fmt.Sprintf("%s/%d", e.Record.Key, e.Record.Seq)
 				runs[id]++
-				if e.Record.Seq%7 == 0 && runs[id] == 1 {
+				if e.Record.Seq%7 == 0 && (runs[id] == 1 || mode == "ignore") {
 					return errors.New("failed after the update")
 				}
 				return nil
 			}, opts...)
 			startWorker(t, rig.a)
 			sent := sendEvents(t, rig.s, windowKeys, 100, 0)
-			sent = append(sent, closeAll(t, rig.s, windowKeys, 1000)...)
-			waitEmitted(t, env.client, env.prefix, fixedWindows(sent, 10, 10, 1000), 30*time.Second)
+			sent = append(sent, closeAll(t, rig.s, windowKeys, 1002)...)
+			kept := sent
+			if mode == "ignore" {
+				kept = nil
+				for _, e := range sent {
+					if e.Seq%7 != 0 {
+						kept = append(kept, e)
+					}
+				}
+			}
+			waitEmitted(t, env.client, env.prefix, fixedWindows(kept, 10, 10, 1002), 30*time.Second)
 		})
 	}
 }
