@@ -3,6 +3,7 @@ package task_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -265,8 +266,16 @@ func testClusterFailover(t *testing.T, partial bool) {
 			t.Errorf("q%d: last enqueue before the promotion %s before it, want within %s", i, gap.Round(time.Millisecond), promotionWindow)
 		}
 	}
-	if firstMoved < 0 || firstMoved > 2*time.Second {
-		t.Errorf("first enqueue into a moved queue %s after the promotion, want within 2s", firstMoved)
+	// Within 2s when the test runs alone; beside the whole suite's packages
+	// (LEAT_TEST_TIMING=later) a loaded machine delays the reload of the
+	// slot map; 10s still fails an enqueue left to wait out its timeout
+	// (enqueueTimeout) instead of following the promotion.
+	bound := 2 * time.Second
+	if os.Getenv("LEAT_TEST_TIMING") == "later" {
+		bound = 10 * time.Second
+	}
+	if firstMoved < 0 || firstMoved > bound {
+		t.Errorf("first enqueue into a moved queue %s after the promotion, want within %s", firstMoved, bound)
 	}
 }
 
