@@ -41,7 +41,16 @@ local function pending_work(st)
   -- nodes to revive: the flow resumed, maybe with no caller told
   local resumed = 0
   if #rev > 0 then resumed = 1 end
-  local out = {st, 0, #rel, #can, resumed, tonumber(redis.call('HGET', F, 'g') or '0')}
+  -- an ended flow's end of retention, for the caller to move it to the
+  -- ended flows (the call that ended it may have lost its reply)
+  local expiry = 0
+  local ev = redis.call('HMGET', F, 'f', 'ret')
+  if st ~= 'running' and st ~= 'submitting' and ev[1] then
+    local ret = tonumber(ev[2] or '1')
+    if ret < 1 then ret = 1 end
+    expiry = tonumber(ev[1]) + ret
+  end
+  local out = {st, expiry, #rel, #can, resumed, tonumber(redis.call('HGET', F, 'g') or '0')}
   for _, set in ipairs({rel, can, rev}) do
     for _, m in ipairs(set) do
       table.insert(out, m)
