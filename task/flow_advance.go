@@ -68,7 +68,9 @@ func (q *core) parents(ctx context.Context, taskID string) (map[string]Parent, e
 // advanceFlows records in their flows the outcomes of flow nodes of batch
 // that ended their tasks (the finish.lua calls cmds recorded them), the
 // script calls sharing a round trip, then does what each leaves to do. A
-// failure is logged: the sweep finds the node later.
+// failure that passes queues the node's step to be tried again
+// (flow_retry.go); any other is logged, and the sweep finds the node
+// later.
 func (w *worker) advanceFlows(ctx context.Context, batch []ended, cmds rdb.FinishReplies) {
 	var ends []rdb.NodeEnd
 	for c := range cmds {
@@ -93,7 +95,12 @@ func (w *worker) advanceFlows(ctx context.Context, batch []ended, cmds rdb.Finis
 		if err == nil {
 			err = fl.settle(ctx, e.Flow, steps[i])
 		}
-		if err != nil {
+		switch {
+		case err == nil:
+		case w.steps != nil && passingFailure(err):
+			w.q.log.Info("moving a flow on failed: trying again", "flow", e.Flow, "node", e.Node, "error", err)
+			w.steps.add(e)
+		default:
 			w.q.log.Warn("moving a flow on failed: its leader does it later", "flow", e.Flow, "node", e.Node, "error", err)
 		}
 	}

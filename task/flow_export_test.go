@@ -12,11 +12,18 @@ import (
 // SetFlowTimings shortens the flows' sweep for tests: its period (read when
 // the first queue of an app is handled), how long a submission may stay
 // half done, and how long a running flow may stay unchanged before its
-// nodes are checked against their tasks.
-func SetFlowTimings(every, submit, idle time.Duration) {
+// nodes are checked against their tasks. undo sets the timings back.
+func SetFlowTimings(every, submit, idle time.Duration) (undo func()) {
+	e, s, i := flowSweepEvery.Load(), flowSubmitTimeout.Load(), flowIdleCheck.Load()
+	undo = func() {
+		flowSweepEvery.Store(e)
+		flowSubmitTimeout.Store(s)
+		flowIdleCheck.Store(i)
+	}
 	flowSweepEvery.Store(int64(every))
 	flowSubmitTimeout.Store(int64(submit))
 	flowIdleCheck.Store(int64(idle))
+	return undo
 }
 
 // SubmitRecordOnly writes f's record and index and stops there, as a

@@ -80,6 +80,7 @@ type worker struct {
 	resumed  chan struct{}       // closed (and replaced) when the queue is resumed or its live rate changes
 	rr       []int               // weighted round robin state
 	lost     lost                // calls whose replies were lost
+	steps    *flowRetrier        // flow steps to try again (flow_retry.go)
 	slots    uint64              // slots of read and own calls in use (claimSlot)
 	outs     []rdb.Outcome       // the completer's, reused
 	working  sync.WaitGroup      // running handlers
@@ -105,7 +106,8 @@ type worker struct {
 //
 // Shutdown order: stop fetching; let running tasks finish within the grace
 // period, then cancel the rest (errStopping) and hand them back to the
-// queue; record every outcome; then stop touching and listening.
+// queue; record every outcome; then stop touching, listening and trying
+// flow steps again (the flows' sweep does those left).
 func (s *workerService) Run(ctx context.Context) error {
 	q := s.core
 	sh := shareOf(ctx, q)
@@ -116,7 +118,7 @@ func (s *workerService) Run(ctx context.Context) error {
 	w := &worker{
 		s: s, q: q, done: make(chan ended, cmp.Or(q.set.outcomes, outcomeBuffer)), poll: pausePoll, limit: min(q.set.concurrency, q.maxConcurrency()),
 		active: map[string]*running{}, freed: make(chan struct{}, 1), resumed: make(chan struct{}),
-		gate: make(chan struct{}), share: sh, quit: make(chan struct{}),
+		gate: make(chan struct{}), share: sh, quit: make(chan struct{}), steps: newFlowRetrier(q),
 	}
 	sh.join(ctx, q)
 	defer sh.leave(q)
@@ -127,8 +129,9 @@ func (s *workerService) Run(ctx context.Context) error {
 	var bg, completer sync.WaitGroup
 	completer.Add(1)
 	go func() { defer completer.Done(); w.complete(ctx) }()
-	bg.Add(3)
+	bg.Add(4)
 	go func() { defer bg.Done(); w.touch(bgCtx) }()
+	go func() { defer bg.Done(); w.steps.run(bgCtx) }()
 	go func() { defer bg.Done(); w.deliver(bgCtx) }()
 	go func() { defer bg.Done(); w.listen(bgCtx) }()
 	q.log.Info("task worker started", "concurrency", w.currentLimit())
