@@ -167,6 +167,7 @@ func (h *handler) routes() []route {
 		write("POST /v1/queues/{queue}/tasks", h.enqueue),
 		read("GET /v1/queues/{queue}/tasks", h.listTasks),
 		read("GET /v1/queues/{queue}/events", holdOpen(forever, h.queueEvents)),
+		write("PUT /v1/queues/{queue}/events", h.setEvents),
 		write("POST /v1/queues/{queue}/runsync", holdOpen(h.runSyncWait, h.runSync)),
 		read("GET /v1/queues/{queue}/tasks/{id}", h.taskInfo),
 		write("DELETE /v1/queues/{queue}/tasks/{id}", h.deleteTask),

@@ -292,7 +292,7 @@ func cutByReadTimeout(t *testing.T, addr string) {
 
 // A live setting that Redis refuses to store is the server's failure, not
 // the client's: 500 without what Redis said (which names its user and the
-// key), not 400 bad_rate or bad_concurrency with it. Values out of range
+// key), not 400 bad_rate, bad_concurrency or bad_events with it. Values out of range
 // are still the client's (400).
 func TestLiveSettingRefusedByRedisIsInternal(t *testing.T) {
 	t.Parallel()
@@ -312,7 +312,8 @@ func TestLiveSettingRefusedByRedisIsInternal(t *testing.T) {
 	t.Cleanup(func() { a.Close() })
 	ro := &env{srv: httptest.NewServer(api.NewHandler(a, api.Options{}))}
 	t.Cleanup(ro.srv.Close)
-	for _, req := range [][2]string{{"/v1/queues/work/concurrency", `{"n":7}`}, {"/v1/queues/work/rate", `{"n":5,"window":"1s"}`}} {
+	for _, req := range [][2]string{{"/v1/queues/work/concurrency", `{"n":7}`}, {"/v1/queues/work/rate", `{"n":5,"window":"1s"}`},
+		{"/v1/queues/work/events", `{"enabled":true,"max_len":500}`}} {
 		r := ro.do(t, "PUT", req[0], req[1]).want(t, 500, "internal")
 		if strings.Contains(r.raw, "NOPERM") || strings.Contains(r.raw, opt.Username) || strings.Contains(r.raw, e.prefix) {
 			t.Errorf("PUT %s tells what Redis said: %s", req[0], r.raw)
@@ -323,4 +324,5 @@ func TestLiveSettingRefusedByRedisIsInternal(t *testing.T) {
 	}
 	ro.do(t, "PUT", "/v1/queues/work/concurrency", `{"n":0}`).want(t, 400, "bad_concurrency")
 	ro.do(t, "PUT", "/v1/queues/work/rate", `{"n":-1,"window":"1s"}`).want(t, 400, "bad_rate")
+	ro.do(t, "PUT", "/v1/queues/work/events", `{"enabled":true,"max_len":-1}`).want(t, 400, "bad_events")
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -242,4 +243,46 @@ func writeEventError(w http.ResponseWriter, rc *http.ResponseController, msg str
 	_ = rc.SetWriteDeadline(time.Now().Add(followWriteTimeout))
 	fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
 	_ = rc.Flush()
+}
+
+// eventsRow is a queue's events setting (task.Queue.SetEvents): max_len is
+// about how many of the latest events it keeps, 0 when they are off.
+type eventsRow struct {
+	Enabled bool `json:"enabled"`
+	MaxLen  int  `json:"max_len"`
+}
+
+// setEvents turns the queue's events on or off live (task.Queue.SetEvents)
+// and answers the queue as GET does: body {"enabled": true, "max_len": N}
+// (N 0 or missing: task.DefaultEventsCap) or {"enabled": false}, which
+// keeps the history already written.
+func (h *handler) setEvents(w http.ResponseWriter, r *http.Request) {
+	h.changeQueue(w, r, func(ctx context.Context, q *rawQueue) error {
+		var req struct {
+			Enabled *bool `json:"enabled"`
+			MaxLen  *int  `json:"max_len"`
+		}
+		if err := h.readObject(w, r, &req); err != nil {
+			return err
+		}
+		n := 0
+		switch {
+		case req.Enabled == nil:
+			return refuse(w, "bad_json", errors.New(`request body: field "enabled" is missing (true or false)`))
+		case !*req.Enabled && req.MaxLen != nil:
+			return refuse(w, "bad_events", errors.New(`request body: field "max_len" goes only with "enabled": true`))
+		case !*req.Enabled:
+			n = -1
+		case req.MaxLen != nil && *req.MaxLen < 0:
+			return refuse(w, "bad_events", fmt.Errorf(`request body: field "max_len" %d: want 0 (the default, %d) to %d`,
+				*req.MaxLen, task.DefaultEventsCap, task.MaxEventsCap))
+		case req.MaxLen != nil:
+			n = *req.MaxLen
+		}
+		err := q.SetEvents(ctx, n)
+		if errors.Is(err, task.ErrBadSetting) {
+			return refuse(w, "bad_events", err)
+		}
+		return err
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -167,4 +168,80 @@ func TestQueueEventsFollowersCap(t *testing.T) {
 		defer res.Body.Close()
 		return res.StatusCode == 200
 	})
+}
+
+// PUT /v1/queues/{queue}/events turns the queue's events on (with a cap,
+// the default one without) and off, live: the queue's row reports the
+// setting, Redis holds it (the next enqueue writes an event), and values
+// out of range or missing are refused without changing it.
+func TestSetQueueEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{})
+	ctx := context.Background()
+	ks := rdb.NewKeySpace(e.prefix, "shop")
+	events := func(r reply) (bool, float64) {
+		t.Helper()
+		ev, ok := r.body["events"].(map[string]any)
+		if !ok {
+			t.Fatalf("no events in %s", r.raw)
+		}
+		on, _ := ev["enabled"].(bool)
+		n, _ := ev["max_len"].(float64)
+		return on, n
+	}
+	stored := func() int64 {
+		t.Helper()
+		n, err := rdb.EventsCap(ctx, e.client, ks.TaskConfig("work"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if on, n := events(e.do(t, "GET", "/v1/queues/work", "").want(t, 200, "")); on || n != 0 {
+		t.Fatalf("events before any setting: %v %v", on, n)
+	}
+	if on, n := events(e.do(t, "PUT", "/v1/queues/work/events", `{"enabled":true,"max_len":500}`).want(t, 200, "")); !on || n != 500 {
+		t.Fatalf("events set: %v %v, want on 500", on, n)
+	}
+	if n := stored(); n != 500 {
+		t.Fatalf("Redis holds a cap of %d, want 500", n)
+	}
+	id := e.do(t, "POST", "/v1/queues/work/tasks", `{"payload":{"do":"x"}}`).want(t, 200, "").body["id"]
+	redistest.Eventually(t, 10*time.Second, fmt.Sprintf("an event of task %v once events were turned on", id), func() bool {
+		n, err := e.client.XLen(ctx, ks.TaskEvents("work")).Result()
+		return err == nil && n > 0
+	})
+	for _, bad := range []struct{ body, code string }{
+		{`{}`, "bad_json"},
+		{`{"enabled":"yes"}`, "bad_json"},
+		{`{"enabled":true,"max_len":-1}`, "bad_events"},
+		{`{"enabled":true,"max_len":10000001}`, "bad_events"},
+		{`{"enabled":false,"max_len":5}`, "bad_events"},
+	} {
+		e.do(t, "PUT", "/v1/queues/work/events", bad.body).want(t, 400, bad.code)
+	}
+	if on, n := events(e.do(t, "GET", "/v1/queues/work", "").want(t, 200, "")); !on || n != 500 {
+		t.Fatalf("events after refused changes: %v %v, want on 500", on, n)
+	}
+	if on, n := events(e.do(t, "PUT", "/v1/queues/work/events", `{"enabled":true}`).want(t, 200, "")); !on || n != float64(task.DefaultEventsCap) {
+		t.Fatalf("events on without a cap: %v %v, want the default", on, n)
+	}
+	if on, n := events(e.do(t, "PUT", "/v1/queues/work/events", `{"enabled":false}`).want(t, 200, "")); on || n != 0 {
+		t.Fatalf("events off: %v %v", on, n)
+	}
+	if n := stored(); n != 0 {
+		t.Fatalf("Redis holds a cap of %d after events were turned off", n)
+	}
+	var row map[string]any
+	for _, q := range e.do(t, "GET", "/v1/queues", "").want(t, 200, "").body["queues"].([]any) {
+		if m := q.(map[string]any); m["queue"] == "work" {
+			row = m
+		}
+	}
+	if ev, ok := row["events"].(map[string]any); !ok || ev["enabled"] != false {
+		t.Fatalf("GET /v1/queues row of work: %v", row)
+	}
+	e.do(t, "PUT", "/v1/queues/nope/events", `{"enabled":true}`).want(t, 404, "unknown_queue")
+	ro := newEnvOn(t, e.client, e.prefix, api.Options{ReadOnly: true})
+	ro.do(t, "PUT", "/v1/queues/work/events", `{"enabled":true}`).want(t, 403, "read_only")
 }

@@ -390,8 +390,9 @@ type queueRow struct {
 	Concurrency concurrencyRow       `json:"concurrency"`
 	// GlobalConcurrency caps the queue's running tasks over all workers;
 	// 0 is no cap.
-	GlobalConcurrency int    `json:"global_concurrency"`
-	Leader            string `json:"leader"` // the queue leader's worker ID; "" when none
+	GlobalConcurrency int       `json:"global_concurrency"`
+	Events            eventsRow `json:"events"` // the events setting (see setEvents)
+	Leader            string    `json:"leader"` // the queue leader's worker ID; "" when none
 	// Finished is the tasks that reached a final state in each 10 s of the
 	// last minute, from the server's counters (GET /v1/queues only).
 	Finished *inspect.Finished `json:"finished,omitempty"`
@@ -417,7 +418,8 @@ func rowOf(sum task.Summary) queueRow {
 	r := queueRow{Queue: sum.Definition.Name, Counts: sum.Counts, Definition: viewDefinition(sum.Definition),
 		Rate:              rateRow{N: sum.Rate.N, Window: sum.Rate.Window.String(), Live: sum.LiveRate},
 		Concurrency:       concurrencyRow{N: sum.Concurrency, Live: sum.LiveConcurrency},
-		GlobalConcurrency: sum.GlobalConcurrency, Leader: sum.Leader}
+		GlobalConcurrency: sum.GlobalConcurrency, Leader: sum.Leader,
+		Events: eventsRow{Enabled: sum.EventsCap > 0, MaxLen: sum.EventsCap}}
 	if sum.Paused {
 		at := sum.PausedAt.UTC()
 		r.PausedAt = &at

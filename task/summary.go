@@ -29,6 +29,9 @@ type Summary struct {
 	// GlobalConcurrency caps the tasks running at once over all workers
 	// (Queue.SetGlobalConcurrency); 0 is no cap.
 	GlobalConcurrency int
+	// EventsCap is the length cap of the queue's events (Queue.SetEvents);
+	// 0 when they are off.
+	EventsCap int
 	// Leader is the worker ID of the queue's leader, which promotes its due
 	// tasks, fires its cron schedules and reclaims the tasks of dead
 	// workers; "" when no worker holds the queue's lease (none handles it).
@@ -104,6 +107,10 @@ func summaryOf(r rdb.SummaryRead, d Definition) (Summary, error) {
 	}
 	if v, ok := live[3].(string); ok {
 		s.GlobalConcurrency, _ = rdb.ParseLiveGlobal(v)
+	}
+	if v, ok := live[4].(string); ok {
+		n, _ := strconv.Atoi(v)
+		s.EventsCap = max(n, 0)
 	}
 	switch v, err := r.Leader, r.LeaderErr; {
 	case err == nil:

@@ -21,7 +21,7 @@ type SummaryKeys struct {
 type SummaryRead struct {
 	Counts    map[string]string
 	CountsErr error
-	Live      []any // PausedField, RateField, ConcurrencyField, GlobalField: a string or nil
+	Live      []any // PausedField, RateField, ConcurrencyField, GlobalField, EventsField: a string or nil
 	LiveErr   error
 	Leader    string
 	LeaderErr error // redis.Nil: no leader
@@ -41,7 +41,7 @@ func ReadSummaries(ctx context.Context, c redis.Cmdable, qs []SummaryKeys) ([]Su
 	for i, q := range qs {
 		cs[i] = cmds{
 			counts: pipe.HGetAll(ctx, q.Counts),
-			live:   pipe.HMGet(ctx, q.Config, PausedField, RateField, ConcurrencyField, GlobalField),
+			live:   pipe.HMGet(ctx, q.Config, PausedField, RateField, ConcurrencyField, GlobalField, EventsField),
 			leader: pipe.Get(ctx, q.Leader),
 		}
 	}
