@@ -137,6 +137,7 @@ func (h *handler) routes() []route {
 		read("GET /{$}", dashboard),
 		read("GET /dashboard/app.js", dashboard),
 		read("GET /dashboard/flows.js", dashboard),
+		read("GET /dashboard/queueops.js", dashboard),
 		read("GET /dashboard/style.css", dashboard),
 		read("GET /v1/info", h.info),
 

@@ -17,10 +17,11 @@ const dashboardPolicy = "default-src 'none'; script-src 'self'; style-src 'self'
 
 // dashboardPaths are the dashboard's files by path.
 var dashboardPaths = map[string]string{
-	"/":                    "dashboard/index.html",
-	"/dashboard/app.js":    "dashboard/app.js",
-	"/dashboard/flows.js":  "dashboard/flows.js",
-	"/dashboard/style.css": "dashboard/style.css",
+	"/":                      "dashboard/index.html",
+	"/dashboard/app.js":      "dashboard/app.js",
+	"/dashboard/flows.js":    "dashboard/flows.js",
+	"/dashboard/queueops.js": "dashboard/queueops.js",
+	"/dashboard/style.css":   "dashboard/style.css",
 }
 
 // dashboard serves the page at / and its files under /dashboard/.

@@ -12,10 +12,11 @@ func TestDashboardFilesAndInfo(t *testing.T) {
 	e := newEnv(t, api.Options{Token: "tok", ReadOnly: true, Version: "v1.2.3"})
 	// The page and its files need no token: they hold no data.
 	for path, want := range map[string]string{
-		"/":                    "text/html",
-		"/dashboard/app.js":    "javascript",
-		"/dashboard/flows.js":  "javascript",
-		"/dashboard/style.css": "text/css",
+		"/":                      "text/html",
+		"/dashboard/app.js":      "javascript",
+		"/dashboard/flows.js":    "javascript",
+		"/dashboard/queueops.js": "javascript",
+		"/dashboard/style.css":   "text/css",
 	} {
 		res, err := e.srv.Client().Get(e.srv.URL + path)
 		if err != nil {

@@ -194,7 +194,12 @@ async function api(path, opts = {}) {
   if (res.status === 401) throw new Unauthorized('unauthorized');
   let body = null;
   try { body = await res.json(); } catch (_) { /* not JSON */ }
-  if (!res.ok) throw new Error(body?.error || `${res.status} ${res.statusText}`);
+  if (!res.ok) {
+    const err = new Error(body?.error || `${res.status} ${res.statusText}`);
+    err.status = res.status;
+    err.code = body?.code || '';
+    throw err;
+  }
   return body;
 }
 
@@ -391,6 +396,7 @@ function render() {
     view.innerHTML = skeleton(r.name);
     bindView();
   }
+  if (r.kind !== 'queue') closeQueueEvents();
   if (r.kind === 'stream') renderStream(r.name);
   else if (r.kind === 'queue') renderQueue(r.name);
   else if (r.kind === 'flows') renderFlows();
@@ -869,9 +875,11 @@ function queueSkeleton() {
       ${panel('Dead, pending and active', '<div class="chart" id="ch-q-levels"></div>')}
     </div>
     ${panel('Workers', '<div id="q-workers"></div>')}
+    <section class="panel" id="q-events"></section>
     ${panel('Tasks', '<div id="task-list"></div>', {
       right: `<div class="seg small" id="list-tabs"><button data-list="dead">dead</button><button data-list="recent">recent</button><button data-list="scheduled">scheduled</button></div>`,
-    })}`;
+    })}
+    <section class="panel" id="q-ops"></section>`;
 }
 
 const STATE_CLASS = { dead: 'bad', failed: 'bad', cancelled: 'mute', succeeded: 'ok', active: 'info', pending: 'info', scheduled: '', retrying: 'warn' };
@@ -881,6 +889,7 @@ function renderQueue(name) {
   $('#title').innerHTML = `<span class="muted">task queue</span> ${esc(name)}`;
   if (!q) {
     $('#q-meta').innerHTML = `<div class="banner error">No task queue ${esc(name)}.</div>`;
+    closeQueueEvents();
     return;
   }
   const d = q.definition;
@@ -918,6 +927,8 @@ function renderQueue(name) {
   const total = STATES.reduce((a, s) => a + (q.counts[s] || 0), 0);
   $('#q-bar').innerHTML = total ? STATES.filter((s) => q.counts[s]).map((s) => `<span class="seg-${s}" style="flex:${q.counts[s]}" title="${s}: ${fmt(q.counts[s])}"></span>`).join('') : '<span class="empty-bar"></span>';
 
+  renderQueueOps(name, q);
+  renderQueueEvents(name, q);
   chart($('#ch-q-succ'), [{ name: 'finished', colour: '#059669', points: finishedSeries(q) }], {});
   levelsChart(name);
 
