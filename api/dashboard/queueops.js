@@ -141,8 +141,8 @@ async function obliterate(force) {
     return;
   } catch (err) {
     if (err.code === 'queue_running') {
-      Q.running = err.message;
-      say('bad', `obliterate ${name}: refused while workers run it`);
+      Q.running = err.message; // shown beside the button that forces
+      Q.msg = null;
     } else {
       say('bad', `obliterate ${name}: ${err.message}`);
     }
@@ -169,9 +169,9 @@ function renderQueueEvents(name, q) {
           'data-events': on ? 'off' : 'on', text: on ? 'Turn events off' : 'Turn events on' }))),
     on ? h('p', { class: 'muted ev-note', text: `Every state change of this queue's tasks as it happens; the queue keeps about ${fmt(q.events.max_len)}, this page shows the last ${EVENT_ROWS}.` })
       : h('div', { class: 'empty', id: 'q-ev-off', text: 'Events are off for this queue: its tasks\' state changes are not recorded. Turning them on costs a stream entry per change.' }),
-    on ? h('table', { class: 'tbl ev-tbl', id: 'q-ev-table' },
-      h('thead', {}, h('tr', {}, ['Time', 'Task', 'State', 'From', 'Attempt', 'Error'].map((c) => h('th', { text: c })))),
-      h('tbody', { id: 'q-ev-rows' })) : null,
+    on ? h('div', { class: 'ev-wrap' }, h('table', { class: 'ev-tbl', id: 'q-ev-table' },
+      h('thead', {}, h('tr', {}, ['Time', 'Task', 'State', 'From', 'Attempt', 'Error'].map((c) => h('th', { class: c === 'Attempt' ? 'r' : null, text: c })))),
+      h('tbody', { id: 'q-ev-rows' }))) : null,
   ]);
   if (!el.leatBound) {
     el.leatBound = true;
