@@ -131,12 +131,36 @@ func TestDashboardQueueOps(t *testing.T) {
 	}
 	screenshot(t, b, "LEAT_QUEUE_SCREENSHOT")
 
+	// Hidden, the page stops following; shown again, it resumes after the
+	// last event it showed, missing none.
+	run(t, b, "hide the page", chromedp.Evaluate[chromedp.Void](`Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+		document.dispatchEvent(new Event('visibilitychange'))`))
+	if got := eval[string](t, b, `Q.ev.open + ' ' + document.querySelector('#q-ev-status').dataset.state`); got != "false paused" {
+		t.Fatalf("hidden page: following %q, want false paused", got)
+	}
+	hid, err := jobs.Enqueue(ctx, json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, 10*time.Second, "the task enqueued while hidden succeeded", func() bool {
+		in, err := jobs.Info(ctx, hid)
+		return err == nil && in.State == task.Succeeded
+	})
+	run(t, b, "show the page", chromedp.Evaluate[chromedp.Void](`delete document.hidden; document.dispatchEvent(new Event('visibilitychange'))`))
+	redistest.Eventually(t, 15*time.Second, "the transitions of the task enqueued while hidden", func() bool {
+		return rows(hid) == "new>pending#0 pending>active#1 active>succeeded#1"
+	})
+	// Another view closes the stream.
+	run(t, b, "open the overview", chromedp.Navigate(srv.URL+"/#/"), chromedp.WaitVisible(chromedp.CSS("#kpi-entries")))
+	waitTrue(t, b, "the events no longer followed", `Q.ev && Q.ev.open === false`)
+	run(t, b, "back to queue jobs", chromedp.Navigate(srv.URL+"/#/queue/jobs"), chromedp.WaitVisible(chromedp.CSS("#q-clean-go")))
+
 	// Clean the succeeded tasks that ended at least 0s ago.
 	run(t, b, "clean succeeded tasks",
 		chromedp.SetValue(chromedp.CSS("#q-clean-state"), "succeeded"),
 		chromedp.SetValue(chromedp.CSS("#q-clean-age"), "0s"),
 		chromedp.Click(chromedp.CSS("#q-clean-go")))
-	waitText(t, b, "#q-ops-msg", func() string { return "Cleaned jobs: deleted 101 succeeded tasks ended at least 0s ago" })
+	waitText(t, b, "#q-ops-msg", func() string { return "Cleaned jobs: deleted 102 succeeded tasks ended at least 0s ago" })
 	waitText(t, b, "#count-succeeded .kpi-value", func() string { return "0" })
 	if n, _ := jobs.Counts(ctx); n[task.Succeeded] != 0 || n[task.Failed] != 1 {
 		t.Errorf("counts after the clean: %v", n)

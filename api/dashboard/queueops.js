@@ -306,6 +306,7 @@ function closeQueueEvents() {
     Q.ev.close();
     Q.ev.open = false;
     Q.ev.state = 'paused';
+    evStatus();
   }
 }
 
