@@ -236,7 +236,7 @@ func TestQueueEventsLifecycle(t *testing.T) {
 }
 
 // TestQueueEventsOff: a queue whose events are off writes none, and
-// turning them off live stops them at once.
+// turning them off live stops them at once; Summary reports the setting.
 func TestQueueEventsOff(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
@@ -251,8 +251,22 @@ func TestQueueEventsOff(t *testing.T) {
 	if evs, err := q.EventsAfter(ctx, "0", 100); err != nil || len(evs) != 0 {
 		t.Fatalf("events of a queue with events off: %v, %v", evs, err)
 	}
+	capOf := func() int {
+		t.Helper()
+		sum, err := q.Summary(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum.EventsCap
+	}
+	if n := capOf(); n != 0 {
+		t.Fatalf("Summary.EventsCap with events off: %d", n)
+	}
 	if err := q.SetEvents(ctx, 5); err != nil {
 		t.Fatal(err)
+	}
+	if n := capOf(); n != 5 {
+		t.Fatalf("Summary.EventsCap after SetEvents(5): %d", n)
 	}
 	id, err := q.Enqueue(ctx, job{N: 2})
 	if err != nil {
@@ -260,6 +274,9 @@ func TestQueueEventsOff(t *testing.T) {
 	}
 	if err := q.SetEvents(ctx, -1); err != nil {
 		t.Fatal(err)
+	}
+	if n := capOf(); n != 0 {
+		t.Fatalf("Summary.EventsCap after SetEvents(-1): %d", n)
 	}
 	if _, err := q.Enqueue(ctx, job{N: 3}); err != nil {
 		t.Fatal(err)
