@@ -31,49 +31,8 @@ type opJob struct {
 func TestDashboardQueueOps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, prefix := redistest.Client(t)
-	newApp := func(worker string) *app.App {
-		a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: prefix, WorkerID: worker, Logger: quiet(), LeaderLease: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close() })
-		return a
-	}
-	w := newApp("w1")
-	_, err := task.Handle(w, "jobs", func(ctx context.Context, tk *task.Task[opJob]) (string, error) {
-		if tk.Payload.Fail {
-			return "", task.SkipRetry(errors.New(`<b id="injected">no</b>`))
-		}
-		return "ok", nil
-	}, task.MaxRetries(0), task.Concurrency(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// backlog: declared, never run.
-	prod := newApp("producer")
-	backlog, err := task.Declare[opJob, string](prod, "backlog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.Register(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = w.Run(wctx) }()
-	t.Cleanup(func() { stop(); wg.Wait() })
-
-	served := newApp("api")
-	redistest.Eventually(t, 10*time.Second, "queues jobs and backlog registered", func() bool {
-		qs, _ := task.Queues(ctx, served)
-		return len(qs) == 2
-	})
-	jobs, err := task.Lookup(ctx, served, "jobs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := newOpsEnv(t, ctx)
+	served, jobs, backlog := env.served, env.jobs, env.backlog
 	srv := httptest.NewServer(api.NewHandler(served, api.Options{}))
 	t.Cleanup(srv.Close)
 	b := browser(t)
@@ -218,4 +177,98 @@ func TestDashboardQueueOps(t *testing.T) {
 		qs, err := task.Queues(ctx, served)
 		return err == nil && !slices.ContainsFunc(qs, func(d task.Definition) bool { return d.Name == "jobs" })
 	})
+}
+
+// opsEnv is an app whose worker w1 runs queue jobs (a task fails when its
+// payload says so, with markup in its error) and whose queue backlog is
+// declared and never run.
+type opsEnv struct {
+	served  *app.App
+	jobs    *task.Queue[json.RawMessage, json.RawMessage]
+	backlog *task.Queue[opJob, string]
+}
+
+func newOpsEnv(t *testing.T, ctx context.Context) opsEnv {
+	t.Helper()
+	c, prefix := redistest.Client(t)
+	newApp := func(worker string) *app.App {
+		a, err := app.New(app.Config{Name: "shop", Client: c, KeyPrefix: prefix, WorkerID: worker, Logger: quiet(), LeaderLease: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a
+	}
+	w := newApp("w1")
+	_, err := task.Handle(w, "jobs", func(ctx context.Context, tk *task.Task[opJob]) (string, error) {
+		if tk.Payload.Fail {
+			return "", task.SkipRetry(errors.New(`<b id="injected">no</b>`))
+		}
+		return "ok", nil
+	}, task.MaxRetries(0), task.Concurrency(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// backlog: declared, never run.
+	prod := newApp("producer")
+	backlog, err := task.Declare[opJob, string](prod, "backlog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = w.Run(wctx) }()
+	t.Cleanup(func() { stop(); wg.Wait() })
+
+	served := newApp("api")
+	redistest.Eventually(t, 10*time.Second, "queues jobs and backlog registered", func() bool {
+		qs, _ := task.Queues(ctx, served)
+		return len(qs) == 2
+	})
+	jobs, err := task.Lookup(ctx, served, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opsEnv{served: served, jobs: jobs, backlog: backlog}
+}
+
+// With a token, which an EventSource cannot send, the page reads the events
+// with fetch; read-only, every button of the clean-up and events panels is
+// disabled.
+func TestDashboardQueueEventsTokenAndReadOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := newOpsEnv(t, ctx)
+	if err := env.jobs.SetEvents(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.NewHandler(env.served, api.Options{Token: "s3cret"}))
+	t.Cleanup(srv.Close)
+	b := browser(t)
+	run(t, b, "open the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#login-token")))
+	run(t, b, "give the token", chromedp.SetValue(chromedp.CSS("#login-token"), "s3cret"), chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)))
+	waitText(t, b, "#app-name", func() string { return "shop" })
+	run(t, b, "open queue jobs", chromedp.Navigate(srv.URL+"/#/queue/jobs"), chromedp.WaitVisible(chromedp.CSS("#q-ev-status")))
+	waitTrue(t, b, "the events followed", `document.querySelector('#q-ev-status')?.dataset.state === 'live'`)
+	id, err := env.jobs.Enqueue(ctx, json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, 15*time.Second, "the task's transitions read with the token", func() bool {
+		return eval[string](t, b, `[...document.querySelectorAll('#q-ev-rows tr[data-task=`+jsString(id)+`]')].reverse().map((r) => r.dataset.state).join(' ')`) == "pending active succeeded"
+	})
+
+	ro := httptest.NewServer(api.NewHandler(env.served, api.Options{ReadOnly: true}))
+	t.Cleanup(ro.Close)
+	rb := browser(t)
+	run(t, rb, "open queue jobs read-only", chromedp.Navigate(ro.URL+"/#/queue/jobs"), chromedp.WaitVisible(chromedp.CSS("#q-drain")))
+	for _, sel := range []string{"#q-drain", "#q-clean-go", "#q-clean-age", "#q-obl-name", "#q-obl-go", "#q-ev-toggle"} {
+		if !eval[bool](t, rb, `document.querySelector(`+jsString(sel)+`).disabled`) {
+			t.Errorf("%s enabled in read-only mode", sel)
+		}
+	}
 }
