@@ -6,13 +6,12 @@
 //	h, err := subprocess.New(subprocess.Config{Command: []string{"python3", "handler.py"}})
 //	q, err := task.Handle(a, "resize", h.Handle, task.FetchWhen(h.Wait), task.ConcurrencyFunc(h.Concurrency))
 //
-// A [Handler] runs a task queue's tasks in supervised child processes written in any
-// language ("leat worker --queue Q --exec CMD"; sdk/python is a Python
-// package for them). The protocol is JSON lines on the child's stdin
-// and stdout:
+// The protocol is JSON lines on the child's stdin and stdout (sdk/python is
+// a Python package that speaks it):
 //
 //	child:  {"status":"ready"}                                once started (after loading models...)
-//	worker: {"task_id":"ID","payload":P,"attempt":N,"headers":H}  one task (headers absent when none)
+//	worker: {"task_id":"ID","payload":P,"attempt":N,"headers":H}  one task (headers absent when none;
+//	        "parents":{NAME:{"state":S,"result":R}} for a flow's node: task.Task.Parents)
 //	child:  {"task_id":"ID","progress":V}                     any number, optional
 //	child:  {"task_id":"ID","partial":V}                      any number, optional
 //	child:  {"task_id":"ID","result":R}                       success, or
