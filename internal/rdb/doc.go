@@ -33,7 +33,8 @@
 //   - group.go, partitions.go, reset.go: a processor's group state
 //     (membership, assignment, control stream, dead letters), acks and
 //     trim counters per partition, moving a group (reset).
-//   - table.go, table_script.go (table_commit.lua): tables and their
+//   - table.go, table_script.go (table_commit.lua after table_writes.lua,
+//     which output_commit.lua shares): tables and their
 //     commits with the acknowledgements.
 //   - joins.go, keys_joins.go: joins' batched reads of tables, and the
 //     tables' change logs (appended by table_commit.lua) that global

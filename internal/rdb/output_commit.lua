@@ -13,8 +13,8 @@
 -- ARGV[4]      n, the number of entry IDs
 -- ARGV[5..4+n] the entry IDs to acknowledge
 -- ARGV[5+n]    w, the number of table writes, then w triples as in
---              table_commit.lua: key (index into KEYS), field, value (set,
---              delete, string key, change log)
+--              table_writes.lua (which goes before this script): key
+--              (index into KEYS), field, value
 -- then, to the end, one group per output: key (index into KEYS), size
 -- ("0": no MAXLEN), guard ("1": the stream must have room, see
 -- guarded_add.lua), k, then k field and value arguments
@@ -35,18 +35,9 @@ local w = tonumber(ARGV[5 + n])
 local first = 6 + n
 local outs = first + 3 * w
 local checked = {}
-for i = first, outs - 1, 3 do
-  local k = KEYS[tonumber(ARGV[i])]
-  local op = string.sub(ARGV[i + 2], 1, 1)
-  if op ~= 'p' and not checked[k] then
-    local want = 'hash'
-    if op == 'l' then want = 'stream' end -- change log
-    local t = redis.call('TYPE', k).ok
-    if t ~= want and t ~= 'none' then
-      return redis.error_reply('WRONGTYPE table key ' .. k .. ' holds a ' .. t .. ', not a ' .. want)
-    end
-    checked[k] = true
-  end
+local err = check_table_writes(first, outs - 1, checked)
+if err then
+  return err
 end
 local room = {}
 local i = outs
@@ -90,23 +81,7 @@ end
 if n > 0 then
   redis.call('XACK', KEYS[2], ARGV[2], unpack(ARGV, 5, 4 + n))
 end
-for j = first, outs - 1, 3 do
-  local k, field, v = KEYS[tonumber(ARGV[j])], ARGV[j + 1], ARGV[j + 2]
-  local op = string.sub(v, 1, 1)
-  if op == 's' then
-    redis.call('HSET', k, field, string.sub(v, 2))
-  elseif op == 'd' then
-    redis.call('HDEL', k, field)
-  elseif op == 'l' then
-    -- a table's change log, as in table_commit.lua
-    local last = redis.call('XREVRANGE', k, '+', '-', 'COUNT', 1)
-    local prev = '0-0'
-    if last[1] then prev = last[1][1] end
-    redis.call('XADD', k, 'MAXLEN', '~', field, '*', 'prev', prev, 'c', string.sub(v, 2))
-  else
-    redis.call('SET', k, string.sub(v, 2), 'PX', field)
-  end
-end
+apply_table_writes(first, outs - 1)
 i = outs
 while i <= #ARGV do
   local k, size, m = KEYS[tonumber(ARGV[i])], ARGV[i + 1], tonumber(ARGV[i + 3])

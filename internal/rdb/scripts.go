@@ -72,9 +72,11 @@ var (
 	setGroupSrc string
 	setGroup    = redis.NewScript(setGroupSrc)
 
+	//go:embed table_writes.lua
+	tableWritesSrc string
 	//go:embed table_commit.lua
 	tableCommitSrc string
-	tableCommit    = redis.NewScript(tableCommitSrc)
+	tableCommit    = redis.NewScript(tableWritesSrc + "\n" + tableCommitSrc)
 )
 
 // Load loads the scripts that are run with EVALSHA inside pipelines, after
