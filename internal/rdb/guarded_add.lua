@@ -11,22 +11,10 @@
 --          then the k arguments (key, ..., codec, ..., data, ..., h:NAME, ...)
 --
 -- Returns {1, {id, ...}} when the entries were added, {0, unprocessed} when
--- they would not fit (unprocessed: the most entries a group has to go). A
--- group whose lag Redis does not know counts the whole stream as unread.
+-- they would not fit (unprocessed: the most entries a group has to go, see
+-- stream_room.lua, which goes before this script).
 local size, n = tonumber(ARGV[1]), tonumber(ARGV[2])
-local worst = 0
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  local len = redis.call('XLEN', KEYS[1])
-  for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
-    local lag, pending = nil, 0
-    for i = 1, #g, 2 do
-      if g[i] == 'lag' then lag = g[i + 1] end
-      if g[i] == 'pending' then pending = g[i + 1] end
-    end
-    if type(lag) ~= 'number' then lag = len end
-    if lag + pending > worst then worst = lag + pending end
-  end
-end
+local worst = unprocessed(KEYS[1])
 if worst + n > size then
   return {0, worst}
 end

@@ -39,7 +39,7 @@ local err = check_table_writes(first, outs - 1, checked)
 if err then
   return err
 end
-local room = {}
+local room, sizes = {}, {}
 local i = outs
 while i <= #ARGV do
   local k = KEYS[tonumber(ARGV[i])]
@@ -52,29 +52,12 @@ while i <= #ARGV do
   end
   if ARGV[i + 2] == '1' then
     room[k] = (room[k] or 0) + 1
+    sizes[k] = sizes[k] or tonumber(ARGV[i + 1])
   end
   i = i + 4 + tonumber(ARGV[i + 3])
 end
 for k, count in pairs(room) do
-  local worst, size = 0, nil
-  i = outs
-  while i <= #ARGV do
-    if KEYS[tonumber(ARGV[i])] == k then size = tonumber(ARGV[i + 1]) break end
-    i = i + 4 + tonumber(ARGV[i + 3])
-  end
-  if redis.call('EXISTS', k) == 1 then
-    local len = redis.call('XLEN', k)
-    for _, g in ipairs(redis.call('XINFO', 'GROUPS', k)) do
-      local lag, pending = nil, 0
-      for j = 1, #g, 2 do
-        if g[j] == 'lag' then lag = g[j + 1] end
-        if g[j] == 'pending' then pending = g[j + 1] end
-      end
-      if type(lag) ~= 'number' then lag = len end
-      if lag + pending > worst then worst = lag + pending end
-    end
-  end
-  if worst + count > size then
+  if unprocessed(k) + count > sizes[k] then
     return {2, k}
   end
 end

@@ -20,7 +20,7 @@ import (
 var (
 	//go:embed output_commit.lua
 	outputCommitSrc string
-	outputCommit    = redis.NewScript(tableWritesSrc + "\n" + outputCommitSrc)
+	outputCommit    = redis.NewScript(tableWritesSrc + "\n" + streamRoomSrc + "\n" + outputCommitSrc)
 
 	//go:embed output_relay.lua
 	outputRelaySrc string

@@ -391,10 +391,13 @@ func StoreAssignment(ctx context.Context, c redis.Scripter, admin, key, adminVal
 	return nil
 }
 
+//go:embed stream_room.lua
+var streamRoomSrc string
+
 //go:embed guarded_add.lua
 var guardedAddSrc string
 
-var guardedAdd = redis.NewScript(guardedAddSrc)
+var guardedAdd = redis.NewScript(streamRoomSrc + "\n" + guardedAddSrc)
 
 // GuardedAdd queues on pipe the addition of entries (each a field, value
 // list) to the partition stream key, refused when trimming to size could
